@@ -1,0 +1,15 @@
+"""dptutor: the helper package behind the book *Getting differential privacy right in code*.
+
+The book follows Habernal (ACL 2022), "How reparametrization trick broke
+differentially-private text representation learning". Modules, one idea each:
+
+- :mod:`dptutor.distributions`: Laplace pdf/cdf/ppf (Eq. 4, 5, 7), DPText's transform (Eq. 9), samplers.
+- :mod:`dptutor.symbolic`: sympy derivations (CDF, inverse CDF, Theorem A.1, Theorems 3.1 and 3.2).
+- :mod:`dptutor.mechanisms`: the mechanisms audited in the paper's Section 4.
+- :mod:`dptutor.audit`: the empirical sanity check, exact closed forms and confidence bounds.
+- :mod:`dptutor.experiments`: the paper-scale reproduction grid.
+- :mod:`dptutor.plotting`: the book's figures.
+- :mod:`dptutor.cli`: ``python -m dptutor``.
+"""
+
+__version__ = "0.1.0"

@@ -1,0 +1,37 @@
+"""Shared fixtures. The full book build is session-scoped: the build test and the browser test share it."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class BookBuild:
+    returncode: int
+    log: str
+    html: Path
+
+
+def _jupyter_book() -> str:
+    exe = Path(sys.executable).with_name("jupyter-book")
+    return str(exe) if exe.exists() else (shutil.which("jupyter-book") or "jupyter-book")
+
+
+@pytest.fixture(scope="session")
+def book_build(tmp_path_factory: pytest.TempPathFactory) -> BookBuild:
+    """Build the whole book from a clean cache, exactly like `make book`, into a temporary folder."""
+    out = tmp_path_factory.mktemp("book")
+    env = dict(os.environ, PYTHONWARNINGS="default")
+    proc = subprocess.run(
+        [_jupyter_book(), "build", str(ROOT), "-W", "-n", "--keep-going", "--path-output", str(out)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
+    )
+    return BookBuild(proc.returncode, proc.stdout + proc.stderr, out / "_build" / "html")
