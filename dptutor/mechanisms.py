@@ -1,0 +1,196 @@
+"""The six mechanisms audited in Habernal (ACL 2022), Section 4 and Figure 2.
+
+A *mechanism* here is a synthetic-data release (local DP): it takes a batch of true values
+``x`` of shape ``(trials, n)`` (each row one dataset, values in [0, 1]) and returns a privatised
+array of the same shape.  Every mechanism has the signature ``mechanism(x, epsilon, rng)`` with
+``rng`` a :class:`numpy.random.Generator`, so the auditor in :mod:`dptutor.audit` can run any of
+them, or any user-written callable with that signature.
+
+The l1 sensitivity of the identity query on [0, 1]^n is ``n`` (changing every coordinate by at
+most 1), so the correct Laplace scale is ``b = n / epsilon``.  The other mechanisms reproduce
+the mistakes the paper discusses:
+
+========================  ==============================================================
+``laplace``               Laplace mechanism, ``b = n / epsilon`` (correct).
+``adept``                 ADePT's Laplace mechanism: ``b = 1 / epsilon`` whatever ``n`` is.
+``dptext``                DPText: noise from Eq. 9 with ``v ~ Uni(0, 1)`` (Eq. 8), NaN noise
+                          set to 0, ``b = n / epsilon`` (Theorems 3.1 and 3.2).
+``wrong_sensitivity``     The correct Laplace output multiplied by 0.5 (the authors' code).
+``copy_input``            Returns the input unchanged (no privacy).
+``random_output``         Each coordinate 0 or 1 with probability 1/2 (perfect privacy).
+========================  ==============================================================
+
+The names of the authors' classes map to ours as in ``shared/reference/README.md``
+(:data:`AUTHORS_NAMES`).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dptutor.distributions import sample_dptext, standard_laplace_fill
+
+__all__ = [
+    "Mechanism",
+    "MECHANISMS",
+    "AUTHORS_NAMES",
+    "laplace_mechanism",
+    "adept_mechanism",
+    "dptext_mechanism",
+    "wrong_sensitivity_mechanism",
+    "copy_input_mechanism",
+    "random_output_mechanism",
+]
+
+
+class Mechanism(Protocol):
+    """Anything callable as ``mechanism(x, epsilon, rng) -> ndarray``.
+
+    ``x`` is a float64 array of shape ``(trials, n)`` holding the true values, ``epsilon`` the
+    privacy budget, ``rng`` a :class:`numpy.random.Generator`; the result has the shape of ``x``.
+    A mechanism must not modify ``x`` (the auditor passes a read-only array).
+    """
+
+    def __call__(
+        self, x: NDArray[np.float64], epsilon: float, rng: np.random.Generator
+    ) -> NDArray: ...
+
+
+# ---------------------------------------------------------------------------------------------
+# validation
+# ---------------------------------------------------------------------------------------------
+
+
+def _check_epsilon(epsilon: object) -> float:
+    if isinstance(epsilon, (bool, np.bool_)) or not isinstance(epsilon, numbers.Real):
+        raise TypeError(f"epsilon must be a real number, got {type(epsilon).__name__}")
+    eps = float(epsilon)
+    if not math.isfinite(eps) or eps <= 0.0:
+        raise ValueError(f"epsilon must be finite and > 0, got {epsilon!r}")
+    return eps
+
+
+def _check_x(x: object) -> NDArray[np.float64]:
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"x must be a numpy.ndarray of shape (trials, n), got {type(x).__name__}")
+    if x.ndim != 2:
+        raise ValueError(f"x must be 2-D of shape (trials, n), got shape {x.shape}")
+    if x.dtype.kind not in "biuf":
+        raise TypeError(f"x must be real-valued, got dtype {x.dtype}")
+    return x
+
+
+def _check_rng(rng: object) -> np.random.Generator:
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    return rng
+
+
+def _laplace_noise_added(x: NDArray, b: float, rng: np.random.Generator) -> NDArray[np.float64]:
+    """``x + Lap(0, b)`` elementwise, with one output allocation and in-place passes only."""
+    out = np.empty(x.shape, dtype=np.float64)
+    standard_laplace_fill(out, rng=rng)
+    np.multiply(out, b, out=out)
+    np.add(out, x, out=out)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the mechanisms
+# ---------------------------------------------------------------------------------------------
+
+
+def laplace_mechanism(x: NDArray, epsilon: float, rng: np.random.Generator) -> NDArray[np.float64]:
+    """The Laplace mechanism with the correct l1 sensitivity ``n``: ``x + Lap(0, n / epsilon)``."""
+    x = _check_x(x)
+    eps = _check_epsilon(epsilon)
+    return _laplace_noise_added(x, x.shape[1] / eps, _check_rng(rng))
+
+
+def adept_mechanism(x: NDArray, epsilon: float, rng: np.random.Generator) -> NDArray[np.float64]:
+    """ADePT's Laplace mechanism: ``x + Lap(0, 1 / epsilon)``, sensitivity 1 whatever ``n`` is.
+
+    For ``n > 1`` this under-noises by a factor ``n`` (Habernal 2021), so the privacy loss grows
+    with the dimension (Figure 2, third panel).
+    """
+    x = _check_x(x)
+    eps = _check_epsilon(epsilon)
+    return _laplace_noise_added(x, 1.0 / eps, _check_rng(rng))
+
+
+def dptext_mechanism(x: NDArray, epsilon: float, rng: np.random.Generator) -> NDArray[np.float64]:
+    """DPText: ``x`` plus Eq. 9 noise from ``v ~ Uni(0, 1)`` (Eq. 8), NaN noise set to 0.
+
+    Scale ``b = n / epsilon``.  The noise is never negative (Theorem 3.1), so an output below 1
+    can only come from ``x = 0``: infinite privacy loss (Theorem 3.2).
+    """
+    x = _check_x(x)
+    eps = _check_epsilon(epsilon)
+    rng = _check_rng(rng)
+    noise = sample_dptext(x.shape, 0.0, x.shape[1] / eps, rng=rng, nan="zero")
+    np.add(noise, x, out=noise)
+    return noise
+
+
+def wrong_sensitivity_mechanism(
+    x: NDArray, epsilon: float, rng: np.random.Generator
+) -> NDArray[np.float64]:
+    """The correct Laplace output multiplied by 0.5, as in the authors' code.
+
+    The factor shrinks the output towards 0, so the attack's threshold 0.5 on the output is a
+    threshold 1 on ``x + noise``: the attack is weaker, not the mechanism less private (scaling is
+    post-processing).  At ``n = 1`` its loss is exactly ``epsilon`` (see
+    :func:`dptutor.audit.exact_loss`), a boundary case for testing the auditor's bounds.
+    """
+    out = laplace_mechanism(x, epsilon, rng)
+    np.multiply(out, 0.5, out=out)
+    return out
+
+
+def copy_input_mechanism(x: NDArray, epsilon: float, rng: np.random.Generator) -> NDArray[np.float64]:
+    """No privacy: return a copy of ``x`` (``epsilon`` and ``rng`` are checked, then ignored)."""
+    x = _check_x(x)
+    _check_epsilon(epsilon)
+    _check_rng(rng)
+    return np.array(x, dtype=np.float64, copy=True)
+
+
+def random_output_mechanism(
+    x: NDArray, epsilon: float, rng: np.random.Generator
+) -> NDArray[np.float64]:
+    """Perfect privacy, no utility: each coordinate 0 or 1 with probability 1/2, whatever ``x`` is."""
+    x = _check_x(x)
+    _check_epsilon(epsilon)
+    rng = _check_rng(rng)
+    # One random byte per coordinate, its top bit as the coin (as fast as it gets in numpy).
+    raw = rng.bit_generator.random_raw((x.size + 7) // 8).view(np.uint8)[: x.size]
+    out = np.empty(x.shape, dtype=np.float64)
+    np.right_shift(raw, 7, out=raw)
+    out.reshape(-1)[:] = raw
+    return out
+
+
+#: The six built-in mechanisms, keyed by the names used throughout the book and the CLI.
+MECHANISMS: dict[str, Mechanism] = {
+    "laplace": laplace_mechanism,
+    "adept": adept_mechanism,
+    "dptext": dptext_mechanism,
+    "wrong_sensitivity": wrong_sensitivity_mechanism,
+    "copy_input": copy_input_mechanism,
+    "random_output": random_output_mechanism,
+}
+
+#: Our mechanism names -> the class names in the authors' code and ``paper-results.json``.
+AUTHORS_NAMES: dict[str, str] = {
+    "laplace": "LaplaceMechanism",
+    "adept": "LaplaceMechanismADePT",
+    "dptext": "BeigiEtAlLaplaceMechanism",
+    "wrong_sensitivity": "LaplaceMechanismWrongSensitivity",
+    "copy_input": "NoPrivacyMechanism",
+    "random_output": "CompletelyRandomMechanism",
+}
