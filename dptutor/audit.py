@@ -315,8 +315,8 @@ class AuditResult:
         lines = [
             f"Audit of {name}: n={self.n}, epsilon={self.epsilon:g}, trials={self.trials} per dataset, seed={self.seed}",
             f"{'':<14}{'guess 0':>{width}}{'guess 1':>{width}}",
-            f"{'D  (zeros)':<14}{self.counts[0, 0]:>{width}}{self.counts[0, 1]:>{width}}",
-            f"{"D' (ones)":<14}{self.counts[1, 0]:>{width}}{self.counts[1, 1]:>{width}}",
+            f"{'D0 (zeros)':<14}{self.counts[0, 0]:>{width}}{self.counts[0, 1]:>{width}}",
+            f"{'D1 (ones)':<14}{self.counts[1, 0]:>{width}}{self.counts[1, 1]:>{width}}",
             f"estimated loss {_fmt(self.loss)}; {pct} interval [{_fmt(lower)}, {_fmt(upper)}]",
             verdict,
         ]
