@@ -133,8 +133,8 @@ def plot_sampling_strategies(
         ax.grid(alpha=0.3)
         bad = 1.0 - finite.mean()
         if bad > 0:
-            ax.text(0.97, 0.95, f"not finite (NaN): {100 * bad:.1f}%\nnot drawn", transform=ax.transAxes,
-                    ha="right", va="top", fontsize="small", color="C3")
+            ax.text(0.03, 0.95, f"not finite (NaN):\n{100 * bad:.1f}% of draws,\nnot drawn",
+                    transform=ax.transAxes, ha="left", va="top", fontsize="small", color="C3")
     for ax in axes.flat[len(specs):]:
         ax.set_visible(False)
     for ax in axes[:, 0]:
@@ -250,4 +250,121 @@ def plot_neighbouring_densities(
         ax.grid(alpha=0.3)
     axes[0, 0].set_ylabel("density")
     axes[0, 0].legend(loc="upper right", fontsize="small")
+    return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# Part I, chapters "A probability primer" and "The Laplace mechanism"
+# ---------------------------------------------------------------------------------------------
+
+
+def _part1_positive(value: object, name: str) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    value = float(value)
+    if not np.isfinite(value) or value <= 0.0:
+        raise ValueError(f"{name} must be finite and > 0, got {value!r}")
+    return value
+
+
+def plot_uniform_distributions(
+    k: int = 6, intervals: Sequence[tuple[float, float]] = ((0.0, 1.0), (-0.5, 0.5))
+) -> Figure:
+    """Left: the PMF of the discrete uniform law on {1, ..., k}.  Right: the PDFs of Uni(low, high).
+
+    The default intervals are the paper's two uniforms, Uni(0, 1) (Eq. 8) and Uni(-1/2, 1/2) (Eq. 6).
+    """
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"k must be a positive int, got {k!r}")
+    if not isinstance(intervals, Sequence) or len(intervals) == 0:
+        raise ValueError("intervals must be a non-empty sequence of (low, high) pairs")
+    pairs = [_icdf_check_limits(iv, f"intervals[{i}]") for i, iv in enumerate(intervals)]
+
+    fig, (ax_pmf, ax_pdf) = plt.subplots(1, 2, figsize=(9.5, 3.4), layout="constrained")
+    values = np.arange(1, k + 1)
+    ax_pmf.vlines(values, 0, 1 / k, color="C0", lw=2)
+    ax_pmf.plot(values, np.full(k, 1 / k), "o", color="C0")
+    ax_pmf.set(xlabel="$x$", ylabel="$p_X(x)$", title=f"Discrete uniform on $\\{{1, \\dots, {k}\\}}$",
+               ylim=(0, 1.5 / k), xticks=values)
+
+    low = min(lo for lo, _ in pairs)
+    high = max(hi for _, hi in pairs)
+    pad = 0.25 * (high - low)
+    for i, (lo, hi) in enumerate(pairs):
+        height = 1.0 / (hi - lo)
+        # The density as a step: 0 outside [lo, hi], 1 / (hi - lo) inside.
+        ax_pdf.plot([low - pad, lo, lo, hi, hi, high + pad], [0, 0, height, height, 0, 0],
+                    color=f"C{i}", lw=2.5 if i == 0 else 2, ls="-" if i == 0 else "--",
+                    label=f"Uni({lo:g}, {hi:g})")
+    ax_pdf.set(xlabel="$x$", ylabel="$f_X(x)$", title="Continuous uniform densities",
+               ylim=(0, 1.35 * max(1.0 / (hi - lo) for lo, hi in pairs)))
+    ax_pdf.legend(loc="upper right", fontsize="small")
+    for ax in (ax_pmf, ax_pdf):
+        ax.grid(alpha=0.3)
+    return fig
+
+
+def plot_laplace_family(
+    mus: Sequence[float] = (-2.0, 0.0, 2.0), bs: Sequence[float] = (0.5, 1.0, 2.0), *, span: float = 7.0
+) -> Figure:
+    """Left: Lap(mu, 1) for each ``mu`` (changing mu translates the curve).  Right: Lap(0, b) for each ``b``."""
+    from dptutor.distributions import laplace_pdf
+
+    if len(mus) == 0 or len(bs) == 0:
+        raise ValueError("mus and bs must each contain at least one value")
+    span = _part1_positive(span, "span")
+    bs = [_part1_positive(b, "bs") for b in bs]
+    mus = [float(mu) for mu in mus]
+    if not np.isfinite(mus).all():
+        raise ValueError("mus must be finite")
+    fig, (ax_mu, ax_b) = plt.subplots(1, 2, figsize=(9.5, 3.4), layout="constrained")
+    y = np.linspace(min(mus) - span, max(mus) + span, 1201)
+    for i, mu in enumerate(mus):
+        ax_mu.plot(y, laplace_pdf(y, mu, 1.0), color=f"C{i}", lw=2, label=rf"$\mu = {mu:g}$")
+        ax_mu.axvline(mu, color=f"C{i}", lw=0.8, ls=":")
+    ax_mu.set(xlabel="$y$", ylabel="density", title=r"Lap($\mu$, $b = 1$): moving $\mu$")
+    y = np.linspace(-span, span, 1201)
+    for i, b in enumerate(bs):
+        ax_b.plot(y, laplace_pdf(y, 0.0, b), color=f"C{i}", lw=2, label=f"$b = {b:g}$")
+    ax_b.set(xlabel="$y$", ylabel="density", title=r"Lap($\mu = 0$, $b$): changing the scale $b$")
+    for ax in (ax_mu, ax_b):
+        ax.grid(alpha=0.3)
+        ax.legend(loc="upper right", fontsize="small")
+    return fig
+
+
+def plot_laplace_mechanism(
+    fx: float = 0.0, fx_prime: float = 1.0, epsilon: float = 1.0, sensitivity: float = 1.0
+) -> Figure:
+    """The Laplace mechanism (Eq. 2-3) on two neighbouring datasets, in one dimension.
+
+    Left: the output densities Lap(f(x), b) and Lap(f(x'), b), ``b = sensitivity / epsilon``.
+    Right: the privacy loss ``ln h(y - f(x)) - ln h(y - f(x'))``, computed from the two
+    log-densities of scipy.stats (no closed form used), over the band ``[-epsilon, epsilon]``.
+    """
+    from scipy import stats
+
+    from dptutor.distributions import laplace_pdf
+
+    epsilon = _part1_positive(epsilon, "epsilon")
+    sensitivity = _part1_positive(sensitivity, "sensitivity")
+    fx, fx_prime = float(fx), float(fx_prime)
+    if not (np.isfinite(fx) and np.isfinite(fx_prime)):
+        raise ValueError("fx and fx_prime must be finite")
+    b = sensitivity / epsilon
+    y = np.linspace(min(fx, fx_prime) - 4 * b, max(fx, fx_prime) + 4 * b, 1201)
+    fig, (ax_d, ax_l) = plt.subplots(1, 2, figsize=(10.5, 3.6), layout="constrained")
+    ax_d.plot(y, laplace_pdf(y, fx, b), color="C0", lw=2, label=f"$\\mathcal{{M}}(x)$, $f(x) = {fx:g}$")
+    ax_d.plot(y, laplace_pdf(y, fx_prime, b), color="C3", lw=2, ls="--",
+              label=f"$\\mathcal{{M}}(x')$, $f(x') = {fx_prime:g}$")
+    ax_d.set(xlabel="output $y$", ylabel="density", title=f"Output densities, $b = {b:g}$")
+
+    loss = stats.laplace.logpdf(y, loc=fx, scale=b) - stats.laplace.logpdf(y, loc=fx_prime, scale=b)
+    ax_l.axhspan(-epsilon, epsilon, color="C2", alpha=0.15, label=r"$[-\varepsilon, \varepsilon]$")
+    ax_l.plot(y, loss, color="k", lw=2, label=r"$\ln h(y - f(x)) - \ln h(y - f(x'))$")
+    ax_l.set(xlabel="output $y$", ylabel="privacy loss", title=f"Privacy loss, $\\varepsilon = {epsilon:g}$",
+             ylim=(-1.7 * epsilon, 1.7 * epsilon))
+    for ax in (ax_d, ax_l):
+        ax.grid(alpha=0.3)
+        ax.legend(loc="upper right", fontsize="small")
     return fig

@@ -1,0 +1,216 @@
+"""Smoke tests for dptutor.plotting: every figure function draws what it claims, and rejects bad input."""
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+
+from dptutor import plotting
+
+
+# --- Part II: inverse CDF and DPText chapters -------------------------------------------------
+
+from dptutor.distributions import (  # noqa: E402
+    dptext_pdf,
+    laplace_cdf,
+    laplace_pdf,
+    laplace_ppf,
+    sample_dptext,
+    sample_laplace,
+)
+
+
+def test_plot_inverse_cdfs_draws_eq4_eq7_and_dptext() -> None:
+    fig = plotting.plot_inverse_cdfs(mu=1.0, b=2.0, num=101)
+    try:
+        assert isinstance(fig, Figure)
+        ax_ok, ax_bad = fig.axes
+        eq4 = ax_ok.lines[0]
+        np.testing.assert_allclose(eq4.get_ydata(), laplace_ppf(eq4.get_xdata(), 1.0, 2.0))
+        # Eq. 7 on v is Eq. 4 on u = v + 1/2: same values on the shifted grid.
+        eq7 = ax_ok.lines[1]
+        np.testing.assert_allclose(eq7.get_ydata(), laplace_ppf(eq7.get_xdata() + 0.5, 1.0, 2.0), atol=1e-12)
+        dptext_line, real_part = ax_bad.lines[1], ax_bad.lines[2]
+        assert np.all(dptext_line.get_xdata() < 0.5) and np.all(dptext_line.get_ydata() >= 1.0)
+        assert np.all(np.diff(dptext_line.get_ydata()) > 0)  # increasing on [0, 1/2)
+        assert np.all(real_part.get_xdata() > 0.5)
+        assert np.all(np.diff(real_part.get_ydata()) < 0)  # the real part decreases (Theorem 3.1)
+    finally:
+        plt.close(fig)
+
+
+def test_plot_inverse_cdfs_rejects_bad_input() -> None:
+    with pytest.raises(ValueError, match="num"):
+        plotting.plot_inverse_cdfs(num=3)
+    with pytest.raises(ValueError, match="b"):
+        plotting.plot_inverse_cdfs(b=-1.0)
+
+
+def test_plot_sampling_strategies_reports_nan_fraction() -> None:
+    rng = np.random.default_rng(20220301)
+    kept = sample_dptext(2000, rng=rng, nan="keep")
+    fig = plotting.plot_sampling_strategies(
+        [("Laplace", sample_laplace(2000, rng=rng)), ("uniform", rng.random(2000), (0.0, 1.0)),
+         ("DPText, NaN kept", kept), ("DPText, NaN -> 0", sample_dptext(2000, rng=rng, nan="zero"))],
+        bins=20,
+    )
+    try:
+        visible = [ax for ax in fig.axes if ax.get_visible()]
+        assert len(visible) == 4 and len(fig.axes) == 6  # 2 x 3 grid, 2 hidden
+        texts = [t.get_text() for t in visible[2].texts]
+        assert texts and f"{100 * np.isnan(kept).mean():.1f}%" in texts[0]
+        assert not visible[0].texts and not visible[3].texts  # no NaN there, no note
+        assert visible[1].get_xlim() == (0.0, 1.0)
+        assert sum(p.get_height() for p in visible[2].patches) == np.sum(np.isfinite(kept) & (kept <= 8.0))
+    finally:
+        plt.close(fig)
+
+
+def test_plot_sampling_strategies_rejects_bad_panels() -> None:
+    with pytest.raises(ValueError, match="panels"):
+        plotting.plot_sampling_strategies([])
+    with pytest.raises(ValueError, match="panels\\[0\\]"):
+        plotting.plot_sampling_strategies([("x",)])
+    with pytest.raises(ValueError, match="range"):
+        plotting.plot_sampling_strategies([("x", [1.0, 2.0], (1.0, 0.0))])
+    with pytest.raises(ValueError, match="bins"):
+        plotting.plot_sampling_strategies([("x", [1.0, 2.0])], bins=0)
+
+
+def test_plot_histograms_with_pdf_is_density_scaled() -> None:
+    rng = np.random.default_rng(7)
+    x = sample_laplace(5000, rng=rng)
+    fig = plotting.plot_histograms_with_pdf({"Eq. 4": x}, laplace_pdf, limits=(-3.0, 3.0), bins=30)
+    try:
+        ax = fig.axes[0]
+        area = sum(p.get_height() * p.get_width() for p in ax.patches)
+        # Exact identity: the drawn area is the fraction of samples inside the limits.
+        assert area == pytest.approx(np.mean(np.abs(x) <= 3.0), rel=1e-12)
+        np.testing.assert_allclose(ax.lines[0].get_ydata(), laplace_pdf(ax.lines[0].get_xdata()))
+    finally:
+        plt.close(fig)
+    with pytest.raises(TypeError, match="pdf"):
+        plotting.plot_histograms_with_pdf({"a": x}, pdf=None)  # type: ignore[arg-type]
+
+
+def test_plot_ecdfs_counts_nan_as_missing_mass() -> None:
+    rng = np.random.default_rng(11)
+    kept = sample_dptext(1000, rng=rng, nan="keep")
+    fig = plotting.plot_ecdfs({"kept": kept}, {"Laplace": laplace_cdf}, limits=(-2.0, 50.0))
+    try:
+        step = fig.axes[0].lines[0]
+        # The ECDF tops out at the finite fraction (about 1/2), never at 1.
+        assert step.get_ydata()[-1] == np.isfinite(kept).mean()
+        assert np.all(step.get_ydata()[step.get_xdata() < 0] == 0)
+    finally:
+        plt.close(fig)
+    with pytest.raises(TypeError, match="cdfs"):
+        plotting.plot_ecdfs({"kept": kept}, {"bad": 3})  # type: ignore[dict-item]
+
+
+def test_plot_neighbouring_densities_marks_z() -> None:
+    fig = plotting.plot_neighbouring_densities(
+        [("DPText", lambda x: dptext_pdf(x, 0.0, 1.0, nan="discard"),
+          lambda x: dptext_pdf(x, 1.0, 1.0, nan="discard"))], z=0.1)
+    try:
+        ax = fig.axes[0]
+        dots = [line for line in ax.lines if line.get_marker() == "o"]
+        assert [d.get_ydata()[0] for d in dots] == pytest.approx([np.exp(-0.1), 0.0])
+    finally:
+        plt.close(fig)
+    with pytest.raises(ValueError, match="z"):
+        plotting.plot_neighbouring_densities([("a", laplace_pdf, laplace_pdf)], z=100.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Part I figures: plot_uniform_distributions, plot_laplace_family, plot_laplace_mechanism
+# ---------------------------------------------------------------------------------------------
+
+
+def test_part1_plot_uniform_distributions_draws_pmf_and_pdfs() -> None:
+    import matplotlib.pyplot as plt
+    import numpy as np
+    import pytest
+
+    from dptutor.plotting import plot_uniform_distributions
+
+    fig = plot_uniform_distributions(k=4, intervals=((0.0, 1.0), (-0.5, 0.5), (0.0, 2.0)))
+    try:
+        ax_pmf, ax_pdf = fig.axes
+        # PMF markers: k points at height 1/k.
+        markers = ax_pmf.lines[0]
+        np.testing.assert_allclose(markers.get_xdata(), [1, 2, 3, 4])
+        np.testing.assert_allclose(markers.get_ydata(), 0.25)
+        # One step curve per interval, its plateau at 1 / (high - low).
+        assert len(ax_pdf.lines) == 3
+        assert max(ax_pdf.lines[2].get_ydata()) == pytest.approx(0.5)
+        assert max(ax_pdf.lines[0].get_ydata()) == pytest.approx(1.0)
+    finally:
+        plt.close(fig)
+    with pytest.raises(ValueError, match="k"):
+        plot_uniform_distributions(k=0)
+    with pytest.raises(ValueError, match="intervals"):
+        plot_uniform_distributions(intervals=((1.0, 0.0),))
+
+
+def test_part1_plot_laplace_family_curves_match_the_density() -> None:
+    import matplotlib.pyplot as plt
+    import numpy as np
+    import pytest
+    from scipy import stats
+
+    from dptutor.plotting import plot_laplace_family
+
+    fig = plot_laplace_family(mus=(-1.0, 3.0), bs=(0.5, 2.0))
+    try:
+        ax_mu, ax_b = fig.axes
+        curves_mu = [ln for ln in ax_mu.lines if len(ln.get_xdata()) > 2]
+        curves_b = [ln for ln in ax_b.lines if len(ln.get_xdata()) > 2]
+        assert len(curves_mu) == 2 and len(curves_b) == 2
+        for line, mu in zip(curves_mu, (-1.0, 3.0)):
+            x = np.asarray(line.get_xdata())
+            np.testing.assert_allclose(line.get_ydata(), stats.laplace.pdf(x, loc=mu, scale=1.0), rtol=1e-12)
+        for line, b in zip(curves_b, (0.5, 2.0)):
+            x = np.asarray(line.get_xdata())
+            np.testing.assert_allclose(line.get_ydata(), stats.laplace.pdf(x, loc=0.0, scale=b), rtol=1e-12)
+    finally:
+        plt.close(fig)
+    with pytest.raises(ValueError, match="bs"):
+        plot_laplace_family(bs=(1.0, -1.0))
+    with pytest.raises(ValueError, match="mus"):
+        plot_laplace_family(mus=())
+
+
+def test_part1_plot_laplace_mechanism_loss_stays_in_the_band() -> None:
+    import matplotlib.pyplot as plt
+    import numpy as np
+    import pytest
+
+    from dptutor.plotting import plot_laplace_mechanism
+
+    epsilon = 0.7
+    fig = plot_laplace_mechanism(fx=0.0, fx_prime=1.0, epsilon=epsilon, sensitivity=1.0)
+    try:
+        ax_d, ax_l = fig.axes
+        assert len(ax_d.lines) == 2
+        loss = np.asarray(ax_l.lines[0].get_ydata())
+        # The grid reaches beyond both means, where the loss is exactly +-epsilon (up to rounding).
+        assert loss.max() == pytest.approx(epsilon, rel=1e-9)
+        assert loss.min() == pytest.approx(-epsilon, rel=1e-9)
+    finally:
+        plt.close(fig)
+    # Neighbours further apart than the sensitivity: the loss leaves the band.
+    fig = plot_laplace_mechanism(fx=0.0, fx_prime=2.0, epsilon=epsilon, sensitivity=1.0)
+    try:
+        assert np.asarray(fig.axes[1].lines[0].get_ydata()).max() == pytest.approx(2 * epsilon, rel=1e-9)
+    finally:
+        plt.close(fig)
+    with pytest.raises(ValueError, match="epsilon"):
+        plot_laplace_mechanism(epsilon=0.0)
+    with pytest.raises(TypeError, match="sensitivity"):
+        plot_laplace_mechanism(sensitivity="1")
