@@ -312,11 +312,12 @@ class AuditResult:
             else f"no violation detected at epsilon = {self.epsilon:g} (which does not prove DP)"
         )
         name = self.mechanism or "mechanism"
+        label0, label1 = "D  (zeros)", "D' (ones)"
         lines = [
             f"Audit of {name}: n={self.n}, epsilon={self.epsilon:g}, trials={self.trials} per dataset, seed={self.seed}",
             f"{'':<14}{'guess 0':>{width}}{'guess 1':>{width}}",
-            f"{'D0 (zeros)':<14}{self.counts[0, 0]:>{width}}{self.counts[0, 1]:>{width}}",
-            f"{'D1 (ones)':<14}{self.counts[1, 0]:>{width}}{self.counts[1, 1]:>{width}}",
+            f"{label0:<14}{self.counts[0, 0]:>{width}}{self.counts[0, 1]:>{width}}",
+            f"{label1:<14}{self.counts[1, 0]:>{width}}{self.counts[1, 1]:>{width}}",
             f"estimated loss {_fmt(self.loss)}; {pct} interval [{_fmt(lower)}, {_fmt(upper)}]",
             verdict,
         ]
@@ -372,6 +373,48 @@ def _check_output(out: object, shape: tuple[int, int], name: str) -> np.ndarray:
     return out
 
 
+def _majority_counter(rows: int, n: int) -> tuple[NDArray[np.bool_], Any]:
+    """A reusable ``(rows, n)`` bool buffer and a function counting its rows with more than n/2 ones.
+
+    ``count(m)`` looks at the first ``m`` rows.  numpy reductions along a short last axis are
+    slow (several ns per element for n = 2), so short rows are counted differently: the bool bytes
+    are viewed as the widest unsigned integer dividing the row (8, 4, 2 or 1 bytes), each word's
+    set bits counted with ``np.bitwise_count`` (a byte of a bool is 0 or 1, so a word's popcount
+    is its number of True bytes), and the few words per row added column by column.  Long rows
+    (more than 8 words) are summed over a uint8 view.  A row is guessed 1 iff its count exceeds
+    ``n // 2``, so a tie at exactly n/2 is guessed 0.
+    """
+    above = np.empty((rows, n), dtype=np.bool_)
+    u8 = above.view(np.uint8)
+    half = n // 2
+    width = next(w for w in (8, 4, 2, 1) if n % w == 0)
+    words_per_row = n // width
+    if words_per_row > 8:
+        sum_dtype = np.uint16 if n < (1 << 16) else np.int64
+
+        def count(m: int) -> int:
+            return int(np.count_nonzero(u8[:m].sum(axis=1, dtype=sum_dtype) > half))
+
+        return above, count
+
+    wide = u8.view({8: np.uint64, 4: np.uint32, 2: np.uint16, 1: np.uint8}[width])
+    acc = np.empty(rows, dtype=np.uint16)
+    popcounts = np.empty((rows, words_per_row), dtype=np.uint8)
+
+    def count(m: int) -> int:
+        pc = popcounts[:m]
+        np.bitwise_count(wide[:m], out=pc)
+        if words_per_row == 1:
+            return int(np.count_nonzero(pc.reshape(-1) > half))
+        total = acc[:m]
+        np.add(pc[:, 0], pc[:, 1], out=total, dtype=np.uint16)
+        for j in range(2, words_per_row):
+            np.add(total, pc[:, j], out=total)
+        return int(np.count_nonzero(total > half))
+
+    return above, count
+
+
 def _count_block(
     mechanism: Mechanism,
     name: str,
@@ -382,17 +425,14 @@ def _count_block(
 ) -> tuple[int, int]:
     """Run ``trials`` trials on D and D' with one generator; return the number of guesses 1 on each.
 
-    Chunks of ``CHUNK_ELEMENTS // n`` rows alternate between D and D'.  The attack: threshold at
-    0.5 into a reused bool buffer, count the ones per row over a uint8 view, compare with n // 2
-    (so a tie, exactly n/2 ones, is guessed as 0).
+    Chunks of ``CHUNK_ELEMENTS // n`` rows alternate between D and D'.  The attack: threshold the
+    output at 0.5 into a reused bool buffer, then count rows with more than n/2 ones
+    (:func:`_majority_counter`).
     """
     rng = np.random.Generator(np.random.PCG64(seed_seq))
     rows = _chunk_rows(n)
     zeros, ones = _datasets(rows, n)
-    above = np.empty((rows, n), dtype=np.bool_)
-    above_u8 = above.view(np.uint8)
-    sum_dtype = np.uint16 if n < (1 << 16) else np.int64
-    half = n // 2
+    above, count = _majority_counter(rows, n)
     guessed_one = [0, 0]
     done = 0
     while done < trials:
@@ -400,10 +440,8 @@ def _count_block(
         for d, x in ((0, zeros), (1, ones)):
             xm = x[:m] if m < rows else x
             out = _check_output(mechanism(xm, epsilon, rng), xm.shape, name)
-            buf = above[:m] if m < rows else above
-            np.greater_equal(out, 0.5, out=buf)
-            ones_per_row = (above_u8[:m] if m < rows else above_u8).sum(axis=1, dtype=sum_dtype)
-            guessed_one[d] += int(np.count_nonzero(ones_per_row > half))
+            np.greater_equal(out, 0.5, out=above[:m] if m < rows else above)
+            guessed_one[d] += count(m)
         done += m
     return guessed_one[0], guessed_one[1]
 
