@@ -368,3 +368,191 @@ def plot_laplace_mechanism(
         ax.grid(alpha=0.3)
         ax.legend(loc="upper right", fontsize="small")
     return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# Part III, chapter "An empirical sanity check" (the paper's Figure 2)
+# ---------------------------------------------------------------------------------------------
+
+#: The paper's four panels: (title, mechanisms drawn in it).
+SANITY_PANELS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Extreme baselines", ("random_output", "copy_input")),
+    ("Laplace mechanism", ("laplace",)),
+    ("ADePT", ("adept",)),
+    ("DPText", ("dptext",)),
+)
+
+_SANITY_LABELS = {
+    "laplace": "Laplace",
+    "adept": "ADePT",
+    "dptext": "DPText",
+    "wrong_sensitivity": "wrong sensitivity",
+    "copy_input": "copy input",
+    "random_output": "random output",
+}
+_SANITY_MARKERS = ("o", "s", "^", "D")
+_SANITY_STYLES = ("-", ":", "-.", "--")
+
+
+def _sanity_table(results: object) -> list[tuple[str, float, int, float]]:
+    """Normalise results to ``(mechanism, epsilon, n, loss)`` tuples.
+
+    Accepts the nested form ``{mechanism: {epsilon: {n: loss}}}`` (keys may be strings, the
+    authors' class names are mapped to ours) or an iterable of rows with ``mechanism``,
+    ``epsilon``, ``n`` and ``loss`` as attributes (:class:`dptutor.experiments.GridRow`) or keys.
+    """
+    from collections.abc import Iterable
+
+    from dptutor.mechanisms import AUTHORS_NAMES
+
+    ours = {theirs: name for name, theirs in AUTHORS_NAMES.items()}
+    table: list[tuple[str, float, int, float]] = []
+    if isinstance(results, Mapping):
+        for mech, by_eps in results.items():
+            if not isinstance(by_eps, Mapping):
+                raise TypeError("results: nested form must be {mechanism: {epsilon: {n: loss}}}")
+            for eps, by_n in by_eps.items():
+                if not isinstance(by_n, Mapping):
+                    raise TypeError("results: nested form must be {mechanism: {epsilon: {n: loss}}}")
+                for n, loss in by_n.items():
+                    table.append((ours.get(str(mech), str(mech)), float(eps), int(n), float(loss)))
+    elif isinstance(results, Iterable) and not isinstance(results, (str, bytes)):
+        for row in results:
+            get = row.__getitem__ if isinstance(row, Mapping) else lambda k, r=row: getattr(r, k)
+            try:
+                mech, eps, n, loss = get("mechanism"), get("epsilon"), get("n"), get("loss")
+            except (KeyError, AttributeError) as exc:
+                raise TypeError("results: each row needs mechanism, epsilon, n and loss") from exc
+            table.append((ours.get(str(mech), str(mech)), float(eps), int(n), float(loss)))
+    else:
+        raise TypeError(
+            "results must be a nested mapping {mechanism: {epsilon: {n: loss}}} or an iterable of rows, "
+            f"got {type(results).__name__}"
+        )
+    for mech, eps, n, loss in table:
+        if np.isnan(loss) or loss < 0:
+            raise ValueError(f"results: loss of {mech} at epsilon={eps:g}, n={n} is {loss!r} (must be >= 0 or inf)")
+        if not (np.isfinite(eps) and eps > 0):
+            raise ValueError(f"results: epsilon must be finite and > 0, got {eps!r}")
+    return table
+
+
+def plot_sanity_check(
+    results: object = None,
+    *,
+    exact: bool = False,
+    panels: Sequence[tuple[str, Sequence[str]]] = SANITY_PANELS,
+    dims: Sequence[int] | None = None,
+    epsilon_range: tuple[float, float] = (0.1, 10.0),
+    title: str | None = None,
+) -> Figure:
+    """The paper's Figure 2: the attack's privacy loss against epsilon, one panel per mechanism group.
+
+    ``results``: Monte Carlo (or exact) losses, nested ``{mechanism: {epsilon: {n: loss}}}`` (e.g.
+    the authors' ``results.json``, whose class names are mapped to ours) or rows such as
+    :func:`dptutor.experiments.run_grid` returns.  One line per dimension ``n`` (colour), markers
+    per mechanism.  Log-log axes; infinite losses are drawn on an extra "∞" row at the top, zero
+    losses on a "0" row at the bottom.  The green line is the bound ``loss = epsilon``: a point
+    above it shows a DP violation.  ``exact=True`` adds the closed form
+    (:func:`dptutor.audit.exact_loss`) as thin dashed lines over ``epsilon_range``; ``results``
+    may then be ``None``.
+    """
+    from matplotlib import ticker
+    from matplotlib.lines import Line2D
+
+    from dptutor.audit import exact_loss
+
+    if results is None and not exact:
+        raise ValueError("results must be given unless exact=True")
+    table = _sanity_table(results) if results is not None else []
+    e_lo, e_hi = _icdf_check_limits(epsilon_range, "epsilon_range")
+    if e_lo <= 0:
+        raise ValueError(f"epsilon_range must be positive, got {epsilon_range!r}")
+    if not panels:
+        raise ValueError("panels must not be empty")
+    panel_list = [(str(t), tuple(str(m) for m in mechs)) for t, mechs in panels]
+    if dims is None:
+        dim_list = sorted({n for _, _, n, _ in table}) or [1, 2, 8, 32, 64, 128]
+    else:
+        dim_list = sorted({int(n) for n in dims})
+        if not dim_list or dim_list[0] < 1:
+            raise ValueError(f"dims must be positive ints, got {dims!r}")
+
+    # Curves to draw: (panel index, mechanism, n, eps array, loss array, is_exact).
+    curves: list[tuple[int, str, int, np.ndarray, np.ndarray, bool]] = []
+    for p, (_, mechs) in enumerate(panel_list):
+        for mech in mechs:
+            for n in dim_list:
+                pts = sorted((e, loss) for m, e, nn, loss in table if m == mech and nn == n)
+                if pts:
+                    curves.append((p, mech, n, np.array([e for e, _ in pts]), np.array([v for _, v in pts]), False))
+                if exact:
+                    grid = np.geomspace(e_lo, e_hi, 41)
+                    curves.append((p, mech, n, grid, np.array([exact_loss(mech, n, e) for e in grid]), True))
+
+    finite = np.concatenate([c[4][np.isfinite(c[4]) & (c[4] > 0)] for c in curves] + [np.array([e_lo, e_hi])])
+    lo = 10.0 ** np.floor(np.log10(finite.min()))
+    hi = 10.0 ** np.ceil(np.log10(finite.max()))
+    has_zero = any((c[4] == 0).any() for c in curves)
+    has_inf = True  # keep the ∞ row even when empty, so panels and figures line up
+    y_inf, y_top = hi * 10**0.6, hi * 10**1.0
+    y_zero, y_bottom = lo / 10**0.6, (lo / 10**1.0 if has_zero else lo)
+
+    def to_plot(v: np.ndarray) -> np.ndarray:
+        return np.where(np.isinf(v), y_inf, np.where(v == 0, y_zero, v))
+
+    cmap = plt.get_cmap("plasma")  # no green, which is reserved for the bound
+    colour = {n: cmap(0.88 * i / max(1, len(dim_list) - 1)) for i, n in enumerate(dim_list)}
+
+    fig, axes = plt.subplots(1, len(panel_list), figsize=(3.6 * len(panel_list) + 1.2, 3.9),
+                             sharey=True, layout="constrained", squeeze=False)
+    axes = axes[0]
+    for p, (ptitle, mechs) in enumerate(panel_list):
+        ax = axes[p]
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.plot([e_lo, e_hi], [e_lo, e_hi], color="tab:green", lw=2.2, zorder=1)
+        ax.axhspan(hi * 10**0.3, y_top, color="0.93", zorder=0)
+        if has_zero:
+            ax.axhspan(y_bottom, lo / 10**0.3, color="0.93", zorder=0)
+        for cp, mech, n, eps, loss, is_exact in curves:
+            if cp != p:
+                continue
+            k = mechs.index(mech)
+            if is_exact:
+                ax.plot(eps, to_plot(loss), color=colour[n], lw=0.9, ls="--", alpha=0.8, zorder=2)
+            else:
+                ax.plot(eps, to_plot(loss), color=colour[n], lw=1.6, ls=_SANITY_STYLES[k % 4],
+                        marker=_SANITY_MARKERS[k % 4], ms=4.5, zorder=3)
+        ax.set_xlim(e_lo / 1.15, e_hi * 1.15)
+        ax.set_title(ptitle)
+        ax.set_xlabel(r"$\varepsilon$")
+        ax.grid(alpha=0.3, which="major")
+        if len(mechs) > 1:
+            handles = [Line2D([], [], color="0.3", ls=_SANITY_STYLES[k % 4], marker=_SANITY_MARKERS[k % 4],
+                              label=_SANITY_LABELS.get(m, m)) for k, m in enumerate(mechs)]
+            ax.legend(handles=handles, loc="center right", fontsize="small")
+    ax0 = axes[0]
+    ax0.set_ylim(y_bottom, y_top)
+    decades = np.arange(int(np.log10(lo)), int(np.log10(hi)) + 1)
+    step = max(1, int(np.ceil(len(decades) / 7)))
+    ticks = [10.0**d for d in decades[::step]]
+    labels = [f"$10^{{{d}}}$" for d in decades[::step]]
+    if has_inf:
+        ticks.append(y_inf)
+        labels.append("∞")
+    if has_zero:
+        ticks.insert(0, y_zero)
+        labels.insert(0, "0")
+    ax0.yaxis.set_major_locator(ticker.FixedLocator(ticks))
+    ax0.yaxis.set_major_formatter(ticker.FixedFormatter(labels))
+    ax0.yaxis.set_minor_locator(ticker.NullLocator())
+    ax0.set_ylabel("estimated privacy loss")
+    handles = [Line2D([], [], color=colour[n], lw=2, label=f"n = {n}") for n in dim_list]
+    handles.append(Line2D([], [], color="tab:green", lw=2.2, label=r"loss = $\varepsilon$"))
+    if exact:
+        handles.append(Line2D([], [], color="0.3", lw=0.9, ls="--", label="exact"))
+    fig.legend(handles=handles, loc="outside right center", fontsize="small")
+    if title:
+        fig.suptitle(title)
+    return fig
