@@ -49,6 +49,7 @@ __all__ = [
     "write_results",
     "repeat_loss",
     "atomic_write_text",
+    "save_figure",
 ]
 
 #: The paper's grid (Figure 2 and the authors' ``results.json``).
@@ -59,6 +60,7 @@ PAPER_TRIALS: int = 10_000_000
 PAPER_SEED: int = 1234
 
 RESULTS_JSON = "results.json"
+_FILE_MODE = 0o644  # mkstemp creates 0600 files; results are meant to be shared
 RESULTS_CSV = "results.csv"
 
 CSV_COLUMNS: tuple[str, ...] = (
@@ -196,7 +198,7 @@ def _resolve_mechanisms(mechanisms: Iterable[str] | Mapping[str, Mechanism]) -> 
     return resolved
 
 
-def _check_values(values: Iterable, name: str, kind: type) -> list:
+def _check_values(values: Iterable, name: str) -> list:
     vals = list(values)
     if not vals:
         raise ValueError(f"{name} must not be empty")
@@ -213,6 +215,7 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.chmod(tmp, _FILE_MODE)
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             fh.write(text)
             fh.flush()
@@ -368,8 +371,13 @@ def run_grid(
     The rows are returned in grid order (mechanisms, then epsilons, then dims).
     """
     mechs = _resolve_mechanisms(mechanisms)
-    eps_list = [audit._check_epsilon(e) for e in _check_values(epsilons, "epsilons", float)]
-    dim_list = [audit._check_int(d, "dims") for d in _check_values(dims, "dims", int)]
+    try:
+        eps_list = [audit._check_epsilon(e) for e in _check_values(epsilons, "epsilons")]
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"epsilons: {exc}") from exc
+    dim_list = [audit._check_int(d, "dims") for d in _check_values(dims, "dims")]
+    if len(set(map(epsilon_key, eps_list))) != len(eps_list) or len(set(dim_list)) != len(dim_list):
+        raise ValueError("epsilons and dims must not contain duplicates")
     trials = audit._check_int(trials, "trials")
     seed = audit._check_int(seed, "seed", minimum=0)
     workers = audit._check_int(workers, "workers")
@@ -532,3 +540,26 @@ def repeat_loss(
         mechanism=mechanism, n=n, epsilon=eps, trials=trials, seeds=seeds, losses=tuple(losses),
         exact=exact_loss(mechanism, n, eps),
     )
+
+
+def save_figure(fig, stem: str | os.PathLike, formats: Sequence[str] = ("png", "svg"), dpi: int = 150) -> list[Path]:
+    """Save a matplotlib figure as ``stem.<format>`` for each format, each file written atomically."""
+    paths = []
+    stem = Path(stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    for fmt in formats:
+        path = stem.with_name(f"{stem.name}.{fmt}")
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        os.close(fd)
+        try:
+            os.chmod(tmp, _FILE_MODE)
+            fig.savefig(tmp, format=fmt, dpi=dpi)
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+            raise
+        paths.append(path)
+    return paths

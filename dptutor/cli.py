@@ -1,0 +1,199 @@
+"""Command line: ``python -m dptutor <subcommand>`` (or the ``dptutor`` script).
+
+Subcommands:
+
+* ``reproduce``: the paper's Section 5 grid (Figure 2), resumable; writes ``results.json``,
+  ``results.csv`` and ``sanity_check.png``/``.svg`` into ``--out``.
+* ``repeat``: one cell over seeds 0..repeats-1 (the paper's footnote 7), prints mean and std.
+
+Adding a subcommand: write one function decorated with ``@subcommand("name")`` that adds its
+parser to the ``subparsers`` it receives and sets ``handler`` (a function ``args -> int``) with
+``set_defaults``.  Nothing else needs to change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+__all__ = ["main", "build_parser", "subcommand", "SUBCOMMANDS"]
+
+#: name -> function adding that subcommand's parser (in registration order).
+SUBCOMMANDS: dict[str, Callable[[argparse._SubParsersAction], None]] = {}
+
+
+def subcommand(name: str) -> Callable:
+    """Register ``fn(subparsers)`` as the builder of subcommand ``name``."""
+
+    def register(fn: Callable[[argparse._SubParsersAction], None]) -> Callable:
+        if name in SUBCOMMANDS:
+            raise ValueError(f"subcommand {name!r} is already registered")
+        SUBCOMMANDS[name] = fn
+        return fn
+
+    return register
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not (value > 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"expected a finite positive number, got {text!r}")
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# reproduce
+# ---------------------------------------------------------------------------------------------
+
+
+@subcommand("reproduce")
+def _add_reproduce(subparsers: argparse._SubParsersAction) -> None:
+    from dptutor.experiments import PAPER_DIMS, PAPER_EPSILONS, PAPER_SEED, PAPER_TRIALS
+    from dptutor.mechanisms import MECHANISMS
+
+    p = subparsers.add_parser(
+        "reproduce",
+        help="run the paper's grid (Section 5, Figure 2); resumable",
+        description=(
+            "Audit every (mechanism, epsilon, n) cell with the paper's attack and write results.json, "
+            "results.csv and sanity_check.png/.svg into --out. Cells already in --out/results.csv with "
+            "the same trials and seed are not recomputed, so an interrupted run can simply be restarted."
+        ),
+    )
+    p.add_argument("--trials", type=_positive_int, default=PAPER_TRIALS, help="trials per dataset and cell (default: %(default)s)")
+    p.add_argument("--mechanisms", nargs="+", choices=list(MECHANISMS), default=list(MECHANISMS), metavar="NAME",
+                   help=f"mechanisms to audit (default: all of {', '.join(MECHANISMS)})")
+    p.add_argument("--epsilons", nargs="+", type=_positive_float, default=list(PAPER_EPSILONS), metavar="EPS",
+                   help="privacy budgets (default: %(default)s)")
+    p.add_argument("--dims", nargs="+", type=_positive_int, default=list(PAPER_DIMS), metavar="N",
+                   help="dimensions n (default: %(default)s)")
+    p.add_argument("--workers", type=_positive_int, default=2, help="worker processes (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=PAPER_SEED, help="run seed; each cell's seed derives from it (default: %(default)s)")
+    p.add_argument("--out", type=Path, default=Path("results"), help="output folder (default: %(default)s)")
+    p.add_argument("--exact", action="store_true", help="fill the grid from the exact closed form instead of Monte Carlo")
+    p.add_argument("--no-exact-overlay", action="store_true", help="do not draw the exact closed form as dashed lines")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(handler=_cmd_reproduce)
+
+
+def _cmd_reproduce(args: argparse.Namespace) -> int:
+    import matplotlib
+
+    if "matplotlib.pyplot" not in sys.modules:
+        matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from dptutor.experiments import run_grid, save_figure
+    from dptutor.plotting import plot_sanity_check
+
+    if args.seed < 0:
+        print("error: --seed must be >= 0", file=sys.stderr)
+        return 2
+    computed = []
+    t0 = time.perf_counter()
+    try:
+        rows = run_grid(
+            args.mechanisms,
+            args.epsilons,
+            args.dims,
+            args.trials,
+            seed=args.seed,
+            workers=args.workers,
+            out=args.out,
+            exact=args.exact,
+            progress=not args.quiet,
+            on_row=computed.append,
+        )
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: {len(computed)} cell(s) finished this run are saved in {args.out}/; "
+              "rerun the same command to resume", file=sys.stderr)
+        return 130
+    elapsed = time.perf_counter() - t0
+    title = "exact closed form" if args.exact else f"Monte Carlo, {args.trials:,} trials per dataset"
+    fig = plot_sanity_check(rows, exact=not args.no_exact_overlay, title=title)
+    paths = save_figure(fig, args.out / "sanity_check")
+    plt.close(fig)
+    reused = len(rows) - len(computed)
+    print(f"{len(rows)} cells ({len(computed)} computed, {reused} reused) in {elapsed:.1f} s -> "
+          f"{args.out / 'results.json'}, {args.out / 'results.csv'}, {', '.join(str(p) for p in paths)}")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# repeat
+# ---------------------------------------------------------------------------------------------
+
+
+@subcommand("repeat")
+def _add_repeat(subparsers: argparse._SubParsersAction) -> None:
+    from dptutor.experiments import PAPER_TRIALS
+    from dptutor.mechanisms import MECHANISMS
+
+    p = subparsers.add_parser(
+        "repeat",
+        help="repeat one cell over seeds 0..repeats-1 and print mean and std (footnote 7)",
+        description="Estimate one cell's loss with seeds first-seed, first-seed+1, ...; print mean and std (ddof=0).",
+    )
+    p.add_argument("--mechanism", choices=list(MECHANISMS), default="adept")
+    p.add_argument("--n", type=_positive_int, default=2)
+    p.add_argument("--epsilon", type=_positive_float, default=0.1)
+    p.add_argument("--trials", type=_positive_int, default=PAPER_TRIALS)
+    p.add_argument("--repeats", type=_positive_int, default=100)
+    p.add_argument("--first-seed", type=int, default=0)
+    p.add_argument("--workers", type=_positive_int, default=1)
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(handler=_cmd_repeat)
+
+
+def _cmd_repeat(args: argparse.Namespace) -> int:
+    from dptutor.experiments import repeat_loss
+
+    if args.first_seed < 0:
+        print("error: --first-seed must be >= 0", file=sys.stderr)
+        return 2
+    res = repeat_loss(
+        args.mechanism, args.n, args.epsilon, args.trials, args.repeats,
+        first_seed=args.first_seed, workers=args.workers, progress=not args.quiet,
+    )
+    print(res)
+    print(f"mean {res.mean:.6g}")
+    print(f"std {res.std:.6g}")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# entry point
+# ---------------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m dptutor",
+        description="dptutor: reproduce the empirical sanity check of Habernal (ACL 2022).",
+    )
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="SUBCOMMAND")
+    for add in SUBCOMMANDS.values():
+        add(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv`` (default ``sys.argv[1:]``), run the subcommand, return its exit code."""
+    args = build_parser().parse_args(argv)
+    return int(args.handler(args) or 0)
