@@ -294,8 +294,10 @@ def standard_laplace_fill(out: NDArray[np.float64], *, rng: np.random.Generator)
 
     Method: if ``E ~ Exp(1)`` and ``S`` is an independent fair random sign, ``S E ~ Lap(0, 1)``
     (the Laplace density is the exponential density mirrored and halved).  ``E`` comes from
-    ``rng.standard_exponential`` (numpy's ziggurat, exact up to float granularity); ``S`` comes from
-    one raw random byte per draw (its top bit), XOR-ed directly into the IEEE sign bit of ``E``.
+    ``rng.standard_exponential`` (numpy's ziggurat, exact up to float granularity); ``S`` is one raw
+    random bit per draw (``rng.bit_generator.random_raw`` unpacked with ``np.unpackbits``), XOR-ed
+    directly into the IEEE sign bit of ``E``.  The sign bits come from the same bit generator as the
+    exponentials but from disjoint words, so ``S`` and ``E`` are independent.
     Work proceeds in cache-sized chunks of :data:`CHUNK` elements so the sign pass hits L2.
 
     ``out`` must be a writeable, C-contiguous, native float64 ``numpy.ndarray`` of any shape.
@@ -309,18 +311,28 @@ def standard_laplace_fill(out: NDArray[np.float64], *, rng: np.random.Generator)
         raise ValueError("out must be C-contiguous")
     if not out.flags.writeable:
         raise ValueError("out must be writeable")
-    flat = out.reshape(-1)  # a view, since out is C-contiguous
+    _laplace_fill_flat(out.reshape(-1), rng, 0.0, 1.0)  # reshape(-1) is a view: out is C-contiguous
+    return out
+
+
+def _laplace_fill_flat(flat: NDArray[np.float64], rng: np.random.Generator, mu: float, b: float) -> None:
+    """Chunked core of :func:`standard_laplace_fill`; also applies ``mu + b * x`` while in cache."""
     n = flat.size
     bitgen = rng.bit_generator
     for start in range(0, n, CHUNK):
         chunk = flat[start : start + CHUNK]
         k = chunk.size
         rng.standard_exponential(out=chunk)
-        signs = bitgen.random_raw((k + 7) // 8).view(np.uint8)[:k]
-        np.bitwise_and(signs, 0x80, out=signs)
+        # k fair random bits (0/1 as uint8), from k/64 raw 64-bit words; move each to bit 7 ...
+        signs = np.unpackbits(bitgen.random_raw((k + 63) // 64).view(np.uint8), count=k)
+        np.multiply(signs, 0x80, out=signs)  # 0/1 -> 0x00/0x80 (SIMD; np.left_shift on uint8 is not)
+        # ... and XOR it into the byte of each float64 that holds the IEEE sign bit (E > 0 has it clear).
         top = chunk.view(np.uint8)[_SIGN_BYTE::8]
         np.bitwise_xor(top, signs, out=top)
-    return out
+        if b != 1.0:
+            np.multiply(chunk, b, out=chunk)
+        if mu != 0.0:
+            np.add(chunk, mu, out=chunk)
 
 
 def _inverse_cdf_standard(shape: tuple[int, ...], rng: np.random.Generator) -> NDArray[np.float64]:
@@ -356,6 +368,8 @@ def sample_laplace(
     (:func:`standard_laplace_fill`), several times faster than ``rng.laplace``.
     ``mu`` and ``b`` may be arrays broadcastable to ``size``.
     """
+    if method not in ("inverse_cdf", "fast"):
+        raise ValueError(f"method must be 'inverse_cdf' or 'fast', got {method!r}")
     rng = _check_rng(rng)
     shape = _check_size(size)
     mu_arr, b_arr = _location_scale(mu, b)
@@ -363,9 +377,11 @@ def sample_laplace(
     if method == "inverse_cdf":
         out = _inverse_cdf_standard(shape, rng)
     elif method == "fast":
-        out = standard_laplace_fill(np.empty(shape, dtype=np.float64), rng=rng)
-    else:
-        raise ValueError(f"method must be 'inverse_cdf' or 'fast', got {method!r}")
+        out = np.empty(shape, dtype=np.float64)
+        if mu_arr.ndim == 0 and b_arr.ndim == 0:  # common case: shift and scale chunk by chunk, in cache
+            _laplace_fill_flat(out.reshape(-1), rng, float(mu_arr), float(b_arr))
+            return out
+        standard_laplace_fill(out, rng=rng)
     if not (b_arr.ndim == 0 and b_arr == 1.0):
         out *= b_arr
     if not (mu_arr.ndim == 0 and mu_arr == 0.0):
