@@ -67,7 +67,7 @@ def plot_inverse_cdfs(mu: float = 0.0, b: float = 1.0, *, num: int = 2001, ylim:
     v_upper = np.linspace(0.5, 1.0, num + 2)[1:-1]
     lo, hi = mu - ylim * b, mu + ylim * b
 
-    fig, (ax_ok, ax_bad) = plt.subplots(1, 2, figsize=(10.5, 4.0), sharey=True, layout="constrained")
+    fig, (ax_ok, ax_bad) = plt.subplots(1, 2, figsize=(8.6, 3.8), sharey=True, layout="constrained")
 
     ax_ok.plot(u, laplace_ppf(u, mu, b), color="C0", lw=2.5, label=r"Eq. (4), $u \sim \mathrm{Uni}(0, 1)$")
     ax_ok.plot(v_centred, laplace_ppf_centered(v_centred, mu, b), color="C1", lw=2.5, ls="--",
@@ -123,7 +123,7 @@ def plot_sampling_strategies(
 
     ncols = min(int(ncols), len(specs))
     nrows = -(-len(specs) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.6 * ncols, 2.9 * nrows), layout="constrained",
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.3 * ncols, 2.6 * nrows), layout="constrained",
                              squeeze=False)
     for ax, (title, x, (lo, hi)) in zip(axes.flat, specs):
         finite = np.isfinite(x)
@@ -163,7 +163,7 @@ def plot_histograms_with_pdf(
     bins = _icdf_check_bins(bins)
     grid = np.linspace(lo, hi, 801)
     density = np.asarray(pdf(grid), dtype=np.float64)
-    fig, axes = plt.subplots(1, len(samples), figsize=(3.8 * len(samples), 3.0), sharey=True,
+    fig, axes = plt.subplots(1, len(samples), figsize=(2.9 * len(samples), 2.8), sharey=True,
                              layout="constrained", squeeze=False)
     width = (hi - lo) / bins
     for ax, (label, values) in zip(axes.flat, samples.items()):
@@ -199,7 +199,7 @@ def plot_ecdfs(
             raise TypeError(f"cdfs[{label!r}] must be callable")
     lo, hi = _icdf_check_limits(limits)
     grid = np.linspace(lo, hi, 1001)
-    fig, ax = plt.subplots(figsize=(7.0, 4.0), layout="constrained")
+    fig, ax = plt.subplots(figsize=(6.4, 3.6), layout="constrained")
     for i, (label, values) in enumerate(samples.items()):
         x = _icdf_samples(values, f"samples[{label!r}]")
         finite = np.sort(x[np.isfinite(x)])
@@ -238,7 +238,7 @@ def plot_neighbouring_densities(
     if not (isinstance(z, (int, float, np.floating)) and lo < float(z) < hi):
         raise ValueError(f"z must be a real number inside limits {(lo, hi)}, got {z!r}")
     grid = np.linspace(lo, hi, 1001)
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.2), sharey=True,
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.0), sharey=True,
                              layout="constrained", squeeze=False)
     for ax, (title, pdf_x, pdf_xp) in zip(axes.flat, panels):
         for k, (pdf, lab) in enumerate(((pdf_x, labels[0]), (pdf_xp, labels[1]))):
