@@ -67,7 +67,7 @@ def plot_inverse_cdfs(mu: float = 0.0, b: float = 1.0, *, num: int = 2001, ylim:
     v_upper = np.linspace(0.5, 1.0, num + 2)[1:-1]
     lo, hi = mu - ylim * b, mu + ylim * b
 
-    fig, (ax_ok, ax_bad) = plt.subplots(1, 2, figsize=(8.6, 3.8), sharey=True, layout="constrained")
+    fig, (ax_ok, ax_bad) = plt.subplots(1, 2, figsize=(8.6, 4.4), sharey=True, layout="constrained")
 
     ax_ok.plot(u, laplace_ppf(u, mu, b), color="C0", lw=2.5, label=r"Eq. (4), $u \sim \mathrm{Uni}(0, 1)$")
     ax_ok.plot(v_centred, laplace_ppf_centered(v_centred, mu, b), color="C1", lw=2.5, ls="--",
@@ -94,7 +94,8 @@ def plot_inverse_cdfs(mu: float = 0.0, b: float = 1.0, *, num: int = 2001, ylim:
         ax.axvline(0.5, color="0.5", lw=0.8, ls="--")
         ax.set_ylim(lo, hi)
         ax.grid(alpha=0.3)
-        ax.legend(loc="upper left", fontsize="small")
+        # Below the axes: inside, the legend would hide the curves' steep ends.
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), fontsize="small", frameon=False)
     return fig
 
 
