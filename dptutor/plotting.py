@@ -365,9 +365,10 @@ def plot_laplace_mechanism(
     ax_l.plot(y, loss, color="k", lw=2, label=r"$\ln h(y - f(x)) - \ln h(y - f(x'))$")
     ax_l.set(xlabel="output $y$", ylabel="privacy loss", title=f"Privacy loss, $\\varepsilon = {epsilon:g}$",
              ylim=(-1.7 * epsilon, 1.7 * epsilon))
+    ax_d.legend(loc="upper right", fontsize="small")
+    ax_l.legend(loc="lower left", fontsize="small")  # the loss sits at +epsilon on the left: free space below
     for ax in (ax_d, ax_l):
         ax.grid(alpha=0.3)
-        ax.legend(loc="upper right", fontsize="small")
     return fig
 
 
