@@ -84,10 +84,6 @@ def _nonneg(name: str) -> sp.Symbol:
     return sp.Symbol(name, nonnegative=True)
 
 
-def _is_zero(expr: sp.Expr) -> bool:
-    return sp.simplify(expr) == 0
-
-
 # ---------------------------------------------------------------------------------------------
 # Laplace pdf and cdf
 # ---------------------------------------------------------------------------------------------
