@@ -31,7 +31,6 @@ from typing import Any, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import special, stats
 
 from dptutor.mechanisms import MECHANISMS, Mechanism
 
@@ -158,11 +157,15 @@ def _check_counts(counts: ArrayLike2x2) -> NDArray[np.int64]:
 
 def _cp_lower(k: int, t: int, alpha: float) -> float:
     """One-sided exact (Clopper-Pearson) lower bound for a binomial proportion, error ``alpha``."""
+    from scipy import stats  # imported lazily: scipy.stats takes ~0.5 s to import
+
     return 0.0 if k == 0 else float(stats.beta.ppf(alpha, k, t - k + 1))
 
 
 def _cp_upper(k: int, t: int, alpha: float) -> float:
     """One-sided exact (Clopper-Pearson) upper bound for a binomial proportion, error ``alpha``."""
+    from scipy import stats
+
     return 1.0 if k == t else float(stats.beta.ppf(1.0 - alpha, k + 1, t - k))
 
 
@@ -605,6 +608,8 @@ def _log_majority(n: int, p: float, q: float) -> tuple[float, float]:
     the float range stay finite.  For ``p > 1/2`` the pmf is evaluated as that of ``n - K'`` with
     ``K' ~ Binomial(n, q)``, so a ``p`` within rounding of 1 loses nothing.
     """
+    from scipy import special, stats
+
     if p == 0.0:
         return 0.0, _NEG_INF
     if q == 0.0:

@@ -338,7 +338,7 @@ def _row_from_result(result: AuditResult, name: str, seed: int, seconds: float) 
         lower_bound_95=result.lower_bound(0.95),
         exact_loss=_exact_or_none(name, result.n, result.epsilon),
         seed=seed,
-        seconds=seconds,
+        seconds=round(seconds, 3),  # as stored in the CSV, so rows round-trip exactly
         finished_at=_now(),
     )
 
