@@ -161,3 +161,14 @@ def test_bad_epsilon_type_x_and_rng(name):
         fn([[0.0, 1.0]], 1.0, np.random.default_rng(0))
     with pytest.raises(TypeError, match="rng"):
         fn(np.zeros((2, 2)), 1.0, np.random.RandomState(0))
+
+
+def test_dptext_is_x_plus_the_distributions_sampler():
+    """dptext_mechanism = x + sample_dptext(nan="zero") with b = n / epsilon, draw for draw."""
+    from dptutor.distributions import sample_dptext
+
+    x = np.zeros((50, 4))
+    x[::3] = 1.0
+    a = dptext_mechanism(x, 0.7, np.random.default_rng(9))
+    b = x + sample_dptext(x.shape, 0.0, 4 / 0.7, rng=np.random.default_rng(9), nan="zero")
+    np.testing.assert_array_equal(a, b)
