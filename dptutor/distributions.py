@@ -72,7 +72,21 @@ def _as_float_array(value: ArrayLike, name: str) -> NDArray[np.float64]:
     return arr
 
 
+def _real_scalar(value: object) -> float | None:
+    """``float(value)`` for a Python/numpy real (non-bool) scalar, else None (cheap fast path)."""
+    if isinstance(value, (float, int, np.floating, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return float(value)
+    return None
+
+
 def _finite(value: ArrayLike, name: str) -> NDArray[np.float64]:
+    f = _real_scalar(value)
+    if f is not None:  # scalar fast path (the array path costs ~10 us per call)
+        if math.isnan(f):
+            raise ValueError(f"{name} must not contain NaN")
+        if not math.isfinite(f):
+            raise ValueError(f"{name} must be finite")
+        return np.asarray(f)
     arr = _as_float_array(value, name)
     if not np.isfinite(arr).all():
         raise ValueError(f"{name} must be finite")
@@ -82,7 +96,10 @@ def _finite(value: ArrayLike, name: str) -> NDArray[np.float64]:
 def _location_scale(mu: ArrayLike, b: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     mu_arr = _finite(mu, "mu")
     b_arr = _finite(b, "b")
-    if not (b_arr > 0).all():
+    if b_arr.ndim == 0:
+        if not float(b_arr) > 0:
+            raise ValueError("b (the Laplace scale) must be > 0")
+    elif not (b_arr > 0).all():
         raise ValueError("b (the Laplace scale) must be > 0")
     return mu_arr, b_arr
 
@@ -120,12 +137,20 @@ def _check_rng(rng: object) -> np.random.Generator:
 
 def _check_broadcast(shape: tuple[int, ...], mu: np.ndarray, b: np.ndarray) -> None:
     for name, arr in (("mu", mu), ("b", b)):
+        if arr.ndim == 0:
+            continue
         try:
             out = np.broadcast_shapes(shape, arr.shape)
         except ValueError:
             out = None
         if out != shape:
             raise ValueError(f"{name} of shape {arr.shape} does not broadcast to size {shape}")
+
+
+def _standardize(x: np.ndarray, mu: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``(x - mu) / b``; overflow to +-inf is the right answer for every use below, so not a warning."""
+    with np.errstate(over="ignore"):
+        return np.asarray((x - mu) / b)
 
 
 def _scalar_or_array(arr: np.ndarray):
@@ -142,7 +167,8 @@ def laplace_pdf(x: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0):
     """Density of Lap(mu, b): ``exp(-|x - mu| / b) / (2 b)``."""
     x_arr = _finite(x, "x")
     mu_arr, b_arr = _location_scale(mu, b)
-    res = np.exp(-np.abs(x_arr - mu_arr) / b_arr) / (2.0 * b_arr)
+    with np.errstate(over="ignore"):  # |x - mu| / b may overflow to inf: density 0, correctly
+        res = np.exp(-np.abs(x_arr - mu_arr) / b_arr) / (2.0 * b_arr)
     return _scalar_or_array(np.asarray(res))
 
 
@@ -153,7 +179,7 @@ def laplace_cdf(x: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0):
     """
     x_arr = _finite(x, "x")
     mu_arr, b_arr = _location_scale(mu, b)
-    z = np.asarray((x_arr - mu_arr) / b_arr)
+    z = _standardize(x_arr, mu_arr, b_arr)
     half_tail = 0.5 * np.exp(-np.abs(z))
     res = np.where(z < 0, half_tail, 1.0 - half_tail)
     return _scalar_or_array(np.asarray(res))
@@ -172,7 +198,8 @@ def laplace_ppf(u: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0):
     u_arr = _open_unit(u, "u", 0.0, 1.0)
     mu_arr, b_arr = _location_scale(mu, b)
     log_term = np.log(2.0 * np.minimum(u_arr, 1.0 - u_arr))  # = ln(1 - 2|u - 1/2|), exact argument
-    res = mu_arr - b_arr * np.sign(u_arr - 0.5) * log_term
+    with np.errstate(over="ignore"):  # huge b: the quantile overflows to +-inf, as it should
+        res = mu_arr - b_arr * np.sign(u_arr - 0.5) * log_term
     return _scalar_or_array(np.asarray(res))
 
 
@@ -183,8 +210,9 @@ def laplace_ppf_piecewise(u: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0)
     lower = u_arr < 0.5
     # Evaluate each branch only on its own half so no log ever sees an argument > 2 or < 0;
     # np.where of the two is safe because both arguments stay in (0, 2).
-    low_branch = b_arr * np.log(2.0 * np.where(lower, u_arr, 0.25)) + mu_arr
-    high_branch = mu_arr - b_arr * np.log(2.0 * (1.0 - np.where(lower, 0.75, u_arr)))
+    with np.errstate(over="ignore"):
+        low_branch = b_arr * np.log(2.0 * np.where(lower, u_arr, 0.25)) + mu_arr
+        high_branch = mu_arr - b_arr * np.log(2.0 * (1.0 - np.where(lower, 0.75, u_arr)))
     res = np.where(lower, low_branch, high_branch)
     return _scalar_or_array(np.asarray(res))
 
@@ -197,7 +225,8 @@ def laplace_ppf_centered(v: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0):
     """
     v_arr = _open_unit(v, "v", -0.5, 0.5)
     mu_arr, b_arr = _location_scale(mu, b)
-    res = mu_arr - b_arr * np.sign(v_arr) * np.log1p(-2.0 * np.abs(v_arr))
+    with np.errstate(over="ignore"):
+        res = mu_arr - b_arr * np.sign(v_arr) * np.log1p(-2.0 * np.abs(v_arr))
     return _scalar_or_array(np.asarray(res))
 
 
@@ -224,7 +253,7 @@ def dptext_transform(v: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0):
     if not ((v_arr >= 0.0) & (v_arr < 1.0)).all():
         raise ValueError("v must lie in [0, 1) (DPText draws v ~ Uni(0, 1), Eq. 8)")
     mu_arr, b_arr = _location_scale(mu, b)
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         res = mu_arr - b_arr * np.sign(v_arr) * np.log1p(-2.0 * np.abs(v_arr))
     return _scalar_or_array(np.asarray(res))
 
@@ -255,7 +284,7 @@ def dptext_cdf(x: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0, nan: NanPo
     _check_nan_policy(nan, ("keep", "zero", "discard"))
     x_arr = _finite(x, "x")
     mu_arr, b_arr = _location_scale(mu, b)
-    z = np.asarray((x_arr - mu_arr) / b_arr)
+    z = _standardize(x_arr, mu_arr, b_arr)
     above = z >= 0
     tail = np.exp(-np.where(above, z, 0.0))  # exp(-z) on the support, never overflows
     if nan == "zero":
@@ -277,7 +306,7 @@ def dptext_pdf(x: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0, nan: NanPo
     _check_nan_policy(nan, ("keep", "zero", "discard"))
     x_arr = _finite(x, "x")
     mu_arr, b_arr = _location_scale(mu, b)
-    z = np.asarray((x_arr - mu_arr) / b_arr)
+    z = _standardize(x_arr, mu_arr, b_arr)
     above = z >= 0
     factor = 1.0 if nan == "discard" else 0.5
     res = np.where(above, factor * np.exp(-np.where(above, z, 0.0)) / b_arr, 0.0)
@@ -329,10 +358,10 @@ def _laplace_fill_flat(flat: NDArray[np.float64], rng: np.random.Generator, mu: 
         # ... and XOR it into the byte of each float64 that holds the IEEE sign bit (E > 0 has it clear).
         top = chunk.view(np.uint8)[_SIGN_BYTE::8]
         np.bitwise_xor(top, signs, out=top)
-        if b != 1.0:
-            np.multiply(chunk, b, out=chunk)
-        if mu != 0.0:
-            np.add(chunk, mu, out=chunk)
+        if b != 1.0 or mu != 0.0:
+            with np.errstate(over="ignore"):  # b near the float max: draws overflow to +-inf, correctly
+                np.multiply(chunk, b, out=chunk)
+                np.add(chunk, mu, out=chunk)
 
 
 def _inverse_cdf_standard(shape: tuple[int, ...], rng: np.random.Generator) -> NDArray[np.float64]:
@@ -383,7 +412,8 @@ def sample_laplace(
             return out
         standard_laplace_fill(out, rng=rng)
     if not (b_arr.ndim == 0 and b_arr == 1.0):
-        out *= b_arr
+        with np.errstate(over="ignore"):
+            out *= b_arr
     if not (mu_arr.ndim == 0 and mu_arr == 0.0):
         out += mu_arr
     return out
@@ -431,4 +461,5 @@ def sample_dptext(
         if nan == "zero":
             noise[np.isnan(noise)] = 0.0
     # noise is the standard (mu = 0, b = 1) DPText draw; scale and shift (b > 0 keeps NaN/inf as is).
-    return mu_arr + b_arr * noise
+    with np.errstate(over="ignore"):
+        return mu_arr + b_arr * noise

@@ -418,3 +418,15 @@ def test_standard_laplace_fill_bad_input() -> None:
         standard_laplace_fill(ro, rng=rng)
     with pytest.raises(TypeError, match="rng"):
         standard_laplace_fill(np.empty(4), rng=np.random.RandomState(0))
+
+
+def test_extreme_parameters_overflow_quietly_to_the_right_limit() -> None:
+    # (x - mu) / b overflows to inf: the density is 0 and the CDF is 0 or 1, with no RuntimeWarning
+    # (pytest is configured to turn RuntimeWarning into errors).
+    assert laplace_pdf(1e308, -1e308) == 0.0
+    assert laplace_cdf(1e308, -1e308) == 1.0 and laplace_cdf(-1e308, 1e308) == 0.0
+    assert dptext_cdf(1e308, -1e308, nan="zero") == 1.0 and dptext_pdf(1e308, -1e308) == 0.0
+    # A quantile beyond the float range is +-inf (not NaN).
+    assert laplace_ppf(1e-300, 0.0, 1e307) == -np.inf and laplace_ppf_piecewise(1 - 1e-16, 0.0, 1e307) == np.inf
+    x = sample_laplace(1000, 0.0, 1e308, rng=np.random.default_rng(1), method="fast")
+    assert not np.isnan(x).any() and np.isinf(x).any()
