@@ -8,9 +8,12 @@ Equation numbers refer to Habernal (ACL 2022), Section 3.2-3.3:
 * Eq. 9  -- DPText's transform: Eq. 7's formula applied to ``v ~ Uni(0, 1)`` (Eq. 8), which is wrong.
 
 All functions are vectorised over numpy arrays, work in float64 and return numpy scalars for
-scalar input.  Bad input raises ``ValueError`` (or ``TypeError``) naming the parameter.  No numpy
-``RuntimeWarning`` escapes: the only place a log of a non-positive number is taken on purpose
-(:func:`dptext_transform`) silences it locally with ``np.errstate``.
+scalar input.  Bad input raises ``ValueError`` (or ``TypeError``) naming the parameter: ``b <= 0``,
+non-finite ``mu``, ``b`` or ``x``, NaN anywhere, ``u``/``v`` outside their documented domain.
+No numpy ``RuntimeWarning`` escapes: the only place a log of a non-positive number is taken on
+purpose (:func:`dptext_transform`, whose contract is to return NaN there) silences it locally with
+``np.errstate``; overflow of ``(x - mu)/b`` or of ``b`` times a quantile gives the correct limit
+(density 0, CDF 0 or 1, quantile +-inf) and is silenced the same way.
 
 Samplers take an explicit, keyword-only ``rng`` (a :class:`numpy.random.Generator`).
 """
