@@ -558,3 +558,141 @@ def plot_sanity_check(
     if title:
         fig.suptitle(title)
     return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# Chapter "The empirical sanity check": point estimates vs bounds, and agreement with the exact loss
+# ---------------------------------------------------------------------------------------------
+
+
+def _sc_losses(values: object, name: str) -> np.ndarray:
+    """1-D float array of losses: each >= 0 or +inf, never NaN."""
+    try:
+        arr = np.asarray(values, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a sequence of real numbers") from exc
+    if arr.size == 0:
+        raise ValueError(f"{name} must not be empty")
+    if np.isnan(arr).any() or (arr < 0).any():
+        raise ValueError(f"{name} must hold losses >= 0 (or inf), without NaN")
+    return arr
+
+
+def plot_seed_estimates(
+    losses: Sequence[float],
+    lower_bounds: Sequence[float],
+    epsilon: float,
+    *,
+    exact: float | None = None,
+    confidence: float = 0.95,
+) -> Figure:
+    """Point estimates and lower confidence bounds of one audit repeated over seeds.
+
+    The runs are sorted by their point estimate (x axis: rank).  Each run shows its estimate (dot)
+    and its lower bound (bar), with the budget ``epsilon`` as a green line and, optionally, the
+    exact loss as a dashed line.  Used for a mechanism whose loss equals epsilon, where about half
+    of the estimates lie above the line but (almost) no lower bound does.
+    """
+    est = _sc_losses(losses, "losses")
+    low = _sc_losses(lower_bounds, "lower_bounds")
+    if est.shape != low.shape:
+        raise ValueError(f"losses and lower_bounds must have the same length, got {est.size} and {low.size}")
+    if np.isinf(est).any() or np.isinf(low).any():
+        raise ValueError("losses and lower_bounds must be finite for this plot")
+    if (low > est).any():
+        raise ValueError("each lower bound must not exceed its point estimate")
+    if isinstance(epsilon, (bool, np.bool_)) or not isinstance(epsilon, (int, float, np.integer, np.floating)):
+        raise TypeError(f"epsilon must be a real number, got {type(epsilon).__name__}")
+    epsilon = float(epsilon)
+    if not (np.isfinite(epsilon) and epsilon > 0):
+        raise ValueError(f"epsilon must be finite and > 0, got {epsilon!r}")
+    if exact is not None:
+        exact = float(exact)
+        if not (np.isfinite(exact) and exact >= 0):
+            raise ValueError(f"exact must be a finite loss >= 0, got {exact!r}")
+    if not 0.0 < float(confidence) < 1.0:
+        raise ValueError(f"confidence must lie in (0, 1), got {confidence!r}")
+
+    order = np.argsort(est, kind="stable")
+    est, low = est[order], low[order]
+    rank = np.arange(1, est.size + 1)
+    above = est > epsilon
+    fig, ax = plt.subplots(figsize=(7.0, 3.4), layout="constrained")
+    ax.vlines(rank, low, est, color="0.75", lw=0.8, zorder=1)
+    ax.scatter(rank[~above], est[~above], s=12, color="C0", zorder=3, label="point estimate")
+    ax.scatter(rank[above], est[above], s=12, color="C3", zorder=3,
+               label=f"point estimate > $\\varepsilon$ ({int(above.sum())} of {est.size})")
+    ax.scatter(rank, low, s=10, marker="_", color="k", zorder=3,
+               label=f"{100 * float(confidence):g}% lower bound ({int((low > epsilon).sum())} > $\\varepsilon$)")
+    ax.axhline(epsilon, color="tab:green", lw=2.2, zorder=2, label=f"$\\varepsilon = {epsilon:g}$")
+    if exact is not None:
+        ax.axhline(exact, color="k", lw=1.0, ls="--", zorder=2, label="exact loss")
+    ax.set(xlabel="run (sorted by estimate)", ylabel="privacy loss", xlim=(0, est.size + 1))
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right", fontsize="small")
+    return fig
+
+
+def plot_loss_agreement(
+    series: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+    *,
+    xlabel: str = "exact loss",
+    ylabel: str = "estimated loss",
+) -> Figure:
+    """Estimated against exact privacy loss, log-log, one colour per series.
+
+    ``series`` maps a label to ``(exact, estimates)``, two equal-length sequences.  Only cells with
+    a finite, positive exact loss are drawn; an infinite estimate goes on an "∞" row at the top, a
+    zero estimate on a "0" row at the bottom.  The diagonal is perfect agreement.
+    """
+    from matplotlib import ticker
+
+    if not isinstance(series, Mapping) or not series:
+        raise TypeError("series must be a non-empty mapping {label: (exact, estimates)}")
+    pts: list[tuple[str, np.ndarray, np.ndarray]] = []
+    for label, pair in series.items():
+        try:
+            ex_raw, es_raw = pair
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"series[{label!r}] must be a pair (exact, estimates)") from exc
+        ex = _sc_losses(ex_raw, f"series[{label!r}] exact")
+        es = _sc_losses(es_raw, f"series[{label!r}] estimates")
+        if ex.shape != es.shape:
+            raise ValueError(f"series[{label!r}]: exact and estimates must have the same length")
+        keep = np.isfinite(ex) & (ex > 0)
+        pts.append((str(label), ex[keep], es[keep]))
+    drawn = np.concatenate([e for _, e, _ in pts] + [s[np.isfinite(s) & (s > 0)] for _, _, s in pts])
+    if drawn.size == 0:
+        raise ValueError("series: no cell has a finite, positive exact loss")
+    lo = 10.0 ** np.floor(np.log10(drawn.min()))
+    hi = 10.0 ** np.ceil(np.log10(drawn.max()))
+    y_inf, y_zero = hi * 10**0.6, lo / 10**0.6
+
+    fig, ax = plt.subplots(figsize=(5.6, 4.6), layout="constrained")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.plot([lo, hi], [lo, hi], color="0.4", lw=1.0, ls="--", zorder=1, label="estimate = exact")
+    ax.axhspan(hi * 10**0.3, hi * 10**1.0, color="0.93", zorder=0)
+    has_zero = any((s == 0).any() for _, _, s in pts)
+    if has_zero:
+        ax.axhspan(lo / 10**1.0, lo / 10**0.3, color="0.93", zorder=0)
+    markers = ("o", "s", "^", "D", "v", "P")
+    for k, (label, ex, es) in enumerate(pts):
+        y = np.where(np.isinf(es), y_inf, np.where(es == 0, y_zero, es))
+        ax.scatter(ex, y, s=22, marker=markers[k % len(markers)], color=f"C{k}", alpha=0.85,
+                   zorder=3, label=label)
+    ax.set_xlim(lo / 1.5, hi * 1.5)
+    ax.set_ylim(lo / 10**1.0 if has_zero else lo / 1.5, hi * 10**1.0)
+    decades = np.arange(int(np.log10(lo)), int(np.log10(hi)) + 1)
+    ticks = [10.0**d for d in decades] + [y_inf]
+    labels = [f"$10^{{{d}}}$" for d in decades] + ["∞"]
+    if has_zero:
+        ticks.insert(0, y_zero)
+        labels.insert(0, "0")
+    ax.yaxis.set_major_locator(ticker.FixedLocator(ticks))
+    ax.yaxis.set_major_formatter(ticker.FixedFormatter(labels))
+    ax.yaxis.set_minor_locator(ticker.NullLocator())
+    ax.set(xlabel=xlabel, ylabel=ylabel)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right", fontsize="small")
+    return fig

@@ -214,3 +214,79 @@ def test_part1_plot_laplace_mechanism_loss_stays_in_the_band() -> None:
         plot_laplace_mechanism(epsilon=0.0)
     with pytest.raises(TypeError, match="sensitivity"):
         plot_laplace_mechanism(sensitivity="1")
+
+
+# --- chapter "The empirical sanity check": seed estimates and agreement plots -------------------
+
+
+def test_sc_plot_seed_estimates_marks_estimates_above_epsilon() -> None:
+    import matplotlib.pyplot as plt
+    import numpy as np
+    import pytest
+
+    from dptutor.plotting import plot_seed_estimates
+
+    losses = [1.2, 0.8, 1.05, 0.95, 1.3]
+    lower = [1.1, 0.7, 0.9, 0.85, 1.01]
+    fig = plot_seed_estimates(losses, lower, 1.0, exact=1.0)
+    try:
+        ax = fig.axes[0]
+        below_pts, above_pts, bound_pts = ax.collections[1:4]
+        # Sorted by estimate; the red set is exactly the estimates above epsilon.
+        assert np.allclose(above_pts.get_offsets()[:, 1], [1.05, 1.2, 1.3])
+        assert np.allclose(below_pts.get_offsets()[:, 1], [0.8, 0.95])
+        assert np.allclose(bound_pts.get_offsets()[:, 1], sorted(lower, key=lambda v: losses[lower.index(v)]))
+        labels = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert any("3 of 5" in t for t in labels)
+        assert any("(2 >" in t for t in labels)  # lower bounds 1.1 and 1.01 exceed epsilon = 1
+        assert [ln.get_ydata()[0] for ln in ax.lines] == [1.0, 1.0]  # epsilon and exact lines
+    finally:
+        plt.close(fig)
+    with pytest.raises(ValueError, match="same length"):
+        plot_seed_estimates([1.0, 2.0], [0.5], 1.0)
+    with pytest.raises(ValueError, match="must not exceed"):
+        plot_seed_estimates([1.0], [1.5], 1.0)
+    with pytest.raises(ValueError, match="NaN"):
+        plot_seed_estimates([float("nan")], [0.0], 1.0)
+    with pytest.raises(ValueError, match="epsilon"):
+        plot_seed_estimates([1.0], [0.5], 0.0)
+    with pytest.raises(TypeError, match="epsilon"):
+        plot_seed_estimates([1.0], [0.5], "1")
+
+
+def test_sc_plot_loss_agreement_puts_infinity_on_top_and_drops_degenerate_cells() -> None:
+    import matplotlib.pyplot as plt
+    import numpy as np
+    import pytest
+
+    from dptutor.plotting import plot_loss_agreement
+
+    inf = float("inf")
+    fig = plot_loss_agreement({
+        "adept": ([0.2, 2.0, 284.0], [0.21, 1.9, inf]),
+        "random": ([0.0, 0.0], [0.001, 0.0]),   # exact loss 0: not drawable on log axes, dropped
+        "dptext": ([inf], [inf]),               # exact loss inf: dropped
+        "laplace": ([0.5], [0.0]),              # zero estimate: on the "0" row
+    })
+    try:
+        ax = fig.axes[0]
+        offsets = {c.get_label(): c.get_offsets() for c in ax.collections}
+        assert len(offsets["adept"]) == 3 and len(offsets["random"]) == 0 and len(offsets["dptext"]) == 0
+        y_adept = offsets["adept"][:, 1]
+        assert np.allclose(y_adept[:2], [0.21, 1.9])
+        assert y_adept[2] > 284.0  # the infinite estimate sits above every finite value
+        assert offsets["laplace"][0, 1] < 0.2  # the zero estimate sits below every positive value
+        tick_labels = [t.get_text() for t in ax.get_yticklabels()]
+        assert "∞" in tick_labels and "0" in tick_labels
+        diagonal = ax.lines[0]
+        assert np.allclose(diagonal.get_xdata(), diagonal.get_ydata())
+    finally:
+        plt.close(fig)
+    with pytest.raises(TypeError, match="series"):
+        plot_loss_agreement({})
+    with pytest.raises(ValueError, match="same length"):
+        plot_loss_agreement({"a": ([1.0, 2.0], [1.0])})
+    with pytest.raises(ValueError, match="no cell"):
+        plot_loss_agreement({"a": ([0.0, inf], [1.0, 1.0])})
+    with pytest.raises(ValueError, match=">= 0"):
+        plot_loss_agreement({"a": ([1.0], [-1.0])})
