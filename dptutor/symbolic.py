@@ -389,7 +389,8 @@ def dptext_law() -> DPTextLaw:
     nan_mass = 1 - finite_mass  # P(V > 1/2)
     cdf_zero = sp.Piecewise((0, s.t < s.mu), (sp.simplify(nan_mass + finite_part), True))
     cdf_discard = sp.Piecewise((0, s.t < s.mu), (sp.simplify(finite_part / finite_mass), True))
-    jump = sp.simplify(cdf_zero.args[1][0].subs(s.t, s.mu) - 0)
+    h = _pos("h")  # jump = F(mu) - F(mu-), the left limit along t = mu - h, h -> 0+
+    jump = sp.simplify(cdf_zero.subs(s.t, s.mu) - sp.limit(cdf_zero.subs(s.t, s.mu - h), h, 0, "+"))
     pdf_zero = sp.Piecewise((0, s.t < s.mu), (sp.simplify(sp.diff(cdf_zero.args[1][0], s.t)), True))
     pdf_discard = sp.Piecewise((0, s.t < s.mu), (sp.simplify(sp.diff(cdf_discard.args[1][0], s.t)), True))
     return DPTextLaw(
@@ -527,6 +528,8 @@ class Theorem32:
     density_xprime_nan_zero: sp.Expr
     density_x_positive: bool
     density_xprime_zero: bool
+    atom_at_zero_x: sp.Expr  # NaN -> 0 policy: P(M(X) = 0) = 1/2 (the CDF's jump at 0 when mu = 0)
+    atom_at_zero_xprime: sp.Expr  # P(M(X') = 0) = 0: even a single output value separates X and X'
     privacy_loss: sp.Expr  # ln(p / 0) = oo
     laplace_loss: sp.Expr  # the correct Laplace mechanism's loss at the same z: finite
     laplace_loss_with_b_1_over_eps: sp.Expr
@@ -549,6 +552,13 @@ def theorem_3_2(z: sp.Expr = sp.Rational(1, 10)) -> Theorem32:
     p_x0, p_xp0 = at(law.pdf_nan_zero, 0), at(law.pdf_nan_zero, 1)
     q = _pos("q")
     loss = sp.limit(sp.log(p_x / q), q, 0, "+")
+    cdf0 = law.cdf_nan_zero
+
+    def atom(mu_val: int) -> sp.Expr:  # F(0) - F(0-), the left limit taken along t = -h, h -> 0+
+        f = cdf0.subs(s.mu, mu_val)
+        h = _pos("h")  # (sympy's limit(..., "-") of a Piecewise at its breakpoint is unreliable)
+        return sp.simplify(f.subs(s.t, 0) - sp.limit(f.subs(s.t, -h), h, 0, "+"))
+
     fx, fxp = _query_symbols()
     lap = sp.simplify(privacy_loss_expr().subs({s.y: z, fx: 0, fxp: 1}))
     lap_eps = sp.simplify(lap.subs(s.b, 1 / s.epsilon))
@@ -560,6 +570,8 @@ def theorem_3_2(z: sp.Expr = sp.Rational(1, 10)) -> Theorem32:
         density_xprime_nan_zero=p_xp0,
         density_x_positive=bool(p_x.is_positive) and bool(p_x0.is_positive),
         density_xprime_zero=(p_xp == 0) and (p_xp0 == 0),
+        atom_at_zero_x=atom(0),
+        atom_at_zero_xprime=atom(1),
         privacy_loss=loss,
         laplace_loss=lap,
         laplace_loss_with_b_1_over_eps=lap_eps,

@@ -292,6 +292,7 @@ def test_theorem_3_2_symbolic() -> None:
     assert th.density_xprime == 0 and th.density_xprime_nan_zero == 0
     assert th.density_x_positive and th.density_xprime_zero
     assert th.privacy_loss == sp.oo and th.violates_dp
+    assert th.atom_at_zero_x == HALF and th.atom_at_zero_xprime == 0
     # The correct Laplace mechanism at the same z: (|0.1 - 1| - |0.1 - 0|) / b = 4/(5b); <= epsilon.
     assert zero(th.laplace_loss - sp.Rational(4, 5) / b)
     assert zero(th.laplace_loss_with_b_1_over_eps - sp.Rational(4, 5) * eps)
@@ -305,5 +306,11 @@ def test_theorem_3_2_numeric(bb: float) -> None:
     assert p_x == pytest.approx(stats.expon(loc=0.0, scale=bb).pdf(0.1), rel=RTOL)
     assert p_x == pytest.approx(float(dist.dptext_pdf(0.1, 0.0, bb, nan="discard")), rel=RTOL)
     assert float(dist.dptext_pdf(0.1, 1.0, bb, nan="discard")) == 0.0 == float(th.density_xprime)
+    # The atom under NaN -> 0: empirical P(M(0) = 0) vs 1/2 (binomial test, accept if p > 1e-3) and
+    # M(1) never equals 0.
+    x0 = dist.sample_dptext(100_000, 0.0, bb, rng=np.random.default_rng(70), nan="zero")
+    x1 = dist.sample_dptext(100_000, 1.0, bb, rng=np.random.default_rng(71), nan="zero")
+    assert stats.binomtest(int(np.sum(x0 == 0.0)), x0.size, float(th.atom_at_zero_x)).pvalue > 1e-3
+    assert np.sum(x1 == 0.0) == 0 == th.atom_at_zero_xprime
     lap = np.log(stats.laplace.pdf(0.1, 0.0, bb) / stats.laplace.pdf(0.1, 1.0, bb))
     assert float(th.laplace_loss.subs(b, bb)) == pytest.approx(lap, rel=1e-9)
