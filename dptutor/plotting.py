@@ -629,7 +629,7 @@ def plot_seed_estimates(
         ax.axhline(exact, color="k", lw=1.0, ls="--", zorder=2, label="exact loss")
     ax.set(xlabel="run (sorted by estimate)", ylabel="privacy loss", xlim=(0, est.size + 1))
     ax.grid(alpha=0.3)
-    ax.legend(loc="lower right", fontsize="small")
+    ax.legend(loc="upper left", fontsize="small")
     return fig
 
 
