@@ -23,6 +23,11 @@ venv: $(STAMP)
 book: $(STAMP)
 	$(BIN)/jupyter-book build . $(JB_FLAGS)
 
+# The student edition: the same site without the exercises' solutions, into _build/student
+# (-W -n too). It shares the Jupyter cache of `make book`, so after `make book` nothing re-executes.
+student: $(STAMP)
+	$(BIN)/python book/_ext/student_edition.py --out _build/student --cache _build/.jupyter_cache
+
 test: $(STAMP)
 	$(BIN)/python -m pytest
 

@@ -5,6 +5,7 @@ Subcommands:
 * ``reproduce``: the paper's Section 5 grid (Figure 2), resumable; writes ``results.json``,
   ``results.csv`` and ``sanity_check.png``/``.svg`` into ``--out``.
 * ``repeat``: one cell over seeds 0..repeats-1 (the paper's footnote 7), prints mean and std.
+* ``grade``: grade submitted assignment notebooks into a CSV (:mod:`dptutor.grading`).
 
 Adding a subcommand: write one function decorated with ``@subcommand("name")`` that adds its
 parser to the ``subparsers`` it receives and sets ``handler`` (a function ``args -> int``) with
@@ -175,6 +176,25 @@ def _cmd_repeat(args: argparse.Namespace) -> int:
     print(f"mean {res.mean:.6g}")
     print(f"std {res.std:.6g}")
     return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# grade (the course assignments; all logic in dptutor.grading)
+# ---------------------------------------------------------------------------------------------
+
+
+@subcommand("grade")
+def _add_grade(subparsers: argparse._SubParsersAction) -> None:
+    from dptutor.grading import add_grade_arguments, run_grade
+
+    p = subparsers.add_parser(
+        "grade",
+        help="grade a folder of submitted assignment notebooks into a CSV",
+        description="Run each submitted notebook (.ipynb or .md) in a fresh kernel with time limits, then the "
+                    "assignment's hidden checks; write one CSV row of scores and messages per submission.",
+    )
+    add_grade_arguments(p)
+    p.set_defaults(handler=run_grade)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,208 @@
+"""The student edition of the book: the same site with every exercise's solution left out.
+
+Two parts:
+
+* a Sphinx extension (loaded by ``_config.yml``), inactive unless ``hide_solutions`` is true.
+  sphinx-exercise's ``hide_solutions`` drops plain ``{solution}`` directives, but for the *gated*
+  form this book uses (``{solution-start}`` ... ``{solution-end}``, needed for code cells inside a
+  solution) sphinx-exercise 1.2.1 drops only the start marker: the solution's content stays on the
+  page and the orphaned end marker crashes the HTML writer ("departing unknown node type:
+  solution_end_node", executablebooks/sphinx-exercise#89).  With ``hide_solutions`` on, this
+  extension replaces each ``{solution-start}`` by a marker and removes everything from the marker
+  through its ``{solution-end}``.  It also strips the solution blocks from the page sources that
+  Sphinx copies to ``_sources/`` (the page's download button), so no solution leaves the build.
+
+* a build script, ``python book/_ext/student_edition.py`` (what ``make student`` runs): builds the
+  book with ``hide_solutions = True`` into ``_build/student``, with warnings as errors and
+  nit-picky references, reusing the Jupyter cache of ``make book`` (``_build/.jupyter_cache``), so
+  no notebook is executed twice.  Jupyter Book 1's command line has no option to override one
+  Sphinx setting, so the script calls the same function as ``jupyter-book build`` does
+  (``jupyter_book.sphinx.build_sphinx``) with two overrides on top of ``_config.yml``.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from docutils import nodes
+from sphinx.application import Sphinx
+from sphinx.transforms import SphinxTransform
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
+
+# An opening fence of a solution directive, e.g. ```{solution-start} ex-1 or :::{solution} ex-1.
+_SOLUTION_OPEN = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>solution-start|solution)\}")
+_SOLUTION_END = re.compile(r"^(?P<fence>`{3,}|:{3,})\{solution-end\}")
+#: What a removed solution block becomes in the student edition's page sources.
+OMITTED = "(The solution is not part of the student edition.)"
+
+
+def strip_solutions(text: str) -> str:
+    """Remove every solution block from a MyST Markdown source.
+
+    A gated block runs from its ``{solution-start}`` line through the fence closing its
+    ``{solution-end}`` directive; a plain ``{solution}`` block through the line that closes its
+    opening fence.  Each block becomes the one line :data:`OMITTED`.
+    """
+    lines = text.splitlines(keepends=True)
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        match = _SOLUTION_OPEN.match(lines[i])
+        if not match:
+            out.append(lines[i])
+            i += 1
+            continue
+        if match["name"] == "solution-start":
+            j = i + 1
+            while j < len(lines) and not _SOLUTION_END.match(lines[j]):
+                j += 1
+            if j == len(lines):
+                raise ValueError(f"{{solution-start}} on line {i + 1} has no {{solution-end}}")
+            fence = _SOLUTION_END.match(lines[j])["fence"]
+        else:
+            j, fence = i, match["fence"]
+        # Skip to the line that closes the fence opened on line j.
+        k = j + 1
+        while k < len(lines) and lines[k].strip() != fence:
+            k += 1
+        out.append(OMITTED + "\n")
+        i = k + 1
+    return "".join(out)
+
+
+class hidden_solution(nodes.Element):
+    """Placeholder for a ``{solution-start}`` in the student edition; removed before writing."""
+
+
+def _solution_start_directive() -> type:
+    from sphinx_exercise.directive import SolutionStartDirective
+
+    class StudentSolutionStart(SolutionStartDirective):
+        """``{solution-start}`` that leaves a :class:`hidden_solution` marker when solutions are hidden."""
+
+        def run(self) -> list[nodes.Node]:
+            result = super().run()  # records the gated-directive bookkeeping in every case
+            if self.env.app.config.hide_solutions:
+                return [hidden_solution()]
+            return result
+
+    return StudentSolutionStart
+
+
+class RemoveHiddenSolutions(SphinxTransform):
+    """Delete each :class:`hidden_solution` marker and its siblings through the next solution-end.
+
+    Runs before sphinx-exercise merges gated directives (priority 10), on the same sibling list that
+    sphinx-exercise itself uses to collect a gated solution's content.
+    """
+
+    default_priority = 9
+
+    def apply(self, **kwargs: Any) -> None:
+        from sphinx_exercise.nodes import solution_end_node
+
+        for marker in list(self.document.findall(hidden_solution)):
+            parent = marker.parent
+            start = parent.index(marker)
+            end = next(
+                (i for i in range(start + 1, len(parent)) if isinstance(parent[i], solution_end_node)),
+                None,
+            )
+            if end is None:  # sphinx-exercise reports the unbalanced directives itself
+                parent.remove(marker)
+                continue
+            for child in list(parent.children[start : end + 1]):
+                parent.remove(child)
+
+
+def _strip_copied_sources(app: Sphinx, exception: Exception | None) -> None:
+    """Remove solution blocks from the sources copied to ``_sources/`` (the download button)."""
+    if exception is not None or not app.config.hide_solutions:
+        return
+    sources = Path(app.outdir) / "_sources"
+    if not sources.is_dir():
+        return
+    for path in sources.rglob("*"):
+        if not path.is_file():
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue
+        if "{solution" in text:
+            path.write_text(strip_solutions(text), encoding="utf-8")
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    app.setup_extension("sphinx_exercise")
+    app.add_node(hidden_solution)
+    app.add_directive("solution-start", _solution_start_directive(), override=True)
+    app.add_transform(RemoveHiddenSolutions)
+    app.connect("build-finished", _strip_copied_sources)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
+
+
+# ---------------------------------------------------------------------------------------------
+# build script
+# ---------------------------------------------------------------------------------------------
+
+
+def build(source: Path, out: Path, cache: Path, *, strict: bool = True) -> int:
+    """Build the student edition of the book in ``source`` into ``out``; return 0 on success.
+
+    ``cache`` is the Jupyter cache to execute notebooks with (``make book`` keeps its cache in
+    ``_build/.jupyter_cache``).  Sphinx's doctrees go to ``<out>.doctrees`` next to ``out``, so an
+    incremental rebuild only re-reads changed pages and never mixes with the full edition's.
+    ``strict`` turns warnings into errors and enables nit-picky references, like ``make book``.
+    """
+    from jupyter_book.sphinx import build_sphinx
+
+    source, out, cache = source.resolve(), out.resolve(), cache.resolve()
+    overrides: dict[str, Any] = {
+        "external_toc_path": (source / "_toc.yml").as_posix(),
+        "latex_individualpages": False,
+        "hide_solutions": True,
+        "nb_execution_cache_path": str(cache),
+    }
+    if strict:
+        overrides["nitpicky"] = True
+    result = build_sphinx(
+        source,
+        out,
+        noconfig=True,
+        path_config=str(source / "_config.yml"),
+        confoverrides=overrides,
+        doctreedir=out.with_name(f".{out.name}.doctrees"),
+        builder="html",
+        warningiserror=strict,
+        keep_going=strict,
+    )
+    if isinstance(result, Exception):
+        print(f"The student edition did not build: {result!r}", file=sys.stderr)
+        return 1
+    return int(result or 0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    root = Path(__file__).resolve().parents[2]
+    parser = argparse.ArgumentParser(description="Build the student edition (no solutions) of the book.")
+    parser.add_argument("--source", type=Path, default=root, help="the book's folder (with _config.yml)")
+    parser.add_argument("--out", type=Path, default=root / "_build" / "student", help="HTML output folder")
+    parser.add_argument("--cache", type=Path, default=root / "_build" / ".jupyter_cache",
+                        help="Jupyter cache shared with `make book`")
+    parser.add_argument("--no-strict", dest="strict", action="store_false",
+                        help="do not fail on warnings (default: -W -n like `make book`)")
+    args = parser.parse_args(argv)
+    status = build(args.source, args.out, args.cache, strict=args.strict)
+    if status == 0:
+        print(f"Student edition: {args.out.resolve() / 'index.html'}")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
