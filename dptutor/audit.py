@@ -50,8 +50,9 @@ __all__ = [
 BLOCK_TRIALS: int = 1 << 17
 
 #: Target elements per chunk (rows = CHUNK_ELEMENTS // n, at least 1): 2**16 float64 = 512 KiB,
-#: which stays in L2 cache.  Measured with ``benchmarks/bench_audit.py --chunks``: 2**15-2**16 is
-#: fastest; 2**18 and up fall out of cache and get slower.
+#: which stays in L2 cache.  Measured with ``benchmarks/bench_audit.py --chunks`` (Laplace, n = 128):
+#: 2**14-2**16 fastest; from 2**17 up the buffers fall out of cache and it gets slower (and below
+#: 2**13 per-call overhead dominates).
 CHUNK_ELEMENTS: int = 1 << 16
 
 _NEG_INF = -math.inf
