@@ -461,7 +461,7 @@ def estimate_loss(
     epsilon: float,
     trials: int,
     *,
-    seed: int | Sequence[int] | np.random.SeedSequence | None = None,
+    seed: int | Sequence[int] | None = None,
     progress: bool = False,
     workers: int = 1,
     executor: concurrent.futures.Executor | None = None,
@@ -489,15 +489,13 @@ def estimate_loss(
     workers = _check_int(workers, "workers")
     if executor is not None and not isinstance(executor, concurrent.futures.Executor):
         raise TypeError(f"executor must be a concurrent.futures.Executor, got {type(executor).__name__}")
-    if isinstance(seed, np.random.SeedSequence):
-        seed_seq = seed
-    else:
-        if isinstance(seed, (bool, np.bool_, float)):
-            raise TypeError(f"seed must be None, a non-negative int or a sequence of them, got {seed!r}")
-        try:
-            seed_seq = np.random.SeedSequence(seed)
-        except (TypeError, ValueError) as exc:
-            raise type(exc)(f"seed must be None, a non-negative int or a sequence of them ({exc})") from exc
+    if isinstance(seed, (bool, np.bool_, float, np.random.SeedSequence)):
+        # (A SeedSequence is refused: its spawn state would make result.seed not repeat the run.)
+        raise TypeError(f"seed must be None, a non-negative int or a sequence of them, got {seed!r}")
+    try:
+        seed_seq = np.random.SeedSequence(seed)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"seed must be None, a non-negative int or a sequence of them ({exc})") from exc
     entropy = seed_seq.entropy
     recorded_seed = tuple(int(v) for v in entropy) if isinstance(entropy, (list, tuple, np.ndarray)) else entropy
     name = _mechanism_name(mechanism)
