@@ -35,3 +35,18 @@ def book_build(tmp_path_factory: pytest.TempPathFactory) -> BookBuild:
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
     )
     return BookBuild(proc.returncode, proc.stdout + proc.stderr, out / "_build" / "html")
+
+
+@pytest.fixture(scope="session")
+def student_build(book_build: BookBuild) -> BookBuild:
+    """The student edition (``make student``), built from the Jupyter cache of ``book_build``.
+
+    Every notebook was executed by ``book_build``, so this build only re-reads and re-writes pages.
+    """
+    out = book_build.html.parent / "student"
+    cache = book_build.html.parent / ".jupyter_cache"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "book" / "_ext" / "student_edition.py"), "--out", str(out), "--cache", str(cache)],
+        cwd=ROOT, env=dict(os.environ, PYTHONWARNINGS="default"), capture_output=True, text=True, timeout=900,
+    )
+    return BookBuild(proc.returncode, proc.stdout + proc.stderr, out)
