@@ -45,6 +45,7 @@ import secrets
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -80,6 +81,8 @@ __all__ = [
     "main",
 ]
 
+#: Line width of a feedback report (it fits the book's code cells).
+REPORT_WIDTH = 86
 #: Significance level of every Kolmogorov-Smirnov test in the checks.
 KS_ALPHA = 1e-3
 
@@ -130,7 +133,8 @@ class Feedback:
         lines = [head]
         for f in self.findings:
             mark = {True: "✓", False: "✗", None: "?"}[f.passed]
-            lines.append(f"  {mark} {f.message}")
+            lines += textwrap.wrap(f.message, width=REPORT_WIDTH, initial_indent=f"  {mark} ",
+                                   subsequent_indent="    ", break_on_hyphens=False)
         return "\n".join(lines)
 
     def __repr__(self) -> str:

@@ -265,7 +265,7 @@ def test_feedback_withholds_verdicts_but_grading_does_not(reference: dict) -> No
 # grading submitted notebooks in fresh kernels
 # ---------------------------------------------------------------------------------------------
 
-SAMPLER_STUB = '    raise NotImplementedError("write laplace_inverse_cdf (Questions 1-3)")'
+SAMPLER_STUB = '    raise NotImplementedError("Questions 1-3")'
 
 
 def write_ipynb(md: Path, target: Path) -> None:

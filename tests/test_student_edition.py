@@ -10,6 +10,7 @@ download button, nor in the search index.
 from __future__ import annotations
 
 import html
+import json
 import re
 import sys
 from pathlib import Path
@@ -23,7 +24,7 @@ INSTRUCTOR = BOOK / "assignments" / "instructor"
 ASSIGNMENT_PAGES = ["index", "sampler", "mechanism", "audit"]
 
 sys.path.insert(0, str(BOOK / "_ext"))
-from student_edition import OMITTED, strip_solutions  # noqa: E402
+from student_edition import OMITTED, strip_solutions, strip_solutions_notebook  # noqa: E402
 
 from dptutor.grading import _BEGIN  # noqa: E402  (the marker the release step looks for)
 
@@ -83,12 +84,24 @@ def all_text(site: Path) -> dict[Path, str]:
             continue
         if path.suffix == ".html":
             texts[path] = page_text(path)
+        elif path.suffix == ".ipynb":  # cell sources and text outputs, not JSON-escaped
+            texts[path] = normalise(notebook_text(json.loads(path.read_text())))
         else:
             try:
                 texts[path] = normalise(path.read_text())
             except UnicodeDecodeError:
                 continue
     return texts
+
+
+def notebook_text(nb: dict) -> str:
+    parts = []
+    for cell in nb.get("cells", []):
+        parts.append("".join(cell.get("source", "")))
+        for out in cell.get("outputs", []):
+            parts.append("".join(out.get("text", "")))
+            parts += ["".join(v) for k, v in out.get("data", {}).items() if k.startswith("text/")]
+    return "\n".join(parts)
 
 
 @pytest.fixture(scope="module")
@@ -139,20 +152,40 @@ def test_student_edition_keeps_the_exercises(student_build: BookBuild, full_page
 
 
 def test_student_sources_have_the_solutions_stripped(student_build: BookBuild) -> None:
+    """The downloads (page sources, executed notebooks) keep the exercises, not the solutions."""
     sources = list((student_build.html / "_sources").rglob("*.md"))
+    notebooks = list((student_build.html / "_sources").rglob("*.ipynb"))
     assert sources
     stripped = 0
-    for path in sources:
+    for path in sources + notebooks:
         text = path.read_text()
         assert "{solution" not in text, path
-        stripped += text.count(OMITTED)
+        assert path.suffix == ".md" or json.loads(text)["cells"], path
+        stripped += text.count(OMITTED) if path.suffix == ".md" else 0
     assert stripped == len(solution_first_lines())
 
 
+STRIP_EXAMPLE = ("a\n```{solution-start} ex-1\n:class: dropdown\n```\nsecret\n```{code-cell} ipython3\nx = 1\n```\n"
+                 "```{solution-end}\n```\nb\n````{solution} ex-2\nplain secret\n````\nc\n")
+
+
 def test_strip_solutions() -> None:
-    text = ("a\n```{solution-start} ex-1\n:class: dropdown\n```\nsecret\n```{code-cell} ipython3\nx = 1\n```\n"
-            "```{solution-end}\n```\nb\n````{solution} ex-2\nplain secret\n````\nc\n")
-    assert strip_solutions(text) == f"a\n{OMITTED}\nb\n{OMITTED}\nc\n"
+    assert strip_solutions(STRIP_EXAMPLE) == f"a\n{OMITTED}\nb\n{OMITTED}\nc\n"
+    with pytest.raises(ValueError, match="never closed"):
+        strip_solutions("```{solution-start} ex-1\n```\nsecret\n")
+
+
+def test_strip_solutions_from_a_notebook() -> None:
+    import jupytext
+    import nbformat
+
+    nb = json.loads(nbformat.writes(jupytext.reads(STRIP_EXAMPLE, fmt="md:myst")))
+    assert [c["cell_type"] for c in nb["cells"]] == ["markdown", "code", "markdown"]  # the solution spans 3 cells
+    cells = strip_solutions_notebook(nb)["cells"]
+    assert [c["cell_type"] for c in cells] == ["markdown", "markdown"]
+    text = notebook_text({"cells": cells})
+    assert "secret" not in text and "x = 1" not in text and text.count(OMITTED) == 2
+    assert "a" in text and "b" in text and "c" in text
 
 
 # ---------------------------------------------------------------------------------------------

@@ -9,8 +9,8 @@ Two parts:
   page and the orphaned end marker crashes the HTML writer ("departing unknown node type:
   solution_end_node", executablebooks/sphinx-exercise#89).  With ``hide_solutions`` on, this
   extension replaces each ``{solution-start}`` by a marker and removes everything from the marker
-  through its ``{solution-end}``.  It also strips the solution blocks from the page sources that
-  Sphinx copies to ``_sources/`` (the page's download button), so no solution leaves the build.
+  through its ``{solution-end}``.  It also strips the solution blocks from the page sources and
+  executed notebooks copied to ``_sources/`` (the download button), so no solution leaves the build.
 
 * a build script, ``python book/_ext/student_edition.py`` (what ``make student`` runs): builds the
   book with ``hide_solutions = True`` into ``_build/student``, with warnings as errors and
@@ -22,6 +22,7 @@ Two parts:
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from pathlib import Path
@@ -41,38 +42,69 @@ _SOLUTION_END = re.compile(r"^(?P<fence>`{3,}|:{3,})\{solution-end\}")
 OMITTED = "(The solution is not part of the student edition.)"
 
 
-def strip_solutions(text: str) -> str:
-    """Remove every solution block from a MyST Markdown source.
+class _SolutionStripper:
+    """Drops solution blocks from lines fed to it, remembering across calls where it is.
 
     A gated block runs from its ``{solution-start}`` line through the fence closing its
     ``{solution-end}`` directive; a plain ``{solution}`` block through the line that closes its
-    opening fence.  Each block becomes the one line :data:`OMITTED`.
+    opening fence.  Each block becomes the one line :data:`OMITTED`.  The state survives between
+    calls, so a notebook can be fed cell by cell (a gated solution spans several cells).
     """
-    lines = text.splitlines(keepends=True)
-    out: list[str] = []
-    i = 0
-    while i < len(lines):
-        match = _SOLUTION_OPEN.match(lines[i])
-        if not match:
-            out.append(lines[i])
-            i += 1
-            continue
-        if match["name"] == "solution-start":
-            j = i + 1
-            while j < len(lines) and not _SOLUTION_END.match(lines[j]):
-                j += 1
-            if j == len(lines):
-                raise ValueError(f"{{solution-start}} on line {i + 1} has no {{solution-end}}")
-            fence = _SOLUTION_END.match(lines[j])["fence"]
-        else:
-            j, fence = i, match["fence"]
-        # Skip to the line that closes the fence opened on line j.
-        k = j + 1
-        while k < len(lines) and lines[k].strip() != fence:
-            k += 1
-        out.append(OMITTED + "\n")
-        i = k + 1
+
+    def __init__(self) -> None:
+        self.state = "out"  # "out", "in" (gated body), "closing" (after solution-end), "plain"
+        self.fence = ""
+
+    def feed(self, lines: list[str]) -> list[str]:
+        kept: list[str] = []
+        for line in lines:
+            if self.state == "out":
+                match = _SOLUTION_OPEN.match(line)
+                if not match:
+                    kept.append(line)
+                    continue
+                kept.append(OMITTED + ("\n" if line.endswith("\n") else ""))
+                self.fence = match["fence"]
+                self.state = "in" if match["name"] == "solution-start" else "plain"
+                if self.state == "plain":
+                    continue
+                # The gated start directive's own options and closing fence are dropped as "in".
+            elif self.state == "in":
+                end = _SOLUTION_END.match(line)
+                if end:
+                    self.state, self.fence = "closing", end["fence"]
+            elif line.strip() == self.fence:  # "closing" or "plain": the fence ends the block
+                self.state = "out"
+        return kept
+
+    @property
+    def inside(self) -> bool:
+        return self.state != "out"
+
+
+def strip_solutions(text: str) -> str:
+    """Remove every solution block from a MyST Markdown source (see :class:`_SolutionStripper`)."""
+    stripper = _SolutionStripper()
+    out = stripper.feed(text.splitlines(keepends=True))
+    if stripper.inside:
+        raise ValueError("a solution block is never closed")
     return "".join(out)
+
+
+def strip_solutions_notebook(nb: dict) -> dict:
+    """Remove the solution blocks from a notebook (nbformat 4 JSON): their text and code cells."""
+    stripper = _SolutionStripper()
+    cells = []
+    for cell in nb.get("cells", []):
+        source = cell.get("source", "")
+        lines = source.splitlines(keepends=True) if isinstance(source, str) else list(source)
+        if cell.get("cell_type") == "markdown":
+            kept = stripper.feed(lines)
+            if kept:
+                cells.append({**cell, "source": kept})
+        elif not stripper.inside:
+            cells.append(cell)
+    return {**nb, "cells": cells}
 
 
 class hidden_solution(nodes.Element):
@@ -134,7 +166,12 @@ def _strip_copied_sources(app: Sphinx, exception: Exception | None) -> None:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError:
             continue
-        if "{solution" in text:
+        if "{solution" not in text:
+            continue
+        if path.suffix == ".ipynb":  # the executed notebook offered for download
+            nb = strip_solutions_notebook(json.loads(text))
+            path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        else:
             path.write_text(strip_solutions(text), encoding="utf-8")
 
 
