@@ -97,6 +97,39 @@ def test_blank_student_notebooks_score_zero_and_say_so(name: str) -> None:
         assert "not implemented yet" in fb.report() or "not answered yet" in fb.report()
 
 
+def test_other_correct_answers_get_full_marks() -> None:
+    from scipy import stats
+
+    def eq4(u, mu=0.0, b=1.0):  # Eq. 4 as printed, with the domain checks
+        u = np.asarray(u, dtype=float)
+        if b <= 0 or not ((u > 0) & (u < 1)).all():
+            raise ValueError("u must lie in (0, 1) and b must be > 0")
+        return mu - b * np.sign(u - 0.5) * np.log(1 - 2 * np.abs(u - 0.5))
+
+    def scipy_ppf(u, mu=0.0, b=1.0):
+        u = np.asarray(u, dtype=float)
+        if not b > 0 or np.isnan(u).any() or (u <= 0).any() or (u >= 1).any():
+            raise ValueError("out of the domain")
+        return stats.laplace.ppf(u, loc=mu, scale=b)
+
+    for sampler in (eq4, scipy_ppf):
+        for q in ASSIGNMENTS["sampler"].questions:
+            fb = check("sampler", q.name, sampler, hidden=True)
+            assert fb.score == q.points, fb.report()
+
+    def exponential_with_sign(X, epsilon, *, rng):  # Lap(0, b) as a signed exponential
+        X = np.array(X, dtype=float)
+        if X.ndim != 2 or len(X) == 0 or X.min() < 0 or X.max() > 1 or not epsilon > 0:
+            raise ValueError("bad input")
+        m, k = X.shape
+        sign = rng.choice([-1.0, 1.0], size=k)
+        return X.mean(axis=0) + sign * rng.exponential(k / (m * epsilon), size=k)
+
+    for q in ("q2", "q3"):
+        fb = check("mechanism", q, exponential_with_sign, hidden=True)
+        assert fb.score == ASSIGNMENTS["mechanism"].question(q).points, fb.report()
+
+
 # ---------------------------------------------------------------------------------------------
 # assignment 1: planted wrong answers
 # ---------------------------------------------------------------------------------------------
