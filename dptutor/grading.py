@@ -982,6 +982,19 @@ def _first_error(cells: Sequence) -> str | None:
     return None
 
 
+def _run_coroutine(factory: Callable[[], Any]) -> None:
+    """``asyncio.run(factory())``, in a helper thread when an event loop already runs here (Jupyter)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(factory())
+        return
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(lambda: asyncio.run(factory())).result()
+
+
 def grade_notebook(path: Path | str, assignment: str, *, timeout: float = 60,
                    total_timeout: float = 600) -> SubmissionResult:
     """Execute one submission in a fresh kernel and grade it with the hidden checks.
@@ -1034,7 +1047,7 @@ def grade_notebook(path: Path | str, assignment: str, *, timeout: float = 60,
 
         started = time.monotonic()
         try:
-            asyncio.run(run())
+            _run_coroutine(run)
         except Exception as exc:  # time limit, dead kernel, kernel failed to start, ...
             # Cancelling at the time limit shuts the kernel down, which may surface as a dead kernel.
             if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) or time.monotonic() - started >= total_timeout:
