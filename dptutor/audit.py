@@ -504,7 +504,7 @@ def estimate_loss(
     children = seed_seq.spawn(len(sizes))
     guessed = np.zeros(2, dtype=np.int64)
 
-    from tqdm.auto import tqdm
+    from tqdm import tqdm  # the terminal bar: tqdm.auto warns inside Jupyter without ipywidgets
 
     bar = tqdm(
         total=len(sizes),

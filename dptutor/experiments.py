@@ -415,7 +415,7 @@ def run_grid(
         if on_row is not None:
             on_row(row)
 
-    from tqdm.auto import tqdm
+    from tqdm import tqdm  # the terminal bar: tqdm.auto warns inside Jupyter without ipywidgets
 
     bar = tqdm(total=len(cells), initial=len(cells) - len(todo), disable=not progress, unit="cell", desc="grid")
     try:
@@ -526,7 +526,7 @@ def repeat_loss(
     first_seed = audit._check_int(first_seed, "first_seed", minimum=0)
     workers = audit._check_int(workers, "workers")
     seeds = tuple(range(first_seed, first_seed + repeats))
-    from tqdm.auto import tqdm
+    from tqdm import tqdm  # the terminal bar: tqdm.auto warns inside Jupyter without ipywidgets
 
     losses = []
     pool = concurrent.futures.ProcessPoolExecutor(max_workers=workers) if workers > 1 else None

@@ -280,6 +280,32 @@ def test_dptext_sampler_is_rejected_as_laplace(nan: str) -> None:
     assert stats.kstest(finite, stats.laplace(mu, b).cdf).pvalue < P_REJECT
 
 
+@pytest.mark.parametrize("nan", ["keep", "zero"])
+def test_dptext_sampler_is_eq9_draw_for_draw(nan: str) -> None:
+    # The sampler's fast path must be exactly Eq. 9 (dptext_transform) on the same uniforms, with the
+    # NaN policy applied afterwards; no statistics involved, so equality is exact.
+    mu, b, seed = 0.5, 2.0, 61
+    got = sample_dptext(10_000, mu, b, rng=np.random.default_rng(seed), nan=nan)
+    v = np.random.default_rng(seed).random(10_000)  # the same uniforms (edge points: next test)
+    want = mu + b * np.asarray(dptext_transform(v))
+    if nan == "zero":
+        want = np.where(np.isnan(want), mu, want)
+    assert np.array_equal(got, want, equal_nan=True)
+
+
+def test_dptext_sampler_edge_uniforms() -> None:
+    class Fixed(np.random.Generator):
+        def random(self, size=None, dtype=np.float64, out=None):
+            return np.array([0.0, 0.5, 0.5 + 2**-53, 0.25])[: int(np.prod(size))].reshape(size)
+
+    rng = Fixed(np.random.PCG64(0))
+    keep = sample_dptext(4, rng=rng, nan="keep")
+    assert keep[0] == 0.0 and keep[1] == np.inf and np.isnan(keep[2])
+    assert keep[3] == dptext_transform(0.25)
+    zero = sample_dptext(4, rng=rng, nan="zero")
+    assert zero[0] == 0.0 and zero[1] == np.inf and zero[2] == 0.0
+
+
 @pytest.mark.parametrize("mu,b", [(0.0, 1.0), (1.0, 0.25)])
 def test_dptext_sampler_matches_its_exact_law(mu: float, b: float) -> None:
     rng = np.random.default_rng(50 + int(4 * b))
