@@ -32,7 +32,7 @@ from typing import Any, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from dptutor.mechanisms import MECHANISMS, Mechanism
+from dptutor.mechanisms import MECHANISMS, Mechanism, _check_epsilon
 
 __all__ = [
     "AuditResult",
@@ -73,15 +73,6 @@ def _check_int(value: object, name: str, minimum: int = 1) -> int:
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
     return value
-
-
-def _check_epsilon(epsilon: object) -> float:
-    if isinstance(epsilon, (bool, np.bool_)) or not isinstance(epsilon, numbers.Real):
-        raise TypeError(f"epsilon must be a real number, got {type(epsilon).__name__}")
-    eps = float(epsilon)
-    if not math.isfinite(eps) or eps <= 0.0:
-        raise ValueError(f"epsilon must be finite and > 0, got {epsilon!r}")
-    return eps
 
 
 def _check_confidence(confidence: object) -> float:

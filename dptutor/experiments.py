@@ -14,6 +14,7 @@ seed, so an interrupted run resumes where it stopped.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import csv
 import hashlib
 import io
@@ -22,7 +23,7 @@ import math
 import os
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -210,23 +211,27 @@ def _check_values(values: Iterable, name: str) -> list:
 # ---------------------------------------------------------------------------------------------
 
 
-def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` to ``path`` atomically: a temporary file in the same folder, then ``os.replace``."""
-    path = Path(path)
+@contextlib.contextmanager
+def _atomic_target(path: Path) -> Iterator[str]:
+    """Yield a temporary file name beside ``path``; on success it replaces ``path``, else it is removed."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
     try:
         os.chmod(tmp, _FILE_MODE)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
+        yield tmp
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
         raise
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to ``path`` atomically: a temporary file in the same folder, then ``os.replace``."""
+    with _atomic_target(Path(path)) as tmp, open(tmp, "w", encoding="utf-8", newline="") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
 
 
 def _fmt_float(x: float | None) -> str:
@@ -549,17 +554,7 @@ def save_figure(fig, stem: str | os.PathLike, formats: Sequence[str] = ("png", "
     stem.parent.mkdir(parents=True, exist_ok=True)
     for fmt in formats:
         path = stem.with_name(f"{stem.name}.{fmt}")
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        os.close(fd)
-        try:
-            os.chmod(tmp, _FILE_MODE)
+        with _atomic_target(path) as tmp:
             fig.savefig(tmp, format=fmt, dpi=dpi)
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
-            raise
         paths.append(path)
     return paths

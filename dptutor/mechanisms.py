@@ -33,7 +33,7 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from dptutor.distributions import sample_dptext, standard_laplace_fill
+from dptutor.distributions import _check_rng, sample_dptext, standard_laplace_fill
 
 __all__ = [
     "Mechanism",
@@ -83,12 +83,6 @@ def _check_x(x: object) -> NDArray[np.float64]:
     if x.dtype.kind not in "biuf":
         raise TypeError(f"x must be real-valued, got dtype {x.dtype}")
     return x
-
-
-def _check_rng(rng: object) -> np.random.Generator:
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
-    return rng
 
 
 def _laplace_noise_added(x: NDArray, b: float, rng: np.random.Generator) -> NDArray[np.float64]:
