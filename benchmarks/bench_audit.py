@@ -120,7 +120,8 @@ def speed_section(trials: int, authors_batch: int, repeats: int) -> dict[str, fl
     print(f"  authors-style full arrays                : {ns['authors']:7.2f} ns/sample  "
           f"(batch {authors_batch} trials x n={N}; their run used 10^6)")
     print(f"  RATIO ours / floor   = {ns['ours'] / ns['floor']:.2f}   (goal <= 1.6)")
-    print(f"  RATIO authors / ours = {ns['authors'] / ns['ours']:.1f}   (goal >= 15)")
+    goal = "(goal >= 15)" if authors_batch >= 10**6 else "(smaller batch than theirs: the goal is judged at 10^6, --authors-full)"
+    print(f"  RATIO authors / ours = {ns['authors'] / ns['ours']:.1f}   {goal}")
     return ns
 
 
