@@ -330,13 +330,16 @@ def test_dptext_sampler_matches_its_exact_law(mu: float, b: float) -> None:
 
 @pytest.mark.parametrize("nan,mean,var", [("discard", 1.0, 1.0), ("zero", 0.5, 0.75)])
 def test_dptext_moments(nan: str, mean: float, var: float) -> None:
-    # Noise N (mu = 0, b): discard -> Exp(b): mean b, var b^2, fourth central moment 9 b^4.
-    # zero -> N = 0 w.p. 1/2 else Exp(b): E N = b/2, E N^2 = b^2, Var = 3b^2/4.
-    # SE of the mean = sqrt(var / n); SE of the sample variance ~ sqrt((m4 - var^2)/n) with
-    # m4 = 9 (discard) and, for zero, m4 = E(N - b/2)^4 = 93/16 (b = 1; computed from E N^k = k!/2).
+    # Noise N (mu = 0, b = 1): discard -> Exp(1): mean 1, var 1, E N^k = k!.
+    # zero -> N = 0 w.p. 1/2 else Exp(1): E N^k = k!/2 (k >= 1), so E N = 1/2, Var = 1 - 1/4 = 3/4.
+    # SE of the mean = sqrt(var / n); SE of the sample variance ~ sqrt((m4 - var^2)/n) with the fourth
+    # central moment m4 = E(N - mean)^4 expanded binomially from the raw moments E N^k: 9 (discard)
+    # and 117/16 (zero).
     b, n = 1.0, N_KS
     x = sample_dptext(n, 0.0, b, rng=np.random.default_rng(60 + len(nan)), nan=nan)
-    m4 = 9.0 if nan == "discard" else 93.0 / 16.0
+    raw = [1.0] + [math.factorial(k) * (1.0 if nan == "discard" else 0.5) for k in range(1, 5)]
+    m4 = sum(math.comb(4, k) * raw[k] * (-mean) ** (4 - k) for k in range(5))
+    assert raw[1] == mean and raw[2] - mean**2 == var  # the parametrised moments agree with E N^k
     assert abs(x.mean() - mean * b) < 5 * math.sqrt(var / n)
     assert abs(x.var() - var * b**2) < 5 * math.sqrt((m4 - var**2) / n)
 
