@@ -57,6 +57,10 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import stats
 
+from dptutor.audit import AuditResult, estimate_loss
+from dptutor.distributions import laplace_ppf
+from dptutor.mechanisms import _check_epsilon, _check_rng, _check_x, _laplace_noise_added
+
 __all__ = [
     "Finding",
     "Feedback",
@@ -378,8 +382,6 @@ def _best_time(fn: Callable[[], Any], repeats: int) -> float:
 
 
 def _sampler_vectorized(f: Callable, *, hidden: bool = False) -> list[Finding]:
-    from dptutor.distributions import laplace_ppf
-
     findings: list[Finding] = []
     rng_seed = 99 if hidden else 98
     u2 = _uniforms(rng_seed, 12).reshape(3, 4)
@@ -629,19 +631,9 @@ _AUDIT_MAX_TRIALS = 5_000_000
 
 
 def _mystery(x: NDArray, epsilon: float, rng: np.random.Generator, scale: Callable[[int], float]) -> NDArray:
-    from dptutor.distributions import standard_laplace_fill
-
-    if not isinstance(x, np.ndarray) or x.ndim != 2:
-        raise ValueError("x must be a numpy array of shape (trials, n)")
-    if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real) or not epsilon > 0:
-        raise ValueError(f"epsilon must be > 0, got {epsilon!r}")
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError("rng must be a numpy.random.Generator")
-    out = np.empty(x.shape, dtype=np.float64)
-    standard_laplace_fill(out, rng=rng)
-    np.multiply(out, scale(x.shape[1]) / float(epsilon), out=out)
-    np.add(out, x, out=out)
-    return out
+    """``x + Lap(0, scale(n) / epsilon)``, checked and drawn as :mod:`dptutor.mechanisms` does."""
+    x = _check_x(x)
+    return _laplace_noise_added(x, scale(x.shape[1]) / _check_epsilon(epsilon), _check_rng(rng))
 
 
 def mystery_a(x: NDArray, epsilon: float, rng: np.random.Generator) -> NDArray[np.float64]:
@@ -665,8 +657,6 @@ def _verdict(verdicts: Any, key: str) -> str:
 
 def _replay(result: Any, mechanism: Callable, label: str, minimum_trials: int) -> list[Finding]:
     """Check that ``result`` is a genuine 95% audit of ``mechanism`` at epsilon = AUDIT_EPSILON."""
-    from dptutor.audit import AuditResult, estimate_loss
-
     if result is None:
         raise _NotAnswered(f"no evidence for mechanism {label} yet")
     if not isinstance(result, AuditResult):

@@ -7,6 +7,7 @@ Chapters call these, glue the figure with myst-nb and close it.  Functions never
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -396,6 +397,59 @@ _SANITY_MARKERS = ("o", "s", "^", "D")
 _SANITY_STYLES = ("-", ":", "-.", "--")
 
 
+@dataclass(frozen=True)
+class _SanityLossAxis:
+    """A log-scale loss axis from decade ``lo`` to decade ``hi``, plus an "∞" row above ``hi`` and,
+    when ``has_zero``, a "0" row below ``lo`` (log axes cannot show inf or 0).  Shared by
+    :func:`plot_sanity_check` and :func:`plot_loss_agreement`."""
+
+    lo: float
+    hi: float
+    has_zero: bool
+
+    @classmethod
+    def around(cls, positive: np.ndarray, has_zero: bool) -> "_SanityLossAxis":
+        """The decades enclosing ``positive`` (finite values > 0, not empty)."""
+        return cls(10.0 ** np.floor(np.log10(positive.min())), 10.0 ** np.ceil(np.log10(positive.max())), has_zero)
+
+    @property
+    def y_inf(self) -> float:
+        return self.hi * 10**0.6
+
+    @property
+    def y_zero(self) -> float:
+        return self.lo / 10**0.6
+
+    @property
+    def top(self) -> float:
+        return self.hi * 10**1.0
+
+    def to_plot(self, v: np.ndarray) -> np.ndarray:
+        """Losses as drawn: inf on the "∞" row, 0 on the "0" row."""
+        return np.where(np.isinf(v), self.y_inf, np.where(v == 0, self.y_zero, v))
+
+    def shade(self, ax) -> None:
+        """Grey bands behind the "∞" row (and the "0" row)."""
+        ax.axhspan(self.hi * 10**0.3, self.top, color="0.93", zorder=0)
+        if self.has_zero:
+            ax.axhspan(self.lo / 10**1.0, self.lo / 10**0.3, color="0.93", zorder=0)
+
+    def set_ticks(self, ax, max_decades: int | None = None) -> None:
+        """Decade ticks (every k-th, so at most ``max_decades`` of them), then "∞" (and "0")."""
+        from matplotlib import ticker
+
+        decades = np.arange(int(np.log10(self.lo)), int(np.log10(self.hi)) + 1)
+        step = 1 if max_decades is None else max(1, int(np.ceil(len(decades) / max_decades)))
+        ticks = [10.0**d for d in decades[::step]] + [self.y_inf]
+        labels = [f"$10^{{{d}}}$" for d in decades[::step]] + ["∞"]
+        if self.has_zero:
+            ticks.insert(0, self.y_zero)
+            labels.insert(0, "0")
+        ax.yaxis.set_major_locator(ticker.FixedLocator(ticks))
+        ax.yaxis.set_major_formatter(ticker.FixedFormatter(labels))
+        ax.yaxis.set_minor_locator(ticker.NullLocator())
+
+
 def _sanity_table(results: object) -> list[tuple[str, float, int, float]]:
     """Normalise results to ``(mechanism, epsilon, n, loss)`` tuples.
 
@@ -459,7 +513,6 @@ def plot_sanity_check(
     (:func:`dptutor.audit.exact_loss`) as thin dashed lines over ``epsilon_range``; ``results``
     may then be ``None``.
     """
-    from matplotlib import ticker
     from matplotlib.lines import Line2D
 
     from dptutor.audit import exact_loss
@@ -493,15 +546,8 @@ def plot_sanity_check(
                     curves.append((p, mech, n, grid, np.array([exact_loss(mech, n, e) for e in grid]), True))
 
     finite = np.concatenate([c[4][np.isfinite(c[4]) & (c[4] > 0)] for c in curves] + [np.array([e_lo, e_hi])])
-    lo = 10.0 ** np.floor(np.log10(finite.min()))
-    hi = 10.0 ** np.ceil(np.log10(finite.max()))
-    has_zero = any((c[4] == 0).any() for c in curves)
-    has_inf = True  # keep the ∞ row even when empty, so panels and figures line up
-    y_inf, y_top = hi * 10**0.6, hi * 10**1.0
-    y_zero, y_bottom = lo / 10**0.6, (lo / 10**1.0 if has_zero else lo)
-
-    def to_plot(v: np.ndarray) -> np.ndarray:
-        return np.where(np.isinf(v), y_inf, np.where(v == 0, y_zero, v))
+    # The ∞ row is kept even when empty, so panels and figures line up.
+    rows = _SanityLossAxis.around(finite, has_zero=any((c[4] == 0).any() for c in curves))
 
     cmap = plt.get_cmap("plasma")  # no green, which is reserved for the bound
     colour = {n: cmap(0.88 * i / max(1, len(dim_list) - 1)) for i, n in enumerate(dim_list)}
@@ -514,17 +560,15 @@ def plot_sanity_check(
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.plot([e_lo, e_hi], [e_lo, e_hi], color="tab:green", lw=2.2, zorder=1)
-        ax.axhspan(hi * 10**0.3, y_top, color="0.93", zorder=0)
-        if has_zero:
-            ax.axhspan(y_bottom, lo / 10**0.3, color="0.93", zorder=0)
+        rows.shade(ax)
         for cp, mech, n, eps, loss, is_exact in curves:
             if cp != p:
                 continue
             k = mechs.index(mech)
             if is_exact:
-                ax.plot(eps, to_plot(loss), color=colour[n], lw=0.9, ls="--", alpha=0.8, zorder=2)
+                ax.plot(eps, rows.to_plot(loss), color=colour[n], lw=0.9, ls="--", alpha=0.8, zorder=2)
             else:
-                ax.plot(eps, to_plot(loss), color=colour[n], lw=1.6, ls=_SANITY_STYLES[k % 4],
+                ax.plot(eps, rows.to_plot(loss), color=colour[n], lw=1.6, ls=_SANITY_STYLES[k % 4],
                         marker=_SANITY_MARKERS[k % 4], ms=4.5, zorder=3)
         ax.set_xlim(e_lo / 1.15, e_hi * 1.15)
         ax.set_title(ptitle)
@@ -535,20 +579,8 @@ def plot_sanity_check(
                               label=_SANITY_LABELS.get(m, m)) for k, m in enumerate(mechs)]
             ax.legend(handles=handles, loc="center right", fontsize="small")
     ax0 = axes[0]
-    ax0.set_ylim(y_bottom, y_top)
-    decades = np.arange(int(np.log10(lo)), int(np.log10(hi)) + 1)
-    step = max(1, int(np.ceil(len(decades) / 7)))
-    ticks = [10.0**d for d in decades[::step]]
-    labels = [f"$10^{{{d}}}$" for d in decades[::step]]
-    if has_inf:
-        ticks.append(y_inf)
-        labels.append("∞")
-    if has_zero:
-        ticks.insert(0, y_zero)
-        labels.insert(0, "0")
-    ax0.yaxis.set_major_locator(ticker.FixedLocator(ticks))
-    ax0.yaxis.set_major_formatter(ticker.FixedFormatter(labels))
-    ax0.yaxis.set_minor_locator(ticker.NullLocator())
+    ax0.set_ylim(rows.lo / 10**1.0 if rows.has_zero else rows.lo, rows.top)
+    rows.set_ticks(ax0, max_decades=7)
     ax0.set_ylabel("estimated privacy loss")
     handles = [Line2D([], [], color=colour[n], lw=2, label=f"n = {n}") for n in dim_list]
     handles.append(Line2D([], [], color="tab:green", lw=2.2, label=r"loss = $\varepsilon$"))
@@ -645,8 +677,6 @@ def plot_loss_agreement(
     a finite, positive exact loss are drawn; an infinite estimate goes on an "∞" row at the top, a
     zero estimate on a "0" row at the bottom.  The diagonal is perfect agreement.
     """
-    from matplotlib import ticker
-
     if not isinstance(series, Mapping) or not series:
         raise TypeError("series must be a non-empty mapping {label: (exact, estimates)}")
     pts: list[tuple[str, np.ndarray, np.ndarray]] = []
@@ -664,34 +694,21 @@ def plot_loss_agreement(
     drawn = np.concatenate([e for _, e, _ in pts] + [s[np.isfinite(s) & (s > 0)] for _, _, s in pts])
     if drawn.size == 0:
         raise ValueError("series: no cell has a finite, positive exact loss")
-    lo = 10.0 ** np.floor(np.log10(drawn.min()))
-    hi = 10.0 ** np.ceil(np.log10(drawn.max()))
-    y_inf, y_zero = hi * 10**0.6, lo / 10**0.6
+    rows = _SanityLossAxis.around(drawn, has_zero=any((s == 0).any() for _, _, s in pts))
+    lo, hi = rows.lo, rows.hi
 
     fig, ax = plt.subplots(figsize=(5.6, 4.6), layout="constrained")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.plot([lo, hi], [lo, hi], color="0.4", lw=1.0, ls="--", zorder=1, label="estimate = exact")
-    ax.axhspan(hi * 10**0.3, hi * 10**1.0, color="0.93", zorder=0)
-    has_zero = any((s == 0).any() for _, _, s in pts)
-    if has_zero:
-        ax.axhspan(lo / 10**1.0, lo / 10**0.3, color="0.93", zorder=0)
+    rows.shade(ax)
     markers = ("o", "s", "^", "D", "v", "P")
     for k, (label, ex, es) in enumerate(pts):
-        y = np.where(np.isinf(es), y_inf, np.where(es == 0, y_zero, es))
-        ax.scatter(ex, y, s=22, marker=markers[k % len(markers)], color=f"C{k}", alpha=0.85,
+        ax.scatter(ex, rows.to_plot(es), s=22, marker=markers[k % len(markers)], color=f"C{k}", alpha=0.85,
                    zorder=3, label=label)
     ax.set_xlim(lo / 1.5, hi * 1.5)
-    ax.set_ylim(lo / 10**1.0 if has_zero else lo / 1.5, hi * 10**1.0)
-    decades = np.arange(int(np.log10(lo)), int(np.log10(hi)) + 1)
-    ticks = [10.0**d for d in decades] + [y_inf]
-    labels = [f"$10^{{{d}}}$" for d in decades] + ["∞"]
-    if has_zero:
-        ticks.insert(0, y_zero)
-        labels.insert(0, "0")
-    ax.yaxis.set_major_locator(ticker.FixedLocator(ticks))
-    ax.yaxis.set_major_formatter(ticker.FixedFormatter(labels))
-    ax.yaxis.set_minor_locator(ticker.NullLocator())
+    ax.set_ylim(lo / 10**1.0 if rows.has_zero else lo / 1.5, rows.top)
+    rows.set_ticks(ax)
     ax.set(xlabel=xlabel, ylabel=ylabel)
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right", fontsize="small")
