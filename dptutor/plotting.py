@@ -633,11 +633,7 @@ def plot_seed_estimates(
         raise ValueError("losses and lower_bounds must be finite for this plot")
     if (low > est).any():
         raise ValueError("each lower bound must not exceed its point estimate")
-    if isinstance(epsilon, (bool, np.bool_)) or not isinstance(epsilon, (int, float, np.integer, np.floating)):
-        raise TypeError(f"epsilon must be a real number, got {type(epsilon).__name__}")
-    epsilon = float(epsilon)
-    if not (np.isfinite(epsilon) and epsilon > 0):
-        raise ValueError(f"epsilon must be finite and > 0, got {epsilon!r}")
+    epsilon = _part1_positive(epsilon, "epsilon")
     if exact is not None:
         exact = float(exact)
         if not (np.isfinite(exact) and exact >= 0):
