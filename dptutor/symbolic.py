@@ -366,7 +366,7 @@ class DPTextLaw:
     jump_at_mu_nan_zero: sp.Expr  # 1/2
     pdf_nan_zero: sp.Piecewise  # density of the continuous part (t != mu)
     pdf_nan_discard: sp.Piecewise
-    mass_below_mu: sp.Expr  # 0: never below mu
+    mass_below_mu: sp.Expr  # P(T < mu) = F(mu-) = 0: never below mu
 
 
 @lru_cache(maxsize=None)
@@ -383,14 +383,15 @@ def dptext_law() -> DPTextLaw:
     t_low = sp.simplify(dptext_expr().subs(s.v, p))
     (inv,) = sp.solve(sp.Eq(t_low, s.t), p)
     inv = sp.simplify(inv)
-    finite_part = sp.simplify(inv)  # P(V <= inv) = inv, V ~ Uni(0, 1)
+    finite_part = inv  # P(V <= inv) = inv, V ~ Uni(0, 1) (Eq. 13)
     finite_mass = sp.limit(finite_part, s.t, sp.oo)
     finite_cdf = sp.Piecewise((0, s.t < s.mu), (finite_part, True))
     nan_mass = 1 - finite_mass  # P(V > 1/2)
     cdf_zero = sp.Piecewise((0, s.t < s.mu), (sp.simplify(nan_mass + finite_part), True))
     cdf_discard = sp.Piecewise((0, s.t < s.mu), (sp.simplify(finite_part / finite_mass), True))
-    h = _pos("h")  # jump = F(mu) - F(mu-), the left limit along t = mu - h, h -> 0+
-    jump = sp.simplify(cdf_zero.subs(s.t, s.mu) - sp.limit(cdf_zero.subs(s.t, s.mu - h), h, 0, "+"))
+    h = _pos("h")  # F(mu-) = P(T < mu): the left limit along t = mu - h, h -> 0+
+    below_mu = sp.limit(cdf_zero.subs(s.t, s.mu - h), h, 0, "+")
+    jump = sp.simplify(cdf_zero.subs(s.t, s.mu) - below_mu)  # F(mu) - F(mu-)
     pdf_zero = sp.Piecewise((0, s.t < s.mu), (sp.simplify(sp.diff(cdf_zero.args[1][0], s.t)), True))
     pdf_discard = sp.Piecewise((0, s.t < s.mu), (sp.simplify(sp.diff(cdf_discard.args[1][0], s.t)), True))
     return DPTextLaw(
@@ -402,7 +403,7 @@ def dptext_law() -> DPTextLaw:
         jump_at_mu_nan_zero=jump,
         pdf_nan_zero=pdf_zero,
         pdf_nan_discard=pdf_discard,
-        mass_below_mu=sp.Integer(0),
+        mass_below_mu=below_mu,
     )
 
 
