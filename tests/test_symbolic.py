@@ -219,12 +219,19 @@ def test_dptext_law_symbolic() -> None:
 @pytest.mark.parametrize("m,s", PARAMS)
 def test_dptext_law_numeric(m: float, s: float) -> None:
     law = dptext_law()
+    # atol 1e-15 on the CDFs: near t = mu the lambdified 1 - exp(-(t - mu)/b) cancels, an absolute
+    # error of about eps = 2.2e-16 where the value itself tends to 0.
     grid = np.linspace(m - 5 * s, m + 30 * s, 701)
     expo = stats.expon(loc=m, scale=s)
     np.testing.assert_allclose(num(law.cdf_nan_discard, (t, mu, b), grid, m, s), expo.cdf(grid), rtol=RTOL, atol=1e-15)
     zero_cdf = np.where(grid < m, 0.0, 0.5 + 0.5 * expo.cdf(grid))
     np.testing.assert_allclose(num(law.cdf_nan_zero, (t, mu, b), grid, m, s), zero_cdf, rtol=RTOL, atol=1e-15)
     np.testing.assert_allclose(num(law.pdf_nan_discard, (t, mu, b), grid, m, s), expo.pdf(grid), rtol=RTOL, atol=1e-300)
+    # NaN -> 0 and the defective "real outputs" CDF carry half the exponential's mass.
+    np.testing.assert_allclose(num(law.pdf_nan_zero, (t, mu, b), grid, m, s), 0.5 * expo.pdf(grid), rtol=RTOL, atol=1e-300)
+    np.testing.assert_allclose(num(law.finite_cdf, (t, mu, b), grid, m, s), 0.5 * expo.cdf(grid), rtol=RTOL, atol=1e-15)
+    above = grid[grid >= m]  # T^-1(t) = P(V <= T^-1(t)) is only meaningful on the support
+    np.testing.assert_allclose(num(law.inverse_on_lower, (t, mu, b), above, m, s), 0.5 * expo.cdf(above), rtol=RTOL, atol=1e-15)
     for policy, expr in (("zero", law.cdf_nan_zero), ("discard", law.cdf_nan_discard), ("keep", law.finite_cdf)):
         np.testing.assert_allclose(num(expr, (t, mu, b), grid, m, s), dist.dptext_cdf(grid, m, s, nan=policy), rtol=RTOL, atol=1e-15)
 
@@ -305,6 +312,8 @@ def test_theorem_3_2_numeric(bb: float) -> None:
     p_x = float(th.density_x.subs(b, bb))
     assert p_x == pytest.approx(stats.expon(loc=0.0, scale=bb).pdf(0.1), rel=RTOL)
     assert p_x == pytest.approx(float(dist.dptext_pdf(0.1, 0.0, bb, nan="discard")), rel=RTOL)
+    p_x0 = float(th.density_x_nan_zero.subs(b, bb))
+    assert p_x0 == pytest.approx(0.5 * stats.expon(loc=0.0, scale=bb).pdf(0.1), rel=RTOL)
     assert float(dist.dptext_pdf(0.1, 1.0, bb, nan="discard")) == 0.0 == float(th.density_xprime)
     # The atom under NaN -> 0: empirical P(M(0) = 0) vs 1/2 (binomial test, accept if p > 1e-3) and
     # M(1) never equals 0.
