@@ -289,13 +289,12 @@ def dptext_cdf(x: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0, nan: NanPo
     mu_arr, b_arr = _location_scale(mu, b)
     z = _standardize(x_arr, mu_arr, b_arr)
     above = z >= 0
-    tail = np.exp(-np.where(above, z, 0.0))  # exp(-z) on the support, never overflows
+    z_support = np.where(above, z, 0.0)  # exp(-z) is then taken on the support only: never overflows
     if nan == "zero":
-        res = np.where(above, 1.0 - 0.5 * tail, 0.0)
-    elif nan == "discard":
-        res = np.where(above, -np.expm1(-np.where(above, z, 0.0)), 0.0)
-    else:  # keep
-        res = np.where(above, -0.5 * np.expm1(-np.where(above, z, 0.0)), 0.0)
+        res = np.where(above, 1.0 - 0.5 * np.exp(-z_support), 0.0)
+    else:  # discard: 1 - exp(-z); keep: half of it
+        mass = 1.0 if nan == "discard" else 0.5
+        res = np.where(above, -mass * np.expm1(-z_support), 0.0)
     return _scalar_or_array(np.asarray(res))
 
 
