@@ -539,15 +539,16 @@ def estimate_loss(
     finally:
         bar.close()
 
+    return _result_from_guesses(guessed, trials, n, eps, recorded_seed, name)
+
+
+def _result_from_guesses(
+    guessed: Sequence[int], trials: int, n: int, epsilon: float, seed: int | tuple[int, ...] | None, name: str
+) -> AuditResult:
+    """The result of ``trials`` trials per dataset, ``guessed[d]`` of them guessed 1 on dataset ``d``."""
     counts = np.array([[trials - guessed[0], guessed[0]], [trials - guessed[1], guessed[1]]], dtype=np.int64)
     return AuditResult(
-        loss=loss_from_counts(counts),
-        counts=counts,
-        trials=trials,
-        n=n,
-        epsilon=eps,
-        seed=recorded_seed,
-        mechanism=name,
+        loss=loss_from_counts(counts), counts=counts, trials=trials, n=n, epsilon=epsilon, seed=seed, mechanism=name
     )
 
 

@@ -481,12 +481,7 @@ def _run_cells_in_pool(
                 st["left"] -= 1
                 if st["left"] == 0:
                     m, e, n = todo[idx]
-                    g = st["guessed"]
-                    counts = np.array([[trials - g[0], g[0]], [trials - g[1], g[1]]], dtype=np.int64)
-                    result = AuditResult(
-                        loss=audit.loss_from_counts(counts), counts=counts, trials=trials, n=n,
-                        epsilon=e, seed=st["seed"], mechanism=m,
-                    )
+                    result = audit._result_from_guesses(st["guessed"], trials, n, e, st["seed"], m)
                     now = time.perf_counter()
                     # Cells overlap in the pool; report the time since the previous cell finished.
                     record(_row_from_result(result, m, st["seed"], now - last_finish))
