@@ -706,33 +706,37 @@ def _bound_agrees(result: Any, verdict: str, label: str) -> Finding:
                           f"{AUDIT_EPSILON:g}, which shows a violation, but your verdict is {verdict!r}")
 
 
-def _audit_verdict(verdicts: Any, label: str, truth: str, wrong_hint: str, *, hidden: bool) -> tuple[str, Finding]:
-    verdict = _verdict(verdicts, label)
-    if verdict not in VERDICTS:
-        return verdict, Finding(False, f"verdicts['{label}'] = {verdict!r} is not one of {VERDICTS}")
-    if not hidden:
-        return verdict, _pending(f"verdict for {label}", verdict)
-    if verdict == truth:
-        return verdict, Finding(True, f"verdict for {label}: {truth}")
-    return verdict, Finding(False, f"verdict for {label}: {wrong_hint}")
-
-
 def _evidence(evidence: Any, label: str) -> Any:
     if not isinstance(evidence, Mapping):
         raise _NotAnswered("evidence should be a dict like {'A': audit_a, 'B': audit_b}")
     return evidence.get(label)
 
 
+def _verdict_and_replay(verdicts: Any, evidence: Any, label: str, truth: str, wrong_hint: str,
+                        mechanism: Callable, minimum_trials: int, *, hidden: bool) -> tuple[str, Any, list[Finding]]:
+    """What both audit questions check of mechanism ``label``: the verdict (``wrong_hint`` if it is
+    not ``truth``; withheld unless ``hidden``) and a replay of the evidence (:func:`_replay`).
+
+    Returns the normalised verdict, the evidence and the findings.
+    """
+    verdict = _verdict(verdicts, label)
+    if verdict not in VERDICTS:
+        finding = Finding(False, f"verdicts['{label}'] = {verdict!r} is not one of {VERDICTS}")
+    elif not hidden:
+        finding = _pending(f"verdict for {label}", verdict)
+    elif verdict == truth:
+        finding = Finding(True, f"verdict for {label}: {truth}")
+    else:
+        finding = Finding(False, f"verdict for {label}: {wrong_hint}")
+    result = _evidence(evidence, label)
+    return verdict, result, [finding, *_replay(result, mechanism, label, minimum_trials)]
+
+
 def _audit_a(verdicts: Any, evidence: Any, *, hidden: bool = False) -> list[Finding]:
     """Mechanism A violates its claim; the evidence must be a replayable audit whose bound shows it."""
-    from dptutor.audit import AuditResult
-
-    verdict, finding = _audit_verdict(verdicts, "A", "violates", (
+    verdict, result, findings = _verdict_and_replay(verdicts, evidence, "A", "violates", (
         "A does violate its claim. At n = 1 the attack sees nothing wrong, so audit it at other "
-        "dimensions n too (the paper scans n = 1 to 128)."), hidden=hidden)
-    findings = [finding]
-    result = _evidence(evidence, "A")
-    findings += _replay(result, mystery_a, "A", 1)
+        "dimensions n too (the paper scans n = 1 to 128)."), mystery_a, 1, hidden=hidden)
     if isinstance(result, AuditResult) and verdict in VERDICTS:
         findings.append(_bound_agrees(result, verdict if not hidden else "violates", "A"))
     return findings
@@ -740,14 +744,9 @@ def _audit_a(verdicts: Any, evidence: Any, *, hidden: bool = False) -> list[Find
 
 def _audit_b(verdicts: Any, evidence: Any, *, hidden: bool = False) -> list[Finding]:
     """Mechanism B is correct; the evidence must be a replayable audit at A's dimension, bound <= epsilon."""
-    from dptutor.audit import AuditResult
-
-    verdict, finding = _audit_verdict(verdicts, "B", "no evidence", (
+    verdict, result, findings = _verdict_and_replay(verdicts, evidence, "B", "no evidence", (
         "B shows no violation. A violation needs a 95% lower bound above epsilon; an estimate above "
-        "epsilon is not enough (sampling error)."), hidden=hidden)
-    findings = [finding]
-    result = _evidence(evidence, "B")
-    findings += _replay(result, mystery_b, "B", _AUDIT_MIN_TRIALS)
+        "epsilon is not enough (sampling error)."), mystery_b, _AUDIT_MIN_TRIALS, hidden=hidden)
     if isinstance(result, AuditResult):
         a = _evidence(evidence, "A")
         if isinstance(a, AuditResult) and result.n != a.n:
@@ -972,6 +971,20 @@ def _first_error(cells: Sequence) -> str | None:
     return None
 
 
+def _hidden_feedback(cell: Mapping, token: str) -> dict[str, Any] | None:
+    """The Feedback JSON that :func:`grade_in_kernel` printed in ``cell``, or None.
+
+    The token need not start a line: the student's code, run by the check, may have printed
+    something without a newline just before.
+    """
+    fb = None
+    for out in cell.get("outputs", []):
+        text = out.get("text", "") if out.get("output_type") == "stream" else ""
+        if token in text:
+            fb = json.loads(text.rsplit(token, 1)[1].split("\n", 1)[0])
+    return fb
+
+
 def _run_coroutine(factory: Callable[[], Any]) -> None:
     """``asyncio.run(factory())``, in a helper thread when an event loop already runs here (Jupyter)."""
     try:
@@ -1048,11 +1061,7 @@ def grade_notebook(path: Path | str, assignment: str, *, timeout: float = 60,
     if error:
         result.notes.append(error)
     for q, cell in zip(a.questions, grading):
-        fb = None
-        for out in cell.get("outputs", []):
-            if out.get("output_type") == "stream" and token in out.get("text", ""):
-                line = next(l for l in out["text"].splitlines() if l.startswith(token))
-                fb = json.loads(line[len(token):])
+        fb = _hidden_feedback(cell, token)
         if fb is not None:
             result.scores[q.name] = float(fb["score"])
             result.messages[q.name] = list(fb["messages"])
