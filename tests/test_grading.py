@@ -8,6 +8,7 @@ instructor would: three folders graded concurrently to save wall time.
 from __future__ import annotations
 
 import csv
+import json
 import math
 import subprocess
 import sys
@@ -308,6 +309,16 @@ def write_ipynb(md: Path, target: Path) -> None:
 def read_scores(path: Path) -> dict[str, dict[str, str]]:
     with open(path, newline="") as fh:
         return {row["file"]: row for row in csv.DictReader(fh)}
+
+
+def test_hidden_result_is_read_after_output_without_a_newline() -> None:
+    # A student function that prints without a newline puts its text on the result's line.
+    token = "DPTUTOR-RESULT-0123456789abcdef "
+    result = {"question": "q1", "score": 2.0, "points": 2.0, "status": "graded", "messages": []}
+    cell = {"outputs": [{"output_type": "stream", "name": "stdout",
+                         "text": "computing...computing..." + token + json.dumps(result) + "\n"}]}
+    assert grading._hidden_feedback(cell, token) == result
+    assert grading._hidden_feedback({"outputs": [{"output_type": "stream", "text": "no result\n"}]}, token) is None
 
 
 def test_grade_command_on_folders_of_submissions(tmp_path: Path) -> None:
