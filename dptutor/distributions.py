@@ -193,8 +193,8 @@ def laplace_ppf(u: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0):
 
     Numerics: in exact arithmetic ``1 - 2|u - 1/2| = 2 min(u, 1 - u)``, and the right-hand side is
     *exact* in float64 for every float ``u`` in (0, 1) (``2u`` is a power-of-two scaling and ``1 - u``
-    is exact for ``u >= 1/2`` by Sterbenz's lemma).  Feeding an exact argument to ``log`` gives a
-    correctly rounded ``ln(1 - 2|u - 1/2|)`` (the value ``log1p(-2|u - 1/2|)`` would return if
+    is exact for ``u >= 1/2`` by Sterbenz's lemma).  Feeding an exact argument to ``log`` gives
+    ``ln(1 - 2|u - 1/2|)`` to about an ulp (the value ``log1p(-2|u - 1/2|)`` would return if
     ``u - 1/2`` were exact), whereas forming ``1 - 2|u - 1/2|`` naively loses all digits for tiny
     ``u`` (``u - 1/2`` rounds to ``-1/2``).  The formula itself is Eq. 4, ``sgn`` and all.
     """
@@ -373,7 +373,7 @@ def _inverse_cdf_standard(shape: tuple[int, ...], rng: np.random.Generator) -> N
     give ``-inf``, so zeros (probability ``2^-53`` each) are redrawn.  Conditioning on ``u != 0`` leaves
     ``u`` exactly uniform on ``{k 2^-53 : 1 <= k <= 2^53 - 1}``, a grid symmetric about 1/2, so the
     output is exactly symmetric and Eq. 4 maps it to the Laplace law up to float granularity (the
-    draws are truncated at ``|x| <= 52 ln 2 ~ 36``, a tail of probability ``2^-53``).
+    draws are truncated at ``|x| <= 52 ln 2 ~ 36``, a tail of probability ``2^-53`` on each side).
     (Reflecting, ``1 - rng.random()``, would instead produce ``u = 1`` and hence ``+inf``.)
     """
     u = rng.random(shape)
