@@ -38,14 +38,22 @@ def subcommand(name: str) -> Callable:
     return register
 
 
-def _positive_int(text: str) -> int:
+def _int_at_least(text: str, minimum: int, what: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
     return value
+
+
+def _positive_int(text: str) -> int:
+    return _int_at_least(text, 1, "a positive integer")
+
+
+def _nonnegative_int(text: str) -> int:
+    return _int_at_least(text, 0, "a non-negative integer")
 
 
 def _positive_float(text: str) -> float:
@@ -85,7 +93,7 @@ def _add_reproduce(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--dims", nargs="+", type=_positive_int, default=list(PAPER_DIMS), metavar="N",
                    help="dimensions n (default: %(default)s)")
     p.add_argument("--workers", type=_positive_int, default=2, help="worker processes (default: %(default)s)")
-    p.add_argument("--seed", type=int, default=PAPER_SEED, help="run seed; each cell's seed derives from it (default: %(default)s)")
+    p.add_argument("--seed", type=_nonnegative_int, default=PAPER_SEED, help="run seed; each cell's seed derives from it (default: %(default)s)")
     p.add_argument("--out", type=Path, default=Path("results"), help="output folder (default: %(default)s)")
     p.add_argument("--exact", action="store_true", help="fill the grid from the exact closed form instead of Monte Carlo")
     p.add_argument("--no-exact-overlay", action="store_true", help="do not draw the exact closed form as dashed lines")
@@ -103,9 +111,6 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     from dptutor.experiments import run_grid, save_figure
     from dptutor.plotting import plot_sanity_check
 
-    if args.seed < 0:
-        print("error: --seed must be >= 0", file=sys.stderr)
-        return 2
     computed = []
     t0 = time.perf_counter()
     try:
@@ -156,7 +161,7 @@ def _add_repeat(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--epsilon", type=_positive_float, default=0.1)
     p.add_argument("--trials", type=_positive_int, default=PAPER_TRIALS)
     p.add_argument("--repeats", type=_positive_int, default=100)
-    p.add_argument("--first-seed", type=int, default=0)
+    p.add_argument("--first-seed", type=_nonnegative_int, default=0)
     p.add_argument("--workers", type=_positive_int, default=1)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(handler=_cmd_repeat)
@@ -165,9 +170,6 @@ def _add_repeat(subparsers: argparse._SubParsersAction) -> None:
 def _cmd_repeat(args: argparse.Namespace) -> int:
     from dptutor.experiments import repeat_loss
 
-    if args.first_seed < 0:
-        print("error: --first-seed must be >= 0", file=sys.stderr)
-        return 2
     res = repeat_loss(
         args.mechanism, args.n, args.epsilon, args.trials, args.repeats,
         first_seed=args.first_seed, workers=args.workers, progress=not args.quiet,
