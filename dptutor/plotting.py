@@ -13,6 +13,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
+from dptutor.audit import _check_confidence
+
 
 # ---------------------------------------------------------------------------------------------
 # Part II, chapters "Sampling by inverse CDF" and "How DPText broke differential privacy"
@@ -638,8 +640,7 @@ def plot_seed_estimates(
         exact = float(exact)
         if not (np.isfinite(exact) and exact >= 0):
             raise ValueError(f"exact must be a finite loss >= 0, got {exact!r}")
-    if not 0.0 < float(confidence) < 1.0:
-        raise ValueError(f"confidence must lie in (0, 1), got {confidence!r}")
+    confidence = _check_confidence(confidence)
 
     order = np.argsort(est, kind="stable")
     est, low = est[order], low[order]
@@ -651,7 +652,7 @@ def plot_seed_estimates(
     ax.scatter(rank[above], est[above], s=12, color="C3", zorder=3,
                label=f"point estimate > $\\varepsilon$ ({int(above.sum())} of {est.size})")
     ax.scatter(rank, low, s=10, marker="_", color="k", zorder=3,
-               label=f"{100 * float(confidence):g}% lower bound ({int((low > epsilon).sum())} > $\\varepsilon$)")
+               label=f"{100 * confidence:g}% lower bound ({int((low > epsilon).sum())} > $\\varepsilon$)")
     ax.axhline(epsilon, color="tab:green", lw=2.2, zorder=2, label=f"$\\varepsilon = {epsilon:g}$")
     if exact is not None:
         ax.axhline(exact, color="k", lw=1.0, ls="--", zorder=2, label="exact loss")

@@ -250,6 +250,10 @@ def test_sc_plot_seed_estimates_marks_estimates_above_epsilon() -> None:
         plot_seed_estimates([float("nan")], [0.0], 1.0)
     with pytest.raises(ValueError, match="epsilon"):
         plot_seed_estimates([1.0], [0.5], 0.0)
+    with pytest.raises(ValueError, match="confidence"):
+        plot_seed_estimates([1.0], [0.5], 1.0, confidence=1.5)
+    with pytest.raises(TypeError, match="confidence"):
+        plot_seed_estimates([1.0], [0.5], 1.0, confidence="high")
     with pytest.raises(TypeError, match="epsilon"):
         plot_seed_estimates([1.0], [0.5], "1")
 
