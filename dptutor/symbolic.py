@@ -385,15 +385,21 @@ def dptext_law() -> DPTextLaw:
     inv = sp.simplify(inv)
     finite_part = inv  # P(V <= inv) = inv, V ~ Uni(0, 1) (Eq. 13)
     finite_mass = sp.limit(finite_part, s.t, sp.oo)
-    finite_cdf = sp.Piecewise((0, s.t < s.mu), (finite_part, True))
+
+    def above_mu(expr: sp.Expr) -> sp.Piecewise:  # every law here is 0 below mu
+        return sp.Piecewise((0, s.t < s.mu), (expr, True))
+
+    finite_cdf = above_mu(finite_part)
     nan_mass = 1 - finite_mass  # P(V > 1/2)
-    cdf_zero = sp.Piecewise((0, s.t < s.mu), (sp.simplify(nan_mass + finite_part), True))
-    cdf_discard = sp.Piecewise((0, s.t < s.mu), (sp.simplify(finite_part / finite_mass), True))
+    cdf_zero_above = sp.simplify(nan_mass + finite_part)
+    cdf_discard_above = sp.simplify(finite_part / finite_mass)
+    cdf_zero = above_mu(cdf_zero_above)
+    cdf_discard = above_mu(cdf_discard_above)
     h = _pos("h")  # F(mu-) = P(T < mu): the left limit along t = mu - h, h -> 0+
     below_mu = sp.limit(cdf_zero.subs(s.t, s.mu - h), h, 0, "+")
     jump = sp.simplify(cdf_zero.subs(s.t, s.mu) - below_mu)  # F(mu) - F(mu-)
-    pdf_zero = sp.Piecewise((0, s.t < s.mu), (sp.simplify(sp.diff(cdf_zero.args[1][0], s.t)), True))
-    pdf_discard = sp.Piecewise((0, s.t < s.mu), (sp.simplify(sp.diff(cdf_discard.args[1][0], s.t)), True))
+    pdf_zero = above_mu(sp.simplify(sp.diff(cdf_zero_above, s.t)))
+    pdf_discard = above_mu(sp.simplify(sp.diff(cdf_discard_above, s.t)))
     return DPTextLaw(
         inverse_on_lower=inv,
         finite_cdf=finite_cdf,
