@@ -211,8 +211,8 @@ def laplace_ppf_piecewise(u: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0)
     u_arr = _open_unit(u, "u", 0.0, 1.0)
     mu_arr, b_arr = _location_scale(mu, b)
     lower = u_arr < 0.5
-    # Evaluate each branch only on its own half so no log ever sees an argument > 2 or < 0;
-    # np.where of the two is safe because both arguments stay in (0, 2).
+    # Evaluate each branch only on its own half (the other half gets a harmless filler), so both
+    # log arguments stay in (0, 1]: no log ever sees 0 or a negative number, and nothing warns.
     with np.errstate(over="ignore"):
         low_branch = b_arr * np.log(2.0 * np.where(lower, u_arr, 0.25)) + mu_arr
         high_branch = mu_arr - b_arr * np.log(2.0 * (1.0 - np.where(lower, 0.75, u_arr)))
