@@ -1,9 +1,11 @@
 """Headless Chromium renders the built site offline: MathJax typesets the math, the figures are there."""
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -33,10 +35,21 @@ def dump_dom(page: Path, profile: Path) -> str:
     return proc.stdout
 
 
-@pytest.mark.parametrize("name", MATH_PAGES)
-def test_math_is_typeset(book_build: BookBuild, tmp_path: Path, name: str) -> None:
+@pytest.fixture(scope="module")
+def rendered(book_build: BookBuild, tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], str]:
+    """The DOM of a built chapter after Chromium ran its scripts; each page is rendered once."""
     assert book_build.returncode == 0, "the book did not build"
-    dom = dump_dom(book_build.html / "book" / f"{name}.html", tmp_path)
+
+    @functools.cache
+    def dom(name: str) -> str:
+        return dump_dom(book_build.html / "book" / f"{name}.html", tmp_path_factory.mktemp("chromium"))
+
+    return dom
+
+
+@pytest.mark.parametrize("name", MATH_PAGES)
+def test_math_is_typeset(rendered: Callable[[str], str], name: str) -> None:
+    dom = rendered(name)
     assert "<mjx-container" in dom, f"MathJax did not typeset {name}"
     article = dom.split('<article', 1)[-1]
     raw = re.findall(r"\\\(|\\\[", re.sub(r"<(pre|code)[^>]*>.*?</\1>", "", article, flags=re.S))
@@ -44,10 +57,9 @@ def test_math_is_typeset(book_build: BookBuild, tmp_path: Path, name: str) -> No
 
 
 @pytest.mark.parametrize("name,minimum", sorted(FIGURE_PAGES.items()))
-def test_reproduction_figures_are_rendered(book_build: BookBuild, tmp_path: Path, name: str,
+def test_reproduction_figures_are_rendered(book_build: BookBuild, rendered: Callable[[str], str], name: str,
                                            minimum: int) -> None:
-    assert book_build.returncode == 0, "the book did not build"
-    dom = dump_dom(book_build.html / "book" / f"{name}.html", tmp_path)
+    dom = rendered(name)
     images = re.findall(r'<img[^>]+src="([^"]+\.(?:png|svg))"', dom)
     assert len(images) >= minimum, f"{name}: expected figures, found {images}"
     for src in images:
