@@ -25,16 +25,19 @@ def _jupyter_book() -> str:
     return str(exe) if exe.exists() else (shutil.which("jupyter-book") or "jupyter-book")
 
 
+def _build(cmd: list[str], html: Path) -> BookBuild:
+    """Run a book build command from the repository root; the log keeps stdout and stderr."""
+    proc = subprocess.run(cmd, cwd=ROOT, env=dict(os.environ, PYTHONWARNINGS="default"),
+                          capture_output=True, text=True, timeout=900)
+    return BookBuild(proc.returncode, proc.stdout + proc.stderr, html)
+
+
 @pytest.fixture(scope="session")
 def book_build(tmp_path_factory: pytest.TempPathFactory) -> BookBuild:
     """Build the whole book from a clean cache, exactly like `make book`, into a temporary folder."""
     out = tmp_path_factory.mktemp("book")
-    env = dict(os.environ, PYTHONWARNINGS="default")
-    proc = subprocess.run(
-        [_jupyter_book(), "build", str(ROOT), "-W", "-n", "--keep-going", "--path-output", str(out)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
-    )
-    return BookBuild(proc.returncode, proc.stdout + proc.stderr, out / "_build" / "html")
+    return _build([_jupyter_book(), "build", str(ROOT), "-W", "-n", "--keep-going", "--path-output", str(out)],
+                  out / "_build" / "html")
 
 
 @pytest.fixture(scope="session")
@@ -45,8 +48,5 @@ def student_build(book_build: BookBuild) -> BookBuild:
     """
     out = book_build.html.parent / "student"
     cache = book_build.html.parent / ".jupyter_cache"
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "book" / "_ext" / "student_edition.py"), "--out", str(out), "--cache", str(cache)],
-        cwd=ROOT, env=dict(os.environ, PYTHONWARNINGS="default"), capture_output=True, text=True, timeout=900,
-    )
-    return BookBuild(proc.returncode, proc.stdout + proc.stderr, out)
+    return _build([sys.executable, str(ROOT / "book" / "_ext" / "student_edition.py"),
+                   "--out", str(out), "--cache", str(cache)], out)
