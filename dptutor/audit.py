@@ -1337,6 +1337,10 @@ def _bound_from_counts(
         _, hi = _wilson(q[1 - num], n_est, z)
         scores.append(_log_ratio(lo - delta, hi))
     scores_arr = np.stack(scores)
+    # A cut whose prefix is empty or everything on the selection half tells nothing: never choose it
+    # (its score, about -1/n, would otherwise beat informative cuts whose scores are all negative).
+    seen = cum_sel[0, 1:cells] + cum_sel[1, 1:cells]
+    scores_arr[:, (seen == 0) | (seen == 2 * n_sel)] = -np.inf
     best = int(np.argmax(scores_arr))
     combo_sel, cut = divmod(best, cells - 1)
     cut = int(j[cut])

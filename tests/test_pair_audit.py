@@ -337,3 +337,14 @@ def test_pair_audit_refuses_bad_fields_and_is_read_only():
     text = r.summary()
     assert "randomized_response" in text and "lower bound" in text and str(r) == text
     assert stats.binom is not None  # scipy is what the bounds use
+
+
+def test_a_trivial_event_is_never_chosen():
+    # clipped_sum has atoms at 0 and n; at small epsilon every projected score is negative, and the
+    # event "everything" once won with score ~ -1/n.  Seeds 1 and 3 were the failing cases.
+    from dptutor.zoo import clipped_sum, laplace_vector
+
+    mech = functools.partial(laplace_vector, epsilon=0.1)
+    for seed in (1, 3):
+        r = audit_pair(mech, np.zeros(2), np.ones(2), epsilon=0.1, trials=40_000, seed=seed, statistic=clipped_sum)
+        assert 0 < r.counts[0, 0] < r.estimation_trials and 0 < r.counts[1, 0] < r.estimation_trials
