@@ -43,8 +43,8 @@ def test_correct_mechanisms_are_not_flagged(name):
 SENSITIVE = [
     n for n in NAMES if not ZOO[n].private and (ZOO[n].true_epsilon is None or ZOO[n].true_epsilon >= 1.5 * ZOO[n].epsilon)
 ]
-# svt3's loss at its standard inputs is about 0.16 (1.6 times the claim) and lives on events of
-# probability ~2%, so 10^6 samples cannot certify it with 95% confidence (see the chapter).
+# svt3's loss at its standard inputs is about 0.13-0.16 and lives on events of probability ~2%: the
+# pattern statistic does not flag it at 10^6 samples (the chapter's last exercise measures why).
 KNOWN_UNDETECTABLE_AT_1E6 = {"svt3"}
 
 
