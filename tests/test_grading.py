@@ -62,7 +62,7 @@ def test_student_notebook_is_generated_from_the_instructor_version(name: str) ->
     notebook = ASSIGNMENTS[name].notebook
     instructor = (INSTRUCTOR_DIR / notebook).read_text()
     student = (ASSIGNMENT_DIR / notebook).read_text()
-    assert student == student_version(instructor), "run `python -m dptutor.grading release`"
+    assert student == student_version(instructor), "run `python -m dptutor release`"
     assert "SOLUTION" not in student and "STUB" not in student
     assert "BEGIN SOLUTION" in instructor
 
@@ -317,8 +317,8 @@ def test_hidden_result_is_read_after_output_without_a_newline() -> None:
     result = {"question": "q1", "score": 2.0, "points": 2.0, "status": "graded", "messages": []}
     cell = {"outputs": [{"output_type": "stream", "name": "stdout",
                          "text": "computing...computing..." + token + json.dumps(result) + "\n"}]}
-    assert grading._hidden_feedback(cell, token) == result
-    assert grading._hidden_feedback({"outputs": [{"output_type": "stream", "text": "no result\n"}]}, token) is None
+    assert grading.runner._hidden_feedback(cell, token) == result
+    assert grading.runner._hidden_feedback({"outputs": [{"output_type": "stream", "text": "no result\n"}]}, token) is None
 
 
 def test_grade_command_on_folders_of_submissions(tmp_path: Path) -> None:
