@@ -103,13 +103,13 @@ def test_other_correct_answers_get_full_marks() -> None:
 
     def eq4(u, mu=0.0, b=1.0):  # Eq. 4 as printed, with the domain checks
         u = np.asarray(u, dtype=float)
-        if b <= 0 or not ((u > 0) & (u < 1)).all():
+        if not 0 < b < math.inf or not ((u > 0) & (u < 1)).all():
             raise ValueError("u must lie in (0, 1) and b must be > 0")
         return mu - b * np.sign(u - 0.5) * np.log(1 - 2 * np.abs(u - 0.5))
 
     def scipy_ppf(u, mu=0.0, b=1.0):
         u = np.asarray(u, dtype=float)
-        if not b > 0 or np.isnan(u).any() or (u <= 0).any() or (u >= 1).any():
+        if not 0 < b < math.inf or np.isnan(u).any() or (u <= 0).any() or (u >= 1).any():
             raise ValueError("out of the domain")
         return stats.laplace.ppf(u, loc=mu, scale=b)
 
@@ -120,7 +120,7 @@ def test_other_correct_answers_get_full_marks() -> None:
 
     def exponential_with_sign(X, epsilon, *, rng):  # Lap(0, b) as a signed exponential
         X = np.array(X, dtype=float)
-        if X.ndim != 2 or len(X) == 0 or X.min() < 0 or X.max() > 1 or not epsilon > 0:
+        if X.ndim != 2 or len(X) == 0 or not (X.min() >= 0 and X.max() <= 1) or not 0 < epsilon < math.inf:
             raise ValueError("bad input")
         m, k = X.shape
         sign = rng.choice([-1.0, 1.0], size=k)
@@ -170,7 +170,7 @@ def test_unchecked_domain_fails_q2() -> None:
 
     fb = check("sampler", "q2", naive)
     assert fb.score < 1
-    assert any("laplace_inverse_cdf(u = 0) returned" in m and "open interval (0, 1)" in m for m in fb.messages)
+    assert any("with u = 0 (u = 0.0) returned" in m and "open interval (0, 1)" in m for m in fb.messages)
     assert any("b=0" in m for m in fb.messages), fb.report()
 
 
@@ -203,7 +203,7 @@ def test_sensitivity_hints() -> None:
     fb = check("mechanism", "q1", lambda m, k: math.sqrt(k) / m)
     assert any("l2 sensitivity" in m for m in fb.messages), fb.report()
     fb = check("mechanism", "q1", lambda m, k: k)
-    assert any("1/m per coordinate" in m for m in fb.messages), fb.report()
+    assert any("how does m enter" in m for m in fb.messages), fb.report()
 
 
 def test_mechanism_with_one_coordinate_sensitivity_gets_a_scale_diagnosis(reference: dict) -> None:
@@ -214,7 +214,7 @@ def test_mechanism_with_one_coordinate_sensitivity_gets_a_scale_diagnosis(refere
 
     fb = check("mechanism", "q2", per_coordinate, hidden=True)
     assert fb.score == 0
-    assert all("Delta = 1/m" in m and "k/(m epsilon)" in m for m in fb.messages), fb.report()
+    assert all("Delta = 1/m" in m and "question 1" in m for m in fb.messages), fb.report()
 
 
 def test_mechanism_with_shared_noise_fails() -> None:
@@ -233,7 +233,7 @@ def test_mechanism_without_input_checks_fails_q3() -> None:
 
     fb = check("mechanism", "q3", unchecked)
     assert 0 < fb.score < 1
-    assert any("value 1.5" in m and "ValueError" in m for m in fb.messages), fb.report()
+    assert any("a value above 1" in m and "ValueError" in m for m in fb.messages), fb.report()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -309,16 +309,6 @@ def write_ipynb(md: Path, target: Path) -> None:
 def read_scores(path: Path) -> dict[str, dict[str, str]]:
     with open(path, newline="") as fh:
         return {row["file"]: row for row in csv.DictReader(fh)}
-
-
-def test_hidden_result_is_read_after_output_without_a_newline() -> None:
-    # A student function that prints without a newline puts its text on the result's line.
-    token = "DPTUTOR-RESULT-0123456789abcdef "
-    result = {"question": "q1", "score": 2.0, "points": 2.0, "status": "graded", "messages": []}
-    cell = {"outputs": [{"output_type": "stream", "name": "stdout",
-                         "text": "computing...computing..." + token + json.dumps(result) + "\n"}]}
-    assert grading.runner._hidden_feedback(cell, token) == result
-    assert grading.runner._hidden_feedback({"outputs": [{"output_type": "stream", "text": "no result\n"}]}, token) is None
 
 
 def test_grade_command_on_folders_of_submissions(tmp_path: Path) -> None:

@@ -23,7 +23,10 @@ Modules, one idea each:
 - :mod:`~dptutor.grading.feedback`: :class:`Finding`, :class:`Feedback`, :class:`Question`,
   :class:`Assignment`, and the helpers checks use to call student code;
 - :mod:`~dptutor.grading.registry`: :data:`ASSIGNMENTS`, :func:`check`, :func:`checker`;
-- :mod:`~dptutor.grading.runner`: the only code that executes student notebooks;
+- :mod:`~dptutor.grading.runner`: the only code that executes student notebooks (its docstring
+  holds the threat model);
+- :mod:`~dptutor.grading.record`: record the student's calls in the kernel as data, replay the
+  checks on that data in the grader;
 - :mod:`~dptutor.grading.release`: instructor notebook -> student notebook;
 - one module per assignment (:mod:`~dptutor.grading.sampler`, :mod:`~dptutor.grading.mechanism`,
   :mod:`~dptutor.grading.audit`), holding its seeds, parameters and checks.
@@ -61,7 +64,7 @@ from dptutor.grading.feedback import Assignment, Feedback, Finding, NotAnswered,
 from dptutor.grading.registry import ASSIGNMENTS, check, checker, get_assignment
 from dptutor.grading.release import BEGIN_MARKER, release, student_version
 from dptutor.grading.runner import (FEEDBACK_TAG, SubmissionResult, add_grade_arguments, grade_folder,
-                                    grade_in_kernel, grade_notebook, run_grade, write_csv)
+                                    grade_notebook, read_csv, run_grade, write_csv)
 
 __all__ = [
     "Finding",
@@ -82,6 +85,7 @@ __all__ = [
     "SubmissionResult",
     "grade_notebook",
     "grade_folder",
+    "read_csv",
     "write_csv",
     "student_version",
     "release",

@@ -8,6 +8,7 @@ what holds.  Equal weight per finding: the score is ``points * passed / len(find
 
 from __future__ import annotations
 
+import numbers
 import textwrap
 import warnings
 from collections.abc import Callable, Sequence
@@ -31,6 +32,10 @@ __all__ = [
     "describe",
     "as_floats",
     "expect_value_error",
+    "SpyArray",
+    "spy_array",
+    "uniforms",
+    "hidden_rng",
 ]
 
 #: Line width of a feedback report (it fits the book's code cells).
@@ -182,3 +187,62 @@ def expect_value_error(call: str, value: Any, exc: BaseException | None, why: st
     if exc is not None:
         return Finding(False, f"{call} raised {type(exc).__name__} ({exc}), expected ValueError: {why}")
     return Finding(False, f"{call} returned {value!r} instead of raising ValueError: {why}")
+
+
+class SpyArray(np.ndarray):
+    """An array view that notes element-by-element access from Python (a loop, ``u[i]``, ``tolist()``).
+
+    Views and results derived from it share the note (:attr:`touched`).
+    """
+
+    def __array_finalize__(self, obj: Any) -> None:
+        self._flag = getattr(obj, "_flag", None) or [False]
+
+    @property
+    def touched(self) -> bool:
+        return self._flag[0]
+
+    def mark_touched(self) -> None:
+        self._flag[0] = True
+
+    def __iter__(self):  # type: ignore[override]
+        self.mark_touched()
+        return super().__iter__()
+
+    def __getitem__(self, key):  # type: ignore[override]
+        if isinstance(key, (numbers.Integral, np.integer)) or (
+            isinstance(key, tuple) and key and all(isinstance(k, (numbers.Integral, np.integer)) for k in key)
+        ):
+            self.mark_touched()
+        return super().__getitem__(key)
+
+    def tolist(self):  # type: ignore[override]
+        self.mark_touched()
+        return super().tolist()
+
+
+def spy_array(values: NDArray[np.float64]) -> SpyArray:
+    """A fresh :class:`SpyArray` view of ``values`` (not touched yet)."""
+    spy = np.asarray(values).view(SpyArray)
+    spy._flag = [False]
+    return spy
+
+
+def uniforms(seed: int, size: int) -> NDArray[np.float64]:
+    """``size`` uniforms in the open interval (0, 1) (``rng.random`` can return 0, never 1)."""
+    u = np.random.default_rng(seed).random(size)
+    u[u == 0.0] = 0.5  # probability 2^-53 per draw; keeps u inside the open interval
+    return u
+
+
+#: The seed behind ``hidden=True`` (the tests' fixed hidden run).
+DEFAULT_HIDDEN_SEED = 20221105
+
+
+def hidden_rng(hidden: bool | int) -> np.random.Generator | None:
+    """Where a check draws its hidden parameters: None for the notebook's feedback (``hidden`` false),
+    else a Generator seeded by ``hidden`` (an int drawn fresh per submission by the runner; ``True``
+    means a fixed seed, for tests)."""
+    if not hidden:
+        return None
+    return np.random.default_rng(DEFAULT_HIDDEN_SEED if hidden is True else int(hidden))

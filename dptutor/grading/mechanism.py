@@ -16,13 +16,22 @@ from numpy.typing import NDArray
 from scipy import stats
 
 from dptutor.grading.feedback import (KS_ALPHA, Assignment, Finding, Question, as_floats, call, describe,
-                                      expect_value_error)
+                                      expect_value_error, hidden_rng)
 
 __all__ = ["ASSIGNMENT"]
 
 
-def _mechanism_sensitivity(f: Callable, *, hidden: bool = False) -> list[Finding]:
-    cases = ((1, 1), (10, 1), (100, 3), (50, 20)) if not hidden else ((4, 1), (25, 2), (1000, 7), (8, 64))
+def _sensitivity_cases(hidden: bool | int) -> list[tuple[int, int]]:
+    rng = hidden_rng(hidden)
+    if rng is None:
+        return [(1, 1), (10, 1), (100, 3), (50, 20)]
+    # One record, one coordinate, and random sizes: m in [2, 2000], k in [2, 64].
+    return [(1, int(rng.integers(2, 65))), (int(rng.integers(2, 2001)), 1),
+            *((int(rng.integers(2, 2001)), int(rng.integers(2, 65))) for _ in range(2))]
+
+
+def _mechanism_sensitivity(f: Callable, *, hidden: bool | int = False) -> list[Finding]:
+    cases = _sensitivity_cases(hidden)
     findings = []
     for m, k in cases:
         value, exc = call(f, m, k)
@@ -39,10 +48,10 @@ def _mechanism_sensitivity(f: Callable, *, hidden: bool = False) -> list[Finding
             findings.append(Finding(True, f"mean_sensitivity({m}, {k}) = {want:g}"))
             continue
         hint = {
-            1 / m: "that is one coordinate's change; the l1 sensitivity adds up all k coordinates",
-            float(k): "changing one record moves the mean by at most 1/m per coordinate, not 1",
+            1 / m: "that is one coordinate's change; the l1 norm counts every coordinate of the change",
+            float(k): "a record's change is diluted in the mean: how does m enter?",
             math.sqrt(k) / m: "that is the l2 sensitivity; the Laplace mechanism is calibrated with the l1 sensitivity",
-            2 * k / m: "a coordinate of a record moves by at most 1 (from 0 to 1), so the mean moves by 1/m",
+            2 * k / m: "a coordinate of a record moves by at most 1 (from 0 to 1), not 2",
             1.0: "the mean's sensitivity depends on m and k",
         }
         reason = next((h for v, h in hint.items() if math.isclose(got_f, v, rel_tol=1e-9)),
@@ -51,7 +60,7 @@ def _mechanism_sensitivity(f: Callable, *, hidden: bool = False) -> list[Finding
     return findings
 
 
-def _mechanism_noise(f: Callable, *, hidden: bool = False) -> list[Finding]:
+def _mechanism_noise(f: Callable, *, hidden: bool | int = False) -> list[Finding]:
     """KS tests of the noise (output minus the true mean) against Lap(0, k / (m epsilon)).
 
     Each case is run with two independent seeds and passes if either KS test passes at level
@@ -59,7 +68,8 @@ def _mechanism_noise(f: Callable, *, hidden: bool = False) -> list[Finding]:
     way it draws its noise, while a wrong scale (factor 2 or more, 1000+ draws) gives p-values
     far below 1e-6 with both seeds.
     """
-    base = 500 if hidden else 400
+    rng_hidden = hidden_rng(hidden)
+    base = 400 if rng_hidden is None else int(rng_hidden.integers(0, 2**32))
     cases = (
         # (m, k, epsilon, calls): one call with many coordinates, and many calls with few.
         (40, 1000, 0.5, 1),
@@ -104,8 +114,8 @@ def _mechanism_noise(f: Callable, *, hidden: bool = False) -> list[Finding]:
                 break
             p = stats.kstest(noise, stats.laplace(loc=0.0, scale=b).cdf).pvalue
             if p > KS_ALPHA:
-                outcomes.append(Finding(True, f"{where}: the noise follows Lap(0, k/(m epsilon) = {b:.3g}) "
-                                              f"(KS p-value {p:.2g})"))
+                outcomes.append(Finding(True, f"{where}: the noise follows the Laplace law with the scale "
+                                              f"that matches the sensitivity (KS p-value {p:.2g})"))
                 break
             outcomes.append(Finding(False, _noise_diagnosis(noise, m, k, eps, p, where)))
         findings.append(next((o for o in outcomes if o.passed), outcomes[-1]))
@@ -125,19 +135,20 @@ def _noise_diagnosis(noise: NDArray[np.float64], m: int, k: int, eps: float, p: 
         "Delta = 2k/m": 2 * k / (m * eps),
         "b = Delta * epsilon (multiplied instead of divided)": k / m * eps,
     }
-    text = (f"{where}: the noise does not follow Lap(0, {b:.3g}) (KS p-value {p:.1e}); its scale is about "
-            f"{b_hat:.3g} (mean |noise|)")
+    text = (f"{where}: the noise does not follow the Laplace law with the scale that matches the "
+            f"sensitivity (KS p-value {p:.1e}); its scale is about {b_hat:.3g} (mean |noise|)")
     if abs(float(np.median(noise))) > 0.15 * b:
         text += f" and it is not centred at 0 (median {float(np.median(noise)):.3g})"
     match = [name for name, value in candidates.items() if abs(b_hat / value - 1) < 0.15]
     if match and abs(b_hat / b - 1) >= 0.15:
         text += f", which is what {match[0]} gives"
-    return text + f". The mean's l1 sensitivity is k/m, so b = k/(m epsilon) = {b:.3g}."
+    return text + ". Check your sensitivity (question 1) and how b follows from it and epsilon (Eq. 3)."
 
 
-def _mechanism_interface(f: Callable, *, hidden: bool = False) -> list[Finding]:
+def _mechanism_interface(f: Callable, *, hidden: bool | int = False) -> list[Finding]:
     findings = []
-    seed = 17 if hidden else 16
+    rng_hidden = hidden_rng(hidden)
+    seed = 16 if rng_hidden is None else int(rng_hidden.integers(0, 2**32))
     data = np.random.default_rng(seed).random((30, 4))
     # shapes
     shapes_ok = True
@@ -157,7 +168,7 @@ def _mechanism_interface(f: Callable, *, hidden: bool = False) -> list[Finding]:
     findings.append(Finding(True, "leaves X unchanged") if np.array_equal(X, data)
                     else Finding(False, "private_mean modified its input X in place: compute on a copy"))
     # reproducible with the rng it is given
-    calls = [call(f, data.copy(), 1.0, rng=np.random.default_rng(seed)) for seed in (5, 5, 6)]
+    calls = [call(f, data.copy(), 1.0, rng=np.random.default_rng(s)) for s in (seed + 5, seed + 5, seed + 6)]
     a, b, c = (as_floats(value) for value, _ in calls)
     if any(exc is not None for _, exc in calls) or a is None or b is None or c is None:
         findings.append(Finding(False, "private_mean failed on a valid dataset"))
@@ -168,21 +179,28 @@ def _mechanism_interface(f: Callable, *, hidden: bool = False) -> list[Finding]:
         findings.append(Finding(False, "two different seeds gave the same output: is any noise drawn from rng?"))
     else:
         findings.append(Finding(True, "uses the rng it is given (reproducible)"))
-    # bad input
-    bad: list[tuple[str, Any, Any]] = [
-        ("epsilon = 0", data, 0.0),
-        ("epsilon = -1", data, -1.0),
-        ("a record with a value 1.5", np.vstack([data, np.full((1, 4), 1.5)]), 1.0),
-        ("a record with a value -0.1", np.vstack([data, np.full((1, 4), -0.1)]), 1.0),
-        ("a 1-D X", data[:, 0], 1.0),
+    # bad input: each kind of input the proof does not cover, with one value for the feedback and
+    # another for grading.  epsilon = inf is refused: it would release the exact mean (b = 0).
+    other = np.full((1, 4), 0.5)
+    kinds: list[tuple[str, tuple[Any, Any], tuple[Any, Any]]] = [
+        ("epsilon = 0", (data, 0.0), (data, 0.0)),
+        ("epsilon < 0", (data, -1.0), (data, -0.25)),
+        ("epsilon = nan", (data, math.nan), (data, math.nan)),
+        ("epsilon = inf", (data, math.inf), (data, math.inf)),
+        ("a value above 1", (np.vstack([data, np.full((1, 4), 1.5)]), 1.0),
+         (np.vstack([other, data, other + 0.5 + 1e-9]), 2.0)),
+        ("a value below 0", (np.vstack([data, np.full((1, 4), -0.1)]), 1.0), (np.vstack([other - 0.5 - 1e-9, data]), 0.5)),
+        ("a nan record", (np.vstack([data, np.full((1, 4), math.nan)]), 1.0),
+         (np.vstack([data[:3], [[0.2, math.nan, 0.1, 0.3]], data[3:]]), 3.0)),
+        ("a 1-D X", (data[:, 0], 1.0), (data[0], 2.0)),
+        ("an empty dataset (m = 0)", (np.empty((0, 4)), 1.0), (np.empty((0, 2)), 0.5)),
     ]
-    if hidden:
-        bad.append(("an empty dataset (m = 0)", np.empty((0, 4)), 1.0))
-    for label, X, eps in bad:
-        value, exc = call(f, np.array(X, copy=True), eps, rng=np.random.default_rng(2))
+    for label, shown, secret in kinds:
+        X, eps = secret if hidden else shown
+        value, exc = call(f, np.array(X, copy=True), eps, rng=np.random.default_rng(seed + 2))
         findings.append(expect_value_error(f"private_mean with {label}", value, exc,
-                                            "the sensitivity k/m only holds for records in [0, 1]^k, "
-                                            "X of shape (m, k) with m >= 1, and epsilon > 0"))
+                                           "the proof only covers records in [0, 1]^k, X of shape (m, k) with "
+                                           "m >= 1, and a finite epsilon > 0"))
     return findings
 
 

@@ -8,8 +8,6 @@ vectorisation (no element-by-element access; time within a factor of the referen
 from __future__ import annotations
 
 import math
-import numbers
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -19,85 +17,52 @@ from scipy import stats
 
 from dptutor.distributions import laplace_ppf
 from dptutor.grading.feedback import (KS_ALPHA, Assignment, Finding, Question, as_floats, call, describe,
-                                      expect_value_error)
+                                      expect_value_error, hidden_rng, spy_array, uniforms)
+from dptutor.grading.record import measure, reference_seconds
 
 __all__ = ["ASSIGNMENT", "SAMPLER_TIMING_SIZE", "SAMPLER_TIMING_RATIO"]
 
 
-# Seeds and parameters: the notebook's feedback uses the first set, hidden grading the second.
-# Every correct inverse CDF maps the same u to the same x (up to rounding), so all correct answers
-# give the same KS p-value; tests/test_grading.py checks that dptutor's own laplace_ppf passes.
-_SAMPLER_CASES = {
-    False: ((20220, 0.0, 1.0), (20221, 2.0, 0.5)),
-    True: ((731, 0.0, 1.0), (732, -1.5, 3.0)),
-}
+# Parameters: the notebook's feedback uses fixed seeds; grading draws (mu, b) and the seeds from
+# hidden_rng(hidden), fresh for each submission.  Every correct inverse CDF maps the same u to the
+# same x (up to rounding), so all correct answers give the same KS p-values.  Each case is tried with
+# two independent seeds and passes if either KS test passes at KS_ALPHA: a correct sampler then
+# fails a case with probability KS_ALPHA**2 = 1e-6, while a wrong scale or sign (5000 draws) gives
+# p-values far below that with both seeds.
+_FEEDBACK_CASES = (((20220, 20230), 0.0, 1.0), ((20221, 20231), 2.0, 0.5))
 _SAMPLER_N = 5000
 #: Uniforms in the vectorisation check, and the allowed time ratio to dptutor's reference.
 SAMPLER_TIMING_SIZE = 1_000_000
 SAMPLER_TIMING_RATIO = 10.0
+#: A timed call stops counting here (seconds): a Python loop over 10^6 uniforms takes far longer.
+SAMPLER_TIMING_CAP = 5.0
 
 
-def _uniforms(seed: int, size: int) -> NDArray[np.float64]:
-    """``size`` uniforms in the open interval (0, 1) (``rng.random`` can return 0, never 1)."""
-    u = np.random.default_rng(seed).random(size)
-    u[u == 0.0] = 0.5  # probability 2^-53 per draw; keeps u inside the open interval
-    return u
+def _law_cases(hidden: bool | int) -> list[tuple[tuple[int, int], float, float]]:
+    rng = hidden_rng(hidden)
+    if rng is None:
+        return list(_FEEDBACK_CASES)
+    cases = []
+    for _ in range(2):
+        seeds = tuple(int(s) for s in rng.integers(0, 2**32, size=2))
+        mu = round(float(rng.uniform(-3, 3)), 2)
+        b = float(f"{math.exp(rng.uniform(math.log(0.2), math.log(5))):.3g}")
+        cases.append((seeds, mu, b))
+    return cases
 
 
-def _sampler_law(f: Callable, *, hidden: bool = False) -> list[Finding]:
+def _sampler_law(f: Callable, *, hidden: bool | int = False) -> list[Finding]:
     findings: list[Finding] = []
     monotone_u: NDArray[np.float64] | None = None
-    for seed, mu, b in _SAMPLER_CASES[hidden]:
-        u = _uniforms(seed, _SAMPLER_N)
-        where = f"laplace_inverse_cdf(u, mu={mu:g}, b={b:g}) for u ~ U(0, 1)"
-        value, exc = call(f, u, mu, b)
-        if exc is not None:
-            findings.append(Finding(False, f"{where} raised {describe(exc)}"))
-            continue
-        x = as_floats(value)
-        if x is None or x.shape != u.shape:
-            shape = None if x is None else x.shape
-            findings.append(Finding(False, f"{where} returned {type(value).__name__} of shape {shape}, "
-                                           f"not an array of the shape of u {u.shape}"))
-            continue
-        nan = np.isnan(x)
-        if nan.any():
-            findings.append(Finding(False, (
-                f"{where}: {100 * nan.mean():.0f}% of the outputs are NaN. A log of a negative number? "
-                "Eq. 7/9 are meant for v ~ U(-1/2, 1/2) (Eq. 6); fed with u ~ U(0, 1) (Eq. 8) they break "
-                "for u > 1/2 (DPText's bug, Theorem 3.1). With u ~ U(0, 1) use Eq. 4 or Eq. 5.")))
-            continue
-        if not np.isfinite(x).all():
-            findings.append(Finding(False, f"{where} returned infinite values for u strictly inside (0, 1)"))
-            continue
-        if (x >= mu).all():
-            findings.append(Finding(False, (
-                f"{where}: your samples are never below mu = {mu:g} (never negative noise). Did you use "
-                "Eq. 9 with u ~ U(0, 1)? That is DPText's sampler (Theorem 3.1); with u ~ U(0, 1) the "
-                "inverse CDF is Eq. 4 (or Eq. 5), with u - 1/2 inside.")))
-            continue
-        if monotone_u is None:
-            monotone_u = u
-        p = stats.kstest(x, stats.laplace(loc=mu, scale=b).cdf).pvalue
-        if p > KS_ALPHA:
-            findings.append(Finding(True, f"{where} follows Lap({mu:g}, {b:g}) (KS p-value {p:.2g})"))
-            continue
-        # Diagnostics only (the KS test decides): the sample median and mean absolute deviation
-        # from mu estimate mu and b with standard errors b / sqrt(N) (~1.4% of b at N = 5000),
-        # so the 10% thresholds below are about 7 standard errors.
-        med = float(np.median(x))
-        mad = float(np.mean(np.abs(x - mu)))
-        hints = []
-        if abs(med - mu) > 0.1 * b:
-            hints.append(f"the median of your samples is {med:.3g}, but Lap(mu, b) has median mu = {mu:g}: "
-                         "check the sign in front of b and where mu enters")
-        if abs(mad / b - 1) > 0.1:
-            hints.append(f"your samples' mean distance from mu is {mad:.3g}, but for Lap(mu, b) it is b = {b:g}: "
-                         "check how b multiplies the logarithm")
-        if not hints:
-            hints.append("the shape is not Laplace: compare a histogram of your samples with laplace_pdf")
-        findings.append(Finding(False, f"{where} does not follow Lap({mu:g}, {b:g}) (KS p-value {p:.1e}): "
-                                       + "; ".join(hints)))
+    for seeds, mu, b in _law_cases(hidden):
+        outcome = Finding(False, "not checked")
+        for seed in seeds:
+            outcome, u, ks_failure = _law_case(f, seed, mu, b)
+            if u is not None and monotone_u is None:
+                monotone_u = u
+            if outcome.passed or not ks_failure:  # another seed only helps against sampling error
+                break
+        findings.append(outcome)
     # An inverse CDF is a deterministic, nondecreasing function of u.
     if monotone_u is None:
         findings.append(Finding(False, "not checked whether the output is nondecreasing in u (see above)"))
@@ -121,76 +86,107 @@ def _sampler_law(f: Callable, *, hidden: bool = False) -> list[Finding]:
     return findings
 
 
-def _sampler_domain(f: Callable, *, hidden: bool = False) -> list[Finding]:
-    findings: list[Finding] = []
-    bad_u: list[tuple[str, Any]] = [
-        ("u = 0", 0.0),
-        ("u = 1", 1.0),
-        ("u = -0.25", -0.25),
-        ("u = 1.5", 1.5),
-        ("u = nan", math.nan),
-        ("an array with one 0 among valid values", np.array([0.3, 0.0, 0.7])),
-    ]
-    if hidden:
-        bad_u += [("u = 1 + 1e-12", 1.0 + 1e-12), ("an array with one 1.0", np.array([0.9, 1.0]))]
-    for label, u in bad_u:
-        value, exc = call(f, u, 0.0, 1.0)
-        findings.append(expect_value_error(f"laplace_inverse_cdf({label})", value, exc,
-                                            "u must lie in the open interval (0, 1)"))
-    for b in (0.0, -1.0) if not hidden else (0.0, -2.5):
-        value, exc = call(f, 0.3, 0.0, b)
-        findings.append(expect_value_error(f"laplace_inverse_cdf(0.3, b={b:g})", value, exc,
-                                            "the scale b must be > 0"))
-    # Valid input must still work: u = 1/2 is the median.
-    value, exc = call(f, 0.5, 1.25, 2.0)
-    x = as_floats(value)
+def _law_case(f: Callable, seed: int, mu: float, b: float) -> tuple[Finding, NDArray[np.float64] | None, bool]:
+    """One KS test: the finding, the uniforms if the output was a valid sample, whether it was a KS failure."""
+    u = uniforms(seed, _SAMPLER_N)
+    where = f"laplace_inverse_cdf(u, mu={mu:g}, b={b:g}) for u ~ U(0, 1)"
+    value, exc = call(f, u, mu, b)
     if exc is not None:
-        findings.append(Finding(False, f"laplace_inverse_cdf(0.5, mu=1.25, b=2) raised {describe(exc)} "
-                                       "on valid input"))
-    elif x is None or x.size != 1 or not np.isclose(float(x.reshape(-1)[0]), 1.25, rtol=0, atol=1e-12):
-        findings.append(Finding(False, f"laplace_inverse_cdf(0.5, mu=1.25, b=2) returned {value!r}, "
-                                       "not the median mu = 1.25"))
+        return Finding(False, f"{where} raised {describe(exc)}"), None, False
+    x = as_floats(value)
+    if x is None or x.shape != u.shape:
+        shape = None if x is None else x.shape
+        return Finding(False, f"{where} returned {type(value).__name__} of shape {shape}, "
+                              f"not an array of the shape of u {u.shape}"), None, False
+    nan = np.isnan(x)
+    if nan.any():
+        return Finding(False, (
+            f"{where}: {100 * nan.mean():.0f}% of the outputs are NaN. A log of a negative number? "
+            "Eq. 7/9 are meant for v ~ U(-1/2, 1/2) (Eq. 6); fed with u ~ U(0, 1) (Eq. 8) they break "
+            "for u > 1/2 (DPText's bug, Theorem 3.1). With u ~ U(0, 1) use Eq. 4 or Eq. 5.")), None, False
+    if not np.isfinite(x).all():
+        return Finding(False, f"{where} returned infinite values for u strictly inside (0, 1)"), None, False
+    if (x >= mu).all():
+        return Finding(False, (
+            f"{where}: your samples are never below mu = {mu:g} (never negative noise). Did you use "
+            "Eq. 9 with u ~ U(0, 1)? That is DPText's sampler (Theorem 3.1); with u ~ U(0, 1) the "
+            "inverse CDF is Eq. 4 (or Eq. 5), with u - 1/2 inside.")), None, False
+    p = stats.kstest(x, stats.laplace(loc=mu, scale=b).cdf).pvalue
+    if p > KS_ALPHA:
+        return Finding(True, f"{where} follows Lap({mu:g}, {b:g}) (KS p-value {p:.2g})"), u, False
+    # Diagnostics only (the KS test decides): the sample median and mean absolute deviation
+    # from mu estimate mu and b with standard errors b / sqrt(N) (~1.4% of b at N = 5000),
+    # so the 10% thresholds below are about 7 standard errors.
+    med = float(np.median(x))
+    mad = float(np.mean(np.abs(x - mu)))
+    hints = []
+    if abs(med - mu) > 0.1 * b:
+        hints.append(f"the median of your samples is {med:.3g}, but Lap(mu, b) has median mu = {mu:g}: "
+                     "check the sign in front of b and where mu enters")
+    if abs(mad / b - 1) > 0.1:
+        hints.append(f"your samples' mean distance from mu is {mad:.3g}, but for Lap(mu, b) it is b = {b:g}: "
+                     "check how b multiplies the logarithm")
+    if not hints:
+        hints.append("the shape is not Laplace: compare a histogram of your samples with laplace_pdf")
+    return Finding(False, f"{where} does not follow Lap({mu:g}, {b:g}) (KS p-value {p:.1e}): "
+                          + "; ".join(hints)), u, True
+
+
+# The kinds of invalid input, each with one value for the feedback and another for grading.
+_BAD_U = (
+    ("u = 0", 0.0, 0.0),
+    ("u = 1", 1.0, 1.0),
+    ("u below 0", -0.25, -1e-9),
+    ("u above 1", 1.5, 1.0 + 1e-12),
+    ("u = nan", math.nan, math.nan),
+    ("an array holding a 0", [0.3, 0.0, 0.7], [0.0, 0.9]),
+    ("an array holding a 1", [0.2, 1.0], [0.6, 0.4, 1.0]),
+    ("an array holding a nan", [0.5, math.nan], [math.nan, 0.1, 0.2]),
+)
+_BAD_B = (
+    ("b = 0", 0.0, 0.0),
+    ("b < 0", -1.0, -2.5),
+    ("b = nan", math.nan, math.nan),
+    ("b = inf", math.inf, math.inf),
+)
+
+
+def _sampler_domain(f: Callable, *, hidden: bool | int = False) -> list[Finding]:
+    findings: list[Finding] = []
+    for kind, shown, secret in _BAD_U:
+        u = secret if hidden else shown
+        u = np.array(u) if isinstance(u, list) else u
+        value, exc = call(f, u, 0.0, 1.0)
+        findings.append(expect_value_error(f"laplace_inverse_cdf with {kind} ({_show(u)})", value, exc,
+                                           "u must lie in the open interval (0, 1)"))
+    for kind, shown, secret in _BAD_B:
+        b = secret if hidden else shown
+        value, exc = call(f, 0.3, 0.0, b)
+        findings.append(expect_value_error(f"laplace_inverse_cdf(0.3, b={b:g}) ({kind})", value, exc,
+                                           "the scale b must be finite and > 0"))
+    # Valid input must still work: u = 1/2 is the median.
+    mu, b = (1.25, 2.0) if not hidden else (-0.75, 0.5)
+    value, exc = call(f, 0.5, mu, b)
+    x = as_floats(value)
+    where = f"laplace_inverse_cdf(0.5, mu={mu:g}, b={b:g})"
+    if exc is not None:
+        findings.append(Finding(False, f"{where} raised {describe(exc)} on valid input"))
+    elif x is None or x.size != 1 or not np.isclose(float(x.reshape(-1)[0]), mu, rtol=0, atol=1e-12):
+        findings.append(Finding(False, f"{where} returned {value!r}, not the median mu = {mu:g}"))
     else:
         findings.append(Finding(True, "valid input still works (u = 1/2 gives mu)"))
     return findings
 
 
-def _spy_array(values: NDArray[np.float64]) -> tuple[np.ndarray, list[bool]]:
-    """A view of ``values`` that records element-by-element access from Python (for loops)."""
-    touched = [False]
-
-    class ElementSpy(np.ndarray):
-        def __iter__(self):  # type: ignore[override]
-            touched[0] = True
-            return super().__iter__()
-
-        def __getitem__(self, key):  # type: ignore[override]
-            if isinstance(key, (numbers.Integral, np.integer)) or (
-                isinstance(key, tuple) and key and all(isinstance(k, (numbers.Integral, np.integer)) for k in key)
-            ):
-                touched[0] = True
-            return super().__getitem__(key)
-
-        def tolist(self):  # type: ignore[override]
-            touched[0] = True
-            return super().tolist()
-
-    return values.view(ElementSpy), touched
+def _show(u: Any) -> str:
+    return f"u = {u!r}" if not isinstance(u, np.ndarray) else f"u = np.array({u.tolist()!r})"
 
 
-def _best_time(fn: Callable[[], Any], repeats: int) -> float:
-    best = math.inf
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
-def _sampler_vectorized(f: Callable, *, hidden: bool = False) -> list[Finding]:
+def _sampler_vectorized(f: Callable, *, hidden: bool | int = False) -> list[Finding]:
     findings: list[Finding] = []
-    rng_seed = 99 if hidden else 98
-    u2 = _uniforms(rng_seed, 12).reshape(3, 4)
+    rng = hidden_rng(hidden)
+    seeds = [98, 99, 100] if rng is None else [int(s) for s in rng.integers(0, 2**32, size=3)]
+    u2 = uniforms(seeds[0], 12).reshape(3, 4)
     value, exc = call(f, u2, 0.0, 1.0)
     if exc is not None:
         findings.append(Finding(False, f"laplace_inverse_cdf on a 3x4 array raised {describe(exc)}"))
@@ -200,49 +196,51 @@ def _sampler_vectorized(f: Callable, *, hidden: bool = False) -> list[Finding]:
                                        f"of shape {shape}: array in, array of the same shape out"))
     else:
         findings.append(Finding(True, "array in, array of the same shape out"))
-    value, exc = call(f, 0.75, 0.0, 1.0)
-    if exc is not None or as_floats(value) is None or np.ndim(value) != 0:
-        what = describe(exc) if exc is not None else f"{type(value).__name__} {value!r}"
-        findings.append(Finding(False, f"laplace_inverse_cdf(0.75) should return a single number, got {what}"))
-    else:
-        findings.append(Finding(True, "a number in, a number out"))
-    spy, touched = _spy_array(_uniforms(rng_seed + 1, 1000))
-    call(f, spy, 0.0, 1.0)
-    if touched[0]:
+    # "A number for a number": a Python float, a numpy scalar or a 0-d array in; anything with
+    # np.ndim(...) == 0 out (a Python float, a numpy scalar or a 0-d array).
+    x0 = 0.75 if rng is None else 0.2
+    for label, number in (("a Python float", x0), ("a numpy scalar", np.float64(x0)), ("a 0-d array", np.array(x0))):
+        value, exc = call(f, number, 0.0, 1.0)
+        if exc is not None or as_floats(value) is None or np.ndim(value) != 0:
+            what = describe(exc) if exc is not None else f"{type(value).__name__} of shape {np.shape(value)}"
+            findings.append(Finding(False, f"laplace_inverse_cdf({label} {x0:g}) should return a single number "
+                                           f"(np.ndim(...) == 0), got {what}"))
+        else:
+            findings.append(Finding(True, f"{label} in, a number out"))
+    u_spy = uniforms(seeds[1], 1000)
+    spy = spy_array(u_spy)
+    spied, _ = call(f, spy, 0.0, 1.0)
+    if spy.touched:
         findings.append(Finding(False, (
             "laplace_inverse_cdf visits u element by element in Python (a for loop, a comprehension, "
             "u[i] or tolist()): apply numpy's elementwise functions (np.log, np.abs, np.sign, "
             "np.where) to the whole array instead.")))
         return findings  # the timing below would take long and say the same
-    # Timing: the student's function and dptutor's reference on the same 10^6 uniforms, best of
-    # up to 3 runs each, interleaved in this process so that machine load affects both alike.  A
-    # vectorised answer is within a small factor of the reference; a Python loop (or np.vectorize)
-    # is 30-1000 times slower.  A first run on 10^4 uniforms, scaled up, stops hopeless cases early.
-    u = _uniforms(rng_seed + 2, SAMPLER_TIMING_SIZE)
-    t_ref = _best_time(lambda: laplace_ppf(u), 2)
-    small = u[: SAMPLER_TIMING_SIZE // 100]
-    t0 = time.perf_counter()
-    _, exc = call(f, small, 0.0, 1.0)
-    t_f = 100 * (time.perf_counter() - t0)  # extrapolated to 10^6
-    if exc is None and t_f <= 20 * SAMPLER_TIMING_RATIO * t_ref:
-        t_f = math.inf
-        for _ in range(3):
-            t_ref = min(t_ref, _best_time(lambda: laplace_ppf(u), 1))
-            t0 = time.perf_counter()
-            _, exc = call(f, u, 0.0, 1.0)
-            t_f = min(t_f, time.perf_counter() - t0)
-            if exc is not None or t_f <= SAMPLER_TIMING_RATIO * t_ref or t_f > 20 * SAMPLER_TIMING_RATIO * t_ref:
-                break  # decided
+    # Timing: the student's function and dptutor's reference on the same 10^6 uniforms, each in the
+    # same harness (draw the uniforms, call, save the output).  When grading, the student's call
+    # runs in a cell of its own, timed from outside the kernel (best of 3), and the reference in the
+    # grader's process.  A vectorised answer is within a small factor of the reference; a Python
+    # loop (or np.vectorize) is 20-1000 times slower.  The first 1000 uniforms are the ones above,
+    # so the timed output must agree with what the function returned for them.
+    spec = [(seeds[1], 1000), (seeds[2], SAMPLER_TIMING_SIZE - 1000)]
+    value, exc, t_f = measure(f, spec, 0.0, 1.0, cap=SAMPLER_TIMING_CAP)
+    t_ref = reference_seconds(laplace_ppf, spec, 0.0, 1.0)
     if exc is not None:
         findings.append(Finding(False, f"laplace_inverse_cdf on many uniforms raised {describe(exc)}"))
-    elif t_f > SAMPLER_TIMING_RATIO * t_ref:
+    elif not t_f <= SAMPLER_TIMING_RATIO * t_ref:
+        slow = f"more than {SAMPLER_TIMING_CAP:g} s" if t_f >= SAMPLER_TIMING_CAP else f"about {t_f:.3g} s"
         findings.append(Finding(False, (
-            f"laplace_inverse_cdf takes about {t_f:.3g} s for 10^6 uniforms, {t_f / t_ref:.0f} times the reference "
+            f"laplace_inverse_cdf takes {slow} for 10^6 uniforms, {t_f / t_ref:.0f} times the reference "
             f"({t_ref:.2g} s): is there a Python loop or np.vectorize inside? Use whole-array numpy operations.")))
     else:
-        findings.append(Finding(True, f"fast on 10^6 uniforms ({t_f / t_ref:.1f} x the reference)"))
+        x, y = as_floats(value), as_floats(spied)
+        if x is None or y is None or x.shape != (SAMPLER_TIMING_SIZE,) or y.shape != u_spy.shape or not np.allclose(
+                x[:1000], y, rtol=1e-12, atol=1e-12, equal_nan=True):
+            findings.append(Finding(False, "laplace_inverse_cdf on 10^6 uniforms did not return the values it "
+                                           "returns for the same uniforms in a smaller array"))
+        else:
+            findings.append(Finding(True, f"fast on 10^6 uniforms ({t_f / t_ref:.1f} x the reference)"))
     return findings
-
 
 ASSIGNMENT = Assignment("sampler", "Inverse-CDF Laplace sampling", "sampler.md", (
     Question("q1", "law of the samples", 2.0, ("laplace_inverse_cdf",), _sampler_law),
