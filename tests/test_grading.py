@@ -1,21 +1,15 @@
 """The course assignments and their autograder (dptutor.grading).
 
 Fast tests run the checks in this process on the reference solutions (the instructor notebooks'
-code), on the blank student notebooks, and on planted wrong answers.  One slower test grades
-folders of submitted notebooks through ``python -m dptutor grade``, each in a fresh kernel, as an
-instructor would: three folders graded concurrently to save wall time.
+code), on the blank student notebooks, and on planted wrong answers.  Grading submitted notebooks
+in kernels (the runner, its trust model, Ctrl-C) is tested in test_grading_runner.py.
 """
 from __future__ import annotations
 
-import csv
-import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import jupytext
-import nbformat
 import numpy as np
 import pytest
 
@@ -293,81 +287,3 @@ def test_feedback_withholds_verdicts_but_grading_does_not(reference: dict) -> No
     assert "graded after you submit" in fb.report()
     fb = check("audit", "q3", "half-scale", hidden=True)
     assert fb.score == 0 and fb.messages
-
-
-# ---------------------------------------------------------------------------------------------
-# grading submitted notebooks in fresh kernels
-# ---------------------------------------------------------------------------------------------
-
-SAMPLER_STUB = '    raise NotImplementedError("Questions 1-3")'
-
-
-def write_ipynb(md: Path, target: Path) -> None:
-    nbformat.write(jupytext.read(md), target)
-
-
-def read_scores(path: Path) -> dict[str, dict[str, str]]:
-    with open(path, newline="") as fh:
-        return {row["file"]: row for row in csv.DictReader(fh)}
-
-
-def test_grade_command_on_folders_of_submissions(tmp_path: Path) -> None:
-    student = {name: (ASSIGNMENT_DIR / a.notebook).read_text() for name, a in ASSIGNMENTS.items()}
-    folders = {name: tmp_path / name for name in ASSIGNMENTS}
-    for folder in folders.values():
-        folder.mkdir()
-    # sampler: reference (.md), blank (.ipynb), DPText planted, a crash, an endless loop
-    sampler = folders["sampler"]
-    (sampler / "reference.md").write_text((INSTRUCTOR_DIR / "sampler.md").read_text())
-    (sampler / "blank.md").write_text(student["sampler"])
-    write_ipynb(sampler / "blank.md", sampler / "blank_nb.ipynb")
-    (sampler / "blank.md").unlink()
-    assert SAMPLER_STUB in student["sampler"]
-    (sampler / "dptext.md").write_text(student["sampler"].replace(
-        SAMPLER_STUB, "    from dptutor.distributions import dptext_transform\n    return dptext_transform(u, mu, b)"))
-    (sampler / "crash.md").write_text(student["sampler"].replace(
-        "def laplace_inverse_cdf(", "raise RuntimeError('boom')\ndef laplace_inverse_cdf("))
-    (sampler / "loop.md").write_text(student["sampler"].replace(SAMPLER_STUB, "    while True:\n        pass"))
-    (sampler / "notes.txt").write_text("not a notebook: ignored")
-    # mechanism and audit: reference and blank
-    for name in ("mechanism", "audit"):
-        write_ipynb(INSTRUCTOR_DIR / ASSIGNMENTS[name].notebook, folders[name] / "reference.ipynb")
-        (folders[name] / "blank.md").write_text(student[name])
-
-    # Small time limits: 10 s per cell and 25 s per notebook for the folder with the endless loop
-    # (its first two checks time out; the third is cut by the total limit).
-    limits = {"sampler": ("10", "25"), "mechanism": ("60", "300"), "audit": ("60", "300")}
-    procs = {
-        name: subprocess.Popen(
-            [sys.executable, "-m", "dptutor", "grade", name, str(folder), "--csv", str(tmp_path / f"{name}.csv"),
-             "--feedback", str(tmp_path / f"{name}-feedback"), "--timeout", limits[name][0],
-             "--total-timeout", limits[name][1]],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        for name, folder in folders.items()
-    }
-    logs = {name: proc.communicate(timeout=600)[0] for name, proc in procs.items()}
-    for name, proc in procs.items():
-        assert proc.returncode == 0, logs[name]
-
-    for name, a in ASSIGNMENTS.items():
-        rows = read_scores(tmp_path / f"{name}.csv")
-        ref = rows["reference.md" if name == "sampler" else "reference.ipynb"]
-        blank = rows["blank_nb.ipynb" if name == "sampler" else "blank.md"]
-        for q in a.questions:
-            assert float(ref[q.name]) == q.points, (name, ref)
-            assert float(blank[q.name]) == 0, (name, blank)
-        assert float(ref["total"]) == a.points and float(blank["total"]) == 0
-        assert "not implemented yet" in blank["messages"] or "not answered yet" in blank["messages"]
-        assert (tmp_path / f"{name}-feedback" / "reference.txt").is_file()
-
-    rows = read_scores(tmp_path / "sampler.csv")
-    assert sorted(rows) == ["blank_nb.ipynb", "crash.md", "dptext.md", "loop.md", "reference.md"]
-    dptext = rows["dptext.md"]
-    assert float(dptext["q1"]) == 0 and "Theorem 3.1" in dptext["messages"]
-    assert float(dptext["q3"]) == 1  # DPText's transform is vectorised: the checks tell the bugs apart
-    crash = rows["crash.md"]
-    assert float(crash["total"]) == 0
-    assert "RuntimeError: boom" in crash["messages"] and "not defined" in crash["messages"]
-    loop = rows["loop.md"]
-    assert float(loop["total"]) == 0
-    assert "longer than 10 s" in loop["messages"] and "total time limit of 25 s" in loop["messages"]

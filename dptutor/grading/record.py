@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dptutor.grading.feedback import NotAnswered, SpyArray, call, uniforms
+from dptutor.grading.feedback import SpyArray, call, uniforms
 
 __all__ = [
     "RecordError",
@@ -376,7 +376,9 @@ def record_cell(namespace: Mapping[str, Any], assignment: str, question: str, hi
         token = _SESSION.set(recorder)
         try:
             q.check(*objects, hidden=hidden)
-        except (Exception, NotAnswered):  # the verdict is the grader's; only the calls matter here
+        except KeyboardInterrupt:  # the runner's time limit
+            raise
+        except BaseException:  # noqa: BLE001 -- the verdict is the grader's; only the calls matter here
             pass
         finally:
             _SESSION.reset(token)
@@ -391,6 +393,8 @@ def timed_cell(namespace: Mapping[str, Any], name: str, spec: Sequence[Sequence[
     entry: dict[str, Any] = {"version": 1}
     try:
         value = namespace[name](u, *args)
+    except KeyboardInterrupt:  # the runner's time limit: it knows, nothing to write
+        raise
     except BaseException as exc:  # noqa: BLE001 -- reported as data
         entry["raised"] = {"type": type(exc).__name__[:100], "value_error": isinstance(exc, ValueError),
                            "not_implemented": isinstance(exc, NotImplementedError), "message": str(exc)[:_MAX_TEXT]}
