@@ -21,6 +21,7 @@ ASSIGNMENT_MODULES: tuple[str, ...] = (
     "sampler",
     "mechanism",
     "audit",
+    "pair_audit",
 )
 
 ASSIGNMENTS: dict[str, Assignment] = {}
