@@ -686,6 +686,7 @@ __all__ += [
     "PairAudit",
     "audit_pair",
     "PAIR_CALL_ELEMENTS",
+    "PAIR_IN_FLIGHT",
     "PAIR_CENTRAL_BINS",
     "PAIR_TAIL_BINS",
     "PAIR_MAX_CATEGORIES",
@@ -1171,7 +1172,7 @@ def audit_pair(
         result = audit_pair(mech, x, x_prime, epsilon=1.0, trials=10**10, seed=2022,
                             executor=client.get_executor())
 
-    That is about 76,000 blocks per half, at most :data:`PAIR_IN_FLIGHT` in flight at a time; an
+    That is about 38,000 blocks per half (76,000 in all), at most :data:`PAIR_IN_FLIGHT` in flight at a time; an
     interrupt loses only those.
 
     Raises ``TypeError``/``ValueError`` naming the bad parameter, and ``ValueError`` naming the
