@@ -24,6 +24,7 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import functools
+import itertools
 import math
 import numbers
 import pickle
@@ -1202,14 +1203,20 @@ def audit_pair(
     entropy = seed_seq.entropy
     recorded_seed = tuple(int(v) for v in entropy) if isinstance(entropy, (list, tuple, np.ndarray)) else entropy
     n_sel, n_est = trials // 2, trials - trials // 2
-    sel_sizes, est_sizes = _block_sizes(n_sel), _block_sizes(n_est)
     sel_seq, est_seq = seed_seq.spawn(2)
-    sel_children, est_children = sel_seq.spawn(len(sel_sizes)), est_seq.spawn(len(est_sizes))
-    tasks = [(0, s, c) for s, c in zip(sel_sizes[1:], sel_children[1:])]
-    tasks += [(1, s, c) for s, c in zip(est_sizes, est_children)]
-    workers = check_workers(workers, "workers", tasks=len(tasks))
+    n_tasks = -(-n_sel // BLOCK_TRIALS) - 1 + -(-n_est // BLOCK_TRIALS)
+    workers = check_workers(workers, "workers", tasks=max(1, n_tasks))
 
-    layout, probe = _probe_block(mechanism, name, x, x_prime, sel_sizes[0], sel_children[0], statistic)
+    def blocks(half: int, parent: np.random.SeedSequence, total: int, start: int) -> Any:
+        """Block ``i`` of a half: ``min(BLOCK_TRIALS, rest)`` runs, seeded by ``parent.spawn``'s i-th child
+        (made lazily, so that 10^12 runs need no list of 10^7 seeds)."""
+        for i in range(start, -(-total // BLOCK_TRIALS)):
+            child = np.random.SeedSequence(parent.entropy, spawn_key=parent.spawn_key + (i,), pool_size=parent.pool_size)
+            yield half, min(BLOCK_TRIALS, total - i * BLOCK_TRIALS), child
+
+    tasks = itertools.chain(blocks(0, sel_seq, n_sel, 1), blocks(1, est_seq, n_est, 0))
+    _, first_size, first_seed = next(blocks(0, sel_seq, n_sel, 0))
+    layout, probe = _probe_block(mechanism, name, x, x_prime, first_size, first_seed, statistic)
     if layout.mode == "real":
         totals: Any = [probe, np.zeros_like(probe)]
 
@@ -1251,12 +1258,10 @@ def audit_pair(
 
 
 def _run_pair_blocks(
-    mechanism: Any, name: str, x: Any, x_prime: Any, layout: _Layout, tasks: list, workers: int,
+    mechanism: Any, name: str, x: Any, x_prime: Any, layout: _Layout, tasks: Any, workers: int,
     executor: concurrent.futures.Executor | None, add: Any, statistic: Any,
 ) -> None:
-    """Run the blocks in ``tasks`` (half, size, seed) here, in a process pool or on ``executor``."""
-    if not tasks:
-        return
+    """Run the blocks of the iterator ``tasks`` (half, size, seed) here, in a process pool or on ``executor``."""
     own_pool = None
     pool = executor
     if pool is None and workers > 1:

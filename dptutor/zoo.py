@@ -30,7 +30,16 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
-from dptutor._validate import check_float_array, check_int, check_positive, check_probability, check_real, check_rng
+from dptutor._validate import (
+    check_bool,
+    check_callable,
+    check_float_array,
+    check_int,
+    check_positive,
+    check_probability,
+    check_real,
+    check_rng,
+)
 from dptutor.audit import PairAudit, audit_pair
 from dptutor.distributions import sample_dptext
 
@@ -377,6 +386,22 @@ class ZooEntry:
     statistic: Callable[[NDArray], NDArray] | None = None
     dpsniper: float | None = None
     options: tuple[tuple[str, Any], ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise TypeError(f"name must be a non-empty string, got {type(self.name).__name__}")
+        check_callable(self.mechanism, "mechanism", "mechanism(data, size, rng, *, epsilon)")
+        check_positive(self.epsilon, "epsilon")
+        check_real(self.delta, "delta", low=0.0, high=1.0, high_open=True)
+        check_bool(self.private, "private")
+        for field_name in ("true_epsilon", "dpsniper"):
+            value = getattr(self, field_name)
+            if value is not None:
+                check_real(value, field_name, low=0.0, allow_inf=True)
+        if self.statistic is not None:
+            check_callable(self.statistic, "statistic", "statistic(outputs)")
+        if not isinstance(self.options, tuple):
+            raise TypeError(f"options must be a tuple of (name, value) pairs, got {type(self.options).__name__}")
 
     def release(self) -> Callable[..., Any]:
         """The mechanism as ``release(data, size, rng)``, with the claimed epsilon (and delta) bound in."""

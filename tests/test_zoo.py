@@ -143,3 +143,13 @@ def test_svt_log_likelihood_ratio_is_antisymmetric_and_matches_one_query():
 def test_bad_input_is_named(call, name):
     with pytest.raises((TypeError, ValueError), match=name):
         call()
+
+
+def test_zoo_entry_refuses_bad_fields():
+    good = ZOO["laplace_count"]
+    import dataclasses
+
+    for field_name, value, error in [("epsilon", 0.0, ValueError), ("mechanism", 3, TypeError), ("private", 1, TypeError),
+                                     ("true_epsilon", -1.0, ValueError), ("delta", 1.0, ValueError), ("name", "", TypeError)]:
+        with pytest.raises(error, match=field_name):
+            dataclasses.replace(good, **{field_name: value})
