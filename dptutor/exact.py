@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
-from dptutor._validate import check_int, check_positive, check_rng, check_size, is_bool
+from dptutor._validate import check_float_array, check_int, check_positive, check_rng, check_size, is_bool
 
 __all__ = [
     "MAX_SCALE_NUMERATOR",
@@ -46,6 +46,7 @@ __all__ = [
     "granular_parameters",
     "granular_round",
     "granular_loss",
+    "granular_reachable",
 ]
 
 #: The numerator ``s`` of the scale ``t = s / d`` must stay below this (2**53), so that every
@@ -281,3 +282,14 @@ def granular_loss(params: GranularParameters, x0: float = 0.0, x1: float = 1.0) 
     """
     m = granular_round(np.array([x0, x1]), params)
     return Fraction(params.n * abs(int(m[0]) - int(m[1])), params.t)
+
+
+def granular_reachable(y: ArrayLike, params: GranularParameters) -> NDArray[np.bool_]:
+    """Exactly: can a coordinate of the granular Laplace mechanism output ``y``, from any input?
+
+    The noise ``Z`` puts positive mass on every integer, so the outputs are all multiples ``r j``
+    with ``|j| < 2^53`` (those convert to doubles exactly), whatever the input.
+    """
+    y_arr = check_float_array(y, "y")
+    steps = y_arr / params.r  # exact: r is a power of two
+    return np.isfinite(steps) & (np.abs(steps) < 2.0**53) & (steps == np.round(steps))

@@ -67,6 +67,7 @@ __all__ = [
     "snapping_pmf",
     "snapping_loss",
     "log_ratio",
+    "snapping_reachable",
 ]
 
 #: Samplers whose outputs :func:`reachable` decides exactly.
@@ -232,19 +233,23 @@ def _exact_hit(f: Callable, k: NDArray[np.int64], y: NDArray[np.float64]) -> NDA
 
 
 def off_grid(y: ArrayLike, loc: float) -> NDArray[np.bool_]:
-    """Outputs that ``loc + z`` can never produce, for *any* double ``z`` (any sampler).
+    """Outputs that the floating-point sum ``loc + z`` can never produce, for *any* double ``z``.
 
     With ``2^e <= |loc| < 2^(e+1)``, the rounded sum ``fl(loc + z)`` is always a multiple of
     ``2^(e-53)``.  (If ``|z| >= 2^(e-1)``, ``z`` and ``loc`` are multiples of it, so is the exact
     sum, and a sum that small is exact while a larger one rounds to a double that is such a
     multiple; if ``|z| < 2^(e-1)``, the sum exceeds ``2^(e-1)`` and rounds to a multiple.)  So an
-    output that is not a multiple did not come from ``loc``.  For ``loc = 0`` nothing is excluded.
+    output that is not a multiple did not come from ``loc``, whatever sampler made the noise, *if*
+    the mechanism adds the noise to ``loc`` in double arithmetic.  (A mechanism that forms the sum
+    exactly and rounds once, as OpenDP does, is not covered.)  For ``loc = 0`` nothing is excluded.
     """
     loc = check_real(loc, "loc")
     y_arr = check_float_array(y, "y")
     if loc == 0.0:
         return np.zeros(y_arr.shape, dtype=np.bool_)
     e = math.frexp(abs(loc))[1] - 1
+    if e - 53 < -1074:  # every double is a multiple of 2^-1074: nothing to exclude
+        return np.zeros(y_arr.shape, dtype=np.bool_)
     q = math.ldexp(1.0, e - 53)
     finite = np.isfinite(y_arr)
     with np.errstate(invalid="ignore"):
@@ -530,3 +535,11 @@ def snapping_loss(params: SnappingParameters, x0: float = 0.0, x1: float = 1.0) 
     _, p0 = snapping_pmf(x0, params)
     _, p1 = snapping_pmf(x1, params)
     return params.n * max(abs(log_ratio(a, b)) for a, b in zip(p0, p1))
+
+
+def snapping_reachable(y: ArrayLike, x: float, params: SnappingParameters) -> NDArray[np.bool_]:
+    """Exactly: can one coordinate of the snapping mechanism on input ``x`` output ``y``?"""
+    y_arr = check_float_array(y, "y")
+    outputs, probs = snapping_pmf(x, params)
+    possible = outputs[np.array([p > 0 for p in probs], dtype=bool)]
+    return np.isin(y_arr, possible)
