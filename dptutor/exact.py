@@ -103,23 +103,27 @@ def _bernoulli_exp(num: NDArray[np.int64], den: int, rng: np.random.Generator) -
     return result
 
 
-# Step 1 with gamma = 1 has P(K > k) = 1 / k!, so the first 20 rounds of its loop can be merged into
-# one integer: with R uniform on {0, ..., 20! - 1}, the event "A_1, ..., A_k all succeed" is
-# "R < 20! / k!", of probability exactly 1 / k! (k <= 20).  K is then the first k with
-# R >= 20! / k!; only R = 0 (probability 1 / 20! ~ 4e-19) needs the loop to go on from k = 21.
-_MERGED_ROUNDS: int = 20
+# Step 1 with gamma = 1 has P(K > k) = 1 / k!, so the first 12 rounds of its loop can be merged into
+# one integer: with R uniform on {0, ..., 12! - 1}, the event "A_1, ..., A_k all succeed" is
+# "R < 12! / k!", of probability exactly 1 / k! (k <= 12).  K is then the first k with
+# R >= 12! / k!; only R = 0 (probability 1 / 12!, about 2e-9) needs the loop to go on from k = 13.
+# 12! < 2^32, so R is one 32-bit draw.
+_MERGED_ROUNDS: int = 12
 _FACT: int = math.factorial(_MERGED_ROUNDS)
-# thresholds 20!/k! for k = 20, 19, ..., 1 (increasing, for searchsorted)
-_THRESHOLDS = np.array([_FACT // math.factorial(k) for k in range(_MERGED_ROUNDS, 0, -1)], dtype=np.int64)
+# thresholds 12!/k! for k = 12, 11, ..., 1 (increasing, for searchsorted)
+_THRESHOLDS = np.array([_FACT // math.factorial(k) for k in range(_MERGED_ROUNDS, 0, -1)], dtype=np.uint32)
+# _ODD_K[c] says whether K = 13 - c is odd, where c = #{thresholds <= R}.
+_ODD_K = np.array([(_MERGED_ROUNDS + 1 - c) % 2 == 1 for c in range(_MERGED_ROUNDS + 1)])
 
 
 def _bernoulli_exp_neg_one(m: int, rng: np.random.Generator) -> NDArray[np.bool_]:
-    """Step 1 with ``gamma = 1``, ``m`` times, the first 20 rounds merged into one draw (see above)."""
-    r = rng.integers(0, _FACT, size=m, dtype=np.int64)
-    # number of thresholds <= r is #{k : 20!/k! <= r}; K = 21 - that number = first k with r >= 20!/k!
-    k_first = (_MERGED_ROUNDS + 1) - np.searchsorted(_THRESHOLDS, r, side="right")
-    result = (k_first % 2) == 1
-    rest = np.flatnonzero(r == 0)  # all of A_1..A_20 succeeded: continue the loop at k = 21
+    """Step 1 with ``gamma = 1``, ``m`` times, the first 12 rounds merged into one draw (see above)."""
+    r = rng.integers(0, _FACT, size=m, dtype=np.uint32)
+    # c = #{k : 12!/k! <= r}, so K = first k with r >= 12!/k! is 13 - c (K = 13 means "go on")
+    result = _ODD_K[np.searchsorted(_THRESHOLDS, r, side="right")]
+    if r.all():
+        return result
+    rest = np.flatnonzero(r == 0)  # all of A_1..A_12 succeeded: continue the loop at k = 13
     k = _MERGED_ROUNDS + 1
     while rest.size:
         success = rng.integers(0, k, size=rest.size) == 0
@@ -131,9 +135,10 @@ def _bernoulli_exp_neg_one(m: int, rng: np.random.Generator) -> NDArray[np.bool_
 
 def _geometric_exp_neg_one(m: int, rng: np.random.Generator) -> NDArray[np.int64]:
     """Step 2, ``m`` times: successes of ``Bernoulli(exp(-1))`` before the first failure."""
-    v = np.zeros(m, dtype=np.int64)
-    active = np.arange(m)
-    count = 0
+    ok = _bernoulli_exp_neg_one(m, rng)
+    v = ok.astype(np.int64)
+    active = np.flatnonzero(ok)
+    count = 1
     while active.size:
         active = active[_bernoulli_exp_neg_one(active.size, rng)]
         count += 1
@@ -177,10 +182,10 @@ def sample_discrete_laplace(scale: int | Fraction, size: int | tuple[int, ...], 
         u = rng.integers(0, s, size=batch, dtype=np.int64)
         u = u[_bernoulli_exp(u, s, rng)]  # keep U with probability exp(-U / s)
         v = _geometric_exp_neg_one(u.size, rng)
-        y = (u + s * v) // d
+        y = u + s * v if d == 1 else (u + s * v) // d
         negative = rng.integers(0, 2, size=u.size, dtype=np.int8) == 1
-        keep = ~(negative & (y == 0))
-        y = np.where(negative, -y, y)[keep]
+        np.negative(y, out=y, where=negative)
+        y = y[~(negative & (y == 0))]  # (B = 1, Y = 0) is rejected
         take = min(need, y.size)
         out[filled : filled + take] = y[:take]
         filled += take
