@@ -35,7 +35,16 @@ from fractions import Fraction
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dptutor._validate import check_float_array, check_int, check_positive, check_rng, check_size, is_bool
+from dptutor._validate import (
+    MAX_ELEMENTS,
+    check_float_array,
+    check_int,
+    check_positive,
+    check_real,
+    check_rng,
+    check_size,
+    is_bool,
+)
 
 __all__ = [
     "MAX_SCALE_NUMERATOR",
@@ -259,7 +268,7 @@ class GranularParameters:
 def granular_parameters(epsilon: float, n: int = 1, bits: int = 40) -> GranularParameters:
     """The granular Laplace mechanism's parameters (``bits = 40`` as in Google's libraries)."""
     eps = check_positive(epsilon, "epsilon")
-    n = check_int(n, "n", minimum=1)
+    n = check_int(n, "n", minimum=1, maximum=MAX_ELEMENTS)
     bits = check_int(bits, "bits", minimum=0, maximum=48)
     lam = n / eps
     if not (math.isfinite(lam) and lam < 2.0**1000):
@@ -273,9 +282,19 @@ def granular_parameters(epsilon: float, n: int = 1, bits: int = 40) -> GranularP
     return GranularParameters(epsilon=eps, n=n, r=r, t=t)
 
 
-def granular_round(x: NDArray[np.float64], params: GranularParameters) -> NDArray[np.int64]:
+def _check_granular(params: object) -> GranularParameters:
+    if not isinstance(params, GranularParameters):
+        raise TypeError(f"params must be GranularParameters (from granular_parameters), got {type(params).__name__}")
+    return params
+
+
+def granular_round(x: ArrayLike, params: GranularParameters) -> NDArray[np.int64]:
     """``x / r`` rounded to the nearest integer (ties to even); exact, since ``r`` is a power of two."""
-    return np.rint(np.asarray(x, dtype=np.float64) / params.r).astype(np.int64)
+    params = _check_granular(params)
+    steps = np.rint(check_float_array(x, "x", finite=True) / params.r)
+    if not (np.abs(steps) < 2.0**62).all():
+        raise ValueError("x is too large for this granularity (x / r must stay below 2**62)")
+    return steps.astype(np.int64)
 
 
 def granular_loss(params: GranularParameters, x0: float = 0.0, x1: float = 1.0) -> Fraction:
@@ -285,6 +304,7 @@ def granular_loss(params: GranularParameters, x0: float = 0.0, x1: float = 1.0) 
     ``ln P(r j | x0) / P(r j | x1) = (|j - m1| - |j - m0|) / t`` per coordinate, at most
     ``|m0 - m1| / t`` (attained for ``j`` beyond both): the loss is ``n |m0 - m1| / t``, a Fraction.
     """
+    x0, x1 = check_real(x0, "x0"), check_real(x1, "x1")
     m = granular_round(np.array([x0, x1]), params)
     return Fraction(params.n * abs(int(m[0]) - int(m[1])), params.t)
 
@@ -296,5 +316,6 @@ def granular_reachable(y: ArrayLike, params: GranularParameters) -> NDArray[np.b
     with ``|j| < 2^53`` (those convert to doubles exactly), whatever the input.
     """
     y_arr = check_float_array(y, "y")
+    params = _check_granular(params)
     steps = y_arr / params.r  # exact: r is a power of two
     return np.isfinite(steps) & (np.abs(steps) < 2.0**53) & (steps == np.round(steps))

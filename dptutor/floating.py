@@ -39,6 +39,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from dptutor._validate import (
+    MAX_ELEMENTS,
     check_choice,
     check_float_array,
     check_int,
@@ -46,6 +47,7 @@ from dptutor._validate import (
     check_probability,
     check_real,
     check_rng,
+    is_bool,
 )
 from dptutor.distributions import laplace_ppf, laplace_ppf_piecewise, sample_laplace
 
@@ -266,7 +268,7 @@ def sample_floating_laplace(
 ) -> NDArray[np.float64]:
     """``size`` draws of Lap(loc, scale) from the named sampler (see the module docstring)."""
     check_choice(sampler, "sampler", SAMPLERS)
-    size = check_int(size, "size", minimum=0)
+    size = check_int(size, "size", minimum=0, maximum=MAX_ELEMENTS)
     loc, scale = _check_loc_scale(loc, scale)
     rng = check_rng(rng)
     if sampler == "numpy":
@@ -299,6 +301,16 @@ class AttackResult:
     size: int
     impossible0: int
     impossible1: int
+
+    def __post_init__(self) -> None:
+        check_choice(self.test, "test", ("exact", "grid"))
+        check_choice(self.sampler, "sampler", SAMPLERS)
+        check_positive(self.scale, "scale")
+        check_real(self.loc0, "loc0")
+        check_real(self.loc1, "loc1")
+        size = check_int(self.size, "size", minimum=1)
+        check_int(self.impossible0, "impossible0", minimum=0, maximum=size)
+        check_int(self.impossible1, "impossible1", minimum=0, maximum=size if self.test == "exact" else 0)
 
     @property
     def outputs(self) -> int:
@@ -346,7 +358,7 @@ def attack(
     check_choice(test, "test", ("exact", "grid"))
     check_choice(sampler, "sampler", EXACT_SAMPLERS if test == "exact" else SAMPLERS)
     scale = check_positive(scale, "scale")
-    size = check_int(size, "size", minimum=1)
+    size = check_int(size, "size", minimum=1, maximum=MAX_ELEMENTS // 2)
     loc0, loc1 = check_real(loc0, "loc0"), check_real(loc1, "loc1")
     rng = check_rng(rng)
     y0 = sample_floating_laplace(size, loc0, scale, rng=rng, sampler=sampler)
@@ -378,7 +390,7 @@ def sample_uniform_double(size: int, *, rng: np.random.Generator) -> NDArray[np.
     to it.  Binades below ``2^-1022`` are merged into the lowest one (so no subnormals), which
     :func:`snapping_pmf` accounts for.  Randomness: ``rng.integers`` only.
     """
-    size = check_int(size, "size", minimum=0)
+    size = check_int(size, "size", minimum=0, maximum=MAX_ELEMENTS)
     rng = check_rng(rng)
     e = np.ones(size, dtype=np.int64)
     pending = np.arange(size)
@@ -430,14 +442,22 @@ def snapping_parameters(epsilon: float, n: int = 1, bound: float | None = None) 
     when the noise exceeds about 32 scales (probability ``e^-32``, about 1e-14).
     """
     eps = check_positive(epsilon, "epsilon")
-    n = check_int(n, "n", minimum=1)
+    n = check_int(n, "n", minimum=1, maximum=MAX_ELEMENTS)
     big_b = 32.0 * n / eps if bound is None else check_positive(bound, "bound")
-    if not math.isfinite(big_b):
-        raise ValueError("bound must be finite (epsilon too small for the default bound)")
+    if not big_b < 2.0**1000:
+        raise ValueError(f"epsilon is too small for n = {n}: the default bound 32 n / epsilon overflows")
     lam = n * (1.0 + 2.0**-49 * big_b) / eps
+    if not lam < 2.0**1000:
+        raise ValueError(f"epsilon is too small (or bound too large): the scale lambda = {lam:g} is not usable")
     frac, exp = math.frexp(lam)
     grid = math.ldexp(1.0, exp - 1 if frac == 0.5 else exp)
     return SnappingParameters(epsilon=eps, n=n, bound=big_b, lam=lam, grid=grid)
+
+
+def _check_snapping(params: object) -> SnappingParameters:
+    if not isinstance(params, SnappingParameters):
+        raise TypeError(f"params must be SnappingParameters (from snapping_parameters), got {type(params).__name__}")
+    return params
 
 
 def snap(x: NDArray[np.float64], u: NDArray[np.float64], negative: NDArray[np.bool_], params: SnappingParameters) -> NDArray[np.float64]:
@@ -447,6 +467,15 @@ def snap(x: NDArray[np.float64], u: NDArray[np.float64], negative: NDArray[np.bo
     rounds to the nearest multiple of ``Lambda`` (ties to even; ``y / Lambda`` is exact).
     Shared by :func:`dptutor.mechanisms.snapping_mechanism` and :func:`snapping_pmf`.
     """
+    params = _check_snapping(params)
+    x = check_float_array(x, "x", finite=True)
+    u = check_float_array(u, "u")
+    if not ((u > 0.0) & (u <= 1.0)).all():
+        raise ValueError("u must lie in (0, 1]")
+    neg = np.asarray(negative)
+    if neg.dtype != np.bool_:
+        raise TypeError(f"negative must be an array of bools, got dtype {neg.dtype}")
+    negative = neg
     xc = np.clip(x, -params.bound, params.bound)
     z = params.lam * np.log(u)
     y = xc + np.where(negative, -z, z)
@@ -455,6 +484,7 @@ def snap(x: NDArray[np.float64], u: NDArray[np.float64], negative: NDArray[np.bo
 
 def snapping_outputs(params: SnappingParameters) -> NDArray[np.float64]:
     """Every output the snapping mechanism can produce: multiples of ``Lambda`` in [-B, B] and ``+-B``."""
+    params = _check_snapping(params)
     j = math.floor(params.bound / params.grid)
     grid = np.arange(-j, j + 1, dtype=np.float64) * params.grid
     return np.unique(np.concatenate([[-params.bound], grid, [params.bound]]))
@@ -472,6 +502,7 @@ def snapping_pmf(x: float, params: SnappingParameters) -> tuple[NDArray[np.float
     from fractions import Fraction
 
     x = check_real(x, "x")
+    params = _check_snapping(params)
     outputs = snapping_outputs(params)
     m = outputs.size
     xs = np.full(m, x)
@@ -516,7 +547,13 @@ def log_ratio(p: "Fraction", q: "Fraction") -> float:
     """``ln(p / q)`` for non-negative Fractions, evaluated with 50 significant digits (mpmath) and
     rounded once to a float; ``inf``/``-inf`` when exactly one is 0, and 0 when both are."""
     import mpmath
+    from fractions import Fraction
 
+    for name, value in (("p", p), ("q", q)):
+        if is_bool(value) or not isinstance(value, (int, Fraction)):
+            raise TypeError(f"{name} must be a Fraction or an int, got {type(value).__name__}")
+        if value < 0:
+            raise ValueError(f"{name} must be >= 0, got {value}")
     if p == 0 and q == 0:
         return 0.0
     if q == 0:
@@ -540,6 +577,7 @@ def snapping_loss(params: SnappingParameters, x0: float = 0.0, x1: float = 1.0) 
 def snapping_reachable(y: ArrayLike, x: float, params: SnappingParameters) -> NDArray[np.bool_]:
     """Exactly: can one coordinate of the snapping mechanism on input ``x`` output ``y``?"""
     y_arr = check_float_array(y, "y")
+    params = _check_snapping(params)
     outputs, probs = snapping_pmf(x, params)
     possible = outputs[np.array([p > 0 for p in probs], dtype=bool)]
     return np.isin(y_arr, possible)

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dptutor._validate import check_float_array, check_int, check_positive, check_rng
+from dptutor._validate import MAX_ELEMENTS, check_float_array, check_int, check_positive, check_rng
 
 __all__ = [
     "opendp_version",
@@ -54,14 +54,17 @@ def diffprivlib_version() -> str:
 
 
 @functools.lru_cache(maxsize=64)
-def _opendp_measurement(scale: float, integer: bool) -> Any:
+def _opendp_measurement(scale: float, integer: bool, name: str) -> Any:
     dp = _import("opendp.prelude")
-    dp.enable_features("contrib")
+    dp.enable_features("contrib")  # make_laplace is in OpenDP's "contrib" feature set
     if integer:
         space = dp.vector_domain(dp.atom_domain(T=int)), dp.l1_distance(T=int)
     else:
         space = dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.l1_distance(T=float)
-    return dp.m.make_laplace(*space, scale=scale)
+    try:
+        return dp.m.make_laplace(*space, scale=scale)
+    except Exception as exc:  # OpenDP's own exception type: report it as a bad parameter
+        raise ValueError(f"{name}: OpenDP refuses the Laplace scale {scale!r} ({exc})") from exc
 
 
 def _check_batch(x: object, epsilon: object, rng: object) -> tuple[NDArray[np.float64], float, np.random.Generator]:
@@ -73,15 +76,19 @@ def _check_batch(x: object, epsilon: object, rng: object) -> tuple[NDArray[np.fl
 def opendp_laplace_mechanism(x: NDArray, epsilon: float, rng: np.random.Generator) -> NDArray[np.float64]:
     """OpenDP's float Laplace mechanism, scale ``n / epsilon`` per coordinate (``rng`` is not used)."""
     arr, eps, _ = _check_batch(x, epsilon, rng)
-    meas = _opendp_measurement(arr.shape[1] / eps, False)
-    return np.asarray(meas(arr.reshape(-1).tolist()), dtype=np.float64).reshape(arr.shape)
+    meas = _opendp_measurement(arr.shape[1] / eps, False, "epsilon")
+    try:
+        out = meas(arr.reshape(-1).tolist())
+    except Exception as exc:
+        raise ValueError(f"x: OpenDP could not release these values ({exc})") from exc
+    return np.asarray(out, dtype=np.float64).reshape(arr.shape)
 
 
 def opendp_integer_laplace(scale: float, size: int) -> NDArray[np.int64]:
     """``size`` draws of OpenDP's integer Laplace mechanism on zeros: discrete Laplace noise of ``scale``."""
     scale = check_positive(scale, "scale")
-    size = check_int(size, "size", minimum=0)
-    meas = _opendp_measurement(scale, True)
+    size = check_int(size, "size", minimum=0, maximum=MAX_ELEMENTS)
+    meas = _opendp_measurement(scale, True, "scale")
     return np.asarray(meas([0] * size), dtype=np.int64)
 
 
@@ -89,8 +96,11 @@ def diffprivlib_laplace_mechanism(x: NDArray, epsilon: float, rng: np.random.Gen
     """diffprivlib's ``Laplace`` (sensitivity ``n``), one call per coordinate, seeded from ``rng``."""
     arr, eps, rng = _check_batch(x, epsilon, rng)
     mechanisms = _import("diffprivlib.mechanisms")
-    lap = mechanisms.Laplace(
-        epsilon=eps, sensitivity=float(arr.shape[1]), random_state=int(rng.integers(0, 2**32 - 1))
-    )
+    try:
+        lap = mechanisms.Laplace(
+            epsilon=eps, sensitivity=float(arr.shape[1]), random_state=int(rng.integers(0, 2**32 - 1))
+        )
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"epsilon: diffprivlib refuses epsilon = {eps!r} ({exc})") from exc
     flat = arr.reshape(-1)
     return np.fromiter((lap.randomise(float(v)) for v in flat), dtype=np.float64, count=flat.size).reshape(arr.shape)

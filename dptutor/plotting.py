@@ -727,9 +727,18 @@ def fp_plot_impossible_fractions(series: Mapping[str, Sequence[object]], confide
     ``series`` maps a label to a sequence of :class:`dptutor.floating.AttackResult` (one per scale);
     each point carries its Clopper-Pearson interval at ``confidence`` as an error bar.
     """
+    from dptutor.floating import AttackResult
+
     _check_confidence(confidence)
+    if not isinstance(series, Mapping):
+        raise TypeError(f"series must be a mapping from labels to AttackResult sequences, got {type(series).__name__}")
     if not series:
         raise ValueError("series must not be empty")
+    for label, results in series.items():
+        if isinstance(results, (str, bytes)) or not isinstance(results, Sequence) or not results:
+            raise TypeError(f"series[{label!r}] must be a non-empty sequence of AttackResult")
+        if not all(isinstance(r, AttackResult) for r in results):
+            raise TypeError(f"series[{label!r}] must hold AttackResult objects only")
     fig, ax = plt.subplots(figsize=(7.5, 3.8), layout="constrained")
     for i, (label, results) in enumerate(series.items()):
         scales = np.array([r.scale for r in results], dtype=float)  # type: ignore[attr-defined]

@@ -239,3 +239,42 @@ def test_snapping_parameters():
         snapping_parameters(-1.0)
     with pytest.raises(ValueError, match="bound"):
         snapping_parameters(1.0, 1, 0.0)
+
+
+def test_plot_impossible_fractions():
+    import matplotlib.pyplot as plt
+
+    from dptutor.plotting import fp_plot_impossible_fractions
+
+    res = [attack("numpy", b, 200, rng=np.random.default_rng(1)) for b in (1.0, 10.0)]
+    fig = fp_plot_impossible_fractions({"numpy": res})
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log" and ax.get_xlabel() and ax.get_ylabel()
+    plt.close(fig)
+    with pytest.raises(TypeError, match="series"):
+        fp_plot_impossible_fractions({"numpy": [1, 2]})
+    with pytest.raises(ValueError, match="series"):
+        fp_plot_impossible_fractions({})
+    with pytest.raises(ValueError, match="confidence"):
+        fp_plot_impossible_fractions({"numpy": res}, confidence=2.0)
+
+
+@pytest.mark.parametrize(
+    ("call", "exc", "word"),
+    [
+        (lambda: laplace_from_index([1.5], 0.0, 1.0), TypeError, "k"),
+        (lambda: laplace_from_index([0], 0.0, 1.0), ValueError, "k"),
+        (lambda: off_grid([np.nan], 1.0), ValueError, "y"),
+        (lambda: off_grid([1.0], np.inf), ValueError, "loc"),
+        (lambda: sample_floating_laplace(-1, rng=np.random.default_rng(0)), ValueError, "size"),
+        (lambda: sample_floating_laplace(3, rng=np.random.default_rng(0), sampler="x"), ValueError, "sampler"),
+        (lambda: sample_uniform_double(2.5, rng=np.random.default_rng(0)), TypeError, "size"),
+        (lambda: snapping_pmf(np.nan, snapping_parameters(1.0)), ValueError, "x"),
+        (lambda: snapping_pmf(0.0, "params"), TypeError, "params"),
+        (lambda: snapping_parameters(1e-320), ValueError, "epsilon"),
+        (lambda: snapping_loss(None), TypeError, "params"),
+    ],
+)
+def test_more_bad_input(call, exc, word):
+    with pytest.raises(exc, match=word):
+        call()
