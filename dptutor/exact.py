@@ -264,6 +264,14 @@ class GranularParameters:
     r: float
     t: int
 
+    def __post_init__(self) -> None:
+        check_positive(self.epsilon, "epsilon")
+        check_int(self.n, "n", minimum=1)
+        r = check_positive(self.r, "r")
+        if math.frexp(r)[0] != 0.5:
+            raise ValueError(f"r must be a power of two, got {r!r}")
+        check_int(self.t, "t", minimum=1, maximum=MAX_SCALE_NUMERATOR - 1)
+
 
 def granular_parameters(epsilon: float, n: int = 1, bits: int = 40) -> GranularParameters:
     """The granular Laplace mechanism's parameters (``bits = 40`` as in Google's libraries)."""

@@ -434,6 +434,15 @@ class SnappingParameters:
     lam: float
     grid: float
 
+    def __post_init__(self) -> None:
+        check_positive(self.epsilon, "epsilon")
+        check_int(self.n, "n", minimum=1)
+        check_positive(self.bound, "bound")
+        check_positive(self.lam, "lam")
+        grid = check_positive(self.grid, "grid")
+        if math.frexp(grid)[0] != 0.5:
+            raise ValueError(f"grid must be a power of two, got {grid!r}")
+
 
 def snapping_parameters(epsilon: float, n: int = 1, bound: float | None = None) -> SnappingParameters:
     """The snapping mechanism's parameters; ``bound=None`` clamps at ``B = 32 n / epsilon``.

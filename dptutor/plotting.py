@@ -752,5 +752,5 @@ def fp_plot_impossible_fractions(series: Mapping[str, Sequence[object]], confide
     ax.set_xlabel("noise scale $b$ (inputs 0 and 1)")
     ax.set_ylabel("fraction of outputs that\ngive the input away")
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    ax.legend(loc="center right", frameon=False)
     return fig
