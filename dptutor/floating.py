@@ -13,15 +13,16 @@ computes a double from ``u``.  The samplers covered here (``sampler=``):
 ``"inverse_cdf"``  ``dptutor.distributions.sample_laplace(method="inverse_cdf")``: the paper's Eq. 4
                    for ``mu = 0, b = 1`` on ``u``, then times ``scale``, then plus ``loc``.
 ``"fast"``         ``sample_laplace(method="fast")`` (numpy's ziggurat exponential with a random sign,
-                   the noise of :func:`dptutor.mechanisms.laplace_mechanism`).  Sampling only: see below.
+                   the noise of :func:`dptutor.mechanisms.laplace_mechanism`): see below.
 
 For the first three, the map ``k -> output`` never decreases (each step, ``log``, a product by
 ``scale > 0``, a sum with ``loc``, rounds monotonically), so whether an output ``y`` can occur at
 all is decided exactly by a binary search for the smallest ``k`` whose output is ``>= y``
 (:func:`reachable`).  The fourth draws a 64-bit word whose low bits pick one of 256 ziggurat layers
 and whose high bits pick a point inside it, and it may reject and draw again: there is no single
-monotone integer to search.  For it (and for any sampler at all) :func:`off_grid` gives a weaker
-certificate that needs no knowledge of the sampler: ``loc + z`` rounded to a double is always a
+monotone integer to search; :func:`fast_possible` searches each layer instead and certifies
+impossibility (a sound over-approximation of the outputs).  For any sampler at all,
+:func:`off_grid` gives a weaker certificate that needs no knowledge of the sampler: ``loc + z`` rounded to a double is always a
 multiple of ``2^(e - 53)`` where ``2^e <= |loc| < 2^(e+1)``, whatever the double ``z`` is.
 
 Assumptions, stated once: the ``log`` functions are monotone (true of glibc's and numpy's), and
@@ -31,6 +32,7 @@ replica checked draw for draw against numpy in the tests.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Callable
@@ -54,10 +56,14 @@ from dptutor.distributions import laplace_ppf, laplace_ppf_piecewise, sample_lap
 __all__ = [
     "EXACT_SAMPLERS",
     "SAMPLERS",
+    "TESTS",
     "K_MAX",
     "laplace_from_index",
     "reachable",
     "off_grid",
+    "ZIGGURAT_R",
+    "ziggurat_widths",
+    "fast_possible",
     "sample_floating_laplace",
     "AttackResult",
     "attack",
@@ -76,6 +82,8 @@ __all__ = [
 EXACT_SAMPLERS: tuple[str, ...] = ("numpy", "textbook", "inverse_cdf")
 #: Every sampler :func:`sample_floating_laplace` can draw from.
 SAMPLERS: tuple[str, ...] = EXACT_SAMPLERS + ("fast",)
+#: The tests :func:`attack` can run.
+TESTS: tuple[str, ...] = ("exact", "ziggurat", "grid")
 #: The largest ``k``: ``u = k 2^-53`` runs over ``k = 1, ..., 2^53 - 1`` (``k = 0`` is redrawn).
 K_MAX: int = (1 << 53) - 1
 _TWO_M53 = 2.0**-53
@@ -259,6 +267,93 @@ def off_grid(y: ArrayLike, loc: float) -> NDArray[np.bool_]:
 
 
 # ---------------------------------------------------------------------------------------------
+# the ziggurat (sampler="fast"): a sound impossibility test
+# ---------------------------------------------------------------------------------------------
+# numpy's standard_exponential (Marsaglia and Tsang's ziggurat with 256 layers) takes a 64-bit word
+# w, drops 3 bits, reads the layer idx from the next 8 and ri from the remaining 53, and returns
+# ri * w_idx when ri is below the layer's threshold; otherwise it tests a wedge with one more
+# uniform (returning the same ri * w_idx if accepted, or starting again), and for idx = 0 it may go
+# to the tail beyond r, where it returns r - log1p(-U).  So every output is ri * w_idx for some
+# layer and some 53-bit ri, or lies in the tail.  The widths w_idx are read from numpy itself: a
+# PCG64 state can be set so that the next word is any chosen one (the generator steps its 128-bit
+# LCG state and outputs hi ^ lo rotated by the top 6 bits, so a state with hi = 0 outputs lo).
+
+#: Marsaglia and Tsang's start of the tail for the 256-layer exponential ziggurat.
+ZIGGURAT_R: float = 7.69711747013104972
+_PCG_MULT = 0x2360ED051FC65DA44385DF649FCCF645
+_M128 = 1 << 128
+
+
+def _pcg64_feed(bitgen: np.random.PCG64, word: int) -> int:
+    """Set ``bitgen`` so that its next 64-bit output is ``word``; return the state after that step."""
+    state = bitgen.state
+    inc = state["state"]["inc"]
+    state["state"]["state"] = ((word - inc) * pow(_PCG_MULT, -1, _M128)) % _M128
+    state["has_uint32"] = 0
+    bitgen.state = state
+    return word
+
+
+@functools.lru_cache(maxsize=1)
+def ziggurat_widths() -> NDArray[np.float64]:
+    """numpy's 256 ziggurat widths ``w_idx``, read from ``standard_exponential`` fed the word ``ri = 1``.
+
+    Raises ``RuntimeError`` if this numpy's PCG64 or ziggurat does not behave as described above.
+    """
+    bitgen = np.random.PCG64(0)
+    gen = np.random.Generator(bitgen)
+    inc = bitgen.state["state"]["inc"]
+    _pcg64_feed(bitgen, 12345 << 11)
+    if gen.random() != 12345 * _TWO_M53:
+        raise RuntimeError("numpy's PCG64 does not output the word its state was set to")
+    widths = np.empty(256)
+    for idx in range(256):
+        after = _pcg64_feed(bitgen, ((1 << 8) | idx) << 3)
+        x = gen.standard_exponential()
+        # one word on the fast path, two if the wedge test ran and accepted (then x is still 1 * w_idx)
+        if bitgen.state["state"]["state"] not in (after, (after * _PCG_MULT + inc) % _M128):
+            raise RuntimeError(f"numpy's ziggurat rejected ri = 1 in layer {idx}: widths not recoverable")
+        widths[idx] = x
+    return widths
+
+
+def fast_possible(y: ArrayLike, loc: float, scale: float, *, chunk: int = 1024) -> NDArray[np.bool_]:
+    """Can ``sample_laplace(method="fast")`` (or ``laplace_mechanism``) output ``y`` from ``loc``?
+
+    A sound over-approximation: ``False`` is certain (no layer, no 53-bit ``ri`` and no sign gives
+    ``fl(fl(+-ri w_idx) scale) + loc == y``, and ``|y - loc| / scale`` is below the tail), ``True``
+    only means "not excluded" (tail values, and the rare case where the searched window does not
+    bracket ``y``).  For each of the 512 (layer, sign) pairs the map ``ri -> output`` is monotone,
+    so a window of 7 values of ``ri`` around the inverse decides it when its ends bracket ``y``.
+    """
+    loc, scale = _check_loc_scale(loc, scale)
+    chunk = check_int(chunk, "chunk", minimum=1)
+    y_arr = check_float_array(y, "y")
+    flat = y_arr.reshape(-1)
+    widths = ziggurat_widths()
+    hi_ri = float(2**53 - 1)
+    offsets = np.arange(-3.0, 4.0)
+    out = np.empty(flat.size, dtype=np.bool_)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for start in range(0, flat.size, chunk):
+            yc = flat[start : start + chunk]
+            z = (yc - loc) / scale
+            possible = ~np.isfinite(yc) | (np.abs(z) >= ZIGGURAT_R * (1 - 1e-9))
+            for sign in (1.0, -1.0):
+                ri0 = np.rint(np.clip((sign * z)[:, None] / widths[None, :], -8.0, hi_ri + 8.0))
+                ri = np.clip(ri0[:, :, None] + offsets, 0.0, hi_ri)
+                vals = (sign * (ri * widths[None, :, None])) * scale + loc
+                hit = (_same(vals, yc[:, None, None]) & np.isfinite(vals)).any(axis=2)
+                first, last = vals[:, :, 0], vals[:, :, -1]
+                below = first < yc[:, None] if sign > 0 else first > yc[:, None]
+                above = last > yc[:, None] if sign > 0 else last < yc[:, None]
+                bracket = ((ri[:, :, 0] == 0) | below) & ((ri[:, :, -1] == hi_ri) | above)
+                possible |= (hit | ~bracket).any(axis=1)
+            out[start : start + chunk] = possible
+    return out.reshape(y_arr.shape)
+
+
+# ---------------------------------------------------------------------------------------------
 # sampling and the attack
 # ---------------------------------------------------------------------------------------------
 
@@ -289,8 +384,9 @@ class AttackResult:
     """Outcome of :func:`attack`: how many outputs give their input away.
 
     ``impossible0`` of the ``size`` outputs drawn with location ``loc0`` cannot be produced with
-    ``loc1`` (and ``impossible1`` the other way round).  ``test`` is ``"exact"`` (:func:`reachable`)
-    or ``"grid"`` (:func:`off_grid`, which only certifies outputs of ``loc0``).
+    ``loc1`` (and ``impossible1`` the other way round).  ``test`` is ``"exact"`` (:func:`reachable`),
+    ``"ziggurat"`` (:func:`fast_possible`) or ``"grid"`` (:func:`off_grid`, which only certifies
+    outputs of ``loc0``).
     """
 
     sampler: str
@@ -303,19 +399,19 @@ class AttackResult:
     impossible1: int
 
     def __post_init__(self) -> None:
-        check_choice(self.test, "test", ("exact", "grid"))
+        check_choice(self.test, "test", TESTS)
         check_choice(self.sampler, "sampler", SAMPLERS)
         check_positive(self.scale, "scale")
         check_real(self.loc0, "loc0")
         check_real(self.loc1, "loc1")
         size = check_int(self.size, "size", minimum=1)
         check_int(self.impossible0, "impossible0", minimum=0, maximum=size)
-        check_int(self.impossible1, "impossible1", minimum=0, maximum=size if self.test == "exact" else 0)
+        check_int(self.impossible1, "impossible1", minimum=0, maximum=0 if self.test == "grid" else size)
 
     @property
     def outputs(self) -> int:
-        """Outputs tested: ``size`` per input for the exact test, ``size`` for the grid test."""
-        return 2 * self.size if self.test == "exact" else self.size
+        """Outputs tested: ``size`` per input (both directions), ``size`` for the grid test."""
+        return self.size if self.test == "grid" else 2 * self.size
 
     @property
     def impossible(self) -> int:
@@ -353,10 +449,13 @@ def attack(
     """Draw ``size`` outputs with ``loc0`` and ``size`` with ``loc1``; count those the other cannot produce.
 
     ``test="exact"`` uses :func:`reachable` (samplers in :data:`EXACT_SAMPLERS`) both ways;
-    ``test="grid"`` uses :func:`off_grid` on the outputs of ``loc0`` only (any sampler).
+    ``test="ziggurat"`` uses :func:`fast_possible` both ways (``sampler="fast"`` only: impossibility
+    certain, so the count is a lower bound); ``test="grid"`` uses :func:`off_grid` on the outputs of
+    ``loc0`` only (any sampler).
     """
-    check_choice(test, "test", ("exact", "grid"))
-    check_choice(sampler, "sampler", EXACT_SAMPLERS if test == "exact" else SAMPLERS)
+    check_choice(test, "test", TESTS)
+    allowed = {"exact": EXACT_SAMPLERS, "ziggurat": ("fast",), "grid": SAMPLERS}[test]
+    check_choice(sampler, "sampler", allowed)
     scale = check_positive(scale, "scale")
     size = check_int(size, "size", minimum=1, maximum=MAX_ELEMENTS // 2)
     loc0, loc1 = check_real(loc0, "loc0"), check_real(loc1, "loc1")
@@ -366,8 +465,12 @@ def attack(
         imp0 = int(off_grid(y0, loc1).sum())
         return AttackResult(sampler, test, scale, loc0, loc1, size, imp0, 0)
     y1 = sample_floating_laplace(size, loc1, scale, rng=rng, sampler=sampler)
-    imp0 = int((~reachable(y0, loc1, scale, sampler)).sum())
-    imp1 = int((~reachable(y1, loc0, scale, sampler)).sum())
+    if test == "ziggurat":
+        imp0 = int((~fast_possible(y0, loc1, scale)).sum())
+        imp1 = int((~fast_possible(y1, loc0, scale)).sum())
+    else:
+        imp0 = int((~reachable(y0, loc1, scale, sampler)).sum())
+        imp1 = int((~reachable(y1, loc0, scale, sampler)).sum())
     return AttackResult(sampler, test, scale, loc0, loc1, size, imp0, imp1)
 
 
