@@ -26,7 +26,7 @@ impossibility (a sound over-approximation of the outputs).  For any sampler at a
 multiple of ``2^(e - 53)`` where ``2^e <= |loc| < 2^(e+1)``, whatever the double ``z`` is.
 
 Assumptions, stated once: the ``log`` functions are monotone (true of glibc's and numpy's), and
-``loc`` and ``scale`` are such that nothing overflows.  :func:`numpy_laplace_from_index` is a
+``loc`` and ``scale`` are such that nothing overflows.  :func:`laplace_from_index` is a
 replica checked draw for draw against numpy in the tests.
 """
 
