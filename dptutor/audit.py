@@ -927,7 +927,11 @@ def _probe_block(
     Its first call asks for at most 64 outputs (to learn the row width before asking for many).
     """
     rng = np.random.Generator(np.random.PCG64(seed_seq))
-    first = _checked_outputs(mechanism(x, min(size, 64), rng), min(size, 64), None, None, name)
+    try:
+        raw = mechanism(x, min(size, 64), rng)
+    except TypeError as exc:  # most often the wrong signature, e.g. the paper's mechanism(x, epsilon, rng)
+        raise TypeError(f"mechanism {name!r} could not be called as mechanism(data, size, rng): {exc}") from exc
+    first = _checked_outputs(raw, min(size, 64), None, None, name)
     row_shape, floating = first.shape[1:], first.dtype.kind == "f"
     width = int(math.prod(row_shape))
     if width == 0:

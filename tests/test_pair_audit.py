@@ -396,3 +396,18 @@ def test_union_bound_step_of_the_soundness_proof():
         miss_low = pmf[[lo > p for lo, _ in bounds]].sum()
         miss_high = pmf[[hi < p for _, hi in bounds]].sum()
         assert miss_low <= alpha / 4 + 1e-12 and miss_high <= alpha / 4 + 1e-12
+
+
+def test_a_mechanism_with_the_wrong_signature_is_named():
+    def old_style(x, epsilon, rng):
+        return x + rng.laplace(0.0, 1.0 / epsilon, x.shape)
+
+    # The paper's signature happens to run here and returns the wrong number of outputs.
+    with pytest.raises(ValueError, match="old_style.*size=50"):
+        audit_pair(old_style, np.zeros((1, 2)), np.ones((1, 2)), epsilon=1.0, trials=100, seed=0)
+
+    def two_arguments(data, size):
+        return np.zeros(size)
+
+    with pytest.raises(TypeError, match="two_arguments.*mechanism\\(data, size, rng\\)"):
+        audit_pair(two_arguments, 0, 1, epsilon=1.0, trials=100, seed=0)
