@@ -1,6 +1,7 @@
 """The whole book builds with -W -n from a clean cache, and the site works offline."""
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import pytest
 from conftest import ROOT, BookBuild
 
 CHAPTERS = ["intro", "probability", "dp_primer", "laplace_mechanism",
-            "inverse_cdf", "dptext", "sanity_check", "conclusion"]
+            "inverse_cdf", "dptext", "sanity_check", "reading_audits", "conclusion", "paper_map"]
 CDN = re.compile(r"cdn\.jsdelivr|mathjax@|cdnjs|unpkg\.com|googleapis|fonts\.gstatic")
 REMOTE_ASSET = re.compile(r"<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)=\"(?:https?:)?//", re.I)
 
@@ -48,3 +49,69 @@ def test_mathjax_is_served_by_the_site(book_build: BookBuild) -> None:
 
 def test_no_notebook_outputs_are_committed() -> None:
     assert not list((ROOT / "book").rglob("*.ipynb")), "chapters are MyST Markdown notebooks"
+
+
+# ---------------------------------------------------------------------------------------------
+# A downloaded chapter runs from top to bottom: the first code cell shows every import.
+# ---------------------------------------------------------------------------------------------
+
+HIDING_TAGS = {"remove-cell", "remove-input", "hide-cell", "hide-input", "remove_cell", "remove_input"}
+
+
+def chapter_code_cells(path: Path) -> list[tuple[list[str], str]]:
+    """(tags, source) of each code cell of a MyST notebook, in order."""
+    import jupytext
+
+    notebook = jupytext.read(path, fmt="md:myst")
+    return [(list(cell.metadata.get("tags", [])), cell.source) for cell in notebook.cells
+            if cell.cell_type == "code"]
+
+
+def imported_names(tree: ast.AST) -> set[str]:
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            names |= {alias.asname or alias.name for alias in node.names}
+    return names
+
+
+def import_problems(cells: list[tuple[list[str], str]]) -> list[str]:
+    """What keeps a chapter's imports from being all visible in its first code cell."""
+    if not cells:
+        return []
+    problems = []
+    tags, first = cells[0]
+    hidden = HIDING_TAGS & set(tags)
+    if hidden:
+        problems.append(f"the first code cell is hidden ({', '.join(sorted(hidden))})")
+    imported = imported_names(ast.parse(first))
+    used: set[str] = set()
+    for number, (_, source) in enumerate(cells[1:], 2):
+        tree = ast.parse(source)
+        late = imported_names(tree)
+        if late:
+            problems.append(f"code cell {number} imports {sorted(late)}: move the imports to the first cell")
+        used |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    used |= {n.id for n in ast.walk(ast.parse(first)) if isinstance(n, ast.Name)}
+    unused = imported - used
+    if unused:
+        problems.append(f"the first cell imports {sorted(unused)}, which no cell uses")
+    return problems
+
+
+@pytest.mark.parametrize("name", [p.stem for p in sorted((ROOT / "book").glob("*.md"))])
+def test_first_code_cell_shows_every_import(name: str) -> None:
+    problems = import_problems(chapter_code_cells(ROOT / "book" / f"{name}.md"))
+    assert not problems, f"{name}: " + "; ".join(problems)
+
+
+def test_import_check_catches_a_hidden_or_late_import() -> None:
+    # The case that a reader met: the imports sat in a removed cell, and a later cell imported more.
+    hidden = [(["remove-cell"], "import sympy as sp"), ([], "from dptutor import plotting\nsp.Symbol('x')")]
+    problems = import_problems(hidden)
+    assert any("hidden" in p for p in problems) and any("cell 2 imports" in p for p in problems)
+    unused = [([], "import math\nimport numpy as np"), ([], "np.zeros(3)")]
+    assert import_problems(unused) == ["the first cell imports ['math'], which no cell uses"]
+    assert import_problems([([], "import numpy as np"), ([], "np.ones(2)")]) == []
