@@ -34,6 +34,8 @@ CALLS = {
     "plot_loss_agreement": lambda: plotting.plot_loss_agreement({"laplace": ([0.1, 0.5], [0.11, 0.49])}),
     "fp_plot_impossible_fractions": lambda: plotting.fp_plot_impossible_fractions(
         {"numpy's laplace": [attack("numpy", b, 20, rng=np.random.default_rng(1)) for b in (0.1, 1.0)]}),
+    "plot_attack_comparison": lambda: plotting.plot_attack_comparison(
+        [("Laplace", 1, 1.0, 0.9, 0.8), ("Laplace", 2, 1.0, 0.8, 0.6)], true_ratio={"Laplace": lambda n: 1.0}),
 }
 # A parenthesis in a legend entry says something in words, not only symbols such as "(1 > ε)" or "(4)".
 SYMBOLS_ONLY = re.compile(r"(?<![A-Za-z])\([^A-Za-z()]*\)")  # not a call such as "Uni(0, 1)"
