@@ -521,3 +521,43 @@ def test_a_submission_that_kills_the_grader_costs_only_itself(tmp_path: Path) ->
     rows = {r[0]: r for r in valid_rows(csv_path)}
     assert sorted(rows) == ["a.md", "b.md"]
     assert "stopped abruptly" in rows["b.md"][5] and float(rows["b.md"][4]) == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Gradescope: the otter-grader export (skipped unless the dptutor[otter] extra is installed)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_otter_export_grades_correct_blank_and_looping_submissions(tmp_path: Path) -> None:
+    pytest.importorskip("otter")
+    import shutil
+
+    import nbformat
+
+    otter = [sys.executable, "-m", "otter"]
+    export = run_cli("export-otter", "sampler", str(tmp_path), "--time-limit", "5")
+    assert export.returncode == 0, export.stderr
+    subprocess.run([*otter, "assign", "sampler.ipynb", "dist"], cwd=tmp_path, check=True, capture_output=True,
+                   timeout=300)
+    zips = list((tmp_path / "dist" / "autograder").glob("*.zip"))
+    assert len(zips) == 1
+    student = nbformat.read(tmp_path / "dist" / "student" / "sampler.ipynb", as_version=4)
+    assert "BEGIN SOLUTION" not in json.dumps(student) and "np.where(lower" not in json.dumps(student)
+    looping = tmp_path / "looping.ipynb"
+    for cell in student.cells:
+        if cell.cell_type == "code" and "def laplace_inverse_cdf" in cell.source:
+            cell.source = cell.source.replace("    ...", "    while True:\n        pass")
+    nbformat.write(student, looping)
+    submissions = {"correct": tmp_path / "dist" / "autograder" / "sampler.ipynb",
+                   "blank": tmp_path / "dist" / "student" / "sampler.ipynb", "looping": looping}
+    scores = {}
+    for label, path in submissions.items():
+        out = tmp_path / f"run-{label}"
+        out.mkdir()
+        shutil.copy(path, out / "submission.ipynb")
+        subprocess.run([*otter, "run", "-a", str(zips[0]), "-o", str(out), str(out / "submission.ipynb")],
+                       cwd=tmp_path, capture_output=True, timeout=300)
+        results = json.loads((out / "results.json").read_text())
+        scores[label] = sum(t.get("score", 0) for t in results["tests"])
+    print("otter scores:", scores)
+    assert scores["correct"] == 4 and scores["blank"] == 0 and scores["looping"] == 0

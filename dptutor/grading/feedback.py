@@ -173,6 +173,9 @@ def describe(exc: BaseException) -> str:
 
 
 def as_floats(value: Any) -> NDArray[np.float64] | None:
+    """``value`` as a float64 array, or None if it is not numbers (``None`` is not NaN here)."""
+    if value is None:
+        return None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
