@@ -8,6 +8,8 @@ a diagnosis): the checks replay the evidence from its recorded seed.
 from __future__ import annotations
 
 import math
+import re
+import unicodedata
 import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -93,7 +95,7 @@ def _replay(result: Any, mechanism: Callable, label: str, minimum_trials: int) -
 
 
 def _pending(what: str, value: str) -> Finding:
-    return Finding(None, f"{what} recorded ({value!r}); whether it is right is graded after you submit")
+    return Finding(None, f"{what} recorded ({value!r}); graded after submission")
 
 
 def _bound_agrees(result: Any, verdict: str, label: str) -> Finding:
@@ -183,8 +185,59 @@ def _audit_diagnosis(diagnosis: Any, *, hidden: bool = False) -> list[Finding]:
                            "at the same n and seed to compare the count tables.")]
 
 
+
+def separates_candidates(n: int) -> bool:
+    """Whether the four candidates' noise scales (n, 1, sqrt(n), n/2, times 1/epsilon for the
+    two-sided ones) are pairwise different at dimension ``n``: not at n = 1 (l2 = sensitivity-1),
+    n = 2 (half-scale = sensitivity-1) or n = 4 (half-scale = l2)."""
+    return n >= 3 and n != 4
+
+
+#: Words a justification should have, at least and at most.
+JUSTIFICATION_WORDS = (15, 250)
+
+# The key facts a justification of the diagnosis must state, each with a neutral description (what
+# the grader looked for, without the answer) and the ways of saying it that are accepted.  Matching
+# is case-insensitive on a normalised text (unicode roots and ells spelled out), generous with
+# synonyms, and every fact earns the same share; the CSV lists the facts found so that an
+# instructor can read the text and override.
+_FACTS: tuple[tuple[str, Callable[[str], bool]], ...] = (
+    ("a dimension n at which the candidates' scales all differ (not n = 1, 2 or 4)",
+     lambda text: any(separates_candidates(int(m)) for m in re.findall(r"\bn\s*(?:=|==|of)\s*(\d{1,4})\b", text))),
+    ("a comparison with at least two of the other candidates",
+     lambda text: sum(bool(re.search(p, text)) for p in (r"one[- ]sided", r"sensitivity[- ]?1", r"half[- ]scale|half the")) >= 2),
+    ("that the count tables or losses agree only up to sampling error (confidence intervals, bounds)",
+     lambda text: bool(re.search(r"confidence|interval|sampling|statistic|lower bound|upper bound|error|significan|noise in the estimate", text))),
+    ("which noise scale the broken mechanism's losses fit",
+     lambda text: bool(re.search(r"sqrt|square root|\bl2\b|l_2|l-2", text))),
+)
+
+
+def _normalise(text: str) -> str:
+    text = unicodedata.normalize("NFKC", text).lower()
+    return text.replace("√", " sqrt ").replace("ℓ", "l").replace("\u2082", "2")
+
+
+def _audit_justification(justification: Any, *, hidden: bool | int = False) -> list[Finding]:
+    """Free text, graded after submission on required key facts (:data:`_FACTS`)."""
+    if justification is None or (isinstance(justification, str) and not justification.strip()):
+        raise NotAnswered("no justification yet")
+    if not isinstance(justification, str):
+        return [Finding(False, f"justification should be a string (text), got {type(justification).__name__}")]
+    words = len(justification.split())
+    low, high = JUSTIFICATION_WORDS
+    if not low <= words <= high:
+        return [Finding(False, f"the justification has {words} words; write between {low} and {high}")]
+    if not hidden:
+        return [_pending("justification", f"{words} words")]
+    text = _normalise(justification)
+    return [Finding(True, f"states {what}") if found(text) else Finding(False, f"does not state {what}")
+            for what, found in _FACTS]
+
+
 ASSIGNMENT = Assignment("audit", "Auditing two mystery mechanisms", "audit.md", (
     Question("q1", "mechanism A", 2.0, ("verdicts", "evidence"), _audit_a),
     Question("q2", "mechanism B", 2.0, ("verdicts", "evidence"), _audit_b),
-    Question("q3", "diagnosis of A", 1.0, ("diagnosis",), _audit_diagnosis),
+    Question("q3", "diagnosis", 1.0, ("diagnosis",), _audit_diagnosis),
+    Question("q4", "justification", 1.0, ("justification",), _audit_justification),
 ))

@@ -78,8 +78,18 @@ class Feedback:
         """The sentences a student should read: failed findings, or why nothing was graded."""
         return [f.message for f in self.findings if f.passed is False]
 
+    @property
+    def pending(self) -> bool:
+        """Whether part of the answer is only recorded here and graded after submission."""
+        return any(f.passed is None for f in self.findings)
+
     def report(self) -> str:
-        head = f"{self.question} ({self.title}): {fmt_points(self.score)} / {fmt_points(self.points)} points"
+        """The text a student reads.  A question with a part graded after submission shows no score
+        (a partial score there would contradict the final grade)."""
+        if self.pending and self.status == "graded":
+            head = f"{self.question} ({self.title}): recorded; graded after submission"
+        else:
+            head = f"{self.question} ({self.title}): {fmt_points(self.score)} / {fmt_points(self.points)} points"
         if self.status != "graded":
             head += f" [{self.status}]"
         lines = [head]
