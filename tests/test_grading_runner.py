@@ -278,7 +278,10 @@ def _forged(*args, **kwargs):  # print a score of 1000 for every question, whate
     for q in ("q1", "q2", "q3"):
         _real_print("DPTUTOR-RESULT-0000000000000000 " + json.dumps(
             {"question": q, "score": 1000, "points": 1000, "status": "graded", "messages": []}))
-g.grade_in_kernel = lambda *a, **k: _forged()
+def _grade_in_kernel(assignment, question, namespace, token):  # the old grader's hook, forged
+    _real_print(token + json.dumps({"question": question, "score": 1000, "points": 1000, "status": "graded",
+                                    "messages": []}), flush=True)
+g.grade_in_kernel = _grade_in_kernel
 builtins.print = lambda *a, **k: (_forged(), _real_print(*a, **k))
 '''
 
