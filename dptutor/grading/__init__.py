@@ -102,6 +102,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m dptutor.grading grade ...`` or ``release``: the same as ``python -m dptutor ...``."""
     from dptutor.cli import main as cli_main
 
+    if argv is not None and (isinstance(argv, (str, bytes)) or not all(isinstance(a, str) for a in argv)):
+        raise TypeError("argv must be a sequence of str")
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] not in ("grade", "release", "-h", "--help"):
         print(f"python -m dptutor.grading: expected 'grade' or 'release', got {args[0]!r}", file=sys.stderr)

@@ -17,12 +17,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dptutor._validate import check_float_array, check_positive, check_rng
+from dptutor._validate import check_float_array, check_int, check_positive, check_rng
 from dptutor.audit import AuditResult, estimate_loss
 from dptutor.grading.feedback import Assignment, Finding, NotAnswered, Question
 from dptutor.mechanisms import laplace_mechanism
 
-__all__ = ["ASSIGNMENT", "AUDIT_EPSILON", "AUDIT_CONFIDENCE", "VERDICTS", "DIAGNOSES", "mystery_a", "mystery_b"]
+__all__ = ["ASSIGNMENT", "AUDIT_EPSILON", "AUDIT_CONFIDENCE", "VERDICTS", "DIAGNOSES", "JUSTIFICATION_WORDS",
+           "mystery_a", "mystery_b", "separates_candidates"]
 
 #: The privacy budget both mystery mechanisms claim.
 AUDIT_EPSILON = 1.0
@@ -190,6 +191,7 @@ def separates_candidates(n: int) -> bool:
     """Whether the four candidates' noise scales (n, 1, sqrt(n), n/2, times 1/epsilon for the
     two-sided ones) are pairwise different at dimension ``n``: not at n = 1 (l2 = sensitivity-1),
     n = 2 (half-scale = sensitivity-1) or n = 4 (half-scale = l2)."""
+    n = check_int(n, "n", minimum=1)
     return n >= 3 and n != 4
 
 

@@ -8,14 +8,21 @@ from __future__ import annotations
 
 from typing import Any
 
-import nbformat
-from otter.plugins import AbstractOtterPlugin
+try:
+    from otter.plugins import AbstractOtterPlugin
+except ImportError:  # the module stays importable; the plugin itself needs otter
+    class AbstractOtterPlugin:  # type: ignore[no-redef]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            raise ImportError("the otter plugin needs otter-grader: pip install 'dptutor[otter]'")
 
 __all__ = ["TimeLimit", "time_limit_source"]
 
 
 def time_limit_source(seconds: float) -> str:
     """The code of the first cell: :func:`dptutor.grading.otter.arm_time_limit`."""
+    from dptutor._validate import check_positive
+
+    seconds = check_positive(seconds, "seconds")
     return f"from dptutor.grading.otter import arm_time_limit\narm_time_limit({float(seconds)!r})\n"
 
 
@@ -23,6 +30,8 @@ class TimeLimit(AbstractOtterPlugin):
     """Insert :func:`time_limit_source` as the submission's first cell before otter executes it."""
 
     def before_execution(self, submission: Any) -> Any:
+        import nbformat
+
         seconds = float((self.plugin_config or {}).get("seconds", 60))
         if isinstance(submission, nbformat.NotebookNode):
             submission.cells.insert(0, nbformat.v4.new_code_cell(time_limit_source(seconds)))

@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from dptutor._validate import check_callable, check_int, check_positive
 from dptutor.grading.feedback import SpyArray, call, uniforms
 
 __all__ = [
@@ -61,6 +62,7 @@ __all__ = [
     "load_record",
     "load_timed",
     "replay_question",
+    "Record",
 ]
 
 #: The largest record file the grader reads (bytes), and the largest array in it (elements).
@@ -74,7 +76,7 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
 _MEMBER = re.compile(r"^(meta|a[0-9]{1,6})\.npy$")
 
 
-class RecordError(Exception):
+class RecordError(ValueError):
     """The data a kernel wrote cannot be parsed or fails validation (the question scores 0)."""
 
 
@@ -90,9 +92,22 @@ class RecordMismatch(BaseException):
 _SESSION: contextvars.ContextVar[Any] = contextvars.ContextVar("dptutor_grading_session", default=None)
 
 
+def _check_spec(spec: Any) -> list[tuple[int, int]]:
+    if isinstance(spec, (str, bytes)) or not isinstance(spec, Sequence):
+        raise TypeError(f"spec must be a list of (seed, count) pairs, got {type(spec).__name__}")
+    parts = []
+    for part in spec:
+        if isinstance(part, (str, bytes)) or not isinstance(part, Sequence) or len(part) != 2:
+            raise TypeError("spec must be a list of (seed, count) pairs")
+        parts.append((check_int(part[0], "spec seed", minimum=0), check_int(part[1], "spec count", minimum=0)))
+    if sum(c for _, c in parts) > MAX_ARRAY_ELEMENTS:
+        raise ValueError(f"spec asks for more than {MAX_ARRAY_ELEMENTS:,} uniforms")
+    return parts
+
+
 def make_uniforms(spec: Sequence[Sequence[int]]) -> NDArray[np.float64]:
     """The uniforms of a timed request: ``spec`` is a list of ``(seed, count)`` parts, concatenated."""
-    parts = [uniforms(int(seed), int(count)) for seed, count in spec]
+    parts = [uniforms(seed, count) for seed, count in _check_spec(spec)]
     return np.concatenate(parts) if parts else np.empty(0)
 
 
@@ -115,6 +130,9 @@ def measure(f: Callable, spec: Sequence[Sequence[int]], *args: Any,
     scaled up, stops a hopeless case at ``cap`` seconds).  While recording, nothing runs (the
     runner times the call in a cell of its own); in the replay, the runner's measurement is used.
     """
+    check_callable(f, "f")
+    spec = _check_spec(spec)
+    cap = check_positive(cap, "cap")
     session = _SESSION.get()
     if isinstance(session, _Recorder):
         return session.request_timing(f, spec, args)
@@ -154,6 +172,8 @@ def reference_seconds(reference: Callable, spec: Sequence[Sequence[int]], *args:
 
     While recording in a kernel it returns NaN without running (the replay measures it again).
     """
+    check_callable(reference, "reference")
+    spec = _check_spec(spec)
     if isinstance(_SESSION.get(), _Recorder):
         return math.nan
     best = math.inf
@@ -351,11 +371,20 @@ def _plain(args: Sequence[Any]) -> list[Any]:
     return out
 
 
+def _check_namespace_and_path(namespace: Any, path: Any) -> None:
+    if not isinstance(namespace, Mapping):
+        raise TypeError(f"namespace must be a mapping (globals()), got {type(namespace).__name__}")
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a path, got {type(path).__name__}")
+
+
 def record_cell(namespace: Mapping[str, Any], assignment: str, question: str, hidden: int, path: str) -> None:
     """Kernel side of one hidden check: drive the check, write what the student's code did to ``path``."""
     from dptutor.grading.registry import get_assignment
 
     q = get_assignment(assignment).question(question)
+    _check_namespace_and_path(namespace, path)
+    hidden = check_int(hidden, "hidden", minimum=0)
     recorder = _Recorder()
     meta: dict[str, Any] = {"version": 1, "question": question, "needs": {}, "calls": recorder.calls,
                             "timed": recorder.timed}
@@ -388,6 +417,10 @@ def record_cell(namespace: Mapping[str, Any], assignment: str, question: str, hi
 def timed_cell(namespace: Mapping[str, Any], name: str, spec: Sequence[Sequence[int]], args: Sequence[Any],
                path: str) -> None:
     """Kernel side of a timed request: ``namespace[name](uniforms, *args)``, the output written to ``path``."""
+    _check_namespace_and_path(namespace, path)
+    if not isinstance(name, str) or name not in namespace:
+        raise ValueError(f"name must be a name defined in namespace, got {name!r}")
+    args = _plain(args)
     writer = _Writer()
     u = make_uniforms(spec)
     entry: dict[str, Any] = {"version": 1}
@@ -587,6 +620,10 @@ def _check_request(req: Any, needs: Sequence[str]) -> None:
 
 def load_record(path: str, needs: Sequence[str]) -> Record:
     """Parse and validate the file a record cell wrote (:class:`RecordError` if anything is off)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a path, got {type(path).__name__}")
+    if isinstance(needs, str) or not all(isinstance(n, str) for n in needs):
+        raise TypeError("needs must be a sequence of names")
     meta, arrays = _parse_npz(_read_regular(path, MAX_RECORD_BYTES))
     _validate_record(meta, arrays, needs)
     return Record(meta, arrays)
@@ -594,6 +631,8 @@ def load_record(path: str, needs: Sequence[str]) -> Record:
 
 def load_timed(path: str) -> Record:
     """Parse and validate the file a timed cell wrote."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a path, got {type(path).__name__}")
     meta, arrays = _parse_npz(_read_regular(path, MAX_RECORD_BYTES))
     _expect(("raised" in meta) != ("value" in meta), "the timed result has neither or both of a value and an exception")
     if "raised" in meta:
@@ -726,6 +765,9 @@ def replay_question(assignment: str, question: str, record: Record, hidden: int)
 
     a = get_assignment(assignment)
     q = a.question(question)
+    if not isinstance(record, Record):
+        raise TypeError(f"record must be a Record (from load_record), got {type(record).__name__}")
+    hidden = check_int(hidden, "hidden", minimum=0)
     missing = record.meta["missing"]
     if missing:
         return Feedback(a.name, q.name, q.title, 0.0, q.points, status="missing", findings=(Finding(

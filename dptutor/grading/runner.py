@@ -432,6 +432,8 @@ def _header(a: Assignment) -> list[str]:
 def read_csv(path: Path | str, assignment: str) -> list[list[str]]:
     """The rows of an existing scores CSV of ``assignment`` (ValueError naming ``csv`` if it is not one)."""
     a = get_assignment(assignment)
+    if not isinstance(path, (str, Path)):
+        raise TypeError(f"path must be a path, got {type(path).__name__}")
     path = Path(path)
     try:
         with open(path, newline="", encoding="utf-8") as fh:
@@ -489,6 +491,8 @@ def _positive(text: str) -> float:
 
 def add_grade_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of ``python -m dptutor grade``."""
+    if not isinstance(parser, argparse.ArgumentParser):
+        raise TypeError(f"parser must be an argparse.ArgumentParser, got {type(parser).__name__}")
     parser.add_argument("assignment", choices=sorted(ASSIGNMENTS), help="which assignment")
     parser.add_argument("submissions", type=Path, help="folder of submitted notebooks (.ipynb or .md)")
     parser.add_argument("--csv", type=Path, default=Path("scores.csv"),
@@ -529,6 +533,8 @@ def _validate_outputs(csv_path: Path, feedback: Path | None) -> str | None:
 
 def run_grade(args: argparse.Namespace) -> int:
     """Handler of ``python -m dptutor grade``: exit code 0, 2 (bad arguments) or 130 (Ctrl-C)."""
+    if not isinstance(args, argparse.Namespace):
+        raise TypeError(f"args must be an argparse.Namespace, got {type(args).__name__}")
     try:
         check_grade_dependencies()
     except ImportError as exc:
