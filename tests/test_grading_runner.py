@@ -116,8 +116,9 @@ def wrong_answers(reference: dict) -> list[tuple[str, dict]]:
         ("mechanism", {"mean_sensitivity": lambda m, k: np.sqrt(k) / m, "private_mean": per_coordinate}),
         ("mechanism", {"mean_sensitivity": lambda m, k: k / m, "private_mean": mutating}),
         ("audit", {"verdicts": {"A": "no evidence", "B": "violates"},
-                   "evidence": {"A": audit["evidence"]["B"], "B": audit["evidence"]["A"]}, "diagnosis": "half-scale"}),
-        ("audit", {"verdicts": "violates", "evidence": [1, 2], "diagnosis": 3}),
+                   "evidence": {"A": audit["evidence"]["B"], "B": audit["evidence"]["A"]}, "diagnosis": "half-scale",
+                   "justification": "At n = 2 the half-scale candidate matched the table exactly, digit for digit, so it is that one."}),
+        ("audit", {"verdicts": "violates", "evidence": [1, 2], "diagnosis": 3, "justification": 3}),
     ]
 
 
@@ -448,7 +449,7 @@ verdicts = {"A": "violates", "B": "violates"}'''
     honest = {"verdicts": {"A": "violates", "B": "violates"},
               "evidence": {"A": AuditResult.from_counts([[10, 99_990], [99_990, 10]], n=2, epsilon=1.0, seed=1)} | {
                   "B": AuditResult.from_counts([[10, 99_990], [99_990, 10]], n=2, epsilon=1.0, seed=1)},
-              "diagnosis": "l2"}
+              "diagnosis": "l2", "justification": None}
     assert float(f["total"]) <= honest_total("audit", honest) and "does not reproduce" in f["messages"], f
 
 
