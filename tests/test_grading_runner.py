@@ -254,7 +254,11 @@ def test_output_arguments_are_checked_before_grading(tmp_path: Path) -> None:
         proc = run_cli("grade", "sampler", str(folder), *extra)
         assert proc.returncode == 2, proc.stderr
         assert expected in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
-    assert time.monotonic() - started < 30
+    # The old entry point still works, with the same checks.
+    proc = subprocess.run([sys.executable, "-m", "dptutor.grading", "grade", "sampler", str(folder), "--csv",
+                           str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "is a folder" in proc.stderr, proc.stderr
+    assert time.monotonic() - started < 40
     assert not (tmp_path / "s.csv").exists()
 
 
@@ -402,7 +406,7 @@ verdicts = {"A": "violates", "B": "violates"}'''
         'evidence = {"A": None, "B": None}\nverdicts = {"A": None, "B": None}', forged_evidence).replace(
         "diagnosis = None", 'diagnosis = "l2"'))
 
-    limits = {"sampler": ("10", "25"), "mechanism": ("60", "300"), "audit": ("60", "300")}
+    limits = {"sampler": ("5", "15"), "mechanism": ("60", "300"), "audit": ("60", "300")}
     procs = {
         name: subprocess.Popen(
             [sys.executable, "-m", "dptutor", "grade", name, str(folder), "--csv", str(tmp_path / f"{name}.csv"),
@@ -440,7 +444,7 @@ verdicts = {"A": "violates", "B": "violates"}'''
     with pytest.raises(ProcessLookupError):
         os.kill(helper, 0)
     assert scores["crash.md"] == 0 and "RuntimeError: boom" in s["crash.md"]["messages"]
-    assert scores["loop.md"] == 0 and "longer than 10 s" in s["loop.md"]["messages"]
+    assert scores["loop.md"] == 0 and "longer than 5 s" in s["loop.md"]["messages"]
 
     m = rows["mechanism"]["patched.md"]
     honest = {"mean_sensitivity": lambda m, k: k / m, "private_mean": per_coordinate}

@@ -278,7 +278,10 @@ def _unlink(path: str) -> None:
 
 
 def _kill_group(pid: int | None) -> None:
-    """Kill the kernel's process group (the kernel runs in a session of its own): forked helpers die too."""
+    """Kill the kernel's process group (the kernel runs in a session of its own): forked helpers die too.
+
+    Called while the kernel is still alive, so that the group id cannot belong to anyone else yet.
+    """
     if pid is None or pid <= 1 or pid == os.getpgrp():
         return
     try:
@@ -355,15 +358,13 @@ def grade_notebook(path: Path | str, assignment: str, *, timeout: float = 60,
         try:
             _run_coroutine(limited)
         except (KeyboardInterrupt, asyncio.CancelledError):
-            _kill_group(run.kernel_pid)
+            # The kernel's group was killed (and the kernel shut down) while cancelling execute().
             raise KeyboardInterrupt from None
         except Exception as exc:  # time limit, dead kernel, kernel failed to start, ...
             if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) or time.monotonic() - started >= total_timeout:
                 result.notes.append(f"the notebook was stopped at the total time limit of {total_timeout:g} s")
             else:
                 result.notes.append(f"execution stopped: {type(exc).__name__}: {exc}")
-        finally:
-            _kill_group(run.kernel_pid)
     error = _first_error(student)
     if error:
         result.notes.append(error)
