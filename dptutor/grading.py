@@ -59,7 +59,8 @@ from scipy import stats
 
 from dptutor.audit import AuditResult, estimate_loss
 from dptutor.distributions import laplace_ppf
-from dptutor.mechanisms import _check_epsilon, _check_rng, _check_x, _laplace_noise_added
+from dptutor._validate import check_batch, check_positive
+from dptutor.mechanisms import add_laplace_noise
 
 __all__ = [
     "Finding",
@@ -631,8 +632,7 @@ _AUDIT_MAX_TRIALS = 5_000_000
 
 def _mystery(x: NDArray, epsilon: float, rng: np.random.Generator, scale: Callable[[int], float]) -> NDArray:
     """``x + Lap(0, scale(n) / epsilon)``, checked and drawn as :mod:`dptutor.mechanisms` does."""
-    x = _check_x(x)
-    return _laplace_noise_added(x, scale(x.shape[1]) / _check_epsilon(epsilon), _check_rng(rng))
+    return add_laplace_noise(x, scale(check_batch(x).shape[1]) / check_positive(epsilon, "epsilon"), rng)
 
 
 def mystery_a(x: NDArray, epsilon: float, rng: np.random.Generator) -> NDArray[np.float64]:

@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from dptutor.audit import _check_confidence
+from dptutor._validate import check_probability
 
 
 # ---------------------------------------------------------------------------------------------
@@ -640,7 +640,7 @@ def plot_seed_estimates(
         exact = float(exact)
         if not (np.isfinite(exact) and exact >= 0):
             raise ValueError(f"exact must be a finite loss >= 0, got {exact!r}")
-    confidence = _check_confidence(confidence)
+    confidence = check_probability(confidence, "confidence")
 
     order = np.argsort(est, kind="stable")
     est, low = est[order], low[order]
