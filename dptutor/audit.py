@@ -341,6 +341,7 @@ class AuditResult:
 
     def summary(self, confidence: float = 0.95) -> str:
         """A short multi-line description: parameters, count table, loss, bound and verdict."""
+        confidence = check_probability(confidence, "confidence")
         lower, upper = self.confidence_interval(confidence)
         width = max(10, len(str(int(self.counts.max()))) + 2)
         pct = f"{100 * confidence:g}%"
@@ -499,6 +500,12 @@ def _blocks(trials: int, seed_seq: np.random.SeedSequence) -> Iterator[tuple[int
 
 def _n_blocks(trials: int) -> int:
     return -(-trials // BLOCK_TRIALS)
+
+
+def _block_sizes(trials: int) -> list[int]:
+    """The sizes of the blocks of ``trials`` trials (all :data:`BLOCK_TRIALS` but maybe the last)."""
+    full, rest = divmod(trials, BLOCK_TRIALS)
+    return [BLOCK_TRIALS] * full + ([rest] if rest else [])
 
 
 @dataclass(frozen=True)

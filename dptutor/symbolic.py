@@ -62,6 +62,11 @@ class Symbols:
     t: sp.Symbol  # a threshold for a CDF, real
     Delta: sp.Symbol  # sensitivity, positive
 
+    def __post_init__(self) -> None:
+        for field, value in vars(self).items():
+            if not isinstance(value, sp.Symbol):
+                raise TypeError(f"{field} must be a sympy Symbol, got {type(value).__name__}")
+
 
 @lru_cache(maxsize=None)
 def symbols() -> Symbols:
