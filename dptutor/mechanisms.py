@@ -20,8 +20,8 @@ the mistakes the paper discusses:
 ``random_output``         Each coordinate 0 or 1 with probability 1/2 (perfect privacy).
 ========================  ==============================================================
 
-The authors' code names these mechanisms after its classes (the keys of their ``results.json``);
-:data:`AUTHORS_NAMES` maps our names to theirs.
+The names of the authors' classes map to ours as in :data:`AUTHORS_NAMES`; their published numbers
+are read by :func:`dptutor.reference.paper_results`.
 """
 
 from __future__ import annotations
