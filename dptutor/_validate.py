@@ -220,15 +220,16 @@ def check_float_array(
     allow_nan: bool = False,
     ndim: int | Sequence[int] | None = None,
     min_size: int = 0,
+    low: float | None = None,
 ) -> NDArray[np.float64]:
     """``value`` as a float64 array of real numbers (bools, complex, strings and objects refused).
 
     NaN is refused unless ``allow_nan``; infinities too when ``finite``.  ``ndim`` restricts the
-    number of dimensions; ``min_size`` the number of elements.
+    number of dimensions; ``min_size`` the number of elements; ``low`` the smallest value allowed.
     """
     if is_bool(value):
         raise TypeError(f"{name} must be a real number or an array of real numbers, got a bool")
-    if ndim is None and min_size <= 1 and isinstance(value, (float, int, np.floating, np.integer)):
+    if ndim is None and min_size <= 1 and low is None and isinstance(value, (float, int, np.floating, np.integer)):
         # Scalar fast path (the array path below costs ~10 us a call).
         x = check_real(value, name, allow_inf=not finite) if not (allow_nan and value != value) else math.nan
         return np.asarray(x)
@@ -252,6 +253,8 @@ def check_float_array(
         raise ValueError(f"{name} must not contain NaN")
     if finite and not np.isfinite(arr[~np.isnan(arr)] if allow_nan else arr).all():
         raise ValueError(f"{name} must be finite")
+    if low is not None and (arr < low).any():
+        raise ValueError(f"{name} must hold values >= {low:g}")
     return arr
 
 
@@ -295,6 +298,8 @@ def check_interval(value: object, name: str, *, low: float = -math.inf, low_open
     """A pair ``(lo, hi)`` of finite reals with ``lo < hi`` (and ``lo > low``, or ``>=`` unless ``low_open``)."""
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, (Sequence, np.ndarray)):
         raise TypeError(f"{name} must be a pair of real numbers (low, high), got {type(value).__name__}")
+    if isinstance(value, np.ndarray) and value.ndim != 1:
+        raise ValueError(f"{name} must be a pair of real numbers (low, high), got an array of shape {value.shape}")
     items = list(value)
     if len(items) != 2:
         raise ValueError(f"{name} must be a pair of real numbers (low, high), got {len(items)} item(s)")
