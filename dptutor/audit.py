@@ -48,6 +48,7 @@ from dptutor._validate import (
     check_sequence,
     check_str,
     check_workers,
+    immutable_finite_array,
     is_bool,
 )
 from dptutor._workers import WorkerPool
@@ -388,13 +389,12 @@ def _fmt(x: float) -> str:
 def _datasets(rows: int, n: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Read-only ``(rows, n)`` arrays of zeros (D) and ones (D'), shared by every audit in the process.
 
-    Their memory is an immutable ``bytes`` object, so no mechanism can make them writeable
-    (``x.setflags(write=True)`` raises on them and on their base): a mechanism that tries to write
-    into its input cannot corrupt later audits.
+    Their memory is an immutable ``bytes`` object (:func:`dptutor._validate.immutable_finite_array`),
+    so no mechanism can make them writeable (``x.setflags(write=True)`` raises on them and on their
+    base): a mechanism that tries to write into its input cannot corrupt later audits.  The built-in
+    mechanisms recognise them and skip their finiteness check.
     """
-    zeros = np.frombuffer(bytes(rows * n * 8), dtype=np.float64).reshape(rows, n)
-    ones = np.frombuffer(np.ones(rows * n).tobytes(), dtype=np.float64).reshape(rows, n)
-    return zeros, ones
+    return immutable_finite_array(np.zeros((rows, n))), immutable_finite_array(np.ones((rows, n)))
 
 
 def _chunk_rows(n: int) -> int:
