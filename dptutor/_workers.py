@@ -29,14 +29,16 @@ POLL_SECONDS: float = 0.2
 
 def _watch(parent_pid: int, stop: Event) -> None:
     while not stop.wait(POLL_SECONDS):
-        if os.getppid() != parent_pid:  # reparented: the parent died
+        if os.getppid() != parent_pid:  # reparented: the process that started this worker died
             os._exit(1)
     os._exit(1)  # told to stop: leave now, without finishing the task in hand
 
 
-def _init_worker(parent_pid: int, stop: Event) -> None:
+def _init_worker(stop: Event) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    threading.Thread(target=_watch, args=(parent_pid, stop), daemon=True, name="dptutor-watch").start()
+    # The parent as seen from here (the pool's process, or a fork server that dies with it).
+    parent = os.getppid()
+    threading.Thread(target=_watch, args=(parent, stop), daemon=True, name="dptutor-watch").start()
 
 
 class WorkerPool(concurrent.futures.ProcessPoolExecutor):
@@ -49,7 +51,7 @@ class WorkerPool(concurrent.futures.ProcessPoolExecutor):
             max_workers=max_workers,
             mp_context=context,
             initializer=_init_worker,
-            initargs=(os.getpid(), self.stop_event),
+            initargs=(self.stop_event,),
         )
 
     def stop(self) -> None:
