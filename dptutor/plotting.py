@@ -759,7 +759,7 @@ def plot_seed_estimates(
     if np.isinf(est).any() or np.isinf(low).any():
         raise ValueError("losses and lower_bounds must be finite for this plot")
     if (low > est).any():
-        raise ValueError("each lower bound must not exceed its point estimate")
+        raise ValueError("lower_bounds must not exceed losses (each bound at most its point estimate)")
     epsilon = check_positive(epsilon, "epsilon")
     if exact is not None:
         exact = check_real(exact, "exact", low=0.0)

@@ -249,6 +249,9 @@ def _like(valid: Any) -> list[tuple[str, Any]]:
                 ("item None", type(valid)([None, *valid[1:]])), ("one short", type(valid)(valid[:-1])),
                 ("one more", type(valid)([*valid, first])), ("as generator", (v for v in valid)),
                 ("item list", type(valid)([[first], *valid[1:]]))]
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in valid):
+            out += [("items x10 + 1", type(valid)(10 * v + 1 for v in valid)),
+                    ("items negated", type(valid)(-v - 1 for v in valid))]
     elif isinstance(valid, Mapping) and valid:
         key = next(iter(valid))
         out += [("value NaN", {key: math.nan}), ("value None", {key: None}), ("int key", {1: valid[key]}),
