@@ -13,7 +13,6 @@ seed, so an interrupted run resumes where it stopped.
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import csv
 import hashlib
@@ -41,7 +40,6 @@ from dptutor._validate import (
     check_sequence,
     check_str,
     check_workers,
-    is_bool,
 )
 from dptutor.audit import MAX_N, MAX_TRIALS, AuditCell, AuditResult, estimate_losses, exact_loss, loss_from_counts
 from dptutor.mechanisms import MECHANISMS, Mechanism
