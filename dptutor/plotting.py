@@ -101,23 +101,23 @@ def plot_inverse_cdfs(mu: float = 0.0, b: float = 1.0, *, num: int = 2001, ylim:
 
     fig, (ax_ok, ax_bad) = plt.subplots(1, 2, figsize=(8.6, 4.4), sharey=True, layout="constrained")
 
-    ax_ok.plot(u, laplace_ppf(u, mu, b), color="C0", lw=2.5, label=r"Eq. (4), $u \sim \mathrm{Uni}(0, 1)$")
+    ax_ok.plot(u, laplace_ppf(u, mu, b), color="C0", lw=2.5, label=r"paper's Eq. 4, $u \sim \mathrm{Uni}(0, 1)$")
     ax_ok.plot(v_centred, laplace_ppf_centered(v_centred, mu, b), color="C1", lw=2.5, ls="--",
-               label=r"Eq. (7), $v \sim \mathrm{Uni}(-\frac{1}{2}, \frac{1}{2})$")
+               label=r"paper's Eq. 7, $v \sim \mathrm{Uni}(-\frac{1}{2}, \frac{1}{2})$")
     ax_ok.set_title("Correct: each formula with its own uniform")
     ax_ok.set_xlabel("uniform draw ($u$ or $v$)")
     ax_ok.set_ylabel(r"sample $F^{-1}$")
     ax_ok.set_xlim(-0.55, 1.05)
 
-    ax_bad.plot(u, laplace_ppf(u, mu, b), color="0.75", lw=2.0, label="Eq. (4), for comparison")
+    ax_bad.plot(u, laplace_ppf(u, mu, b), color="0.75", lw=2.0, label="paper's Eq. 4, for comparison")
     ax_bad.plot(v_half, dptext_transform(v_half, mu, b), color="C3", lw=2.5,
-                label=r"Eq. (9), $v \in [0, \frac{1}{2})$: finite, $\geq \mu$")
+                label=r"paper's Eq. 9, $v \in [0, \frac{1}{2})$: finite, $\geq \mu$")
     real_part = np.real(mu - b * np.sign(v_upper) * np.log((1.0 - 2.0 * np.abs(v_upper)).astype(complex)))
     ax_bad.plot(v_upper, real_part, color="C3", lw=1.5, ls=":",
-                label=r"Eq. (9), $v > \frac{1}{2}$: real part of a complex number")
+                label=r"paper's Eq. 9, $v > \frac{1}{2}$: real part of a complex number")
     ax_bad.axvspan(0.5, 1.0, color="C3", alpha=0.08, lw=0)
     ax_bad.text(0.75, lo + 0.12 * (hi - lo), "NaN in numpy", ha="center", va="center", color="C3")
-    ax_bad.set_title(r"DPText: Eq. (9) with $v \sim \mathrm{Uni}(0, 1)$")
+    ax_bad.set_title(r"DPText: the paper's Eq. 9 with $v \sim \mathrm{Uni}(0, 1)$")
     ax_bad.set_xlabel("uniform draw $v$")
     ax_bad.set_xlim(-0.05, 1.05)
 

@@ -8,6 +8,7 @@ the versions of ``requirements.txt`` (as a constraints file), so pip can take th
 from __future__ import annotations
 
 import os
+import pkgutil
 import re
 import subprocess
 import sys
@@ -63,13 +64,15 @@ def test_wheel_runs_a_downloaded_notebook_in_a_fresh_environment(
     pins = [ln for ln in (ROOT / "requirements.txt").read_text().splitlines() if re.match(r"^[\w.-]+==", ln)]
     constraints = tmp_path / "constraints.txt"
     constraints.write_text("\n".join(pins) + "\n")
-    proc = _run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+    proc = _run([str(python), "-m", "pip", "install", "--quiet", "--no-compile", "--disable-pip-version-check",
                  "-c", str(constraints), f"{wheel}[notebooks]"], work, 600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 
-    # dptutor comes from the wheel, with its package data.
-    check = ("import dptutor, dptutor.reference as r; print(dptutor.__file__); "
-             "print(r.paper_loss('laplace', 1.0, 1))")
+    # dptutor comes from the wheel, with every module of the repository's package and its package data.
+    modules = sorted(m.name for m in pkgutil.walk_packages([str(ROOT / "dptutor")], "dptutor.")
+                     if m.name != "dptutor.__main__")
+    check = (f"import importlib, dptutor, dptutor.reference as r; [importlib.import_module(m) for m in {modules!r}]; "
+             "print(dptutor.__file__); print(r.paper_loss('laplace', 1.0, 1))")
     proc = _run([str(python), "-c", check], work, 120)
     assert proc.returncode == 0, proc.stderr
     location, loss = proc.stdout.split()
