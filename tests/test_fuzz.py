@@ -153,6 +153,12 @@ def _cdf(x):
 #: Valid values for every callable of one module, over :data:`VALID` (a mechanism's ``x`` is a batch).
 VALID_FOR_MODULE: dict[str, dict[str, Factory]] = {
     "mechanisms": {"x": lambda ctx: np.zeros((3, 2))},
+    "libraries": {"x": lambda ctx: np.zeros((3, 2)), "scale": _const(2), "size": _const(5)},
+    "exact": {"scale": lambda ctx: fractions.Fraction(3, 2), "params": lambda ctx: _granular(), "y": _const(0.0),
+              "x": _const(np.array([0.0, 1.0]))},
+    "floating": {"y": _const(np.array([0.25, 1.5])), "loc": _const(0.0), "scale": _const(1.0),
+                 "params": lambda ctx: _snapping(), "x": _const(0.0), "k": _const(np.array([1, 2, 3])),
+                 "sampler": _const("numpy"), "size": _const(64)},
 }
 
 #: Valid values for one callable ("module.name" or "module.Class.method"), over the two above.
@@ -180,7 +186,33 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
                                    "panels": _const((("Laplace", ("laplace",)),))},
     "plotting.plot_seed_estimates": {"losses": _const((1.0, 1.1)), "lower_bounds": _const((0.5, 0.6))},
     "plotting.plot_loss_agreement": {"series": _const({"a": ([1.0, 2.0], [1.1, 2.1])})},
+    "plotting.fp_plot_impossible_fractions": {"series": lambda ctx: {"numpy": [_attack_result()]}},
+    "exact.GranularParameters": {"epsilon": _const(1.0), "n": _const(1), "r": _const(2.0**-10), "t": _const(3)},
+    "floating.AttackResult": {"test": _const("exact"), "loc0": _const(0.0), "loc1": _const(1.0), "size": _const(100),
+                              "impossible0": _const(3), "impossible1": _const(5)},
+    "floating.SnappingParameters": {"n": _const(1), "bound": _const(8.0), "lam": _const(2.0), "grid": _const(2.0)},
+    "floating.snap": {"x": _const(np.array([0.0, 1.0])), "u": _const(np.array([0.25, 0.75])),
+                      "negative": _const(np.array([True, False]))},
+    "floating.log_ratio": {"p": _const(fractions.Fraction(1, 3)), "q": _const(fractions.Fraction(1, 4))},
 }
+
+
+def _granular():
+    from dptutor.exact import granular_parameters
+
+    return granular_parameters(1.0)
+
+
+def _snapping():
+    from dptutor.floating import snapping_parameters
+
+    return snapping_parameters(1.0)
+
+
+def _attack_result():
+    from dptutor.floating import attack
+
+    return attack("numpy", 1.0, 64, rng=np.random.default_rng(0))
 
 
 def _symbols():
