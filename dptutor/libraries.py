@@ -38,19 +38,24 @@ def _import(name: str) -> Any:
         return importlib.import_module(name)
     except ImportError as exc:  # pragma: no cover - the pinned environment has both
         package = {"opendp.prelude": "opendp", "diffprivlib.mechanisms": "diffprivlib"}.get(name, name)
-        raise ImportError(f"{package} is not installed: pip install -r requirements.txt") from exc
+        raise ImportError(f'{package} is not installed: pip install "dptutor[libraries]"') from exc
+
+
+def _version(package: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError as exc:
+        raise ImportError(f'{package} is not installed: pip install "dptutor[libraries]"') from exc
 
 
 def opendp_version() -> str:
-    from importlib.metadata import version
-
-    return version("opendp")
+    return _version("opendp")
 
 
 def diffprivlib_version() -> str:
-    from importlib.metadata import version
-
-    return version("diffprivlib")
+    return _version("diffprivlib")
 
 
 @functools.lru_cache(maxsize=64)

@@ -10,7 +10,8 @@ import pytest
 from conftest import ROOT, BookBuild
 
 CHAPTERS = ["intro", "probability", "dp_primer", "laplace_mechanism",
-            "inverse_cdf", "dptext", "sanity_check", "reading_audits", "conclusion", "floating_point", "paper_map"]
+            "inverse_cdf", "dptext", "sanity_check", "reading_audits", "conclusion", "paper_map",
+            "floating_point"]
 CDN = re.compile(r"cdn\.jsdelivr|mathjax@|cdnjs|unpkg\.com|googleapis|fonts\.gstatic")
 REMOTE_ASSET = re.compile(r"<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)=\"(?:https?:)?//", re.I)
 

@@ -13,6 +13,7 @@ import pytest  # noqa: E402
 
 from dptutor import plotting  # noqa: E402
 from dptutor.distributions import laplace_cdf, laplace_pdf  # noqa: E402
+from dptutor.floating import attack  # noqa: E402
 
 rng = np.random.default_rng(0)
 draws = rng.laplace(size=500)
@@ -31,6 +32,8 @@ CALLS = {
     "plot_sanity_check": lambda: plotting.plot_sanity_check(None, exact=True, dims=[1, 2]),
     "plot_seed_estimates": lambda: plotting.plot_seed_estimates([1.1, 0.9], [0.8, 0.7], 1.0, exact=1.0),
     "plot_loss_agreement": lambda: plotting.plot_loss_agreement({"laplace": ([0.1, 0.5], [0.11, 0.49])}),
+    "fp_plot_impossible_fractions": lambda: plotting.fp_plot_impossible_fractions(
+        {"numpy's laplace": [attack("numpy", b, 20, rng=np.random.default_rng(1)) for b in (0.1, 1.0)]}),
 }
 # A parenthesis in a legend entry says something in words, not only symbols such as "(1 > ε)" or "(4)".
 SYMBOLS_ONLY = re.compile(r"(?<![A-Za-z])\([^A-Za-z()]*\)")  # not a call such as "Uni(0, 1)"
@@ -38,7 +41,7 @@ SYMBOLS_ONLY = re.compile(r"(?<![A-Za-z])\([^A-Za-z()]*\)")  # not a call such a
 
 def test_every_figure_function_is_covered() -> None:
     public = {name for name, f in inspect.getmembers(plotting, inspect.isfunction)
-              if name.startswith("plot_") and f.__module__ == plotting.__name__}
+              if "plot" in name and not name.startswith("_") and f.__module__ == plotting.__name__}
     assert public == set(CALLS)
 
 
