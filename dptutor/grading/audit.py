@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dptutor._validate import check_float_array, check_int, check_positive, check_rng
+from dptutor._validate import check_batch, check_int, check_positive
 from dptutor.audit import AuditResult, estimate_loss
 from dptutor.grading.feedback import Assignment, Finding, NotAnswered, Question
-from dptutor.mechanisms import laplace_mechanism
+from dptutor.mechanisms import add_laplace_noise
 
 __all__ = ["ASSIGNMENT", "AUDIT_EPSILON", "AUDIT_CONFIDENCE", "VERDICTS", "DIAGNOSES", "JUSTIFICATION_WORDS",
            "mystery_a", "mystery_b", "separates_candidates"]
@@ -44,14 +44,12 @@ _AUDIT_MAX_TRIALS = 5_000_000
 
 def mystery_a(x: NDArray, epsilon: float, rng: np.random.Generator) -> NDArray[np.float64]:
     """Mystery mechanism A: a local-DP release of ``x`` (shape ``(trials, n)``) claiming epsilon-DP."""
-    # Lap(0, sqrt(n)/epsilon) is the Laplace mechanism's Lap(0, n/epsilon') at epsilon' = epsilon sqrt(n).
-    x = check_float_array(x, "x", ndim=2)
-    return laplace_mechanism(x, check_positive(epsilon, "epsilon") * math.sqrt(x.shape[1]), check_rng(rng))
+    return add_laplace_noise(x, math.sqrt(check_batch(x).shape[1]) / check_positive(epsilon, "epsilon"), rng)
 
 
 def mystery_b(x: NDArray, epsilon: float, rng: np.random.Generator) -> NDArray[np.float64]:
     """Mystery mechanism B: a local-DP release of ``x`` (shape ``(trials, n)``) claiming epsilon-DP."""
-    return laplace_mechanism(x, epsilon, rng)
+    return add_laplace_noise(x, check_batch(x).shape[1] / check_positive(epsilon, "epsilon"), rng)
 
 
 def _verdict(verdicts: Any, key: str) -> str:
