@@ -206,6 +206,28 @@ def test_a_record_that_does_not_match_the_graders_inputs_scores_zero(tmp_path: P
     assert fb.score == 0 and fb.status == "error" and "does not match" in fb.report()
 
 
+def test_result_objects_of_dptutor_are_rebuilt_through_their_constructor(tmp_path: Path) -> None:
+    from dptutor.grading.feedback import Finding
+    from dptutor.grading.record import _Writer, load_timed
+
+    writer = _Writer()
+    value = {"ok": Finding(True, "fine"), "forged": {"k": "dataclass"}}
+    writer.save(str(tmp_path / "r.npz"), {"version": 1, "value": writer.encode(value)})
+    got = _decode_value(load_timed(str(tmp_path / "r.npz")))
+    assert got == value
+    # A forged tree naming a class outside dptutor is refused by the parser.
+    meta = {"version": 1, "value": {"k": "dataclass", "module": "os", "name": "system", "fields": []}}
+    writer.save(str(tmp_path / "f.npz"), meta)
+    with pytest.raises(RecordError):
+        load_timed(str(tmp_path / "f.npz"))
+
+
+def _decode_value(record):
+    from dptutor.grading import record as rec
+
+    return getattr(rec, "_decode")(record.meta["value"], record.arrays)
+
+
 def test_scores_are_clamped_to_the_points() -> None:
     assert runner._clamp(1000.0, 2.0) == 2.0
     assert runner._clamp(-3.0, 2.0) == 0.0

@@ -29,7 +29,9 @@ Without a grading session (the notebook's feedback) both helpers measure in-proc
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import hashlib
+import importlib
 import io
 import json
 import math
@@ -74,6 +76,8 @@ _MAX_CALLS = 20_000
 _MAX_TEXT = 4000
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
 _MEMBER = re.compile(r"^(meta|a[0-9]{1,6})\.npy$")
+# Result objects are rebuilt only from dataclasses of dptutor's own modules.
+_DATACLASS_MODULE = re.compile(r"^dptutor(\.[A-Za-z_][A-Za-z0-9_]*){1,3}$")
 
 
 class RecordError(ValueError):
@@ -256,6 +260,13 @@ class _Writer:
             seed = list(value.seed) if isinstance(value.seed, tuple) else value.seed
             return {"k": "audit", "a": self.array(np.asarray(value.counts, dtype=np.int64)), "n": int(value.n),
                     "epsilon": float(value.epsilon), "seed": seed, "mechanism": str(value.mechanism)[:200]}
+        if (dataclasses.is_dataclass(value) and not isinstance(value, type) and depth < 4
+                and _DATACLASS_MODULE.match(type(value).__module__) and _IDENTIFIER.match(type(value).__qualname__)):
+            # A result object of dptutor (an assignment's answer, say): its fields, rebuilt by the grader
+            # through the class's own constructor (and its checks).
+            return {"k": "dataclass", "module": type(value).__module__, "name": type(value).__qualname__,
+                    "fields": [[f.name, self.encode(getattr(value, f.name), depth + 1)]
+                               for f in dataclasses.fields(value) if f.init]}
         if depth < 4 and isinstance(value, (list, tuple)):
             kind = "list" if isinstance(value, list) else "tuple"
             try:
@@ -571,6 +582,15 @@ def _check_value(tree: Any, arrays: Mapping[int, np.ndarray], depth: int = 0) ->
             _expect(isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str) and len(pair[0]) <= 200,
                     "a recorded dict key is malformed")
             _check_value(pair[1], arrays, depth + 1)
+    elif k == "dataclass":
+        fields = tree.get("fields")
+        _expect(isinstance(tree.get("module"), str) and bool(_DATACLASS_MODULE.match(tree["module"]))
+                and isinstance(tree.get("name"), str) and bool(_IDENTIFIER.match(tree["name"]))
+                and isinstance(fields, list) and len(fields) <= 100, "a recorded result object is malformed")
+        for pair in fields:
+            _expect(isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)
+                    and bool(_IDENTIFIER.match(pair[0])), "a recorded result object's field is malformed")
+            _check_value(pair[1], arrays, depth + 1)
     elif k in ("function", "opaque"):
         _expect(isinstance(tree.get("name", tree.get("type")), str) and len(str(tree.get("repr", ""))) <= 200
                 and bool(_IDENTIFIER.match(tree.get("name", tree.get("type")) or "_")), "a recorded object is malformed")
@@ -680,6 +700,15 @@ def _decode(tree: dict[str, Any], arrays: Mapping[int, np.ndarray]) -> Any:
                                            mechanism=tree["mechanism"])
         except (TypeError, ValueError) as exc:
             return _opaque("AuditResult", f"<an AuditResult that is not valid: {exc}>")
+    if k == "dataclass":
+        try:
+            module = importlib.import_module(tree["module"])
+            cls = getattr(module, tree["name"])
+            if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+                raise TypeError("not a dataclass")
+            return cls(**{name: _decode(sub, arrays) for name, sub in tree["fields"]})
+        except Exception as exc:  # noqa: BLE001 -- the student's data did not make a valid object
+            return _opaque(tree["name"], f"<a {tree['name']} that is not valid: {type(exc).__name__}: {exc}>"[:200])
     if k == "function":
         return _opaque("function", f"<function {tree['name']}>")
     return _opaque(tree["type"], tree["repr"])
