@@ -6,6 +6,8 @@ Subcommands:
   ``results.csv`` and ``sanity_check.png``/``.svg`` into ``--out``.
 * ``repeat``: one cell over seeds 0..repeats-1 (the paper's footnote 7), prints mean and std.
 * ``grade``: grade submitted assignment notebooks into a CSV (:mod:`dptutor.grading.runner`).
+* ``export-otter``: an otter-grader notebook of an assignment, for Gradescope
+  (:mod:`dptutor.grading.otter`).
 * ``release``: regenerate the student notebooks from the instructor notebooks
   (:mod:`dptutor.grading.release`).
 
@@ -58,6 +60,15 @@ def _nonnegative_int(text: str) -> int:
     return _int_at_least(text, 0, "a non-negative integer")
 
 
+def _workers(text: str) -> int:
+    from dptutor._validate import MAX_WORKERS
+
+    value = _int_at_least(text, 1, f"a number of workers from 1 to {MAX_WORKERS}")
+    if value > MAX_WORKERS:
+        raise argparse.ArgumentTypeError(f"expected a number of workers from 1 to {MAX_WORKERS}, got {text!r}")
+    return value
+
+
 def _positive_float(text: str) -> float:
     try:
         value = float(text)
@@ -94,7 +105,8 @@ def _add_reproduce(subparsers: argparse._SubParsersAction) -> None:
                    help="privacy budgets (default: %(default)s)")
     p.add_argument("--dims", nargs="+", type=_positive_int, default=list(PAPER_DIMS), metavar="N",
                    help="dimensions n (default: %(default)s)")
-    p.add_argument("--workers", type=_positive_int, default=2, help="worker processes (default: %(default)s)")
+    p.add_argument("--workers", type=_workers, default=2,
+                   help="worker processes, at most the CPUs are used (default: %(default)s)")
     p.add_argument("--seed", type=_nonnegative_int, default=PAPER_SEED, help="run seed; each cell's seed derives from it (default: %(default)s)")
     p.add_argument("--out", type=Path, default=Path("results"), help="output folder (default: %(default)s)")
     p.add_argument("--exact", action="store_true", help="fill the grid from the exact closed form instead of Monte Carlo")
@@ -114,6 +126,12 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     from dptutor.plotting import plot_sanity_check
 
     computed = []
+    invalid: list[str] = []
+
+    def report(message: str) -> None:
+        invalid.append(message)
+        print(f"dptutor reproduce: {message} (recomputed)", file=sys.stderr)
+
     t0 = time.perf_counter()
     try:
         rows = run_grid(
@@ -127,7 +145,11 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
             exact=args.exact,
             progress=not args.quiet,
             on_row=computed.append,
+            on_invalid=report,
         )
+    except (TypeError, ValueError) as exc:  # a bad --out, duplicate --dims, ...: no traceback
+        print(f"dptutor reproduce: error: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"\ninterrupted: {len(computed)} cell(s) finished this run are saved in {args.out}/; "
               "rerun the same command to resume", file=sys.stderr)
@@ -164,7 +186,7 @@ def _add_repeat(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--trials", type=_positive_int, default=PAPER_TRIALS)
     p.add_argument("--repeats", type=_positive_int, default=100)
     p.add_argument("--first-seed", type=_nonnegative_int, default=0)
-    p.add_argument("--workers", type=_positive_int, default=1)
+    p.add_argument("--workers", type=_workers, default=1)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(handler=_cmd_repeat)
 
@@ -172,10 +194,17 @@ def _add_repeat(subparsers: argparse._SubParsersAction) -> None:
 def _cmd_repeat(args: argparse.Namespace) -> int:
     from dptutor.experiments import repeat_loss
 
-    res = repeat_loss(
-        args.mechanism, args.n, args.epsilon, args.trials, args.repeats,
-        first_seed=args.first_seed, workers=args.workers, progress=not args.quiet,
-    )
+    try:
+        res = repeat_loss(
+            args.mechanism, args.n, args.epsilon, args.trials, args.repeats,
+            first_seed=args.first_seed, workers=args.workers, progress=not args.quiet,
+        )
+    except (TypeError, ValueError) as exc:
+        print(f"dptutor repeat: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return 130
     print(res)
     print(f"mean {res.mean:.6g}")
     print(f"std {res.std:.6g}")
@@ -212,6 +241,34 @@ def _add_release(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--folder", type=Path, default=None,
                    help="the assignments folder, with an instructor/ subfolder (default: the book's)")
     p.set_defaults(handler=_cmd_release)
+
+
+@subcommand("export-otter")
+def _add_export_otter(subparsers: argparse._SubParsersAction) -> None:
+    from dptutor.grading.registry import ASSIGNMENTS
+
+    p = subparsers.add_parser(
+        "export-otter",
+        help="write an otter-grader 7 master notebook of an assignment (for Gradescope)",
+        description="Write OUTDIR/ASSIGNMENT.ipynb, an otter-grader master notebook whose hidden tests call the "
+                    "same dptutor checks (partial credit, cell time limit); then run `otter assign` on it.",
+    )
+    p.add_argument("assignment", choices=sorted(ASSIGNMENTS))
+    p.add_argument("outdir", type=Path)
+    p.add_argument("--time-limit", type=_positive_float, default=60.0,
+                   help="seconds any cell may run when otter grades (default: %(default)s)")
+    p.set_defaults(handler=_cmd_export_otter)
+
+
+def _cmd_export_otter(args: argparse.Namespace) -> int:
+    from dptutor.grading.otter import export_otter
+
+    if args.outdir.exists() and not args.outdir.is_dir():
+        print(f"error: {args.outdir} exists and is not a folder", file=sys.stderr)
+        return 2
+    target = export_otter(args.assignment, args.outdir, time_limit=args.time_limit)
+    print(f"wrote {target}; next: cd {args.outdir} && otter assign {target.name} dist/")
+    return 0
 
 
 def _cmd_release(args: argparse.Namespace) -> int:
