@@ -1110,6 +1110,16 @@ def _real_layout(values: NDArray[np.float64], row_shape: tuple[int, ...], floati
     )
 
 
+def _first_call(mechanism: Any, data: Any, size: int, rng: np.random.Generator, label: str, name: str) -> Any:
+    """The very first call on ``data``: an error there is most often bad ``data`` or a wrong signature."""
+    try:
+        return mechanism(data, size, rng)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(
+            f"{label}: mechanism {name!r} failed on {label} (called as mechanism(data, size, rng)): {exc}"
+        ) from exc
+
+
 def _probe_block(
     mechanism: Any, name: str, x: Any, x_prime: Any, size: int, seed_seq: np.random.SeedSequence, statistic: Any
 ) -> tuple[_Layout, Any]:
@@ -1118,11 +1128,7 @@ def _probe_block(
     Its first call asks for at most 64 outputs (to learn the row width before asking for many).
     """
     rng = np.random.Generator(np.random.PCG64(seed_seq))
-    try:
-        raw = mechanism(x, min(size, 64), rng)
-    except TypeError as exc:  # most often the wrong signature, e.g. the paper's mechanism(x, epsilon, rng)
-        raise TypeError(f"mechanism {name!r} could not be called as mechanism(data, size, rng): {exc}") from exc
-    first = _checked_outputs(raw, min(size, 64), None, None, name)
+    first = _checked_outputs(_first_call(mechanism, x, min(size, 64), rng, "x", name), min(size, 64), None, None, name)
     row_shape, floating = first.shape[1:], first.dtype.kind == "f"
     width = int(math.prod(row_shape))
     if width == 0:
@@ -1146,7 +1152,13 @@ def _probe_block(
     rest = size - first.shape[0]
     if rest:
         obs[0].extend(_observe(o, layout, name) for o in _draw(mechanism, x, rest, rng, layout, name))
-    obs[1].extend(_observe(o, layout, name) for o in _draw(mechanism, x_prime, size, rng, layout, name))
+    draws = _draw(mechanism, x_prime, size, rng, layout, name)
+    try:
+        first_prime = next(draws)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"x_prime: mechanism {name!r} failed on x_prime: {exc}") from exc
+    obs[1].append(_observe(first_prime, layout, name))
+    obs[1].extend(_observe(o, layout, name) for o in draws)
 
     if mode == "discrete" and obs[0][0].ndim == 1:
         distinct = np.unique(np.concatenate(obs[0] + obs[1]))
@@ -1252,9 +1264,19 @@ class PairAudit:
         check_real(self.delta, "delta", low=0.0, high=1.0, high_open=True)
         check_probability(self.confidence, "confidence")
         check_int(self.trials, "trials", minimum=1)
-        counts = np.array(self.counts, dtype=np.int64, copy=True)
-        if counts.shape != (2, 2) or (counts < 0).any():
-            raise ValueError(f"counts must be a 2x2 table of non-negative integers, got {counts.tolist()}")
+        if not isinstance(self.event, str):
+            raise TypeError(f"event must be a string, got {type(self.event).__name__}")
+        if not isinstance(self.mechanism, str):
+            raise TypeError(f"mechanism must be a string, got {type(self.mechanism).__name__}")
+        check_seed(self.seed, "seed")
+        check_int(self.selection_trials, "selection_trials", minimum=0)
+        check_int(self.estimation_trials, "estimation_trials", minimum=0)
+        if self.threshold is not None:
+            check_real(self.threshold, "threshold", allow_inf=True)
+        table = check_float_array(self.counts, "counts", finite=True)
+        if table.shape != (2, 2) or (table < 0).any() or (table != np.round(table)).any() or table.max() >= 2.0**62:
+            raise ValueError(f"counts must be a 2x2 table of non-negative integers, got {table.tolist()}")
+        counts = table.astype(np.int64)
         counts.setflags(write=False)
         object.__setattr__(self, "counts", counts)
         for field in ("false_positive_rates", "false_negative_rates"):
@@ -1377,7 +1399,7 @@ def audit_pair(
     """
     check_callable(mechanism, "mechanism", "mechanism(data, size, rng)")
     eps = check_positive(epsilon, "epsilon")
-    trials = check_int(trials, "trials", minimum=2, maximum=10**15)
+    trials = check_int(trials, "trials", minimum=2, maximum=10**12)
     seed = check_seed(seed, "seed")
     conf = check_probability(confidence, "confidence")
     if statistic is not None:

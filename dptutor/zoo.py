@@ -33,6 +33,7 @@ from scipy import special
 from dptutor._validate import (
     check_bool,
     check_callable,
+    check_choice,
     check_float_array,
     check_int,
     check_positive,
@@ -72,8 +73,16 @@ __all__ = [
 # ---------------------------------------------------------------------------------------------
 
 
+#: The smallest epsilon the zoo accepts (below it, noise scales such as 2c / epsilon overflow).
+_MIN_EPSILON = 1e-12
+
+
+def _epsilon(epsilon: object) -> float:
+    return check_real(epsilon, "epsilon", low=_MIN_EPSILON)
+
+
 def _common(size: object, rng: object, epsilon: object) -> tuple[int, np.random.Generator, float]:
-    return check_int(size, "size", minimum=0, maximum=1 << 28), check_rng(rng), check_positive(epsilon, "epsilon")
+    return check_int(size, "size", minimum=0, maximum=1 << 28), check_rng(rng), _epsilon(epsilon)
 
 
 def _vector(data: object, name: str = "data") -> NDArray[np.float64]:
@@ -136,6 +145,7 @@ def histogram_eps(data: Any, size: int, rng: np.random.Generator, *, epsilon: fl
 
 
 def _noisy_answers(data: Any, size: int, rng: np.random.Generator, epsilon: float, noise: str) -> NDArray[np.float64]:
+    noise = check_choice(noise, "noise", ("laplace", "exponential"))
     answers = _vector(data)
     shape = (size, answers.size)
     if noise == "laplace":
@@ -337,10 +347,14 @@ def svt_log_likelihood_ratio(
     """
     arr = _outputs(outputs)
     grid = check_int(grid, "grid", minimum=2, maximum=1 << 16)
-    c = check_int(c, "c", minimum=1)
+    c = check_int(c, "c", minimum=1, maximum=1 << 20)
     threshold = check_real(threshold, "threshold")
-    eps = check_positive(epsilon, "epsilon")
+    eps = _epsilon(epsilon)
     q, qp = _vector(x, "x"), _vector(x_prime, "x_prime")
+    if q.size != arr.shape[1]:
+        raise ValueError(f"x must hold one answer per column of outputs ({arr.shape[1]}), got {q.size}")
+    if qp.size != q.size:
+        raise ValueError(f"x_prime must have as many answers as x ({q.size}), got {qp.size}")
     b_rho, b_nu = 2.0 / eps, c / (eps / 2.0)
     r = np.linspace(-12.0 * b_rho, 12.0 * b_rho, grid)
     log_w = -np.abs(r) / b_rho  # the Laplace density of rho, up to a constant that cancels
@@ -391,7 +405,12 @@ class ZooEntry:
         if not isinstance(self.name, str) or not self.name:
             raise TypeError(f"name must be a non-empty string, got {type(self.name).__name__}")
         check_callable(self.mechanism, "mechanism", "mechanism(data, size, rng, *, epsilon)")
-        check_positive(self.epsilon, "epsilon")
+        _epsilon(self.epsilon)
+        for field_name in ("x", "x_prime"):
+            check_float_array(getattr(self, field_name), field_name, finite=True, ndim=(0, 1), min_size=1)
+        for field_name in ("known", "source"):
+            if not isinstance(getattr(self, field_name), str):
+                raise TypeError(f"{field_name} must be a string, got {type(getattr(self, field_name)).__name__}")
         check_real(self.delta, "delta", low=0.0, high=1.0, high_open=True)
         check_bool(self.private, "private")
         for field_name in ("true_epsilon", "dpsniper"):

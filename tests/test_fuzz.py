@@ -194,7 +194,44 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
     "floating.snap": {"x": _const(np.array([0.0, 1.0])), "u": _const(np.array([0.25, 0.75])),
                       "negative": _const(np.array([True, False]))},
     "floating.log_ratio": {"p": _const(fractions.Fraction(1, 3)), "q": _const(fractions.Fraction(1, 4))},
+    "audit.audit_pair": {"mechanism": lambda ctx: _zoo_count(), "x": _const(0.0), "x_prime": _const(1.0)},
+    "audit.PairAudit": {"lower_bound": _const(0.1), "estimate": _const(0.2), "event": _const("output >= 1"),
+                        "counts": _const([[3, 7], [2, 8]]), "trials": _const(20)},
+    "zoo.ZooEntry": {"name": _const("count"), "mechanism": lambda ctx: _zoo_count_fn(), "x": _const(0.0),
+                     "x_prime": _const(1.0), "private": _const(True), "true_epsilon": _const(1.0),
+                     "known": _const("epsilon-DP"), "source": _const("dwork2006calibrating")},
+    "zoo.ZooEntry.audit": {"trials": _const(200)},
+    "zoo.laplace_count": {"data": _const(0.0)},
+    "zoo.gaussian_count": {"data": _const(0.0)},
+    "zoo.randomized_response": {"data": _const(1)},
+    "zoo.noisy_histogram": {"data": _const((1.0, 0.0, 1.0))},
+    "zoo.histogram_eps": {"data": _const((1.0, 0.0, 1.0))},
+    "zoo.report_noisy_max": {"data": _const((1.0, 0.0, 1.0))},
+    "zoo.report_noisy_max_value": {"data": _const((1.0, 0.0, 1.0))},
+    "zoo.svt": {"data": _const((1.0, 0.0, 1.0))},
+    "zoo.svt_numerical_value": {"data": _const((1.0, 0.0, 1.0))},
+    "zoo.laplace_vector": {"data": _const((1.0, 0.0, 1.0))},
+    "zoo.adept_vector": {"data": _const((1.0, 0.0, 1.0))},
+    "zoo.dptext_vector": {"data": _const((1.0, 0.0, 1.0))},
+    "zoo.clipped_sum": {"outputs": lambda ctx: np.zeros((3, 2))},
+    "zoo.first_coordinate": {"outputs": lambda ctx: np.zeros((3, 2))},
+    "zoo.minimum": {"outputs": lambda ctx: np.zeros((3, 2))},
+    "zoo.svt_pattern": {"outputs": lambda ctx: np.array([[1.0, -np.inf, np.inf]])},
+    "zoo.svt_log_likelihood_ratio": {"outputs": lambda ctx: np.array([[2.0, -np.inf]]), "x": _const((1.0, 0.0)),
+                                     "x_prime": _const((0.0, 1.0))},
 }
+
+
+def _zoo_count_fn():
+    from dptutor.zoo import laplace_count
+
+    return laplace_count
+
+
+def _zoo_count():
+    from dptutor.zoo import ZOO
+
+    return ZOO["laplace_count"].release()
 
 
 def _granular():
