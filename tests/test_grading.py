@@ -381,6 +381,7 @@ ANSWER_TEXT = {
     "mechanism": ("k/m", "k / m", "k/(m", "k / (m", "1/m per coordinate", "(m epsilon)"),
     "sampler": ("log(2u", "log(2 * u", "ln(2u", "1 - 2|u", "np.log(2"),
     "audit": ("sqrt(n)/epsilon", "l2 sensitivity", "violates its claim", "A is broken", "B is correct"),
+    "pair_audit": ("two releases", "np.clip", "true epsilon 1", "clipped"),
 }
 
 
