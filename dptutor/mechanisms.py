@@ -268,7 +268,8 @@ def gaussian_delta(epsilon: float, sigma: float, sensitivity: float = 1.0) -> fl
 
     Balle and Wang (2018), Theorem 8: for a query of l2 sensitivity ``sensitivity``,
     ``delta(epsilon) = Phi(D/(2 sigma) - eps sigma/D) - e^eps Phi(-D/(2 sigma) - eps sigma/D)``
-    (the privacy profile of the Gaussian mechanism; it is exact, not a bound).
+    (the privacy profile of the Gaussian mechanism; it is exact, not a bound).  Computed in log
+    space in doubles, or with mpmath where doubles would lose more than ~1e-9 of relative precision.
     """
     eps = check_positive(epsilon, "epsilon")
     sig = check_positive(sigma, "sigma")
@@ -277,12 +278,26 @@ def gaussian_delta(epsilon: float, sigma: float, sensitivity: float = 1.0) -> fl
     if not math.isfinite(s) or s == 0.0:
         raise ValueError(f"sigma / sensitivity must be a positive finite number, got {sig!r} / {sens!r}")
     log_delta, err = _gaussian_log_delta(eps, s)
-    if not err <= _GAUSSIAN_RTOL:
+    if err <= _GAUSSIAN_RTOL:
+        return math.exp(log_delta)
+    # Ill-conditioned in doubles (a small difference of large log-CDFs): redo it in mpmath with
+    # enough digits for the cancellation the error estimate predicts.
+    import mpmath
+
+    lost = math.log10(err / np.finfo(float).eps) if math.isfinite(err) else 400.0
+    digits = 30 + int(min(max(lost, 0.0), 400.0))
+    try:
+        with mpmath.workdps(digits):
+            e, r = mpmath.mpf(eps), mpmath.mpf(s)
+            value = mpmath.ncdf(1 / (2 * r) - e * r) - mpmath.exp(e) * mpmath.ncdf(-1 / (2 * r) - e * r)
+            result = float(max(value, mpmath.mpf(0)))
+    except (OverflowError, ValueError, ZeroDivisionError):
+        result = math.nan
+    if not 0.0 <= result <= 1.0:
         raise ValueError(
-            f"epsilon={epsilon!r} with sigma/sensitivity={s!r} is outside the range where delta can be "
-            "computed accurately in double precision"
+            f"epsilon={epsilon!r} with sigma/sensitivity={s!r} is outside the range where delta can be computed"
         )
-    return math.exp(log_delta)
+    return result
 
 
 def _check_gaussian_parameters(epsilon: object, delta: object, sensitivity: object) -> tuple[float, float, float]:
