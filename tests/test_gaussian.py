@@ -166,4 +166,4 @@ def test_mechanism_is_reproducible_and_checks_its_inputs():
     with pytest.raises(ValueError, match="epsilon"):  # classic at epsilon >= 1
         gaussian_mechanism(x, 1.0, 1e-6, np.random.default_rng(0), calibration="classic")
     with pytest.raises(ValueError, match="x"):
-        gaussian_mechanism(np.full((1, 1), 1e308), 0.01, 1e-6, np.random.default_rng(0), sensitivity=1e300)
+        gaussian_mechanism(np.full((1000, 1), 1.797e308), 0.01, 1e-6, np.random.default_rng(0), sensitivity=1e303)
