@@ -399,8 +399,9 @@ def gaussian_mechanism(
     calibrate = gaussian_sigma_analytic if how == "analytic" else gaussian_sigma_classic
     sigma = calibrate(epsilon, delta, sens)
     out = rng.standard_normal(arr.shape)
-    np.multiply(out, sigma, out=out)
-    np.add(out, arr, out=out)
+    with np.errstate(over="ignore"):  # an overflow is reported below, as a ValueError
+        np.multiply(out, sigma, out=out)
+        np.add(out, arr, out=out)
     if not np.isfinite(out).all():
         raise ValueError(f"x + noise overflows: |x| too large for sigma={sigma:g}")
     return out
