@@ -1,0 +1,339 @@
+"""Tests for dptutor.audit.audit_pair: soundness, tightness, every kind of output, reproducibility
+whatever the parallelism, the delta-aware bound and bad input."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import functools
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dptutor.audit import BLOCK_TRIALS, PairAudit, audit_pair
+
+# ---------------------------------------------------------------------------------------------
+# mechanisms used below (module level, so that they pickle for workers > 1)
+# ---------------------------------------------------------------------------------------------
+
+
+def laplace_count(data, size, rng, scale=1.0):
+    """A count plus Lap(scale): epsilon = 1/scale for neighbours 0 and 1, attained by {o >= 1}."""
+    return data + rng.laplace(0.0, scale, size)
+
+
+def randomized_response(data, size, rng, epsilon=1.0):
+    """Keep the bit with probability e^eps / (1 + e^eps): exactly epsilon-DP."""
+    keep = rng.random(size) < math.exp(epsilon) / (1.0 + math.exp(epsilon))
+    return np.where(keep, data, 1 - data).astype(bool)
+
+
+def two_bit_response(data, size, rng, epsilon=1.0):
+    """Randomized response on two copies of the bit: 2 epsilon-DP (rows are boolean vectors)."""
+    return np.stack([randomized_response(data, size, rng, epsilon) for _ in range(2)], axis=1)
+
+
+def leaky_response(data, size, rng, epsilon=1.0, leak=0.01):
+    """Randomized response, except that with probability ``leak`` it releases ``2 + data``:
+    (epsilon, leak)-DP, and not epsilon-DP for any finite epsilon."""
+    out = randomized_response(data, size, rng, epsilon).astype(np.int64)
+    return np.where(rng.random(size) < leak, 2 + data, out)
+
+
+def vector_laplace(data, size, rng, scale=4.0):
+    """A length-4 vector plus Lap(scale) per coordinate (rows are real vectors)."""
+    return np.asarray(data, dtype=float) + rng.laplace(0.0, scale, (size, 4))
+
+
+def clipped_sum(outputs):
+    """The likelihood-ratio statistic of vector_laplace between zeros and ones: sum of clip(o, 0, 1)."""
+    return np.clip(outputs, 0.0, 1.0).sum(axis=1)
+
+
+def _exact_rr_loss(epsilon: float) -> float:
+    return epsilon
+
+
+# ---------------------------------------------------------------------------------------------
+# soundness: over 100 seeds, at the boundary and clearly below
+# ---------------------------------------------------------------------------------------------
+
+SEEDS = range(100)
+
+
+@pytest.mark.parametrize(
+    "mechanism, x, x_prime",
+    [
+        (randomized_response, 1, 0),  # discrete: the best event {0} has loss exactly epsilon
+        (laplace_count, 0.0, 1.0),  # real: every threshold t >= 1 has loss exactly epsilon
+    ],
+    ids=["randomized_response", "laplace_count"],
+)
+def test_sound_over_100_seeds_at_the_boundary(mechanism, x, x_prime):
+    # The true loss of the best event equals epsilon = 1, so a false violation needs the 95%
+    # bound to fail: at most 5% of runs may be violations (the goal).  2*10^4 trials keep each run
+    # a few ms.  The union bound over four one-sided intervals usually makes the rate far lower.
+    flagged = [
+        audit_pair(mechanism, x, x_prime, epsilon=1.0, trials=20_000, seed=s).is_violation() for s in SEEDS
+    ]
+    rate = sum(flagged) / len(flagged)
+    print(f"{mechanism.__name__}: false-violation rate {rate:.2f} over {len(flagged)} seeds")
+    assert rate <= 0.05
+
+
+def test_never_flags_when_the_true_loss_is_clearly_below():
+    # Laplace with scale 2 has true epsilon 0.5; claimed 1.  A violation would need the bound to
+    # be off by 0.5, hundreds of standard errors at 2*10^4 trials: it must never happen.
+    mech = functools.partial(laplace_count, scale=2.0)
+    results = [audit_pair(mech, 0.0, 1.0, epsilon=1.0, trials=20_000, seed=s) for s in SEEDS]
+    assert not any(r.is_violation() for r in results)
+    assert max(r.lower_bound for r in results) < 0.5
+
+
+# ---------------------------------------------------------------------------------------------
+# tightness and agreement with exact values
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("epsilon", [0.5, 1.0, 2.0])
+def test_randomized_response_bound_is_tight(epsilon):
+    trials = 200_000
+    r = audit_pair(functools.partial(randomized_response, epsilon=epsilon), 1, 0, epsilon=epsilon, trials=trials, seed=7)
+    # The best event {0} has p = e^eps/(1+e^eps), p' = 1 - p.  The standard error of
+    # ln(p_hat/p'_hat) on the estimation half is sqrt((1-p)/(n p) + p/(n (1-p))) (delta method);
+    # the estimate must be within 4 of them, the bound below epsilon and within 4 + 2*2.24 of them.
+    n = trials - trials // 2
+    p = math.exp(epsilon) / (1 + math.exp(epsilon))
+    se = math.sqrt((1 - p) / (n * p) + p / (n * (1 - p)))
+    assert abs(r.estimate - epsilon) < 4 * se
+    assert r.lower_bound <= epsilon + 4 * se
+    assert r.lower_bound >= epsilon - (4 + 2 * 2.24) * se
+    assert r.event.startswith("output in {0}") or r.event.startswith("output in {1}")
+    assert r.counts.sum() == 2 * n
+
+
+@pytest.mark.parametrize("epsilon", [0.1, 1.0])
+def test_laplace_count_bound_is_close_to_epsilon(epsilon):
+    trials = 400_000
+    r = audit_pair(functools.partial(laplace_count, scale=1 / epsilon), 0.0, 1.0, epsilon=epsilon, trials=trials, seed=3)
+    # At the best event {o >= 1}, p' = 1/2 and p = e^-eps / 2; the standard error of the log ratio
+    # is sqrt((1-p)/(n p) + (1-p')/(n p')).  A cut chosen on noisy selection counts may be worse
+    # than the best by a few of these, so allow 8 of them below epsilon (and 4 above).
+    n = trials - trials // 2
+    p, q = math.exp(-epsilon) / 2, 0.5
+    se = math.sqrt((1 - p) / (n * p) + (1 - q) / (n * q))
+    assert epsilon - 8 * se <= r.lower_bound <= epsilon + 4 * se
+    assert r.threshold is not None and math.isfinite(r.threshold)
+
+
+def test_tradeoff_points_match_the_exact_rates():
+    # Randomized response at eps = 1: the events {0} and {1} have (alpha, beta) = (P[M(1) = 0],
+    # P[M(0) = 1]) = (1 - p, 1 - p) and (p, p), with p = e/(1+e).  Each empirical rate has standard
+    # error sqrt(p(1-p)/n); 5 of them is the tolerance.
+    trials = 100_000
+    r = audit_pair(randomized_response, 1, 0, epsilon=1.0, trials=trials, seed=11)
+    alpha, beta = r.tradeoff()
+    n = trials - trials // 2
+    p = math.e / (1 + math.e)
+    tol = 5 * math.sqrt(p * (1 - p) / n)
+    assert np.all(np.diff(alpha) >= 0)
+    assert ((alpha == 0) & (beta == 1)).any() and ((alpha == 1) & (beta == 0)).any()
+    inner = (alpha > 0) & (alpha < 1)
+    assert np.all(np.abs(alpha[inner] - beta[inner]) < 2 * tol)
+    assert np.all(np.minimum(np.abs(alpha[inner] - p), np.abs(alpha[inner] - (1 - p))) < tol)
+
+
+# ---------------------------------------------------------------------------------------------
+# other kinds of output: vectors of booleans, statistic on real vectors, delta
+# ---------------------------------------------------------------------------------------------
+
+
+def test_boolean_vectors_are_categories_and_the_composed_loss_is_found():
+    # Two independent randomized responses at eps = 0.5 each: claimed 0.5, true 1.0 (the event
+    # {(0, 0)} has ratio e^1).  10^5 trials flag it.
+    mech = functools.partial(two_bit_response, epsilon=0.5)
+    r = audit_pair(mech, 1, 0, epsilon=0.5, trials=100_000, seed=5)
+    assert r.is_violation()
+    assert 0.5 < r.lower_bound <= 1.0 + 0.05
+    assert "(0, 0)" in r.event or "(1, 1)" in r.event
+
+
+def test_statistic_audits_real_vectors():
+    zeros, ones = np.zeros(4), np.ones(4)
+    correct = audit_pair(vector_laplace, zeros, ones, epsilon=1.0, trials=100_000, seed=2, statistic=clipped_sum)
+    assert not correct.is_violation()
+    assert correct.lower_bound > 0.6  # the likelihood-ratio statistic sees most of epsilon = 1
+    assert "clipped_sum(output)" in correct.event
+    # Scale 1 per coordinate with sensitivity 4 (the ADePT error): true epsilon 4.
+    buggy = functools.partial(vector_laplace, scale=1.0)
+    r = audit_pair(buggy, zeros, ones, epsilon=1.0, trials=100_000, seed=2, statistic=clipped_sum)
+    assert r.is_violation() and r.lower_bound > 3.0
+
+
+def test_delta_makes_a_rare_leak_acceptable():
+    # leaky_response is (1, 0.01)-DP but releases the data with probability 0.01.
+    pure = audit_pair(leaky_response, 1, 0, epsilon=1.0, trials=100_000, seed=4)
+    assert pure.is_violation() and pure.estimate == math.inf
+    approx = [audit_pair(leaky_response, 1, 0, epsilon=1.0, delta=0.01, trials=20_000, seed=s) for s in range(20)]
+    assert not any(r.is_violation() for r in approx)
+    assert all(r.delta == 0.01 for r in approx)
+
+
+def test_wide_integer_outputs_are_thresholded():
+    def geometric_count(data, size, rng):
+        return data * 10_000 + rng.integers(0, 100_000, size)
+
+    r = audit_pair(geometric_count, 0, 1, epsilon=1.0, trials=20_000, seed=1)
+    assert r.threshold is not None
+
+
+def test_constant_mechanism_gives_zero():
+    r = audit_pair(lambda d, size, rng: np.zeros(size, dtype=int), 0, 1, epsilon=1.0, trials=1000, seed=0)
+    assert r.lower_bound == 0.0 and r.estimate == 0.0 and not r.is_violation()
+
+
+# ---------------------------------------------------------------------------------------------
+# reproducibility
+# ---------------------------------------------------------------------------------------------
+
+MULTI_BLOCK_TRIALS = 4 * BLOCK_TRIALS + 10  # two blocks and a remainder in each half
+
+
+def _key(r: PairAudit):
+    return (r.lower_bound, r.estimate, r.event, r.counts.tolist(), r.false_positive_rates.tobytes())
+
+
+@pytest.mark.parametrize("mechanism, x, x_prime", [(laplace_count, 0.0, 1.0), (two_bit_response, 1, 0)])
+def test_same_seed_same_result_whatever_the_parallelism(mechanism, x, x_prime):
+    kw = dict(epsilon=1.0, trials=MULTI_BLOCK_TRIALS, seed=2022)
+    serial = audit_pair(mechanism, x, x_prime, **kw)
+    assert _key(serial) == _key(audit_pair(mechanism, x, x_prime, **kw, workers=2))
+    with concurrent.futures.ThreadPoolExecutor(3) as pool:
+        assert _key(serial) == _key(audit_pair(mechanism, x, x_prime, **kw, executor=pool))
+    assert serial.seed == 2022
+    other = audit_pair(mechanism, x, x_prime, **{**kw, "seed": 2023})
+    assert other.counts.tolist() != serial.counts.tolist()
+
+
+def test_seed_none_is_recorded_and_repeats():
+    r = audit_pair(randomized_response, 1, 0, epsilon=1.0, trials=1000)
+    assert _key(r) == _key(audit_pair(randomized_response, 1, 0, epsilon=1.0, trials=1000, seed=r.seed))
+
+
+def test_dask_local_cluster_gives_identical_counts():
+    distributed = pytest.importorskip("distributed")
+    kw = dict(epsilon=1.0, trials=2 * BLOCK_TRIALS + 10, seed=99)
+    serial = audit_pair(laplace_count, 0.0, 1.0, **kw)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as client:
+            remote = audit_pair(laplace_count, 0.0, 1.0, **kw, executor=client.get_executor())
+    assert _key(serial) == _key(remote)
+
+
+# ---------------------------------------------------------------------------------------------
+# bad mechanisms and bad input
+# ---------------------------------------------------------------------------------------------
+
+
+def wrong_count(data, size, rng):
+    return rng.random(size + 1)
+
+
+def returns_nan(data, size, rng):
+    out = rng.random(size)
+    out[-1] = np.nan
+    return out
+
+
+def changing_shape(data, size, rng):
+    return rng.random((size, 1 + int(data == 1)))
+
+
+def real_vectors(data, size, rng):
+    return rng.random((size, 3))
+
+
+def strings(data, size, rng):
+    return np.array(["a"] * size)
+
+
+def changes_type(data, size, rng):
+    return rng.random(size) if data == 0 else rng.integers(0, 2, size)
+
+
+@pytest.mark.parametrize(
+    "mechanism, match",
+    [
+        (wrong_count, "wrong_count"),
+        (returns_nan, "returns_nan.*NaN"),
+        (changing_shape, "changing_shape.*shape"),
+        (real_vectors, "real_vectors.*statistic"),
+        (strings, "strings.*non-numeric"),
+        (changes_type, "changes_type"),
+        (lambda d, size, rng: 1.0, "lambda.*scalar"),
+    ],
+)
+def test_bad_mechanisms_get_a_value_error_naming_them(mechanism, match):
+    with pytest.raises(ValueError, match=match):
+        audit_pair(mechanism, 0, 1, epsilon=1.0, trials=1000, seed=0)
+
+
+def test_bad_statistic_is_named():
+    with pytest.raises(ValueError, match="statistic 'bad'"):
+
+        def bad(outputs):
+            return outputs[:, :2]
+
+        audit_pair(vector_laplace, np.zeros(4), np.ones(4), epsilon=1.0, trials=1000, seed=0, statistic=bad)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, name",
+    [
+        (dict(mechanism=None), TypeError, "mechanism"),
+        (dict(epsilon=0.0), ValueError, "epsilon"),
+        (dict(epsilon=-1.0), ValueError, "epsilon"),
+        (dict(epsilon=math.nan), ValueError, "epsilon"),
+        (dict(epsilon=True), TypeError, "epsilon"),
+        (dict(epsilon="1"), TypeError, "epsilon"),
+        (dict(trials=1), ValueError, "trials"),
+        (dict(trials=1e4), TypeError, "trials"),
+        (dict(trials=10**16), ValueError, "trials"),
+        (dict(seed=-1), ValueError, "seed"),
+        (dict(seed=1.5), TypeError, "seed"),
+        (dict(confidence=1.0), ValueError, "confidence"),
+        (dict(confidence=0.0), ValueError, "confidence"),
+        (dict(confidence=math.nan), ValueError, "confidence"),
+        (dict(statistic=3), TypeError, "statistic"),
+        (dict(delta=1.0), ValueError, "delta"),
+        (dict(delta=-0.1), ValueError, "delta"),
+        (dict(delta=np.array([0.1])), TypeError, "delta"),
+        (dict(workers=0), ValueError, "workers"),
+        (dict(workers=2.0), TypeError, "workers"),
+        (dict(executor="pool"), TypeError, "executor"),
+    ],
+)
+def test_bad_input_is_named(kwargs, error, name):
+    args = dict(mechanism=randomized_response, x=1, x_prime=0, epsilon=1.0, trials=1000, seed=0)
+    args.update(kwargs)
+    with pytest.raises(error, match=name):
+        audit_pair(args.pop("mechanism"), args.pop("x"), args.pop("x_prime"), **args)
+
+
+def test_workers_need_picklable_mechanisms():
+    with pytest.raises(TypeError, match="picklable"):
+        audit_pair(lambda d, size, rng: rng.random(size), 0, 1, epsilon=1.0, trials=MULTI_BLOCK_TRIALS, workers=2)
+
+
+def test_pair_audit_refuses_bad_fields_and_is_read_only():
+    r = audit_pair(randomized_response, 1, 0, epsilon=1.0, trials=1000, seed=0)
+    with pytest.raises(ValueError):
+        r.counts[0, 0] = 1
+    with pytest.raises(ValueError, match="lower_bound"):
+        PairAudit(lower_bound=math.nan, estimate=0.0, event="", counts=[[1, 0], [1, 0]], trials=1, epsilon=1.0)
+    with pytest.raises(ValueError, match="counts"):
+        PairAudit(lower_bound=0.0, estimate=0.0, event="", counts=[[1, -1], [1, 0]], trials=1, epsilon=1.0)
+    text = r.summary()
+    assert "randomized_response" in text and "lower bound" in text and str(r) == text
+    assert stats.binom is not None  # scipy is what the bounds use
