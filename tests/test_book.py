@@ -9,7 +9,7 @@ import pytest
 from conftest import ROOT, BookBuild
 
 CHAPTERS = ["intro", "probability", "dp_primer", "laplace_mechanism", "composition",
-            "inverse_cdf", "dptext", "sanity_check", "conclusion"]
+            "inverse_cdf", "dptext", "sanity_check", "conclusion", "approximate_dp"]
 CDN = re.compile(r"cdn\.jsdelivr|mathjax@|cdnjs|unpkg\.com|googleapis|fonts\.gstatic")
 REMOTE_ASSET = re.compile(r"<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)=\"(?:https?:)?//", re.I)
 
