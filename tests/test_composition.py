@@ -141,3 +141,17 @@ def test_bug_hunt_fix_passes_and_bug_is_flagged():
     buggy = estimate_loss(adept_mechanism, 16, 1.0, 100_000, seed=1)
     fixed = estimate_loss(laplace_mechanism, 16, 1.0, 100_000, seed=1)
     assert buggy.is_violation() and not fixed.is_violation()
+
+
+def test_histogram_removing_one_record_changes_exactly_one_bin():
+    # The chapter's parallel-composition example (seeded as in the chapter's cell order is not
+    # needed: the claim holds for every dataset and every removed record).
+    rng = np.random.default_rng(2009)
+    ages = rng.integers(18, 90, size=1_000)
+    bins = np.arange(18, 91, 10)
+    counts = np.histogram(ages, bins)[0]
+    for i in rng.choice(ages.size, 50, replace=False):
+        without = np.histogram(np.delete(ages, i), bins)[0]
+        assert np.count_nonzero(counts != without) == 1
+        assert np.abs(counts - without).sum() == 1
+    assert parallel_epsilon([0.1] * len(counts)) == 0.1
