@@ -791,7 +791,10 @@ def plot_gaussian_sigmas(
     ax.set_yscale("log")
     ax.set_xlabel(r"privacy budget $\varepsilon$")
     ax.set_ylabel(r"noise $\sigma$ per unit of $\ell_2$ sensitivity")
-    ax.set_title(f"Gaussian noise needed, $\\delta = {dlt:g}$")
+    mantissa, exponent = f"{dlt:.1e}".split("e")
+    dlt_tex = (f"10^{{{int(exponent)}}}" if float(mantissa) == 1.0
+               else f"{float(mantissa):g} \\times 10^{{{int(exponent)}}}")
+    ax.set_title(f"Gaussian noise needed, $\\delta = {dlt_tex}$")
     ax.legend(fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     ax_ratio.plot(eps[ok], cls[ok] / ana[ok], color=_CB_PURPLE, lw=2.5)
