@@ -1,4 +1,4 @@
-"""Composition: how privacy budgets add up (Dwork and Roth 2014, Theorems 3.14 and 3.16; McSherry 2009).
+"""Composition: how privacy budgets add up (Dwork and Roth 2014, Section 3.5; McSherry 2009).
 
 - :func:`sequential_epsilon`: k mechanisms on the *same* data with budgets eps_1..eps_k are
   (eps_1 + ... + eps_k)-DP.
