@@ -126,6 +126,8 @@ class GaussianRelease:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sigma", check_positive(self.sigma, "sigma"))
+        if not isinstance(self.name, str):
+            raise TypeError(f"name must be a string, got {type(self.name).__name__}")
 
     def __call__(self, data: Any, size: int, rng: np.random.Generator) -> NDArray[np.float64]:
         value = check_float_array(data, "data", finite=True, ndim=(0, 1))

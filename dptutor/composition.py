@@ -111,7 +111,7 @@ def repeated_laplace_box_loss(k: int, epsilon: float, t: float = 0.0) -> tuple[f
     """
     from scipy import stats
 
-    k = check_int(k, "k", minimum=1)
+    k = check_int(k, "k", minimum=1, maximum=10**15)
     eps = check_positive(epsilon, "epsilon")
     t = check_real(t, "t")
     b = 1.0 / eps

@@ -322,7 +322,7 @@ def gaussian_sigma_classic(epsilon: float, delta: float, sensitivity: float) -> 
             f"epsilon must be < 1 for the classic Gaussian bound (Dwork and Roth 2014, Theorem A.1), "
             f"got {epsilon!r}; use gaussian_sigma_analytic for epsilon >= 1"
         )
-    sigma = sens * math.sqrt(2.0 * math.log(1.25 / dlt)) / eps
+    sigma = sens * math.sqrt(2.0 * (math.log(1.25) - math.log(dlt))) / eps  # no overflow in 1.25 / delta
     if not math.isfinite(sigma):
         raise ValueError(f"sensitivity / epsilon is too large: sigma overflows ({sensitivity!r} / {epsilon!r})")
     return sigma
@@ -347,7 +347,7 @@ def gaussian_sigma_analytic(epsilon: float, delta: float, sensitivity: float) ->
         return _gaussian_log_delta(eps, math.exp(log_s))[0] - target
 
     # Bracket ln s, starting from the classic formula's value and widening by factors of e^2.
-    guess = math.log(math.sqrt(2.0 * math.log(1.25 / dlt) + 1e-3) / eps)
+    guess = math.log(math.sqrt(2.0 * (math.log(1.25) - math.log(dlt)) + 1e-3) / eps)
     lo, hi = guess - 1.0, guess + 1.0
     for _ in range(400):
         if gap(lo) > 0.0:
@@ -394,6 +394,8 @@ def gaussian_mechanism(
     """
     arr = check_float_array(x, "x", finite=True, ndim=2)
     rng = check_rng(rng)
+    if sensitivity is None and arr.shape[1] == 0:
+        raise ValueError("x must have at least one column (n >= 1) for the default sensitivity sqrt(n)")
     sens = math.sqrt(arr.shape[1]) if sensitivity is None else sensitivity
     how = check_choice(calibration, "calibration", ("analytic", "classic"))
     calibrate = gaussian_sigma_analytic if how == "analytic" else gaussian_sigma_classic

@@ -167,3 +167,12 @@ def test_mechanism_is_reproducible_and_checks_its_inputs():
         gaussian_mechanism(x, 1.0, 1e-6, np.random.default_rng(0), calibration="classic")
     with pytest.raises(ValueError, match="x"):
         gaussian_mechanism(np.full((1000, 1), 1.797e308), 0.01, 1e-6, np.random.default_rng(0), sensitivity=1e303)
+
+
+def test_tiny_delta_and_empty_rows_are_handled():
+    # 1.25 / 1e-320 overflows a double; the classic sigma must not
+    sigma = gaussian_sigma_classic(0.5, 1e-320, 1.0)
+    assert math.isfinite(sigma) and sigma == pytest.approx(math.sqrt(2 * (math.log(1.25) + 320 * math.log(10))) / 0.5)
+    with pytest.raises(ValueError, match="x"):
+        gaussian_mechanism(np.zeros((3, 0)), 0.5, 1e-5, np.random.default_rng(0))
+    assert gaussian_mechanism(np.zeros((0, 2)), 0.5, 1e-5, np.random.default_rng(0)).shape == (0, 2)
