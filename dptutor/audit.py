@@ -22,7 +22,9 @@ in parallel), :class:`AuditResult` (with Clopper-Pearson confidence bounds), and
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import functools
+import itertools
 import math
 import numbers
 import pickle
@@ -685,6 +687,7 @@ __all__ += [
     "PairAudit",
     "audit_pair",
     "PAIR_CALL_ELEMENTS",
+    "PAIR_IN_FLIGHT",
     "PAIR_CENTRAL_BINS",
     "PAIR_TAIL_BINS",
     "PAIR_MAX_CATEGORIES",
@@ -712,6 +715,7 @@ class _Layout:
     row_shape: tuple[int, ...]
     floating: bool
     statistic: Any = None
+    stat_floating: bool = True  # whether ``statistic`` returns floats (thresholds) or integers (categories)
     lo: float = 0.0
     hi: float = 1.0
     bins: int = 1
@@ -761,30 +765,41 @@ def _checked_outputs(out: object, size: int, layout_shape: tuple[int, ...] | Non
     return out
 
 
-def _statistic_values(statistic: Any, out: np.ndarray, name: str) -> NDArray[np.float64]:
-    """``statistic(out)`` checked: one finite-or-infinite real per output, never NaN."""
+def _statistic_values(statistic: Any, out: np.ndarray, name: str, floating: bool | None = None) -> np.ndarray:
+    """``statistic(out)`` checked: one real per output (floats, never NaN), or one integer or boolean
+    (or one row of them) per output, which are then audited as categories.  ``floating`` (once known)
+    is the kind that every call must keep returning."""
     sname = _callable_name(statistic)
     try:
         values = np.asarray(statistic(out))
     except (ValueError, TypeError) as exc:
         raise ValueError(f"statistic {sname!r} failed on the outputs of mechanism {name!r}: {exc}") from exc
-    if values.shape != (out.shape[0],):
+    if values.dtype.kind not in "biuf":
+        raise ValueError(f"statistic {sname!r} must return real numbers, got dtype {values.dtype}")
+    is_float = values.dtype.kind == "f"
+    rows_ok = values.ndim == 1 or (values.ndim == 2 and not is_float)
+    if not rows_ok or values.shape[0] != out.shape[0]:
         raise ValueError(
             f"statistic {sname!r} must return one real per output, shape ({out.shape[0]},), got {values.shape}"
         )
-    if values.dtype.kind not in "biuf":
-        raise ValueError(f"statistic {sname!r} must return real numbers, got dtype {values.dtype}")
-    values = values.astype(np.float64, copy=False)
-    if np.isnan(values).any():
+    if floating is not None and is_float != floating:
+        raise ValueError(f"statistic {sname!r} changed the type of its values (now {values.dtype})")
+    if is_float and np.isnan(values).any():
         raise ValueError(f"statistic {sname!r} returned NaN")
     return values
 
 
+def _observe(out: np.ndarray, layout: _Layout, name: str) -> np.ndarray:
+    """What the events look at: ``statistic(out)`` if there is a statistic, else the outputs."""
+    if layout.statistic is None:
+        return out
+    return _statistic_values(layout.statistic, out, name, layout.stat_floating)
+
+
 def _values(out: np.ndarray, layout: _Layout, name: str) -> NDArray[np.float64]:
     """The real value of each output that the threshold events look at."""
-    if layout.statistic is not None:
-        return _statistic_values(layout.statistic, out, name)
-    return out.reshape(out.shape[0]).astype(np.float64, copy=False)
+    obs = _observe(out, layout, name)
+    return obs.reshape(obs.shape[0]).astype(np.float64, copy=False)
 
 
 def _bin_counts(values: NDArray[np.float64], layout: _Layout) -> NDArray[np.int64]:
@@ -808,6 +823,17 @@ def _bin_counts(values: NDArray[np.float64], layout: _Layout) -> NDArray[np.int6
 def _category_counts(out: np.ndarray) -> dict[Any, int]:
     """Distinct output rows (ints, or tuples of ints for vectors) and how often each occurs."""
     rows = out.reshape(out.shape[0], -1).astype(np.int64, copy=False)
+    if rows.shape[0] == 0:
+        return {}
+    if rows.shape[1] > 1:
+        # Mixed-radix codes (one int64 per row) make np.unique 1-D and fast; rows are decoded back.
+        lo = rows.min(axis=0)
+        radix = rows.max(axis=0) - lo + 1
+        if float(np.prod(radix.astype(np.float64))) < 2.0**62:
+            mult = np.concatenate([np.cumprod(radix[::-1])[::-1][1:], [1]]).astype(np.int64)
+            codes, counts = np.unique((rows - lo) @ mult, return_counts=True)
+            digits = (codes[:, None] // mult) % radix + lo
+            return dict(zip(map(tuple, digits.tolist()), counts.tolist()))
     if rows.shape[1] == 1:
         v = rows[:, 0]
         lo, hi = int(v.min()), int(v.max())
@@ -849,7 +875,7 @@ def _pair_block(
     for d, data in enumerate((x, x_prime)):
         acc = result[d]
         for out in _draw(mechanism, data, size, rng, layout, name):
-            for key, c in _category_counts(out).items():
+            for key, c in _category_counts(_observe(out, layout, name)).items():
                 acc[key] = acc.get(key, 0) + c
             if len(acc) > PAIR_MAX_CATEGORIES:
                 raise ValueError(
@@ -906,36 +932,41 @@ def _probe_block(
     width = int(math.prod(row_shape))
     if width == 0:
         raise ValueError(f"mechanism {name!r} returned empty outputs (shape {first.shape})")
+    stat_floating = True
     if statistic is not None:
-        mode = "real"
+        first_obs = _statistic_values(statistic, first, name)
+        stat_floating = first_obs.dtype.kind == "f"
+        mode = "real" if stat_floating else "discrete"
     elif floating and width > 1:
         raise ValueError(
             f"mechanism {name!r} returns real vectors of shape {row_shape}; pass statistic=... (a function "
             "from an array of outputs to one real per output, e.g. a sum or a log-likelihood ratio)"
         )
     else:
+        first_obs = first
         mode = "real" if floating else "discrete"
-    layout = _Layout(mode=mode, row_shape=row_shape, floating=floating, statistic=statistic)
-    outs: list[list[np.ndarray]] = [[first], []]
+    layout = _Layout(mode=mode, row_shape=row_shape, floating=floating, statistic=statistic, stat_floating=stat_floating)
+    # Only what the events look at is kept (never a block of wide raw outputs).
+    obs: list[list[np.ndarray]] = [[first_obs], []]
     rest = size - first.shape[0]
     if rest:
-        outs[0].extend(_draw(mechanism, x, rest, rng, layout, name))
-    outs[1].extend(_draw(mechanism, x_prime, size, rng, layout, name))
+        obs[0].extend(_observe(o, layout, name) for o in _draw(mechanism, x, rest, rng, layout, name))
+    obs[1].extend(_observe(o, layout, name) for o in _draw(mechanism, x_prime, size, rng, layout, name))
 
-    if mode == "discrete" and width == 1:
-        distinct = np.unique(np.concatenate([o.reshape(-1) for o in outs[0] + outs[1]]))
+    if mode == "discrete" and obs[0][0].ndim == 1:
+        distinct = np.unique(np.concatenate(obs[0] + obs[1]))
         if distinct.size > PAIR_MAX_INT_CATEGORIES:
             mode = "real"  # e.g. a noisy integer count with a wide range: threshold it
-            layout = _Layout(mode=mode, row_shape=row_shape, floating=floating, statistic=None)
     if mode == "real":
-        values = [np.concatenate([_values(o, layout, name) for o in outs[d]]) for d in (0, 1)]
+        values = [np.concatenate([o.reshape(o.shape[0]) for o in obs[d]]).astype(np.float64) for d in (0, 1)]
         layout = _real_layout(np.concatenate(values), row_shape, floating, statistic)
+        layout = dataclasses.replace(layout, stat_floating=stat_floating)
         counts = np.stack([_bin_counts(values[d], layout) for d in (0, 1)])
         return layout, counts
     result: list[dict[Any, int]] = [{}, {}]
     for d in (0, 1):
-        for out in outs[d]:
-            for key, c in _category_counts(out).items():
+        for o in obs[d]:
+            for key, c in _category_counts(o).items():
                 result[d][key] = result[d].get(key, 0) + c
     return layout, result
 
@@ -1142,7 +1173,7 @@ def audit_pair(
         result = audit_pair(mech, x, x_prime, epsilon=1.0, trials=10**10, seed=2022,
                             executor=client.get_executor())
 
-    That is about 76,000 blocks per half, at most :data:`PAIR_IN_FLIGHT` in flight at a time; an
+    That is about 38,000 blocks per half (76,000 in all), at most :data:`PAIR_IN_FLIGHT` in flight at a time; an
     interrupt loses only those.
 
     Raises ``TypeError``/``ValueError`` naming the bad parameter, and ``ValueError`` naming the
@@ -1172,14 +1203,20 @@ def audit_pair(
     entropy = seed_seq.entropy
     recorded_seed = tuple(int(v) for v in entropy) if isinstance(entropy, (list, tuple, np.ndarray)) else entropy
     n_sel, n_est = trials // 2, trials - trials // 2
-    sel_sizes, est_sizes = _block_sizes(n_sel), _block_sizes(n_est)
     sel_seq, est_seq = seed_seq.spawn(2)
-    sel_children, est_children = sel_seq.spawn(len(sel_sizes)), est_seq.spawn(len(est_sizes))
-    tasks = [(0, s, c) for s, c in zip(sel_sizes[1:], sel_children[1:])]
-    tasks += [(1, s, c) for s, c in zip(est_sizes, est_children)]
-    workers = check_workers(workers, "workers", tasks=len(tasks))
+    n_tasks = -(-n_sel // BLOCK_TRIALS) - 1 + -(-n_est // BLOCK_TRIALS)
+    workers = check_workers(workers, "workers", tasks=max(1, n_tasks))
 
-    layout, probe = _probe_block(mechanism, name, x, x_prime, sel_sizes[0], sel_children[0], statistic)
+    def blocks(half: int, parent: np.random.SeedSequence, total: int, start: int) -> Any:
+        """Block ``i`` of a half: ``min(BLOCK_TRIALS, rest)`` runs, seeded by ``parent.spawn``'s i-th child
+        (made lazily, so that 10^12 runs need no list of 10^7 seeds)."""
+        for i in range(start, -(-total // BLOCK_TRIALS)):
+            child = np.random.SeedSequence(parent.entropy, spawn_key=parent.spawn_key + (i,), pool_size=parent.pool_size)
+            yield half, min(BLOCK_TRIALS, total - i * BLOCK_TRIALS), child
+
+    tasks = itertools.chain(blocks(0, sel_seq, n_sel, 1), blocks(1, est_seq, n_est, 0))
+    _, first_size, first_seed = next(blocks(0, sel_seq, n_sel, 0))
+    layout, probe = _probe_block(mechanism, name, x, x_prime, first_size, first_seed, statistic)
     if layout.mode == "real":
         totals: Any = [probe, np.zeros_like(probe)]
 
@@ -1221,12 +1258,10 @@ def audit_pair(
 
 
 def _run_pair_blocks(
-    mechanism: Any, name: str, x: Any, x_prime: Any, layout: _Layout, tasks: list, workers: int,
+    mechanism: Any, name: str, x: Any, x_prime: Any, layout: _Layout, tasks: Any, workers: int,
     executor: concurrent.futures.Executor | None, add: Any, statistic: Any,
 ) -> None:
-    """Run the blocks in ``tasks`` (half, size, seed) here, in a process pool or on ``executor``."""
-    if not tasks:
-        return
+    """Run the blocks of the iterator ``tasks`` (half, size, seed) here, in a process pool or on ``executor``."""
     own_pool = None
     pool = executor
     if pool is None and workers > 1:
@@ -1308,6 +1343,10 @@ def _bound_from_counts(
         _, hi = _wilson(q[1 - num], n_est, z)
         scores.append(_log_ratio(lo - delta, hi))
     scores_arr = np.stack(scores)
+    # A cut whose prefix is empty or everything on the selection half tells nothing: never choose it
+    # (its score, about -1/n, would otherwise beat informative cuts whose scores are all negative).
+    seen = cum_sel[0, 1:cells] + cum_sel[1, 1:cells]
+    scores_arr[:, (seen == 0) | (seen == 2 * n_sel)] = -np.inf
     best = int(np.argmax(scores_arr))
     combo_sel, cut = divmod(best, cells - 1)
     cut = int(j[cut])

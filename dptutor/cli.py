@@ -5,7 +5,9 @@ Subcommands:
 * ``reproduce``: the paper's Section 5 grid (Figure 2), resumable; writes ``results.json``,
   ``results.csv`` and ``sanity_check.png``/``.svg`` into ``--out``.
 * ``repeat``: one cell over seeds 0..repeats-1 (the paper's footnote 7), prints mean and std.
-* ``grade``: grade submitted assignment notebooks into a CSV (:mod:`dptutor.grading`).
+* ``grade``: grade submitted assignment notebooks into a CSV (:mod:`dptutor.grading.runner`).
+* ``release``: regenerate the student notebooks from the instructor notebooks
+  (:mod:`dptutor.grading.release`).
 
 Adding a subcommand: write one function decorated with ``@subcommand("name")`` that adds its
 parser to the ``subparsers`` it receives and sets ``handler`` (a function ``args -> int``) with
@@ -181,13 +183,13 @@ def _cmd_repeat(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------------------------------
-# grade (the course assignments; all logic in dptutor.grading)
+# grade and release (the course assignments; all logic in dptutor.grading)
 # ---------------------------------------------------------------------------------------------
 
 
 @subcommand("grade")
 def _add_grade(subparsers: argparse._SubParsersAction) -> None:
-    from dptutor.grading import add_grade_arguments, run_grade
+    from dptutor.grading.runner import add_grade_arguments, run_grade
 
     p = subparsers.add_parser(
         "grade",
@@ -197,6 +199,27 @@ def _add_grade(subparsers: argparse._SubParsersAction) -> None:
     )
     add_grade_arguments(p)
     p.set_defaults(handler=run_grade)
+
+
+@subcommand("release")
+def _add_release(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "release",
+        help="rewrite book/assignments/*.md from book/assignments/instructor/*.md",
+        description="Regenerate each student notebook from its instructor notebook: solution blocks "
+                    "dropped, STUB lines kept.",
+    )
+    p.add_argument("--folder", type=Path, default=None,
+                   help="the assignments folder, with an instructor/ subfolder (default: the book's)")
+    p.set_defaults(handler=_cmd_release)
+
+
+def _cmd_release(args: argparse.Namespace) -> int:
+    from dptutor.grading.release import release
+
+    for path in release(args.folder):
+        print(f"wrote {path}")
+    return 0
 
 
 # ---------------------------------------------------------------------------------------------

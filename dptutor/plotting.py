@@ -713,6 +713,65 @@ def plot_loss_agreement(
 
 
 # ---------------------------------------------------------------------------------------------
+# Part III, chapter "Stronger audits": the likelihood-ratio attack against the paper's rounding attack
+# ---------------------------------------------------------------------------------------------
+
+#: Okabe-Ito colours (colour-blind safe) for up to four budgets; green stays for the bound.
+_SA_COLOURS = ("#0072B2", "#D55E00", "#CC79A7", "#E69F00")
+
+
+def plot_attack_comparison(
+    rows: Sequence[tuple[str, int, float, float, float]], *, true_ratio: Mapping[str, Callable[[int], float]] | None = None
+) -> Figure:
+    """Audited loss divided by epsilon against the dimension n, one panel per mechanism.
+
+    ``rows`` holds ``(mechanism, n, epsilon, likelihood_ratio_bound, rounding_loss)``: the 95% lower bound
+    of :func:`dptutor.audit.audit_pair` with the likelihood-ratio statistic (solid lines, filled markers)
+    and the paper's rounding attack's exact loss (dashed lines, open markers), both divided by epsilon.
+    ``true_ratio[mechanism](n)`` (optional) draws the true epsilon / claimed epsilon as a grey line; the
+    green line is 1, the claim.
+    """
+    table = [(str(m), int(n), float(e), float(lr), float(ro)) for m, n, e, lr, ro in rows]
+    if not table:
+        raise ValueError("rows must not be empty")
+    mechs = list(dict.fromkeys(m for m, *_ in table))
+    epsilons = sorted({e for _, _, e, _, _ in table})
+    if len(epsilons) > len(_SA_COLOURS):
+        raise ValueError(f"at most {len(_SA_COLOURS)} budgets fit in one figure, got {len(epsilons)}")
+    fig, axes = plt.subplots(1, len(mechs), figsize=(4.2 * len(mechs) + 1.6, 3.8), layout="constrained", squeeze=False)
+    for ax, mech in zip(axes[0], mechs):
+        dims = sorted({n for m, n, *_ in table if m == mech})
+        for colour, eps in zip(_SA_COLOURS, epsilons):
+            pts = sorted((n, lr, ro) for m, n, e, lr, ro in table if m == mech and e == eps)
+            if not pts:
+                continue
+            n_arr = np.array([p[0] for p in pts], dtype=float)
+            lr = np.array([p[1] for p in pts]) / eps
+            ro = np.array([p[2] for p in pts]) / eps
+            floor = 1e-3  # a zero bound is drawn on the floor of the log axis
+            ax.plot(n_arr, np.maximum(lr, floor), color=colour, lw=1.8, marker="o", ms=5)
+            ax.plot(n_arr, np.maximum(ro, floor), color=colour, lw=1.2, ls="--", marker="o", ms=5, mfc="white")
+        if true_ratio and mech in true_ratio:
+            ax.plot(dims, [true_ratio[mech](n) for n in dims], color="0.45", lw=3, alpha=0.5, zorder=1)
+        ax.axhline(1.0, color="#009E73", lw=2)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xticks(dims, [str(n) for n in dims])
+        ax.set_xlabel("dimension $n$")
+        ax.set_title(mech)
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel(r"audited loss / claimed $\varepsilon$")
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], color=c, lw=2, label=rf"$\varepsilon$ = {e:g}") for c, e in zip(_SA_COLOURS, epsilons)]
+    handles += [
+        Line2D([], [], color="0.2", lw=1.8, marker="o", label="likelihood-ratio attack\n(95% lower bound)"),
+        Line2D([], [], color="0.2", lw=1.2, ls="--", marker="o", mfc="white", label="rounding attack\n(exact loss)"),
+        Line2D([], [], color="#009E73", lw=2, label=r"claimed $\varepsilon$"),
+    ]
+    if true_ratio:
+        handles.append(Line2D([], [], color="0.45", lw=3, alpha=0.5, label=r"true $\varepsilon$"))
+    fig.legend(handles=handles, loc="outside right center", fontsize="small")
 # Part I, chapter "Composition", and Part III, chapter "Approximate DP and the Gaussian mechanism"
 # (Okabe-Ito colours, safe for colour-blind readers)
 # ---------------------------------------------------------------------------------------------

@@ -1,21 +1,15 @@
 """The course assignments and their autograder (dptutor.grading).
 
 Fast tests run the checks in this process on the reference solutions (the instructor notebooks'
-code), on the blank student notebooks, and on planted wrong answers.  One slower test grades
-folders of submitted notebooks through ``python -m dptutor grade``, each in a fresh kernel, as an
-instructor would: three folders graded concurrently to save wall time.
+code), on the blank student notebooks, and on planted wrong answers.  Grading submitted notebooks
+in kernels (the runner, its trust model, Ctrl-C) is tested in test_grading_runner.py.
 """
 from __future__ import annotations
 
-import csv
-import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import jupytext
-import nbformat
 import numpy as np
 import pytest
 
@@ -62,7 +56,7 @@ def test_student_notebook_is_generated_from_the_instructor_version(name: str) ->
     notebook = ASSIGNMENTS[name].notebook
     instructor = (INSTRUCTOR_DIR / notebook).read_text()
     student = (ASSIGNMENT_DIR / notebook).read_text()
-    assert student == student_version(instructor), "run `python -m dptutor.grading release`"
+    assert student == student_version(instructor), "run `python -m dptutor release`"
     assert "SOLUTION" not in student and "STUB" not in student
     assert "BEGIN SOLUTION" in instructor
 
@@ -103,13 +97,13 @@ def test_other_correct_answers_get_full_marks() -> None:
 
     def eq4(u, mu=0.0, b=1.0):  # Eq. 4 as printed, with the domain checks
         u = np.asarray(u, dtype=float)
-        if b <= 0 or not ((u > 0) & (u < 1)).all():
+        if not 0 < b < math.inf or not ((u > 0) & (u < 1)).all():
             raise ValueError("u must lie in (0, 1) and b must be > 0")
         return mu - b * np.sign(u - 0.5) * np.log(1 - 2 * np.abs(u - 0.5))
 
     def scipy_ppf(u, mu=0.0, b=1.0):
         u = np.asarray(u, dtype=float)
-        if not b > 0 or np.isnan(u).any() or (u <= 0).any() or (u >= 1).any():
+        if not 0 < b < math.inf or np.isnan(u).any() or (u <= 0).any() or (u >= 1).any():
             raise ValueError("out of the domain")
         return stats.laplace.ppf(u, loc=mu, scale=b)
 
@@ -120,7 +114,7 @@ def test_other_correct_answers_get_full_marks() -> None:
 
     def exponential_with_sign(X, epsilon, *, rng):  # Lap(0, b) as a signed exponential
         X = np.array(X, dtype=float)
-        if X.ndim != 2 or len(X) == 0 or X.min() < 0 or X.max() > 1 or not epsilon > 0:
+        if X.ndim != 2 or len(X) == 0 or not (X.min() >= 0 and X.max() <= 1) or not 0 < epsilon < math.inf:
             raise ValueError("bad input")
         m, k = X.shape
         sign = rng.choice([-1.0, 1.0], size=k)
@@ -170,7 +164,7 @@ def test_unchecked_domain_fails_q2() -> None:
 
     fb = check("sampler", "q2", naive)
     assert fb.score < 1
-    assert any("laplace_inverse_cdf(u = 0) returned" in m and "open interval (0, 1)" in m for m in fb.messages)
+    assert any("with u = 0 (u = 0.0) returned" in m and "open interval (0, 1)" in m for m in fb.messages)
     assert any("b=0" in m for m in fb.messages), fb.report()
 
 
@@ -203,7 +197,7 @@ def test_sensitivity_hints() -> None:
     fb = check("mechanism", "q1", lambda m, k: math.sqrt(k) / m)
     assert any("l2 sensitivity" in m for m in fb.messages), fb.report()
     fb = check("mechanism", "q1", lambda m, k: k)
-    assert any("1/m per coordinate" in m for m in fb.messages), fb.report()
+    assert any("how does m enter" in m for m in fb.messages), fb.report()
 
 
 def test_mechanism_with_one_coordinate_sensitivity_gets_a_scale_diagnosis(reference: dict) -> None:
@@ -214,7 +208,7 @@ def test_mechanism_with_one_coordinate_sensitivity_gets_a_scale_diagnosis(refere
 
     fb = check("mechanism", "q2", per_coordinate, hidden=True)
     assert fb.score == 0
-    assert all("Delta = 1/m" in m and "k/(m epsilon)" in m for m in fb.messages), fb.report()
+    assert all("Delta = 1/m" in m and "question 1" in m for m in fb.messages), fb.report()
 
 
 def test_mechanism_with_shared_noise_fails() -> None:
@@ -233,7 +227,7 @@ def test_mechanism_without_input_checks_fails_q3() -> None:
 
     fb = check("mechanism", "q3", unchecked)
     assert 0 < fb.score < 1
-    assert any("value 1.5" in m and "ValueError" in m for m in fb.messages), fb.report()
+    assert any("a value above 1" in m and "ValueError" in m for m in fb.messages), fb.report()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -293,91 +287,3 @@ def test_feedback_withholds_verdicts_but_grading_does_not(reference: dict) -> No
     assert "graded after you submit" in fb.report()
     fb = check("audit", "q3", "half-scale", hidden=True)
     assert fb.score == 0 and fb.messages
-
-
-# ---------------------------------------------------------------------------------------------
-# grading submitted notebooks in fresh kernels
-# ---------------------------------------------------------------------------------------------
-
-SAMPLER_STUB = '    raise NotImplementedError("Questions 1-3")'
-
-
-def write_ipynb(md: Path, target: Path) -> None:
-    nbformat.write(jupytext.read(md), target)
-
-
-def read_scores(path: Path) -> dict[str, dict[str, str]]:
-    with open(path, newline="") as fh:
-        return {row["file"]: row for row in csv.DictReader(fh)}
-
-
-def test_hidden_result_is_read_after_output_without_a_newline() -> None:
-    # A student function that prints without a newline puts its text on the result's line.
-    token = "DPTUTOR-RESULT-0123456789abcdef "
-    result = {"question": "q1", "score": 2.0, "points": 2.0, "status": "graded", "messages": []}
-    cell = {"outputs": [{"output_type": "stream", "name": "stdout",
-                         "text": "computing...computing..." + token + json.dumps(result) + "\n"}]}
-    assert grading._hidden_feedback(cell, token) == result
-    assert grading._hidden_feedback({"outputs": [{"output_type": "stream", "text": "no result\n"}]}, token) is None
-
-
-def test_grade_command_on_folders_of_submissions(tmp_path: Path) -> None:
-    student = {name: (ASSIGNMENT_DIR / a.notebook).read_text() for name, a in ASSIGNMENTS.items()}
-    folders = {name: tmp_path / name for name in ASSIGNMENTS}
-    for folder in folders.values():
-        folder.mkdir()
-    # sampler: reference (.md), blank (.ipynb), DPText planted, a crash, an endless loop
-    sampler = folders["sampler"]
-    (sampler / "reference.md").write_text((INSTRUCTOR_DIR / "sampler.md").read_text())
-    (sampler / "blank.md").write_text(student["sampler"])
-    write_ipynb(sampler / "blank.md", sampler / "blank_nb.ipynb")
-    (sampler / "blank.md").unlink()
-    assert SAMPLER_STUB in student["sampler"]
-    (sampler / "dptext.md").write_text(student["sampler"].replace(
-        SAMPLER_STUB, "    from dptutor.distributions import dptext_transform\n    return dptext_transform(u, mu, b)"))
-    (sampler / "crash.md").write_text(student["sampler"].replace(
-        "def laplace_inverse_cdf(", "raise RuntimeError('boom')\ndef laplace_inverse_cdf("))
-    (sampler / "loop.md").write_text(student["sampler"].replace(SAMPLER_STUB, "    while True:\n        pass"))
-    (sampler / "notes.txt").write_text("not a notebook: ignored")
-    # mechanism and audit: reference and blank
-    for name in ("mechanism", "audit"):
-        write_ipynb(INSTRUCTOR_DIR / ASSIGNMENTS[name].notebook, folders[name] / "reference.ipynb")
-        (folders[name] / "blank.md").write_text(student[name])
-
-    # Small time limits: 10 s per cell and 25 s per notebook for the folder with the endless loop
-    # (its first two checks time out; the third is cut by the total limit).
-    limits = {"sampler": ("10", "25"), "mechanism": ("60", "300"), "audit": ("60", "300")}
-    procs = {
-        name: subprocess.Popen(
-            [sys.executable, "-m", "dptutor", "grade", name, str(folder), "--csv", str(tmp_path / f"{name}.csv"),
-             "--feedback", str(tmp_path / f"{name}-feedback"), "--timeout", limits[name][0],
-             "--total-timeout", limits[name][1]],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        for name, folder in folders.items()
-    }
-    logs = {name: proc.communicate(timeout=600)[0] for name, proc in procs.items()}
-    for name, proc in procs.items():
-        assert proc.returncode == 0, logs[name]
-
-    for name, a in ASSIGNMENTS.items():
-        rows = read_scores(tmp_path / f"{name}.csv")
-        ref = rows["reference.md" if name == "sampler" else "reference.ipynb"]
-        blank = rows["blank_nb.ipynb" if name == "sampler" else "blank.md"]
-        for q in a.questions:
-            assert float(ref[q.name]) == q.points, (name, ref)
-            assert float(blank[q.name]) == 0, (name, blank)
-        assert float(ref["total"]) == a.points and float(blank["total"]) == 0
-        assert "not implemented yet" in blank["messages"] or "not answered yet" in blank["messages"]
-        assert (tmp_path / f"{name}-feedback" / "reference.txt").is_file()
-
-    rows = read_scores(tmp_path / "sampler.csv")
-    assert sorted(rows) == ["blank_nb.ipynb", "crash.md", "dptext.md", "loop.md", "reference.md"]
-    dptext = rows["dptext.md"]
-    assert float(dptext["q1"]) == 0 and "Theorem 3.1" in dptext["messages"]
-    assert float(dptext["q3"]) == 1  # DPText's transform is vectorised: the checks tell the bugs apart
-    crash = rows["crash.md"]
-    assert float(crash["total"]) == 0
-    assert "RuntimeError: boom" in crash["messages"] and "not defined" in crash["messages"]
-    loop = rows["loop.md"]
-    assert float(loop["total"]) == 0
-    assert "longer than 10 s" in loop["messages"] and "total time limit of 25 s" in loop["messages"]

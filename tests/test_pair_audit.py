@@ -337,3 +337,62 @@ def test_pair_audit_refuses_bad_fields_and_is_read_only():
     text = r.summary()
     assert "randomized_response" in text and "lower bound" in text and str(r) == text
     assert stats.binom is not None  # scipy is what the bounds use
+
+
+def test_a_trivial_event_is_never_chosen():
+    # clipped_sum has atoms at 0 and n; at small epsilon every projected score is negative, and the
+    # event "everything" once won with score ~ -1/n.  Seeds 1 and 3 were the failing cases.
+    from dptutor.zoo import clipped_sum, laplace_vector
+
+    mech = functools.partial(laplace_vector, epsilon=0.1)
+    for seed in (1, 3):
+        r = audit_pair(mech, np.zeros(2), np.ones(2), epsilon=0.1, trials=40_000, seed=seed, statistic=clipped_sum)
+        assert 0 < r.counts[0, 0] < r.estimation_trials and 0 < r.counts[1, 0] < r.estimation_trials
+
+
+# ---------------------------------------------------------------------------------------------
+# the chapter's proofs, checked numerically
+# ---------------------------------------------------------------------------------------------
+
+
+def test_neyman_pearson_lemma_on_random_discrete_pairs():
+    # The chapter's Theorem (Neyman-Pearson): a likelihood-ratio event S_t has at least the power of
+    # every event S that is no larger under p'.  Exhaustive over all 2^8 events of random pmfs.
+    rng = np.random.default_rng(12)
+    for _ in range(50):
+        p, q = rng.dirichlet(np.ones(8)), rng.dirichlet(np.ones(8))
+        ratio = p / q
+        masks = (np.arange(256)[:, None] >> np.arange(8)) & 1 == 1
+        power, size = masks @ p, masks @ q
+        for t in np.unique(ratio):
+            s_t = ratio >= t
+            worse = size <= q[s_t].sum() + 1e-15
+            assert np.all(power[worse] <= p[s_t].sum() + 1e-12)
+
+
+def test_threshold_loss_of_the_laplace_count():
+    # The chapter's exercise: L(t) = ln P[o >= t | 1] - ln P[o >= t | 0] equals epsilon for t >= 1,
+    # increases to it on [0, 1], and the closed forms of the solution hold (scipy's logsf as reference).
+    eps = 0.7
+    lap = stats.laplace(scale=1 / eps)
+    t = np.linspace(-3, 6, 901)
+    loss = lap.logsf(t - 1) - lap.logsf(t)
+    assert np.allclose(loss[t >= 1], eps, atol=1e-12)
+    assert np.all(loss[t < 1] < eps) and np.all(np.diff(loss[(t >= 0) & (t <= 1)]) > 0)
+    mid = t[(t >= 0) & (t < 1)]
+    b = 1 / eps
+    assert np.allclose(lap.logsf(mid - 1) - lap.logsf(mid), np.log(2 * np.exp(mid / b) - np.exp(-(1 - 2 * mid) / b)))
+
+
+def test_union_bound_step_of_the_soundness_proof():
+    # Step 3: four one-sided Clopper-Pearson bounds at alpha/4 each fail together with probability at most
+    # alpha.  Exact binomial computation of each bound's coverage at a few (n, p).
+    alpha = 0.05
+    for n, p in ((50, 0.1), (120, 0.5), (300, 0.03)):
+        k = np.arange(n + 1)
+        pmf = stats.binom.pmf(k, n, p)
+        cis = [stats.binomtest(int(i), n).proportion_ci(confidence_level=1 - alpha / 2, method="exact") for i in k]
+        bounds = [(ci.low, ci.high) for ci in cis]
+        miss_low = pmf[[lo > p for lo, _ in bounds]].sum()
+        miss_high = pmf[[hi < p for _, hi in bounds]].sum()
+        assert miss_low <= alpha / 4 + 1e-12 and miss_high <= alpha / 4 + 1e-12

@@ -1,0 +1,523 @@
+"""The grader's trust model, its interrupts and its command line (dptutor.grading.runner, .record).
+
+Fast tests run the record/replay protocol in this process (the kernel side and the grader side are
+ordinary functions); the slower ones grade folders of adversarial notebooks in real kernels through
+``python -m dptutor grade``, three folders at once to save wall time, and interrupt the command
+with SIGINT at several moments.  Each forged notebook must score no more than its functions earn
+when checked honestly.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import ROOT
+from dptutor.audit import AuditResult
+from dptutor.grading import ASSIGNMENTS, check
+from dptutor.grading import runner
+from dptutor.grading.record import (Record, RecordError, load_record, load_timed, record_cell, replay_question,
+                                    timed_cell)
+from test_grading import ASSIGNMENT_DIR, INSTRUCTOR_DIR, run_notebook_code
+
+SAMPLER_STUB = '    raise NotImplementedError("Questions 1-3")'
+HIDDEN = 424242
+
+
+def simulate_grading(name: str, namespace: dict, hidden: int = HIDDEN) -> dict:
+    """The runner's pipeline in this process: record each question, time its requests, replay it."""
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for q in ASSIGNMENTS[name].questions:
+            path = os.path.join(tmp, f"{q.name}.npz")
+            record_cell(namespace, name, q.name, hidden, path)
+            record = load_record(path, q.needs)
+            for request in record.meta["timed"]:
+                record.timings.append(time_in_process(namespace, request, os.path.join(tmp, "timed.npz")))
+            out[q.name] = replay_question(name, q.name, record, hidden)
+    return out
+
+
+def time_in_process(namespace: dict, request: dict, path: str) -> tuple:
+    """A timed cell as the runner runs it: interrupted at the runner's cap, timed from outside."""
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, runner.TIMED_CELL_CAP)
+    t0 = time.perf_counter()
+    try:
+        timed_cell(namespace, request["fn"], request["spec"], request["args"], path)
+        seconds = time.perf_counter() - t0
+    except KeyboardInterrupt:
+        return runner.TIMED_CELL_CAP, request, Record({"version": 1, "value": {"k": "none"}}, {})
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    return seconds, request, load_timed(path)
+
+
+# ---------------------------------------------------------------------------------------------
+# wrong answers, as the student would write them
+# ---------------------------------------------------------------------------------------------
+
+
+def half_scale_loop(u, mu=0.0, b=1.0):  # a Python loop with the wrong scale b/2, domain checks kept
+    from dptutor.distributions import laplace_ppf
+
+    u = np.asarray(u, dtype=float)
+    if not (np.isfinite(b) and b > 0) or not ((u > 0) & (u < 1)).all():
+        raise ValueError("bad input")
+    if u.ndim == 0:
+        return laplace_ppf(float(u), mu, b / 2)
+    return np.array([laplace_ppf(x, mu, b / 2) for x in u])
+
+
+def zeros(u, mu=0.0, b=1.0):
+    return np.zeros(np.shape(u))
+
+
+def per_coordinate(X, epsilon, *, rng):  # Delta = 1/m
+    X = np.asarray(X, dtype=float)
+    m, k = X.shape
+    return X.mean(axis=0) + rng.laplace(0.0, 1 / (m * epsilon), size=k)
+
+
+def mutating(X, epsilon, *, rng):  # correct noise, but clips X in place and takes no care of bad input
+    X = np.asarray(X)
+    np.clip(X, 0, 1, out=X)
+    m, k = X.shape
+    return X.mean(axis=0) + rng.laplace(0.0, k / (m * epsilon), size=k)
+
+
+@pytest.fixture(scope="module")
+def reference() -> dict[str, dict]:
+    return {name: run_notebook_code(INSTRUCTOR_DIR / a.notebook, feedback_cells=False)
+            for name, a in ASSIGNMENTS.items()}
+
+
+def wrong_answers(reference: dict) -> list[tuple[str, dict]]:
+    audit = reference["audit"]
+    return [
+        ("sampler", {"laplace_inverse_cdf": half_scale_loop}),
+        ("sampler", {"laplace_inverse_cdf": zeros}),
+        ("mechanism", {"mean_sensitivity": lambda m, k: np.sqrt(k) / m, "private_mean": per_coordinate}),
+        ("mechanism", {"mean_sensitivity": lambda m, k: k / m, "private_mean": mutating}),
+        ("audit", {"verdicts": {"A": "no evidence", "B": "violates"},
+                   "evidence": {"A": audit["evidence"]["B"], "B": audit["evidence"]["A"]}, "diagnosis": "half-scale"}),
+        ("audit", {"verdicts": "violates", "evidence": [1, 2], "diagnosis": 3}),
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# the protocol, in this process
+# ---------------------------------------------------------------------------------------------
+
+
+def test_replay_reaches_the_same_verdicts_as_the_direct_checks(reference: dict) -> None:
+    cases = [(name, ns) for name, ns in reference.items()] + wrong_answers(reference)
+    for name, ns in cases:
+        replayed = simulate_grading(name, ns)
+        for q in ASSIGNMENTS[name].questions:
+            direct = check(name, q.name, *(ns[n] for n in q.needs), hidden=HIDDEN)
+            got = replayed[q.name]
+            assert (got.score, got.status) == (direct.score, direct.status), (name, got.report(), direct.report())
+            assert [f.passed for f in got.findings] == [f.passed for f in direct.findings], (name, got.report())
+        if ns is reference[name]:
+            assert all(fb.score == q.points for fb, q in zip(replayed.values(), ASSIGNMENTS[name].questions))
+
+
+def good_record(tmp_path: Path, reference: dict) -> Path:
+    path = tmp_path / "good.npz"
+    record_cell(reference["sampler"], "sampler", "q2", HIDDEN, str(path))
+    load_record(str(path), ("laplace_inverse_cdf",))  # valid as written
+    return path
+
+
+def rezip(source: Path, target: Path, *, compression: int = zipfile.ZIP_STORED,
+          replace: dict[str, bytes] | None = None) -> None:
+    with zipfile.ZipFile(source) as zin, zipfile.ZipFile(target, "w", compression) as zout:
+        for info in zin.infolist():
+            zout.writestr(info.filename, (replace or {}).get(info.filename, zin.read(info)))
+
+
+def npy_bytes(arr: np.ndarray, allow_pickle: bool = False) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, arr, allow_pickle=allow_pickle)
+    return buf.getvalue()
+
+
+def test_result_files_are_parsed_strictly(tmp_path: Path, reference: dict) -> None:
+    good = good_record(tmp_path, reference)
+    needs = ("laplace_inverse_cdf",)
+    meta = json.loads(str(np.load(good)["meta"][()]))
+    bad: dict[str, Path] = {}
+    bad["not a zip"] = tmp_path / "text.npz"
+    bad["not a zip"].write_text("score: 1000")
+    bad["symlink"] = tmp_path / "link.npz"
+    bad["symlink"].symlink_to(good)
+    bad["fifo"] = tmp_path / "fifo.npz"
+    os.mkfifo(bad["fifo"])
+    bad["deflated members"] = tmp_path / "deflated.npz"
+    rezip(good, bad["deflated members"], compression=zipfile.ZIP_DEFLATED)
+    bad["a pickled object array"] = tmp_path / "pickle.npz"
+    rezip(good, bad["a pickled object array"], replace={"a0.npy": npy_bytes(np.array([{}], dtype=object), True)})
+    bad["metadata that is not JSON"] = tmp_path / "json.npz"
+    rezip(good, bad["metadata that is not JSON"], replace={"meta.npy": npy_bytes(np.array("{'score': 1000"))})
+    for label, change in {
+        "a score in the metadata": {"version": 2, "score": 1000},
+        "a call of another function": {"calls": [{**meta["calls"][0], "fn": "print"}]},
+        "a malformed exception": {"calls": [{**meta["calls"][0], "raised": {"type": "os.system('x')"}}]},
+        "too many timed requests": {"timed": [{"fn": "laplace_inverse_cdf", "spec": [[1, 10]], "args": []}] * 9},
+        "a huge timed request": {"timed": [{"fn": "laplace_inverse_cdf", "spec": [[1, 10**12]], "args": []}]},
+    }.items():
+        bad[label] = tmp_path / f"{len(bad)}.npz"
+        rezip(good, bad[label], replace={"meta.npy": npy_bytes(np.array(json.dumps({**meta, **change})))})
+    bad["too large"] = tmp_path / "large.npz"
+    with open(bad["too large"], "wb") as fh:
+        fh.truncate(200 * 2**20)  # sparse: no disk used
+    bad["missing"] = tmp_path / "never-written.npz"
+    for label, path in bad.items():
+        with pytest.raises(RecordError):
+            load_record(str(path), needs)
+        print(label, "rejected")
+
+
+def test_a_record_that_does_not_match_the_graders_inputs_scores_zero(tmp_path: Path, reference: dict) -> None:
+    good = good_record(tmp_path, reference)
+    meta = json.loads(str(np.load(good)["meta"][()]))
+    meta["calls"][0]["digest"] = "0" * 64  # recorded for other inputs than the grader's
+    forged = tmp_path / "forged.npz"
+    rezip(good, forged, replace={"meta.npy": npy_bytes(np.array(json.dumps(meta)))})
+    fb = replay_question("sampler", "q2", load_record(str(forged), ("laplace_inverse_cdf",)), HIDDEN)
+    assert fb.score == 0 and fb.status == "error" and "does not match" in fb.report()
+
+
+def test_scores_are_clamped_to_the_points() -> None:
+    assert runner._clamp(1000.0, 2.0) == 2.0
+    assert runner._clamp(-3.0, 2.0) == 0.0
+    assert runner._clamp(math.nan, 2.0) == 0.0
+    assert runner._clamp(math.inf, 1.0) == 1.0
+
+
+def test_public_functions_name_bad_parameters(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="assignment"):
+        runner.grade_folder("nope", tmp_path)
+    with pytest.raises(TypeError, match="folder"):
+        runner.grade_folder("sampler", 3)
+    with pytest.raises(ValueError, match="timeout"):
+        runner.grade_folder("sampler", tmp_path, timeout=-1)
+    with pytest.raises(TypeError, match="path"):
+        runner.grade_notebook(None, "sampler")
+    with pytest.raises(ValueError, match="total_timeout"):
+        runner.grade_notebook(tmp_path / "x.md", "sampler", total_timeout=math.nan)
+    with pytest.raises(TypeError, match="results"):
+        runner.write_csv([1], tmp_path / "x.csv", "sampler")
+    (tmp_path / "other.csv").write_text("a,b\n1,2\n")
+    with pytest.raises(ValueError, match="csv"):
+        runner.read_csv(tmp_path / "other.csv", "sampler")
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dptutor", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_output_arguments_are_checked_before_grading(tmp_path: Path) -> None:
+    folder = tmp_path / "subs"
+    folder.mkdir()
+    # A notebook that would take 60 s: nothing may run before the arguments are found wrong.
+    (folder / "slow.md").write_text((ASSIGNMENT_DIR / "sampler.md").read_text().replace(
+        "import numpy as np", "import time; time.sleep(60)\nimport numpy as np", 1))
+    (tmp_path / "afile").write_text("x")
+    (tmp_path / "foreign.csv").write_text("name,grade\nbob,3\n")
+    started = time.monotonic()
+    for extra, expected in (
+        (["--csv", str(tmp_path)], "is a folder"),
+        (["--csv", str(tmp_path / "missing" / "s.csv")], "does not exist"),
+        (["--csv", str(tmp_path / "s.csv"), "--feedback", str(tmp_path / "afile")], "not a folder"),
+        (["--csv", str(tmp_path / "foreign.csv")], "not a scores file"),
+    ):
+        proc = run_cli("grade", "sampler", str(folder), *extra)
+        assert proc.returncode == 2, proc.stderr
+        assert expected in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert time.monotonic() - started < 30
+    assert not (tmp_path / "s.csv").exists()
+
+
+def test_missing_grading_dependency_is_one_line(monkeypatch: pytest.MonkeyPatch, capsys, tmp_path: Path) -> None:
+    real = runner.importlib.util.find_spec
+    monkeypatch.setattr(runner.importlib.util, "find_spec", lambda name, *a: None if name == "nbclient" else real(name, *a))
+    from dptutor.cli import main
+
+    assert main(["grade", "sampler", str(tmp_path), "--csv", str(tmp_path / "s.csv")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "nbclient" in err and "pip install 'dptutor[grade]'" in err
+
+
+# ---------------------------------------------------------------------------------------------
+# adversarial notebooks in real kernels
+# ---------------------------------------------------------------------------------------------
+
+FORGE_TOKEN = '''
+import builtins, json, dptutor.grading as g
+_real_print = builtins.print
+def _forged(*args, **kwargs):  # print a score of 1000 for every question, whatever is asked
+    for q in ("q1", "q2", "q3"):
+        _real_print("DPTUTOR-RESULT-0000000000000000 " + json.dumps(
+            {"question": q, "score": 1000, "points": 1000, "status": "graded", "messages": []}))
+g.grade_in_kernel = lambda *a, **k: _forged()
+builtins.print = lambda *a, **k: (_forged(), _real_print(*a, **k))
+'''
+
+PATCH_CHECKS = '''
+import time, json, scipy.stats, numpy as np
+import dptutor.distributions, dptutor.grading.feedback as fb, dptutor.grading.record as rec
+import dptutor.grading.sampler as smp, dptutor.grading.registry as reg
+class _P: pvalue = 1.0
+scipy.stats.kstest = lambda *a, **k: _P()            # every KS test passes
+smp.stats = scipy.stats
+_slow = smp.laplace_ppf
+def _very_slow(*a, **k):
+    time.sleep(2)
+    return _slow(*a, **k)
+smp.laplace_ppf = _very_slow                                   # the grader's reference looks slow
+fb.SpyArray.__iter__ = np.ndarray.__iter__                      # loops go unseen
+fb.SpyArray.mark_touched = lambda self: None
+rec.measure = smp.measure = lambda f, spec, *a, **k: (None, None, 1e-6)
+reg.score = fb.score = lambda findings, points: 1000.0
+_dumps = json.dumps
+json.dumps = lambda obj, *a, **k: _dumps({"version": 1, "score": 1000} if isinstance(obj, dict) and "calls" in obj else obj, *a, **k)
+'''
+
+WATCHER = '''
+import os, threading, time
+def _watch():  # replace every result file the grader's cells write with a link to /dev/zero
+    while True:
+        for name in os.listdir("."):
+            if name.endswith(".npz") and not os.path.islink(name):
+                try:
+                    os.replace(name, name + ".old"); os.symlink("/dev/zero", name)
+                except OSError:
+                    pass
+        time.sleep(0.0005)
+threading.Thread(target=_watch, daemon=True).start()
+'''
+
+FORKER = '''
+import os, time
+if os.fork() == 0:  # a helper that outlives the grading of this notebook, unless the grader kills it
+    with open({pidfile!r}, "w") as fh:
+        fh.write(str(os.getpid()))
+    time.sleep(300)
+    os._exit(0)
+'''
+
+
+def sampler_notebook(body: str, prelude: str = "") -> str:
+    text = (ASSIGNMENT_DIR / "sampler.md").read_text()
+    assert SAMPLER_STUB in text
+    text = text.replace(SAMPLER_STUB, body)
+    if prelude:
+        text = text.replace("check = checker(\"sampler\")", "check = checker(\"sampler\")\n" + prelude, 1)
+    return text
+
+
+HALF_SCALE_LOOP = '''    from dptutor.distributions import laplace_ppf
+    u = np.asarray(u, dtype=float)
+    if not (np.isfinite(b) and b > 0) or not ((u > 0) & (u < 1)).all():
+        raise ValueError("bad input")
+    if u.ndim == 0:
+        return laplace_ppf(float(u), mu, b / 2)
+    return np.array([laplace_ppf(x, mu, b / 2) for x in u])'''
+
+REFERENCE_SAMPLER = '''    u = np.asarray(u, dtype=float)
+    if not (np.isfinite(b) and b > 0) or not np.all((u > 0) & (u < 1)):
+        raise ValueError("bad input")
+    from dptutor.distributions import laplace_ppf
+    return laplace_ppf(u, mu, b)'''
+
+
+def honest_total(name: str, namespace: dict) -> float:
+    return sum(check(name, q.name, *(namespace[n] for n in q.needs), hidden=True).score
+               for q in ASSIGNMENTS[name].questions)
+
+
+def read_scores(path: Path) -> dict[str, dict[str, str]]:
+    with open(path, newline="") as fh:
+        return {row["file"]: row for row in csv.DictReader(fh)}
+
+
+def test_adversarial_submissions(tmp_path: Path, reference: dict) -> None:
+    folders = {name: tmp_path / name for name in ASSIGNMENTS}
+    for folder in folders.values():
+        folder.mkdir()
+    sampler = folders["sampler"]
+    pidfile = tmp_path / "helper.pid"
+    (sampler / "reference.md").write_text((INSTRUCTOR_DIR / "sampler.md").read_text())
+    (sampler / "blank.md").write_text((ASSIGNMENT_DIR / "sampler.md").read_text())
+    (sampler / "forged_token.md").write_text(sampler_notebook("    return np.zeros(np.shape(u))", FORGE_TOKEN))
+    (sampler / "patched_checks.md").write_text(sampler_notebook(HALF_SCALE_LOOP, PATCH_CHECKS))
+    (sampler / "watcher.md").write_text(sampler_notebook(REFERENCE_SAMPLER, WATCHER))
+    (sampler / "forker.md").write_text(sampler_notebook(REFERENCE_SAMPLER, FORKER.format(pidfile=str(pidfile))))
+    (sampler / "crash.md").write_text((ASSIGNMENT_DIR / "sampler.md").read_text().replace(
+        "def laplace_inverse_cdf(", "raise RuntimeError('boom')\ndef laplace_inverse_cdf("))
+    (sampler / "loop.md").write_text(sampler_notebook("    while True:\n        pass"))
+    for name in (n for n in ASSIGNMENTS if n != "sampler"):
+        (folders[name] / "reference.md").write_text((INSTRUCTOR_DIR / ASSIGNMENTS[name].notebook).read_text())
+        (folders[name] / "blank.md").write_text((ASSIGNMENT_DIR / ASSIGNMENTS[name].notebook).read_text())
+    mech = (ASSIGNMENT_DIR / "mechanism.md").read_text()
+    (folders["mechanism"] / "patched.md").write_text(mech.replace(
+        '    raise NotImplementedError("Question 1")', "    return k / m").replace(
+        '    raise NotImplementedError("Question 2")',
+        "    X = np.asarray(X, dtype=float)\n    m, k = X.shape\n"
+        "    return X.mean(axis=0) + rng.laplace(0.0, 1 / (m * epsilon), size=k)").replace(
+        'check = checker("mechanism")', 'check = checker("mechanism")\n' + PATCH_CHECKS.replace(
+            "smp.stats = scipy.stats", "import dptutor.grading.mechanism as mm; mm.stats = scipy.stats"), 1))
+    audit = (ASSIGNMENT_DIR / "audit.md").read_text()
+    forged_evidence = '''
+from dptutor.audit import AuditResult
+import dptutor.audit, dptutor.grading.audit as ga
+fake = AuditResult.from_counts([[10, 99_990], [99_990, 10]], n=2, epsilon=1.0, seed=1)
+dptutor.audit.estimate_loss = ga.estimate_loss = lambda *a, **k: fake   # the "replay" reproduces anything
+evidence = {"A": fake, "B": fake}
+verdicts = {"A": "violates", "B": "violates"}'''
+    (folders["audit"] / "forged.md").write_text(audit.replace(
+        'evidence = {"A": None, "B": None}\nverdicts = {"A": None, "B": None}', forged_evidence).replace(
+        "diagnosis = None", 'diagnosis = "l2"'))
+
+    limits = {"sampler": ("10", "25"), "mechanism": ("60", "300"), "audit": ("60", "300")}
+    procs = {
+        name: subprocess.Popen(
+            [sys.executable, "-m", "dptutor", "grade", name, str(folder), "--csv", str(tmp_path / f"{name}.csv"),
+             "--feedback", str(tmp_path / f"{name}-feedback"), "--timeout", limits.get(name, ("60", "300"))[0],
+             "--total-timeout", limits.get(name, ("60", "300"))[1]],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for name, folder in folders.items()
+    }
+    logs = {name: proc.communicate(timeout=600)[0] for name, proc in procs.items()}
+    for name, proc in procs.items():
+        assert proc.returncode == 0, logs[name]
+    rows = {name: read_scores(tmp_path / f"{name}.csv") for name in ASSIGNMENTS}
+
+    # Correct submissions get full marks and blank ones 0, in every assignment.
+    for name, a in ASSIGNMENTS.items():
+        for q in a.questions:
+            assert float(rows[name]["reference.md"][q.name]) == q.points, (name, rows[name]["reference.md"])
+            assert float(rows[name]["blank.md"][q.name]) == 0
+        assert "not implemented yet" in rows[name]["blank.md"]["messages"] or "not answered yet" in rows[name]["blank.md"]["messages"]
+        assert (tmp_path / f"{name}-feedback" / "reference.txt").is_file()
+
+    s = rows["sampler"]
+    scores = {f: float(r["total"]) for f, r in s.items()}
+    print("sampler scores:", scores)
+    # Forged scores: no more than the functions earn when checked honestly.
+    assert scores["forged_token.md"] <= honest_total("sampler", {"laplace_inverse_cdf": zeros}) < 2
+    assert scores["patched_checks.md"] <= honest_total("sampler", {"laplace_inverse_cdf": half_scale_loop}) < 3
+    assert float(s["patched_checks.md"]["q1"]) < 1 and float(s["patched_checks.md"]["q3"]) < 1
+    assert "review by hand" in s["patched_checks.md"]["messages"]
+    assert scores["watcher.md"] <= 4
+    assert scores["forker.md"] == 4
+    # The forked helper did not outlive its submission.
+    helper = int(pidfile.read_text())
+    time.sleep(0.5)
+    with pytest.raises(ProcessLookupError):
+        os.kill(helper, 0)
+    assert scores["crash.md"] == 0 and "RuntimeError: boom" in s["crash.md"]["messages"]
+    assert scores["loop.md"] == 0 and "longer than 10 s" in s["loop.md"]["messages"]
+
+    m = rows["mechanism"]["patched.md"]
+    honest = {"mean_sensitivity": lambda m, k: k / m, "private_mean": per_coordinate}
+    assert float(m["total"]) <= honest_total("mechanism", honest) and float(m["q2"]) == 0, m
+    f = rows["audit"]["forged.md"]
+    honest = {"verdicts": {"A": "violates", "B": "violates"},
+              "evidence": {"A": AuditResult.from_counts([[10, 99_990], [99_990, 10]], n=2, epsilon=1.0, seed=1)} | {
+                  "B": AuditResult.from_counts([[10, 99_990], [99_990, 10]], n=2, epsilon=1.0, seed=1)},
+              "diagnosis": "l2"}
+    assert float(f["total"]) <= honest_total("audit", honest) and "does not reproduce" in f["messages"], f
+
+
+# ---------------------------------------------------------------------------------------------
+# Ctrl-C
+# ---------------------------------------------------------------------------------------------
+
+
+def grade_until(folder: Path, csv_path: Path, trigger) -> tuple[int, str, str]:
+    """Run ``grade``, send SIGINT when ``trigger(line)`` is true for a line of its output."""
+    proc = subprocess.Popen([sys.executable, "-u", "-m", "dptutor", "grade", "sampler", str(folder), "--csv",
+                             str(csv_path)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out = []
+    for line in proc.stdout:
+        out.append(line)
+        if trigger(line):
+            time.sleep(0.3)
+            os.kill(proc.pid, signal.SIGINT)
+            break
+    rest, err = proc.communicate(timeout=120)
+    return proc.returncode, "".join(out) + rest, err
+
+
+def valid_rows(path: Path) -> list[list[str]]:
+    with open(path, newline="") as fh:
+        rows = list(csv.reader(fh))
+    assert rows[0] == ["file", "q1", "q2", "q3", "total", "messages"]
+    assert all(len(r) == 6 for r in rows)
+    return rows[1:]
+
+
+def test_sigint_keeps_every_finished_submission(tmp_path: Path) -> None:
+    folder = tmp_path / "subs"
+    folder.mkdir()
+    names = [f"s{i}.md" for i in range(3)]
+    for name in names:
+        (folder / name).write_text((ASSIGNMENT_DIR / "sampler.md").read_text())
+    csv_path = tmp_path / "scores.csv"
+    # 1. While the first notebook is in flight: nothing finished, a valid (empty) CSV.
+    code, out, err = grade_until(folder, csv_path, lambda line: line.startswith("grading s0.md"))
+    assert code == 130 and "interrupted: 0 submission(s) graded" in err and "Traceback" not in err, err
+    assert valid_rows(csv_path) == []
+    # 2. Just after the first result: it is in the CSV.
+    code, out, err = grade_until(folder, csv_path, lambda line: line.startswith("s0.md:"))
+    assert code == 130 and "interrupted:" in err and "Traceback" not in err, err
+    done = [r[0] for r in valid_rows(csv_path)]
+    assert done[:1] == ["s0.md"] and len(done) == len(set(done))
+    # 3. During the last notebook: every earlier one is in the CSV, none graded twice.
+    code, out, err = grade_until(folder, csv_path, lambda line: line.startswith("grading s2.md"))
+    assert code == 130 and "Traceback" not in err, err
+    assert [r[0] for r in valid_rows(csv_path)] == names[:2]
+    assert "already in" in out
+    # 4. A rerun finishes the rest and skips the graded ones.
+    proc = run_cli("grade", "sampler", str(folder), "--csv", str(csv_path))
+    assert proc.returncode == 0, proc.stderr
+    assert "1 submission(s) graded" in proc.stdout
+    rows = valid_rows(csv_path)
+    assert [r[0] for r in rows] == names and all(float(r[4]) == 0 for r in rows)
+
+
+def test_a_submission_that_kills_the_grader_costs_only_itself(tmp_path: Path) -> None:
+    folder = tmp_path / "subs"
+    folder.mkdir()
+    blank = (ASSIGNMENT_DIR / "sampler.md").read_text()
+    (folder / "a.md").write_text(blank)
+    (folder / "b.md").write_text(blank.replace("import numpy as np", "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nimport numpy as np", 1))
+    csv_path = tmp_path / "scores.csv"
+    first = run_cli("grade", "sampler", str(folder), "--csv", str(csv_path))
+    assert first.returncode == -signal.SIGKILL
+    assert [r[0] for r in valid_rows(csv_path)] == ["a.md"]
+    second = run_cli("grade", "sampler", str(folder), "--csv", str(csv_path))
+    assert second.returncode == 0, second.stderr
+    rows = {r[0]: r for r in valid_rows(csv_path)}
+    assert sorted(rows) == ["a.md", "b.md"]
+    assert "stopped abruptly" in rows["b.md"][5] and float(rows["b.md"][4]) == 0

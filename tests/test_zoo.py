@@ -1,0 +1,155 @@
+"""Tests for dptutor.zoo: each mechanism's outputs and claims, soundness on the correct ones, and
+the auditor's sensitivity on the buggy ones."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+from dptutor import zoo
+from dptutor.zoo import ZOO, ZooEntry
+
+NAMES = sorted(ZOO)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_each_entry_releases_size_outputs_of_one_shape(name):
+    entry = ZOO[name]
+    assert isinstance(entry, ZooEntry) and entry.epsilon == 0.1
+    release = entry.release()
+    rng = np.random.default_rng(0)
+    a, b = release(entry.x, 7, rng), release(entry.x_prime, 3, rng)
+    assert a.shape[0] == 7 and b.shape[0] == 3 and a.shape[1:] == b.shape[1:]
+    assert not np.isnan(np.asarray(a, dtype=float)).any()
+    if entry.statistic is not None:
+        assert entry.statistic(a).shape[0] == 7
+    if entry.true_epsilon is not None and entry.delta == 0:
+        assert entry.private == (entry.true_epsilon <= entry.epsilon)
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if ZOO[n].private])
+def test_correct_mechanisms_are_not_flagged(name):
+    # A 95% bound; one seed each, so a false flag here would be a 5% event per entry at worst
+    # (the boundary cases); seeded, so the outcome is fixed.
+    r = ZOO[name].audit(200_000, seed=1)
+    assert not r.is_violation()
+    if ZOO[name].true_epsilon is not None and math.isfinite(ZOO[name].true_epsilon):
+        assert r.lower_bound <= ZOO[name].true_epsilon
+
+
+SENSITIVE = [
+    n for n in NAMES if not ZOO[n].private and (ZOO[n].true_epsilon is None or ZOO[n].true_epsilon >= 1.5 * ZOO[n].epsilon)
+]
+# svt3's loss at its standard inputs is about 0.13-0.16 and lives on events of probability ~2%: the
+# pattern statistic does not flag it at 10^6 samples (the chapter's last exercise measures why).
+KNOWN_UNDETECTABLE_AT_1E6 = {"svt3"}
+
+
+@pytest.mark.parametrize("name", [n for n in SENSITIVE if n not in KNOWN_UNDETECTABLE_AT_1E6])
+def test_buggy_mechanisms_are_flagged_at_a_million_samples(name):
+    r = ZOO[name].audit(10**6, seed=2)
+    assert r.is_violation(), r.summary()
+    if ZOO[name].true_epsilon is not None:
+        assert r.lower_bound <= ZOO[name].true_epsilon
+
+
+def test_report_noisy_max_value_true_epsilon_is_k_epsilon_over_2():
+    # The maximum of k answers with Lap(b) noise, all answers moved by 1: the log density ratio
+    # of the maximum tends to k/b = k epsilon / 2 in the left tail and never exceeds it.
+    eps, k = 0.1, 5
+    b = 2 / eps
+
+    def log_pdf(t, shift):
+        return math.log(k) + (k - 1) * stats.laplace.logcdf(t - shift, scale=b) + stats.laplace.logpdf(t - shift, scale=b)
+
+    t = np.linspace(-2000, 2000, 4001)
+    ratios = np.abs(log_pdf(t, 1.0) - log_pdf(t, 0.0))
+    assert ratios.max() <= ZOO["report_noisy_max_value"].true_epsilon + 1e-12
+    assert abs(ratios.max() - k * eps / 2) < 1e-9
+
+
+def test_histogram_eps_true_epsilon_is_one_over_epsilon():
+    # Lap(epsilon) noise on a bin that moves by 1: the density ratio is at most e^(1/epsilon).
+    eps = ZOO["histogram_eps"].epsilon
+    t = np.linspace(-5, 5, 1001)
+    ratio = stats.laplace.logpdf(t, loc=1, scale=eps) - stats.laplace.logpdf(t, loc=0, scale=eps)
+    assert abs(np.abs(ratio).max() - ZOO["histogram_eps"].true_epsilon) < 1e-9
+
+
+def test_randomized_response_probability_is_exact():
+    # 10^5 draws: P[keep] = e^eps / (1 + e^eps); 5 standard errors.
+    eps, n = 1.0, 100_000
+    out = zoo.randomized_response(1, n, np.random.default_rng(3), epsilon=eps)
+    p = math.exp(eps) / (1 + math.exp(eps))
+    assert abs(out.mean() - p) < 5 * math.sqrt(p * (1 - p) / n)
+
+
+def test_svt_cut_off_and_variants():
+    rng = np.random.default_rng(4)
+    big = 1e6  # epsilon so large that the noise is negligible
+    q = [5.0, -5.0, 5.0, 5.0, 5.0]
+    for alg in (1, 2, 4):
+        rows = zoo.svt(q, 3, rng, epsilon=big, algorithm=alg, c=2)
+        assert (rows == [1, 0, 1, -1, -1]).all()
+    for alg in (5, 6):  # no cut-off
+        assert (zoo.svt(q, 3, rng, epsilon=big, algorithm=alg) == [1, 0, 1, 1, 1]).all()
+    vals = zoo.svt_numerical_value(q, 2, rng, epsilon=big)
+    assert np.allclose(vals[:, [0, 2]], 5.0, atol=1e-3) and (vals[:, 1] == -np.inf).all() and (vals[:, 3:] == np.inf).all()
+    assert (zoo.svt_pattern(vals) == [1, 0, 1, -1, -1]).all()
+    with pytest.raises(ValueError, match="algorithm"):
+        zoo.svt(q, 1, rng, epsilon=1.0, algorithm=7)
+    with pytest.raises(ValueError, match="svt_numerical_value"):
+        zoo.svt(q, 1, rng, epsilon=1.0, algorithm=3)
+
+
+def test_svt_log_likelihood_ratio_is_antisymmetric_and_matches_one_query():
+    e = ZOO["svt3"]
+    out = e.release()(e.x, 500, np.random.default_rng(5))
+    fwd = zoo.svt_log_likelihood_ratio(out, x=e.x, x_prime=e.x_prime, epsilon=e.epsilon)
+    back = zoo.svt_log_likelihood_ratio(out, x=e.x_prime, x_prime=e.x, epsilon=e.epsilon)
+    assert np.allclose(fwd, -back)
+    # One query answered "below" with answers 0 vs 1: the ratio is P[nu + 0 < T + rho] / P[nu + 1 < T + rho],
+    # computed here by scipy quadrature (independent of the grid rule).
+    eps, c = 1.0, 2
+    b_rho, b_nu = 2 / eps, c / (eps / 2)
+
+    def p_below(q):
+        return integrate.quad(lambda r: stats.laplace.pdf(r, scale=b_rho) * stats.laplace.cdf(1 + r - q, scale=b_nu), -60, 60, points=[0, q - 1])[0]
+
+    exact = math.log(p_below(0.0) / p_below(1.0))
+    ours = zoo.svt_log_likelihood_ratio(np.array([[-np.inf]]), x=[0.0], x_prime=[1.0], epsilon=eps, grid=4096)
+    assert abs(ours[0] - exact) < 1e-3
+
+
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: zoo.laplace_count(0.0, -1, np.random.default_rng(), epsilon=1.0), "size"),
+        (lambda: zoo.laplace_count(0.0, 1, 3, epsilon=1.0), "rng"),
+        (lambda: zoo.laplace_count(0.0, 1, np.random.default_rng(), epsilon=0.0), "epsilon"),
+        (lambda: zoo.laplace_count(math.nan, 1, np.random.default_rng(), epsilon=1.0), "data"),
+        (lambda: zoo.gaussian_count(0.0, 1, np.random.default_rng(), epsilon=1.0, delta=1.5), "delta"),
+        (lambda: zoo.randomized_response(2, 1, np.random.default_rng(), epsilon=1.0), "data"),
+        (lambda: zoo.noisy_histogram([[1.0]], 1, np.random.default_rng(), epsilon=1.0), "data"),
+        (lambda: zoo.report_noisy_max([1.0, 2.0], 1, np.random.default_rng(), epsilon=1.0, noise="cauchy"), "noise"),
+        (lambda: zoo.svt([1.0], 1, np.random.default_rng(), epsilon=1.0, c=0), "c"),
+        (lambda: zoo.clipped_sum("abc"), "outputs"),
+        (lambda: zoo.svt_log_likelihood_ratio([[1.0]], x=[0.0], x_prime=[1.0], epsilon=1.0, grid=1), "grid"),
+    ],
+)
+def test_bad_input_is_named(call, name):
+    with pytest.raises((TypeError, ValueError), match=name):
+        call()
+
+
+def test_zoo_entry_refuses_bad_fields():
+    good = ZOO["laplace_count"]
+    import dataclasses
+
+    for field_name, value, error in [("epsilon", 0.0, ValueError), ("mechanism", 3, TypeError), ("private", 1, TypeError),
+                                     ("true_epsilon", -1.0, ValueError), ("delta", 1.0, ValueError), ("name", "", TypeError)]:
+        with pytest.raises(error, match=field_name):
+            dataclasses.replace(good, **{field_name: value})
