@@ -772,6 +772,10 @@ def plot_attack_comparison(
     if true_ratio:
         handles.append(Line2D([], [], color="0.45", lw=3, alpha=0.5, label=r"true $\varepsilon$"))
     fig.legend(handles=handles, loc="outside right center", fontsize="small")
+    return fig
+
+
+# ---------------------------------------------------------------------------------------------
 # Part I, chapter "Composition", and Part III, chapter "Approximate DP and the Gaussian mechanism"
 # (Okabe-Ito colours, safe for colour-blind readers)
 # ---------------------------------------------------------------------------------------------
