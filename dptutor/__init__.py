@@ -11,6 +11,9 @@ differentially-private text representation learning". Modules, one idea each:
 - :mod:`dptutor.audit`: the empirical sanity check, exact closed forms and confidence bounds.
 - :mod:`dptutor.experiments`: the paper-scale reproduction grid.
 - :mod:`dptutor.plotting`: the book's figures.
+- :mod:`dptutor.floating`: which doubles a floating-point Laplace sampler can output; the exact attack.
+- :mod:`dptutor.exact`: exact discrete Laplace sampling with integers; Google's granular Laplace.
+- :mod:`dptutor.libraries`: OpenDP's and diffprivlib's Laplace mechanisms as ``mechanism(x, epsilon, rng)``.
 - :mod:`dptutor.cli`: ``python -m dptutor``.
 """
 

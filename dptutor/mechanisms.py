@@ -169,6 +169,73 @@ def random_output_mechanism(
     return out
 
 
+# ---------------------------------------------------------------------------------------------
+# floating-point safe mechanisms (chapter "The bits matter"): numpy's sampler and two fixes
+# ---------------------------------------------------------------------------------------------
+# Not in MECHANISMS (the paper's six).  Inputs are checked with dptutor._validate.
+
+from dptutor._validate import check_float_array, check_int, check_positive, check_rng  # noqa: E402
+from dptutor.exact import granular_parameters, granular_round, sample_discrete_laplace  # noqa: E402
+from dptutor.floating import sample_uniform_double, snap, snapping_parameters  # noqa: E402
+
+__all__ += ["numpy_laplace_mechanism", "snapping_mechanism", "granular_laplace_mechanism"]
+
+
+def _check_batch(x: object, epsilon: object, rng: object) -> tuple[NDArray[np.float64], float, np.random.Generator]:
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"x must be a numpy.ndarray of shape (trials, n), got {type(x).__name__}")
+    arr = check_float_array(x, "x", finite=True, ndim=2)
+    return arr, check_positive(epsilon, "epsilon"), check_rng(rng)
+
+
+def numpy_laplace_mechanism(x: NDArray, epsilon: float, rng: np.random.Generator) -> NDArray[np.float64]:
+    """The Laplace mechanism with numpy's own sampler: ``x + rng.laplace(0, n / epsilon)``.
+
+    Correct in distribution, but its outputs are a porous set of doubles (see
+    :func:`dptutor.floating.reachable`): not epsilon-DP on a real computer.
+    """
+    arr, eps, rng = _check_batch(x, epsilon, rng)
+    noise = rng.laplace(0.0, arr.shape[1] / eps, size=arr.shape)
+    np.add(noise, arr, out=noise)
+    return noise
+
+
+def snapping_mechanism(
+    x: NDArray, epsilon: float, rng: np.random.Generator, *, bound: float | None = None
+) -> NDArray[np.float64]:
+    """Mironov's (2012) snapping mechanism, coordinate by coordinate, for data in [0, 1]^n.
+
+    ``clamp_B(round_Lambda(clamp_B(x) + S lambda ln U*))`` with ``U*`` a uniform double rounded
+    down (:func:`dptutor.floating.sample_uniform_double`), ``S`` a fair sign,
+    ``lambda = n (1 + 2^-49 B) / epsilon`` and ``Lambda`` the smallest power of two ``>= lambda``;
+    ``bound`` is ``B`` (default ``32 n / epsilon``, see :func:`dptutor.floating.snapping_parameters`).
+    Its exact privacy loss: :func:`dptutor.floating.snapping_loss`.
+    """
+    arr, eps, rng = _check_batch(x, epsilon, rng)
+    params = snapping_parameters(eps, arr.shape[1], bound)
+    u = sample_uniform_double(arr.size, rng=rng).reshape(arr.shape)
+    negative = rng.integers(0, 2, size=arr.shape, dtype=np.int8) == 1
+    return snap(arr, u, negative, params)
+
+
+def granular_laplace_mechanism(
+    x: NDArray, epsilon: float, rng: np.random.Generator, *, bits: int = 40
+) -> NDArray[np.float64]:
+    """Google's secure Laplace mechanism: ``r (round(x / r) + Z)`` with ``r = 2^k`` and exact noise.
+
+    ``r`` is the smallest power of two ``>= (n / epsilon) 2^-bits`` and ``Z`` is discrete Laplace
+    with integer scale ``t >= (n / r + n) / epsilon``, drawn exactly
+    (:func:`dptutor.exact.sample_discrete_laplace`); see :func:`dptutor.exact.granular_parameters`.
+    Every output is a multiple of ``r`` and every multiple of ``r`` is possible from every input.
+    Exact privacy loss: :func:`dptutor.exact.granular_loss`.
+    """
+    arr, eps, rng = _check_batch(x, epsilon, rng)
+    bits = check_int(bits, "bits", minimum=0, maximum=48)
+    params = granular_parameters(eps, arr.shape[1], bits)
+    steps = granular_round(arr, params) + sample_discrete_laplace(params.t, arr.shape, rng)
+    return steps.astype(np.float64) * params.r  # exact: |steps| < 2^53 and r is a power of two
+
+
 #: The six built-in mechanisms, keyed by the names used throughout the book and the CLI.
 MECHANISMS: dict[str, Mechanism] = {
     "laplace": laplace_mechanism,

@@ -922,3 +922,47 @@ def plot_tradeoff(mu: float, alpha_points: Sequence[float], beta_points: Sequenc
     ax.legend(fontsize=9)
     ax.grid(True, alpha=0.3)
     return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# Part III, chapter "The bits matter" (floating-point attacks): fp_ helpers
+# ---------------------------------------------------------------------------------------------
+
+#: Okabe-Ito colours (safe for the common colour-vision deficiencies), in plotting order.
+FP_COLOURS: tuple[str, ...] = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00")
+_FP_MARKERS: tuple[str, ...] = ("o", "s", "^", "D", "v")
+
+
+def fp_plot_impossible_fractions(series: Mapping[str, Sequence[object]], confidence: float = 0.95) -> Figure:
+    """Fraction of outputs that give their input away, against the noise scale (log axis).
+
+    ``series`` maps a label to a sequence of :class:`dptutor.floating.AttackResult` (one per scale);
+    each point carries its Clopper-Pearson interval at ``confidence`` as an error bar.
+    """
+    from dptutor.floating import AttackResult
+
+    _check_confidence(confidence)
+    if not isinstance(series, Mapping):
+        raise TypeError(f"series must be a mapping from labels to AttackResult sequences, got {type(series).__name__}")
+    if not series:
+        raise ValueError("series must not be empty")
+    for label, results in series.items():
+        if isinstance(results, (str, bytes)) or not isinstance(results, Sequence) or not results:
+            raise TypeError(f"series[{label!r}] must be a non-empty sequence of AttackResult")
+        if not all(isinstance(r, AttackResult) for r in results):
+            raise TypeError(f"series[{label!r}] must hold AttackResult objects only")
+    fig, ax = plt.subplots(figsize=(7.5, 3.8), layout="constrained")
+    for i, (label, results) in enumerate(series.items()):
+        scales = np.array([r.scale for r in results], dtype=float)  # type: ignore[attr-defined]
+        frac = np.array([r.fraction for r in results], dtype=float)  # type: ignore[attr-defined]
+        ci = np.array([r.confidence_interval(confidence) for r in results], dtype=float)  # type: ignore[attr-defined]
+        err = np.vstack([frac - ci[:, 0], ci[:, 1] - frac])
+        ax.errorbar(scales, frac, yerr=err, color=FP_COLOURS[i % len(FP_COLOURS)],
+                    marker=_FP_MARKERS[i % len(_FP_MARKERS)], capsize=3, lw=1.5, label=label)
+    ax.set_xscale("log")
+    ax.set_ylim(-0.03, 1.0)
+    ax.set_xlabel("noise scale $b$ (inputs 0 and 1)")
+    ax.set_ylabel("fraction of outputs that\ngive the input away")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(loc="center right", frameon=False)
+    return fig

@@ -9,7 +9,8 @@ import pytest
 from conftest import ROOT, BookBuild
 
 CHAPTERS = ["intro", "probability", "dp_primer", "laplace_mechanism", "composition",
-            "inverse_cdf", "dptext", "sanity_check", "conclusion", "stronger_audits", "approximate_dp"]
+            "inverse_cdf", "dptext", "sanity_check", "conclusion", "floating_point", "stronger_audits",
+            "approximate_dp"]
 CDN = re.compile(r"cdn\.jsdelivr|mathjax@|cdnjs|unpkg\.com|googleapis|fonts\.gstatic")
 REMOTE_ASSET = re.compile(r"<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)=\"(?:https?:)?//", re.I)
 

@@ -1,0 +1,240 @@
+"""Tests for dptutor.exact: the Canonne-Kamath-Steinke discrete Laplace sampler and granular Laplace."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import sympy as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from dptutor import exact
+from dptutor.exact import (
+    check_scale,
+    granular_loss,
+    granular_parameters,
+    granular_round,
+    sample_discrete_laplace,
+    sample_discrete_laplace_python,
+)
+
+# False-alarm rate of each chi-square goodness-of-fit test below: a correct sampler fails it with
+# probability ALPHA (the tests are seeded, so each run is deterministic anyway).
+ALPHA = 1e-3
+
+
+def _chi2_test(draws: np.ndarray, scale, alpha: float = ALPHA) -> tuple[float, float]:
+    """Chi-square statistic of integer ``draws`` against ``scipy.stats.dlaplace(1 / scale)`` and its
+    threshold ``chi2.ppf(1 - alpha, df)``.
+
+    Cells: every integer whose expected count is at least 5 (the usual validity rule of the chi-square
+    approximation), plus the two pooled tails.  Under the null the statistic is approximately
+    chi-square with ``cells - 1`` degrees of freedom, so it exceeds the threshold with probability
+    about ``alpha``: the threshold is derived from the sample size through the expected counts.
+    """
+    n = draws.size
+    law = stats.dlaplace(1.0 / float(scale))
+    k_max = 0
+    while n * law.pmf(k_max + 1) >= 5:
+        k_max += 1
+    ks = np.arange(-k_max, k_max + 1)
+    expected = np.concatenate([[n * law.cdf(-k_max - 1)], n * law.pmf(ks), [n * law.sf(k_max)]])
+    observed = np.concatenate(
+        [[np.sum(draws < -k_max)], [np.sum(draws == k) for k in ks], [np.sum(draws > k_max)]]
+    )
+    statistic = float(np.sum((observed - expected) ** 2 / expected))
+    return statistic, float(stats.chi2.ppf(1 - alpha, expected.size - 1))
+
+
+@pytest.mark.parametrize("scale", [1, 10, Fraction(7, 3), Fraction(1, 2)])
+def test_matches_scipy_dlaplace(scale):
+    draws = sample_discrete_laplace(scale, 200_000, np.random.default_rng(11))
+    assert draws.dtype == np.int64
+    statistic, threshold = _chi2_test(draws, scale)
+    assert statistic < threshold
+
+
+def test_chi2_test_rejects_a_wrong_scale():
+    """The test has power: draws of scale 10 are rejected as scale 10.5 (5% off)."""
+    draws = sample_discrete_laplace(10, 200_000, np.random.default_rng(12))
+    statistic, threshold = _chi2_test(draws, Fraction(21, 2))
+    assert statistic > threshold
+
+
+def test_chi2_false_alarm_rate_is_alpha():
+    """At alpha = 0.05, 200 independent correct samples are rejected about 10 times: the count must
+    lie in the central 99.9% of Binomial(200, 0.05), i.e. the test is calibrated, neither lax nor harsh."""
+    rng = np.random.default_rng(13)
+    alpha, repeats = 0.05, 200
+    rejections = 0
+    for _ in range(repeats):
+        statistic, threshold = _chi2_test(sample_discrete_laplace(3, 5_000, rng), 3, alpha)
+        rejections += statistic > threshold
+    low, high = stats.binom.ppf([0.0005, 0.9995], repeats, alpha)
+    assert low <= rejections <= high
+
+
+def test_python_reference_has_the_same_law():
+    draws = sample_discrete_laplace_python(Fraction(5, 2), 20_000, np.random.default_rng(14))
+    statistic, threshold = _chi2_test(draws, Fraction(5, 2))
+    assert statistic < threshold
+
+
+def test_bernoulli_exp_frequency_matches_exp_minus_gamma():
+    """Step 1 alone: for gamma = 3/7 the frequency of ones is exp(-3/7) within 4.5 standard errors."""
+    m = 400_000
+    ones = exact._bernoulli_exp(np.full(m, 3, dtype=np.int64), 7, np.random.default_rng(15)).mean()
+    p = math.exp(-3 / 7)
+    assert abs(ones - p) < 4.5 * math.sqrt(p * (1 - p) / m)
+
+
+def test_merged_rounds_have_probability_one_over_k_factorial():
+    """The merged draw is exact: P(R < 12!/k!) = (12!/k!) / 12! = 1/k! as Fractions, for every k <= 12."""
+    thresholds = exact._THRESHOLDS[::-1]  # k = 1 .. 12
+    for k, t in enumerate(thresholds.tolist(), start=1):
+        assert Fraction(t, exact._FACT) == Fraction(1, math.factorial(k))
+    ones = exact._bernoulli_exp_neg_one(400_000, np.random.default_rng(16)).mean()
+    assert abs(ones - math.exp(-1)) < 4.5 * math.sqrt(math.exp(-1) * (1 - math.exp(-1)) / 400_000)
+
+
+class _IntegersOnly(np.random.Generator):
+    """A Generator that fails on every floating-point method and counts calls to ``integers``."""
+
+    calls = 0
+
+    def integers(self, *args, **kwargs):
+        type(self).calls += 1
+        return super().integers(*args, **kwargs)
+
+    def _refuse(self, *args, **kwargs):
+        raise AssertionError("a floating-point random method was called")
+
+    random = standard_normal = standard_exponential = uniform = exponential = geometric = _refuse
+    laplace = binomial = poisson = normal = choice = _refuse
+
+
+@pytest.mark.parametrize("sampler", [sample_discrete_laplace, sample_discrete_laplace_python])
+def test_randomness_comes_only_from_integers(sampler):
+    rng = _IntegersOnly(np.random.PCG64(1))
+    _IntegersOnly.calls = 0
+    sampler(Fraction(7, 3), 500, rng)
+    assert _IntegersOnly.calls > 0
+
+
+def test_seed_reproduces_the_draws_and_shape():
+    a = sample_discrete_laplace(10, (30, 4), np.random.default_rng(5))
+    b = sample_discrete_laplace(10, (30, 4), np.random.default_rng(5))
+    assert a.shape == (30, 4)
+    np.testing.assert_array_equal(a, b)
+    assert sample_discrete_laplace(10, 0, np.random.default_rng(5)).shape == (0,)
+
+
+def test_huge_scale_stays_in_int64():
+    draws = sample_discrete_laplace(2**52 + 1, 10_000, np.random.default_rng(6))
+    assert draws.dtype == np.int64
+    # E|Z| = 2 e^{-1/t} / (1 - e^{-2/t}) ~ t for large t; a factor-2 band is about 70 standard errors wide
+    assert 0.5 * 2**52 < np.abs(draws).mean() < 2 * 2**52
+
+
+@pytest.mark.parametrize(
+    ("scale", "exc", "word"),
+    [(0, ValueError, "scale"), (-3, ValueError, "scale"), (Fraction(-1, 2), ValueError, "scale"),
+     (1.5, TypeError, "scale"), (True, TypeError, "scale"), ("2", TypeError, "scale"),
+     (float("nan"), TypeError, "scale"), (2**60, ValueError, "scale")],
+)
+def test_bad_scale(scale, exc, word):
+    with pytest.raises(exc, match=word):
+        sample_discrete_laplace(scale, 3, np.random.default_rng(0))
+    with pytest.raises(exc, match=word):
+        sample_discrete_laplace_python(scale, 3, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize(("size", "exc"), [(2.0, TypeError), (-1, ValueError), ("3", TypeError), (True, TypeError)])
+def test_bad_size(size, exc):
+    with pytest.raises(exc, match="size"):
+        sample_discrete_laplace(3, size, np.random.default_rng(0))
+
+
+def test_bad_rng():
+    with pytest.raises(TypeError, match="rng"):
+        sample_discrete_laplace(3, 3, 42)
+
+
+def test_check_scale_is_exact():
+    assert check_scale(np.int64(4)) == Fraction(4)
+    assert check_scale(Fraction(6, 4)) == Fraction(3, 2)
+
+
+# ---------------------------------------------------------------------------------------------
+# granular Laplace
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("epsilon", [0.1, 0.5, 1.0, 2.0, 10.0])
+@pytest.mark.parametrize("n", [1, 4, 128])
+def test_granular_loss_is_at_most_epsilon(epsilon, n):
+    """Exact privacy loss (a Fraction) between zeros and ones never exceeds the float epsilon's exact value."""
+    params = granular_parameters(epsilon, n)
+    assert math.log2(params.r).is_integer()
+    loss = granular_loss(params)
+    assert loss <= Fraction(epsilon)
+    assert loss > Fraction(epsilon) * Fraction(99, 100)  # and it is not wasteful
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.floats(0.0, 1.0), min_size=1, max_size=6),
+    st.lists(st.floats(0.0, 1.0), min_size=6, max_size=6),
+    st.sampled_from([0.1, 1.0, 7.5]),
+)
+def test_rounded_neighbours_are_within_the_accounted_steps(x, y, epsilon):
+    """The proof's step: for any x, x' in [0, 1]^n, sum |round(x/r) - round(x'/r)| <= n/r + n."""
+    n = len(x)
+    params = granular_parameters(epsilon, n)
+    m0 = granular_round(np.array(x), params)
+    m1 = granular_round(np.array(y[:n]), params)
+    assert Fraction(int(np.abs(m0 - m1).sum())) <= Fraction(n) / Fraction(params.r) + n
+
+
+def test_granular_log_ratio_bound_in_sympy():
+    """The proof's other step: (|j - m1| - |j - m0|) / t <= |m0 - m1| / t for all integers, with
+    equality far out on either side (so the bound is the loss)."""
+    j, m0, m1 = sp.symbols("j m0 m1", integer=True)
+    t = sp.Symbol("t", positive=True)
+    gap = (sp.Abs(j - m1) - sp.Abs(j - m0) - sp.Abs(m0 - m1)) / t
+    # Check on every ordering of j, m0, m1 by substituting j = m0 + a, m1 = m0 + b on a grid of signs.
+    for a in range(-3, 4):
+        for b in range(-3, 4):
+            assert sp.simplify(gap.subs({j: m0 + a, m1: m0 + b})) <= 0
+    far = (sp.Abs(j - m1) - sp.Abs(j - m0)).subs({j: -100, m0: 0, m1: 3})
+    assert far == 3
+
+
+def test_granular_parameters_bad_input():
+    with pytest.raises(ValueError, match="epsilon"):
+        granular_parameters(0.0)
+    with pytest.raises(TypeError, match="n"):
+        granular_parameters(1.0, 1.5)
+    with pytest.raises(ValueError, match="bits"):
+        granular_parameters(1.0, 1, 60)
+
+
+def test_discrete_laplace_privacy_from_its_exact_pmf():
+    """x + Z on integers x, x' with |x - x'| <= 1: the exact pmf ratio is e^{(|k - x'| - |k - x|)/t},
+    at most e^{1/t}, attained; and every integer has positive mass (no impossible output)."""
+    k = sp.Symbol("k", integer=True)
+    t = sp.Rational(7, 3)
+    c = (1 - sp.exp(-1 / t)) / (1 + sp.exp(-1 / t))  # normalising constant of dlaplace
+    pmf = lambda x: c * sp.exp(-sp.Abs(k - x) / t)  # noqa: E731
+    assert sp.simplify(sp.summation(c * sp.exp(-k / t), (k, 1, sp.oo)) * 2 + c - 1) == 0
+    ratios = [sp.simplify(sp.log(pmf(0) / pmf(1)).subs(k, v)) for v in range(-6, 7)]
+    assert max(ratios) == 1 / t and min(ratios) == -1 / t
+    # scipy evaluates tanh(a/2) exp(-a|k|) in doubles: two library calls and a product, each within
+    # a couple of ulps, so 16 ulps (16 * 2.2e-16) bounds the relative error.
+    for v in range(-6, 7):
+        exact_value = float(pmf(0).subs(k, v).evalf(30))
+        assert float(stats.dlaplace(float(1 / t)).pmf(v)) == pytest.approx(exact_value, rel=16 * np.finfo(float).eps)
