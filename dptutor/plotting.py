@@ -727,7 +727,8 @@ def plot_attack_comparison(
 
     ``rows`` holds ``(mechanism, n, epsilon, likelihood_ratio_bound, rounding_loss)``: the 95% lower bound
     of :func:`dptutor.audit.audit_pair` with the likelihood-ratio statistic (solid lines, filled markers)
-    and the paper's rounding attack's exact loss (dashed lines, open markers), both divided by epsilon.
+    and a loss of the paper's rounding attack (dashed lines, open markers; e.g. its 95% lower bound from
+    :func:`dptutor.audit.estimate_loss`), both divided by epsilon.
     ``true_ratio[mechanism](n)`` (optional) draws the true epsilon / claimed epsilon as a grey line; the
     green line is 1, the claim.
     """
@@ -766,7 +767,7 @@ def plot_attack_comparison(
     handles = [Line2D([], [], color=c, lw=2, label=rf"$\varepsilon$ = {e:g}") for c, e in zip(_SA_COLOURS, epsilons)]
     handles += [
         Line2D([], [], color="0.2", lw=1.8, marker="o", label="likelihood-ratio attack\n(95% lower bound)"),
-        Line2D([], [], color="0.2", lw=1.2, ls="--", marker="o", mfc="white", label="rounding attack\n(exact loss)"),
+        Line2D([], [], color="0.2", lw=1.2, ls="--", marker="o", mfc="white", label="rounding attack\n(95% lower bound)"),
         Line2D([], [], color="#009E73", lw=2, label=r"claimed $\varepsilon$"),
     ]
     if true_ratio:

@@ -19,8 +19,9 @@ pytestmark = pytest.mark.skipif(
     reason="Chromium is not installed (Debian: apt-get install chromium); .ci/run installs it",
 )
 # Pages whose math must be typeset, and the reproduction chapters whose figures must be present.
-MATH_PAGES = ["probability", "dp_primer", "laplace_mechanism", "inverse_cdf", "dptext", "sanity_check"]
-FIGURE_PAGES = {"inverse_cdf": 1, "dptext": 1, "sanity_check": 1}
+MATH_PAGES = ["probability", "dp_primer", "laplace_mechanism", "inverse_cdf", "dptext", "sanity_check",
+              "stronger_audits"]
+FIGURE_PAGES = {"inverse_cdf": 1, "dptext": 1, "sanity_check": 1, "stronger_audits": 1}
 
 
 def dump_dom(page: Path, profile: Path) -> str:
