@@ -244,3 +244,16 @@ def test_empirical_tradeoff_points_lie_on_or_above_the_gdp_curve():
     assert np.all(beta - gaussian_tradeoff(alpha, mu) > -5 * se)
     # and the tests trace the curve: the best ones are within 5 standard errors of it
     assert np.min((beta - gaussian_tradeoff(alpha, mu)) / se) < 5
+
+
+def test_bug_hunt_exercise_variance_as_scale():
+    # Exercise "Bug hunt: a Gaussian mechanism for a mean": N = 1000, eps = 0.5, delta = 1e-6.
+    n, eps, delta = 1000, 0.5, 1e-6
+    sens = 1 / n
+    variance = 2 * np.log(1.25 / delta) * sens**2 / eps**2
+    sigma = math.sqrt(variance)
+    assert sigma == pytest.approx(gaussian_sigma_classic(eps, delta, sens), rel=1e-12)
+    assert 80 < gaussian_epsilon(delta, variance, sens) < 82  # the solution prints 81
+    buggy = audit_pair(GaussianRelease(variance), 0.0, sens, epsilon=eps, delta=delta, trials=10**6, seed=5)
+    fixed = audit_pair(GaussianRelease(sigma), 0.0, sens, epsilon=eps, delta=delta, trials=10**6, seed=5)
+    assert buggy.is_violation() and not fixed.is_violation()
