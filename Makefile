@@ -1,5 +1,6 @@
 # dptutor: two commands do everything on a machine with python3 and make.
 #   make book   -> create/refresh .venv, install pinned requirements, build the site into _build/html
+#                  (the build also makes the dptutor wheel, _build/wheel/, and offers it on the site)
 #   make test   -> unit tests, a full -W -n book build into a temporary folder, and the browser test
 SHELL := /bin/bash
 PYTHON ?= python3

@@ -35,12 +35,15 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dptutor._validate import (
+    MAX_ELEMENTS,
     check_callable,
+    check_choice,
     check_float_array,
     check_int,
     check_positive,
     check_probability,
     check_real,
+    check_rng,
     check_seed,
     check_workers,
 )
@@ -53,6 +56,7 @@ __all__ = [
     "exact_guess_probabilities",
     "rounding_probabilities",
     "loss_from_counts",
+    "simulated_losses",
     "BLOCK_TRIALS",
     "CHUNK_ELEMENTS",
 ]
@@ -1387,3 +1391,32 @@ def _bound_from_counts(
         selection_trials=n_sel, estimation_trials=n_est, threshold=threshold,
         false_positive_rates=fpr, false_negative_rates=fnr,
     )
+
+
+def _loss_of_guess(a: NDArray[np.int64], b: NDArray[np.int64]) -> NDArray[np.float64]:
+    """``|ln a - ln b|`` elementwise: 0 where both counts are 0 (guess skipped), inf where one is."""
+    both, one = (a == 0) & (b == 0), (a == 0) ^ (b == 0)
+    safe_a, safe_b = np.where(a > 0, a, 1), np.where(b > 0, b, 1)
+    loss = np.abs(np.log(safe_a) - np.log(safe_b))
+    return np.where(one, math.inf, np.where(both, 0.0, loss))
+
+
+def simulated_losses(
+    name: str, n: int, epsilon: float, trials: int, reps: int = 10_000, *, rng: np.random.Generator
+) -> NDArray[np.float64]:
+    """The estimated loss (Eq. 12) of ``reps`` virtual audits of ``trials`` trials per dataset.
+
+    No mechanism runs: a run's counts of guess 1 are exactly ``Binomial(trials, q_d)`` with the
+    closed-form ``q_d`` of :func:`exact_guess_probabilities`, so drawing the two counts and applying
+    :func:`loss_from_counts` gives a draw from the sampling distribution of the estimate.
+    """
+    name = check_choice(name, "name", MECHANISMS)
+    n = check_int(n, "n", minimum=1)
+    epsilon = check_positive(epsilon, "epsilon")
+    trials = check_int(trials, "trials", minimum=1)
+    reps = check_int(reps, "reps", minimum=1, maximum=MAX_ELEMENTS // 2)
+    rng = check_rng(rng)
+    q = np.clip(np.exp(exact_guess_probabilities(name, n, epsilon)[:, 1]), 0.0, 1.0)
+    ones = rng.binomial(trials, q[:, None], size=(2, reps))  # counts[d, 1] of each virtual run
+    zeros = trials - ones
+    return np.maximum(_loss_of_guess(ones[0], ones[1]), _loss_of_guess(zeros[0], zeros[1]))

@@ -20,8 +20,8 @@ the mistakes the paper discusses:
 ``random_output``         Each coordinate 0 or 1 with probability 1/2 (perfect privacy).
 ========================  ==============================================================
 
-The names of the authors' classes map to ours as in ``shared/reference/README.md``
-(:data:`AUTHORS_NAMES`).
+The names of the authors' classes map to ours as in :data:`AUTHORS_NAMES`; their published numbers
+are read by :func:`dptutor.reference.paper_results`.
 """
 
 from __future__ import annotations

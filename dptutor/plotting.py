@@ -72,23 +72,23 @@ def plot_inverse_cdfs(mu: float = 0.0, b: float = 1.0, *, num: int = 2001, ylim:
 
     fig, (ax_ok, ax_bad) = plt.subplots(1, 2, figsize=(8.6, 4.4), sharey=True, layout="constrained")
 
-    ax_ok.plot(u, laplace_ppf(u, mu, b), color="C0", lw=2.5, label=r"Eq. (4), $u \sim \mathrm{Uni}(0, 1)$")
+    ax_ok.plot(u, laplace_ppf(u, mu, b), color="C0", lw=2.5, label=r"paper's Eq. 4, $u \sim \mathrm{Uni}(0, 1)$")
     ax_ok.plot(v_centred, laplace_ppf_centered(v_centred, mu, b), color="C1", lw=2.5, ls="--",
-               label=r"Eq. (7), $v \sim \mathrm{Uni}(-\frac{1}{2}, \frac{1}{2})$")
+               label=r"paper's Eq. 7, $v \sim \mathrm{Uni}(-\frac{1}{2}, \frac{1}{2})$")
     ax_ok.set_title("Correct: each formula with its own uniform")
     ax_ok.set_xlabel("uniform draw ($u$ or $v$)")
     ax_ok.set_ylabel(r"sample $F^{-1}$")
     ax_ok.set_xlim(-0.55, 1.05)
 
-    ax_bad.plot(u, laplace_ppf(u, mu, b), color="0.75", lw=2.0, label="Eq. (4), for comparison")
+    ax_bad.plot(u, laplace_ppf(u, mu, b), color="0.75", lw=2.0, label="paper's Eq. 4, for comparison")
     ax_bad.plot(v_half, dptext_transform(v_half, mu, b), color="C3", lw=2.5,
-                label=r"Eq. (9), $v \in [0, \frac{1}{2})$: finite, $\geq \mu$")
+                label=r"paper's Eq. 9, $v \in [0, \frac{1}{2})$: finite, $\geq \mu$")
     real_part = np.real(mu - b * np.sign(v_upper) * np.log((1.0 - 2.0 * np.abs(v_upper)).astype(complex)))
     ax_bad.plot(v_upper, real_part, color="C3", lw=1.5, ls=":",
-                label=r"Eq. (9), $v > \frac{1}{2}$: real part of a complex number")
+                label=r"paper's Eq. 9, $v > \frac{1}{2}$: real part of a complex number")
     ax_bad.axvspan(0.5, 1.0, color="C3", alpha=0.08, lw=0)
     ax_bad.text(0.75, lo + 0.12 * (hi - lo), "NaN in numpy", ha="center", va="center", color="C3")
-    ax_bad.set_title(r"DPText: Eq. (9) with $v \sim \mathrm{Uni}(0, 1)$")
+    ax_bad.set_title(r"DPText: the paper's Eq. 9 with $v \sim \mathrm{Uni}(0, 1)$")
     ax_bad.set_xlabel("uniform draw $v$")
     ax_bad.set_xlim(-0.05, 1.05)
 
@@ -134,6 +134,7 @@ def plot_sampling_strategies(
         ax.hist(x[finite], bins=bins, range=(lo, hi), color="C0")
         ax.set_title(title, fontsize="medium")
         ax.set_xlim(lo, hi)
+        ax.set_xlabel("noise value")
         ax.grid(alpha=0.3)
         bad = 1.0 - finite.mean()
         if bad > 0:
@@ -153,6 +154,7 @@ def plot_histograms_with_pdf(
     limits: tuple[float, float] = (-6.0, 6.0),
     bins: int = 80,
     pdf_label: str = "density",
+    xlabel: str = "sample value $x$",
 ) -> Figure:
     """One density-scaled histogram per entry of ``samples``, with ``pdf`` drawn over each.
 
@@ -177,6 +179,7 @@ def plot_histograms_with_pdf(
         ax.plot(grid, density, color="C3", lw=1.5, label=pdf_label)
         ax.set_title(str(label), fontsize="medium")
         ax.set_xlim(lo, hi)
+        ax.set_xlabel(str(xlabel))
         ax.grid(alpha=0.3)
     axes[0, 0].set_ylabel("density")
     axes[0, 0].legend(loc="upper left", fontsize="small")
@@ -337,6 +340,51 @@ def plot_laplace_family(
     return fig
 
 
+def plot_loss_regions() -> Figure:
+    """A number line for each ordering of ``f(x)`` and ``f(x')``, with the three regions of the output
+    ``y`` that :func:`dptutor.symbolic.laplace_mechanism_privacy_loss` uses, the non-negative offsets
+    ``w``, ``r``, ``delta`` that place ``y`` and ``f(x')``, and the privacy loss ``L(y)`` on each region."""
+    regions = ("#E69F00", "#56B4E9", "#CC79A7")  # Okabe-Ito: below both, between, above both
+    fig, axes = plt.subplots(2, 1, figsize=(8.6, 4.4), layout="constrained")
+    cases = (
+        (r"case $f(x) \leq f(x')$: $f(x') = f(x) + \delta$", 0.0, 1.0,
+         (r"$L = \delta / b$", r"$L = (r - w)/b$", r"$L = -\delta / b$")),
+        (r"case $f(x) \geq f(x')$: $f(x') = f(x) - \delta$", 1.0, 0.0,
+         (r"$L = -\delta / b$", r"$L = (r - w)/b$", r"$L = \delta / b$")),
+    )
+    for ax, (title, fx, fxp, losses) in zip(axes, cases):
+        lo, hi = min(fx, fxp), max(fx, fxp)
+        spans = ((-1.3, lo, "$y$ below both"), (lo, hi, "$y$ between"), (hi, 2.3, "$y$ above both"))
+        for (a, b, name), colour, loss in zip(spans, regions, losses):
+            ax.axvspan(a, b, ymin=0.0, ymax=1.0, color=colour, alpha=0.25, lw=0)
+            ax.text((a + b) / 2, 0.82, name, ha="center", va="center", fontsize="small")
+            ax.text((a + b) / 2, -0.62, loss, ha="center", va="center", fontsize="small")
+        ax.axhline(0.0, color="k", lw=1.2)
+        for value, label in ((fx, "$f(x)$"), (fxp, "$f(x')$")):
+            ax.plot([value], [0.0], "o", color="k", ms=6, zorder=3)
+            ax.text(value, -0.25, label, ha="center", va="top")
+
+        def offset(a: float, b: float, height: float, label: str) -> None:
+            ax.annotate("", xy=(b, height), xytext=(a, height),
+                        arrowprops=dict(arrowstyle="<->", color="0.25", lw=1.0, shrinkA=0, shrinkB=0))
+            ax.text((a + b) / 2, height + 0.08, label, ha="center", va="bottom", fontsize="small")
+
+        offset(lo, hi, 0.5, r"$\delta$")
+        ys = (-0.7, 0.4, 1.7)  # one example output y in each region, marked with a cross
+        for y in ys:
+            ax.plot([y], [0.0], "x", color="0.2", ms=7, mew=1.5, zorder=3)
+        offset(ys[0], lo, 0.2, "$w$")
+        offset(ys[2], hi, 0.2, "$w$")
+        near, far = (fx, fxp)
+        offset(near, ys[1], 0.2, "$w$")
+        offset(ys[1], far, 0.2, "$r$")
+        ax.set(xlim=(-1.3, 2.3), ylim=(-0.85, 1.0), yticks=[], title=title, xticks=[])
+        ax.set_xlabel("output $y$ (crosses: one example output in each region)")
+        for side in ("left", "right", "top"):
+            ax.spines[side].set_visible(False)
+    return fig
+
+
 def plot_laplace_mechanism(
     fx: float = 0.0, fx_prime: float = 1.0, epsilon: float = 1.0, sensitivity: float = 1.0
 ) -> Figure:
@@ -395,6 +443,11 @@ _SANITY_LABELS = {
     "copy_input": "copy input",
     "random_output": "random output",
 }
+#: Colours of the dimensions n (Okabe-Ito: orange, blue, vermillion, sky blue, reddish purple, black),
+#: ordered so that neighbouring n differ in hue and lightness; no green, reserved for the bound.
+SANITY_DIM_COLOURS: tuple[str, ...] = ("#E69F00", "#0072B2", "#D55E00", "#56B4E9", "#CC79A7", "#000000")
+#: Okabe-Ito bluish green: the line loss = epsilon.
+SANITY_BOUND_COLOUR = "#009E73"
 _SANITY_MARKERS = ("o", "s", "^", "D")
 _SANITY_STYLES = ("-", ":", "-.", "--")
 
@@ -551,17 +604,22 @@ def plot_sanity_check(
     # The ∞ row is kept even when empty, so panels and figures line up.
     rows = _SanityLossAxis.around(finite, has_zero=any((c[4] == 0).any() for c in curves))
 
-    cmap = plt.get_cmap("plasma")  # no green, which is reserved for the bound
-    colour = {n: cmap(0.88 * i / max(1, len(dim_list) - 1)) for i, n in enumerate(dim_list)}
+    # Okabe-Ito colours in an order where neighbouring dimensions differ in hue and in lightness; their
+    # bluish green is kept for the bound loss = epsilon.
+    colour = {n: SANITY_DIM_COLOURS[i % len(SANITY_DIM_COLOURS)] for i, n in enumerate(dim_list)}
 
-    fig, axes = plt.subplots(1, len(panel_list), figsize=(3.6 * len(panel_list) + 1.2, 3.9),
-                             sharey=True, layout="constrained", squeeze=False)
-    axes = axes[0]
+    ncols = min(2, len(panel_list))
+    nrows = -(-len(panel_list) // ncols)
+    fig, grid_axes = plt.subplots(nrows, ncols, figsize=(8.6, 3.6 * nrows + 0.9), sharey=True,
+                                  layout="constrained", squeeze=False)
+    axes = grid_axes.ravel()
+    for ax in axes[len(panel_list):]:
+        ax.set_visible(False)
     for p, (ptitle, mechs) in enumerate(panel_list):
         ax = axes[p]
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.plot([e_lo, e_hi], [e_lo, e_hi], color="tab:green", lw=2.2, zorder=1)
+        ax.plot([e_lo, e_hi], [e_lo, e_hi], color=SANITY_BOUND_COLOUR, lw=2.2, zorder=1)
         rows.shade(ax)
         for cp, mech, n, eps, loss, is_exact in curves:
             if cp != p:
@@ -574,7 +632,7 @@ def plot_sanity_check(
                         marker=_SANITY_MARKERS[k % 4], ms=4.5, zorder=3)
         ax.set_xlim(e_lo / 1.15, e_hi * 1.15)
         ax.set_title(ptitle)
-        ax.set_xlabel(r"$\varepsilon$")
+        ax.set_xlabel(r"privacy budget $\varepsilon$")
         ax.grid(alpha=0.3, which="major")
         if len(mechs) > 1:
             handles = [Line2D([], [], color="0.3", ls=_SANITY_STYLES[k % 4], marker=_SANITY_MARKERS[k % 4],
@@ -583,12 +641,15 @@ def plot_sanity_check(
     ax0 = axes[0]
     ax0.set_ylim(rows.lo / 10**1.0 if rows.has_zero else rows.lo, rows.top)
     rows.set_ticks(ax0, max_decades=7)
-    ax0.set_ylabel("estimated privacy loss")
-    handles = [Line2D([], [], color=colour[n], lw=2, label=f"n = {n}") for n in dim_list]
-    handles.append(Line2D([], [], color="tab:green", lw=2.2, label=r"loss = $\varepsilon$"))
+    for ax in grid_axes[:, 0]:
+        ax.set_ylabel("privacy loss of the attack")
+    handles = [Line2D([], [], color=colour[n], lw=2.5, label=f"n = {n}") for n in dim_list]
+    handles.append(Line2D([], [], color=SANITY_BOUND_COLOUR, lw=2.2, label=r"loss = $\varepsilon$ (the budget)"))
+    if table:
+        handles.append(Line2D([], [], color="0.3", lw=1.6, marker="o", ms=4.5, label="Monte Carlo estimate"))
     if exact:
-        handles.append(Line2D([], [], color="0.3", lw=0.9, ls="--", label="exact"))
-    fig.legend(handles=handles, loc="outside right center", fontsize="small")
+        handles.append(Line2D([], [], color="0.3", lw=0.9, ls="--", label="exact loss"))
+    fig.legend(handles=handles, loc="outside lower center", ncols=min(5, len(handles)), fontsize="small")
     if title:
         fig.suptitle(title)
     return fig
@@ -648,12 +709,13 @@ def plot_seed_estimates(
     above = est > epsilon
     fig, ax = plt.subplots(figsize=(7.0, 3.4), layout="constrained")
     ax.vlines(rank, low, est, color="0.75", lw=0.8, zorder=1)
-    ax.scatter(rank[~above], est[~above], s=12, color="C0", zorder=3, label="point estimate")
-    ax.scatter(rank[above], est[above], s=12, color="C3", zorder=3,
-               label=f"point estimate > $\\varepsilon$ ({int(above.sum())} of {est.size})")
+    ax.scatter(rank[~above], est[~above], s=12, color="#0072B2", zorder=3, label="point estimate at or below the budget")
+    ax.scatter(rank[above], est[above], s=12, color="#D55E00", zorder=3,
+               label=f"point estimate above the budget ({int(above.sum())} of {est.size} runs)")
     ax.scatter(rank, low, s=10, marker="_", color="k", zorder=3,
-               label=f"{100 * confidence:g}% lower bound ({int((low > epsilon).sum())} > $\\varepsilon$)")
-    ax.axhline(epsilon, color="tab:green", lw=2.2, zorder=2, label=f"$\\varepsilon = {epsilon:g}$")
+               label=f"{100 * confidence:g}% lower bound, above the budget in {int((low > epsilon).sum())} "
+                     f"of {est.size} runs")
+    ax.axhline(epsilon, color=SANITY_BOUND_COLOUR, lw=2.2, zorder=2, label=f"budget $\\varepsilon = {epsilon:g}$")
     if exact is not None:
         ax.axhline(exact, color="k", lw=1.0, ls="--", zorder=2, label="exact loss")
     ax.set(xlabel="run (sorted by estimate)", ylabel="privacy loss", xlim=(0, est.size + 1))

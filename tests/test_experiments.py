@@ -29,8 +29,8 @@ from dptutor.experiments import (
     run_grid,
 )
 from dptutor.mechanisms import MECHANISMS
+from dptutor.reference import paper_results
 
-REFERENCE = Path("/work/shared/reference/paper-results.json")
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -113,7 +113,7 @@ def test_csv_round_trip_and_json_layout_like_the_authors(tmp_path):
     assert "Infinity" in text  # dptext / copy_input
     ours = json.loads(text)
     assert ours == rows_to_nested(rows)
-    theirs = json.loads(REFERENCE.read_text())
+    theirs = paper_results()
     some = next(iter(theirs.values()))
     assert set(ours["laplace"]) == set(some)  # epsilon keys "0.1", ..., "1.0", ..., "10.0"
     assert set(ours["laplace"]["1.0"]) == {"1", "2"}
@@ -248,7 +248,7 @@ def test_plot_sanity_check_accepts_nested_rows_and_authors_file():
     from dptutor.plotting import plot_sanity_check
 
     rows = run_grid(list(MECHANISMS), [0.1, 1.0, 10.0], [1, 8], 1_000, seed=2)
-    for results, exact in ((rows, False), (rows_to_nested(rows), True), (json.loads(REFERENCE.read_text()), False)):
+    for results, exact in ((rows, False), (rows_to_nested(rows), True), (paper_results(), False)):
         fig = plot_sanity_check(results, exact=exact)
         axes = [ax for ax in fig.axes]
         assert len(axes) == 4

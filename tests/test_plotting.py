@@ -238,7 +238,7 @@ def test_sc_plot_seed_estimates_marks_estimates_above_epsilon() -> None:
         assert np.allclose(bound_pts.get_offsets()[:, 1], sorted(lower, key=lambda v: losses[lower.index(v)]))
         labels = [t.get_text() for t in ax.get_legend().get_texts()]
         assert any("3 of 5" in t for t in labels)
-        assert any("(2 >" in t for t in labels)  # lower bounds 1.1 and 1.01 exceed epsilon = 1
+        assert any("above the budget in 2 of 5" in t for t in labels)  # lower bounds 1.1 and 1.01 exceed epsilon = 1
         assert [ln.get_ydata()[0] for ln in ax.lines] == [1.0, 1.0]  # epsilon and exact lines
     finally:
         plt.close(fig)
