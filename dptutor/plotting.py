@@ -947,7 +947,7 @@ def plot_pure_epsilon_growth(
     eps = check_positive(epsilon, "epsilon")
     dlt = check_probability(delta, "delta")
     fig, ax = plt.subplots(figsize=(8.6, 4.4), layout="constrained")
-    ax.plot(t, pure, "o-", color=_CB_VERMILLION, lw=2, ms=7, label=r"lower bound on pure $\varepsilon$ ($\delta = 0$)")
+    ax.plot(t, pure, "o-", color=_CB_VERMILLION, lw=2, ms=7, label=r"lower bound on pure $\varepsilon$, i.e. at $\delta = 0$")
     ax.plot(t, with_delta, "s--", color=_CB_BLUE, lw=2, ms=7,
             label=f"lower bound on $\\varepsilon$ at $\\delta = {dlt:g}$")
     ax.axhline(eps, color=_CB_GREEN, lw=2.5, label=f"claimed $\\varepsilon = {eps:g}$")
