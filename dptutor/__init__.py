@@ -10,11 +10,17 @@ differentially-private text representation learning". Modules, one idea each:
 - :mod:`dptutor.approximate_dp`: (epsilon, delta)-DP, the privacy-loss variable, Gaussian DP trade-offs.
 - :mod:`dptutor.audit`: the empirical sanity check, exact closed forms and confidence bounds.
 - :mod:`dptutor.experiments`: the paper-scale reproduction grid.
+- :mod:`dptutor.reference`: the authors' published results, shipped as package data.
 - :mod:`dptutor.plotting`: the book's figures.
 - :mod:`dptutor.floating`: which doubles a floating-point Laplace sampler can output; the exact attack.
 - :mod:`dptutor.exact`: exact discrete Laplace sampling with integers; Google's granular Laplace.
 - :mod:`dptutor.libraries`: OpenDP's and diffprivlib's Laplace mechanisms as ``mechanism(x, epsilon, rng)``.
+- :mod:`dptutor.grading`: the assignments' checks and the grader (``python -m dptutor grade``).
 - :mod:`dptutor.cli`: ``python -m dptutor``.
+
+Every public function checks its arguments with the helpers of :mod:`dptutor._validate` (a
+``ValueError`` or ``TypeError`` that names the parameter).  Optional extras: ``dptutor[book]`` builds
+the book, ``dptutor[test]`` runs the tests.
 """
 
 __version__ = "0.1.0"

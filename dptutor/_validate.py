@@ -15,7 +15,9 @@ from __future__ import annotations
 import math
 import numbers
 import os
-from typing import Any, Iterable, Sequence
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -36,6 +38,14 @@ __all__ = [
     "check_size",
     "check_float_array",
     "check_workers",
+    "check_str",
+    "check_path",
+    "check_interval",
+    "check_broadcast",
+    "check_mapping",
+    "check_sequence",
+    "check_batch",
+    "immutable_finite_array",
 ]
 
 #: The largest array (in elements) that a function allocates on a caller's behalf: 2**28 float64 is
@@ -212,14 +222,19 @@ def check_float_array(
     allow_nan: bool = False,
     ndim: int | Sequence[int] | None = None,
     min_size: int = 0,
+    low: float | None = None,
 ) -> NDArray[np.float64]:
     """``value`` as a float64 array of real numbers (bools, complex, strings and objects refused).
 
     NaN is refused unless ``allow_nan``; infinities too when ``finite``.  ``ndim`` restricts the
-    number of dimensions; ``min_size`` the number of elements.
+    number of dimensions; ``min_size`` the number of elements; ``low`` the smallest value allowed.
     """
     if is_bool(value):
         raise TypeError(f"{name} must be a real number or an array of real numbers, got a bool")
+    if ndim is None and min_size <= 1 and low is None and isinstance(value, (float, int, np.floating, np.integer)):
+        # Scalar fast path (the array path below costs ~10 us a call).
+        x = check_real(value, name, allow_inf=not finite) if not (allow_nan and value != value) else math.nan
+        return np.asarray(x)
     try:
         arr = np.asarray(value)
     except Exception as exc:  # ragged lists and other exotic objects
@@ -240,6 +255,8 @@ def check_float_array(
         raise ValueError(f"{name} must not contain NaN")
     if finite and not np.isfinite(arr[~np.isnan(arr)] if allow_nan else arr).all():
         raise ValueError(f"{name} must be finite")
+    if low is not None and (arr < low).any():
+        raise ValueError(f"{name} must hold values >= {low:g}")
     return arr
 
 
@@ -253,3 +270,130 @@ def check_workers(value: object, name: str = "workers", *, tasks: int | None = N
     if tasks is not None:
         w = min(w, max(1, int(tasks)))
     return w
+
+
+def check_str(value: object, name: str, *, allow_empty: bool = True) -> str:
+    """A ``str`` (not bytes, not an array of strings)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+    if not allow_empty and not value:
+        raise ValueError(f"{name} must not be empty")
+    return value
+
+
+def check_path(value: object, name: str = "path") -> "os.PathLike[str]":
+    """A file-system path given as ``str`` or ``os.PathLike`` (never an int: ``open(1)`` is stdout).
+
+    Returns a :class:`pathlib.Path`.
+    """
+    from pathlib import Path
+
+    if isinstance(value, bytes) or not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a str or os.PathLike path, got {type(value).__name__}")
+    text = os.fspath(value)
+    if not isinstance(text, str) or not text or "\x00" in text:
+        raise ValueError(f"{name} must be a non-empty path without NUL characters, got {_describe(value)}")
+    return Path(text)
+
+
+def check_interval(value: object, name: str, *, low: float = -math.inf, low_open: bool = False) -> tuple[float, float]:
+    """A pair ``(lo, hi)`` of finite reals with ``lo < hi`` (and ``lo > low``, or ``>=`` unless ``low_open``)."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, (Sequence, np.ndarray)):
+        raise TypeError(f"{name} must be a pair of real numbers (low, high), got {type(value).__name__}")
+    if isinstance(value, np.ndarray) and value.ndim != 1:
+        raise ValueError(f"{name} must be a pair of real numbers (low, high), got an array of shape {value.shape}")
+    items = list(value)
+    if len(items) != 2:
+        raise ValueError(f"{name} must be a pair of real numbers (low, high), got {len(items)} item(s)")
+    lo = check_real(items[0], f"{name}[0]", low=low, low_open=low_open)
+    hi = check_real(items[1], f"{name}[1]")
+    if not lo < hi:
+        raise ValueError(f"{name} must have low < high, got {(lo, hi)!r}")
+    return lo, hi
+
+
+def check_broadcast(arrays: Mapping[str, np.ndarray], shape: tuple[int, ...] | None = None) -> tuple[int, ...]:
+    """The common broadcast shape of ``arrays`` (name -> array); ``ValueError`` naming them if none.
+
+    With ``shape``, every array must broadcast *to* ``shape`` (e.g. a sampler's ``size``).
+    """
+    shapes = {k: np.shape(a) for k, a in arrays.items()}
+    names = ", ".join(shapes)
+    try:
+        out = np.broadcast_shapes(*shapes.values(), *(() if shape is None else (shape,)))
+    except ValueError:
+        out = None
+    if out is None or (shape is not None and out != shape):
+        detail = ", ".join(f"{k} {s}" for k, s in shapes.items())
+        target = "each other" if shape is None else f"size {shape}"
+        raise ValueError(f"{names} must broadcast to {target}, got shapes {detail}")
+    if math.prod(out) > MAX_ELEMENTS:
+        raise ValueError(f"{names} broadcast to {math.prod(out):,} elements, more than the limit of {MAX_ELEMENTS:,}")
+    return out
+
+
+def check_mapping(value: object, name: str, *, min_len: int = 1) -> Mapping:
+    """A mapping with at least ``min_len`` entries."""
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name} must be a mapping, got {type(value).__name__}")
+    if len(value) < min_len:
+        raise ValueError(f"{name} must have at least {min_len} entr{'y' if min_len == 1 else 'ies'}")
+    return value
+
+
+def check_sequence(value: object, name: str, *, min_len: int = 1) -> list:
+    """A list/tuple/1-D array (never a str, a mapping or a one-shot iterator) as a list."""
+    if isinstance(value, np.ndarray):
+        if value.ndim != 1:
+            raise ValueError(f"{name} must be 1-D, got shape {value.shape}")
+        items = list(value)
+    elif isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
+        raise TypeError(f"{name} must be a list or tuple, got {type(value).__name__}")
+    else:
+        items = list(value)
+    if len(items) < min_len:
+        raise ValueError(f"{name} must have at least {min_len} item(s), got {len(items)}")
+    return items
+
+
+def check_batch(value: object, name: str = "x") -> np.ndarray:
+    """A mechanism's input: a 2-D real ``numpy.ndarray`` of shape ``(trials, n)`` with finite values.
+
+    Returned as is (no copy).  Finiteness costs one pass: the sum of finite values is finite unless it
+    overflows, and only then are the values looked at one by one.
+    """
+    if not isinstance(value, np.ndarray):
+        raise TypeError(f"{name} must be a numpy.ndarray of shape (trials, n), got {type(value).__name__}")
+    if value.ndim != 2:
+        raise ValueError(f"{name} must be 2-D of shape (trials, n), got shape {value.shape}")
+    if value.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be real-valued, got dtype {value.dtype}")
+    if value.dtype.kind == "f" and value.size and not _known_finite(value):
+        with np.errstate(over="ignore", invalid="ignore"):
+            total = value.sum()
+        if not math.isfinite(total) and not np.isfinite(value).all():
+            raise ValueError(f"{name} must be finite (no NaN or inf)")
+    return value
+
+
+#: id -> weak reference of the arrays made by :func:`immutable_finite_array` (ndarrays are unhashable).
+_IMMUTABLE_FINITE: dict[int, weakref.ref] = {}
+
+
+def immutable_finite_array(values: np.ndarray) -> np.ndarray:
+    """A read-only float64 copy of ``values`` (all finite) whose memory is an immutable ``bytes``.
+
+    Nothing can make it, or a view of it, writeable (``setflags(write=True)`` raises), so it stays
+    finite: :func:`check_batch` recognises it and its views by identity and skips their finiteness
+    pass.  The auditor's datasets are made this way.
+    """
+    arr = check_float_array(values, "values", finite=True)
+    owner = np.frombuffer(np.ascontiguousarray(arr).tobytes(), dtype=np.float64)
+    _IMMUTABLE_FINITE[id(owner)] = weakref.ref(owner, lambda ref, key=id(owner): _IMMUTABLE_FINITE.pop(key, None))
+    return owner.reshape(arr.shape)
+
+
+def _known_finite(value: np.ndarray) -> bool:
+    owner = value if value.base is None else value.base
+    ref = _IMMUTABLE_FINITE.get(id(owner))
+    return ref is not None and ref() is owner

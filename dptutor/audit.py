@@ -28,14 +28,16 @@ import itertools
 import math
 import numbers
 import pickle
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from dptutor._validate import (
     MAX_ELEMENTS,
+    check_bool,
     check_callable,
     check_choice,
     check_float_array,
@@ -45,13 +47,20 @@ from dptutor._validate import (
     check_real,
     check_rng,
     check_seed,
+    check_sequence,
+    check_str,
     check_workers,
+    immutable_finite_array,
+    is_bool,
 )
-from dptutor.mechanisms import MECHANISMS, Mechanism, _check_epsilon
+from dptutor._workers import WorkerPool
+from dptutor.mechanisms import MECHANISMS, Mechanism
 
 __all__ = [
     "AuditResult",
+    "AuditCell",
     "estimate_loss",
+    "estimate_losses",
     "exact_loss",
     "exact_guess_probabilities",
     "rounding_probabilities",
@@ -59,6 +68,8 @@ __all__ = [
     "simulated_losses",
     "BLOCK_TRIALS",
     "CHUNK_ELEMENTS",
+    "MAX_TRIALS",
+    "MAX_N",
 ]
 
 #: Trials per independently seeded block.  Fixed (independent of ``workers`` and ``n``), so a seed
@@ -71,7 +82,16 @@ BLOCK_TRIALS: int = 1 << 17
 #: 2**13 per-call overhead dominates).
 CHUNK_ELEMENTS: int = 1 << 16
 
+#: Trials per dataset above this are refused (10^10 is a thousand times the paper's 10^7 and days
+#: of work on a laptop); it also keeps every count and row total far inside int64.
+MAX_TRIALS: int = 10**10
+
+#: Dimensions above this are refused: 2**20 coordinates per dataset is far beyond the paper's 128,
+#: and the exact closed form allocates arrays of ``n + 1`` elements.
+MAX_N: int = 1 << 20
+
 _NEG_INF = -math.inf
+_LOG_HALF = -math.log(2.0)
 
 #: Anything ``numpy.asarray`` turns into a 2x2 integer table.
 ArrayLike2x2 = Any
@@ -80,24 +100,6 @@ ArrayLike2x2 = Any
 # ---------------------------------------------------------------------------------------------
 # small helpers
 # ---------------------------------------------------------------------------------------------
-
-
-def _check_int(value: object, name: str, minimum: int = 1) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
-    value = int(value)
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return value
-
-
-def _check_confidence(confidence: object) -> float:
-    if isinstance(confidence, (bool, np.bool_)) or not isinstance(confidence, numbers.Real):
-        raise TypeError(f"confidence must be a real number, got {type(confidence).__name__}")
-    conf = float(confidence)
-    if not 0.0 < conf < 1.0:
-        raise ValueError(f"confidence must lie in (0, 1), got {confidence!r}")
-    return conf
 
 
 def _mechanism_name(mechanism: object) -> str:
@@ -140,22 +142,36 @@ def loss_from_counts(counts: ArrayLike2x2) -> float:
 
 
 
-def _check_counts(counts: ArrayLike2x2) -> NDArray[np.int64]:
-    arr = np.asarray(counts)
+def _check_counts(counts: ArrayLike2x2, name: str = "counts") -> NDArray[np.int64]:
+    """A 2x2 table of non-negative integer counts with equal positive row totals, as int64.
+
+    Values are read as Python ints first, so uint64 or object tables never wrap around.
+    """
+    if is_bool(counts) or isinstance(counts, (str, bytes)):
+        raise TypeError(f"{name} must be a 2x2 table of integers, got {type(counts).__name__}")
+    try:
+        arr = np.asarray(counts)
+    except Exception as exc:  # ragged nested lists and other oddities
+        raise TypeError(f"{name} must be a 2x2 table of integers ({exc})") from exc
     if arr.shape != (2, 2):
-        raise ValueError(f"counts must have shape (2, 2), got {arr.shape}")
-    if arr.dtype.kind not in "iu":
-        if arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
-            arr = arr.astype(np.int64)
-        else:
-            raise TypeError(f"counts must be integers, got dtype {arr.dtype}")
-    if (arr < 0).any():
-        raise ValueError("counts must be non-negative")
-    if arr[0].sum() != arr[1].sum() or arr[0].sum() < 1:
-        raise ValueError(
-            f"counts rows must have equal positive totals (trials per dataset), got {arr.sum(axis=1)}"
-        )
-    return arr.astype(np.int64)
+        raise ValueError(f"{name} must have shape (2, 2), got {arr.shape}")
+    if arr.dtype.kind == "f":
+        if not (np.all(np.isfinite(arr)) and np.all(arr == np.round(arr))):
+            raise TypeError(f"{name} must be integers, got dtype {arr.dtype} with non-integral values")
+    elif arr.dtype.kind == "O":
+        if not all(isinstance(v, numbers.Integral) and not is_bool(v) for v in arr.ravel()):
+            raise TypeError(f"{name} must be integers")
+    elif arr.dtype.kind not in "iu":
+        raise TypeError(f"{name} must be integers, got dtype {arr.dtype}")
+    values = [[int(v) for v in row] for row in arr.tolist()]
+    if any(v < 0 for row in values for v in row):
+        raise ValueError(f"{name} must be non-negative")
+    totals = [sum(row) for row in values]
+    if totals[0] != totals[1] or totals[0] < 1:
+        raise ValueError(f"{name} rows must have equal positive totals (trials per dataset), got {totals}")
+    if totals[0] > MAX_TRIALS:
+        raise ValueError(f"{name} rows total {totals[0]} trials, more than MAX_TRIALS = {MAX_TRIALS}")
+    return np.array(values, dtype=np.int64)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -213,9 +229,26 @@ class AuditResult:
     mechanism: str = ""
 
     def __post_init__(self) -> None:
-        counts = _check_counts(self.counts).copy()
+        counts = _check_counts(self.counts)
         counts.setflags(write=False)
-        object.__setattr__(self, "counts", counts)
+        trials = check_int(self.trials, "trials", minimum=1, maximum=MAX_TRIALS)
+        if trials != int(counts[0].sum()):
+            raise ValueError(f"trials must equal each row total of counts ({int(counts[0].sum())}), got {trials}")
+        loss = check_real(self.loss, "loss", low=0.0, allow_inf=True)
+        expected = loss_from_counts(counts)
+        if not (loss == expected or math.isclose(loss, expected, rel_tol=1e-12, abs_tol=1e-12)):
+            raise ValueError(f"loss must be the loss its counts give ({expected!r}), got {loss!r}")
+        values = {
+            "counts": counts,
+            "trials": trials,
+            "loss": expected,
+            "n": check_int(self.n, "n", minimum=1, maximum=MAX_N),
+            "epsilon": check_positive(self.epsilon, "epsilon"),
+            "seed": check_seed(self.seed),
+            "mechanism": check_str(self.mechanism, "mechanism"),
+        }
+        for key, value in values.items():
+            object.__setattr__(self, key, value)
 
     @classmethod
     def from_counts(
@@ -233,8 +266,8 @@ class AuditResult:
             loss=loss_from_counts(c),
             counts=c,
             trials=int(c[0].sum()),
-            n=_check_int(n, "n"),
-            epsilon=_check_epsilon(epsilon),
+            n=n,
+            epsilon=epsilon,
             seed=seed,
             mechanism=mechanism,
         )
@@ -249,7 +282,7 @@ class AuditResult:
         (the Clopper-Pearson bounds are symmetric), computed directly so that nothing loses
         precision near 0 or 1.  Four one-sided intervals in all.
         """
-        alpha = 1.0 - _check_confidence(confidence)
+        alpha = 1.0 - check_probability(confidence, "confidence")
         a = alpha / 4.0
         t = self.trials
         lo = [[_log(_cp_lower(int(self.counts[d, y]), t, a)) for y in (0, 1)] for d in (0, 1)]
@@ -314,6 +347,7 @@ class AuditResult:
 
     def summary(self, confidence: float = 0.95) -> str:
         """A short multi-line description: parameters, count table, loss, bound and verdict."""
+        confidence = check_probability(confidence, "confidence")
         lower, upper = self.confidence_interval(confidence)
         width = max(10, len(str(int(self.counts.max()))) + 2)
         pct = f"{100 * confidence:g}%"
@@ -355,12 +389,14 @@ def _fmt(x: float) -> str:
 
 @functools.lru_cache(maxsize=8)
 def _datasets(rows: int, n: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Read-only ``(rows, n)`` arrays of zeros (D) and ones (D')."""
-    zeros = np.zeros((rows, n))
-    ones = np.ones((rows, n))
-    zeros.setflags(write=False)
-    ones.setflags(write=False)
-    return zeros, ones
+    """Read-only ``(rows, n)`` arrays of zeros (D) and ones (D'), shared by every audit in the process.
+
+    Their memory is an immutable ``bytes`` object (:func:`dptutor._validate.immutable_finite_array`),
+    so no mechanism can make them writeable (``x.setflags(write=True)`` raises on them and on their
+    base): a mechanism that tries to write into its input cannot corrupt later audits.  The built-in
+    mechanisms recognise them and skip their finiteness check.
+    """
+    return immutable_finite_array(np.zeros((rows, n))), immutable_finite_array(np.ones((rows, n)))
 
 
 def _chunk_rows(n: int) -> int:
@@ -457,9 +493,162 @@ def _count_block(
     return guessed_one[0], guessed_one[1]
 
 
+def _blocks(trials: int, seed_seq: np.random.SeedSequence) -> Iterator[tuple[int, np.random.SeedSequence]]:
+    """``(size, child seed)`` of each block, made lazily: block ``i`` gets the ``i``-th child of ``seed_seq``.
+
+    ``seed_seq.spawn(1)`` called k times gives the same children as ``seed_seq.spawn(k)``.
+    """
+    full, rest = divmod(trials, BLOCK_TRIALS)
+    for size in itertools.chain(itertools.repeat(BLOCK_TRIALS, full), [rest] if rest else []):
+        yield size, seed_seq.spawn(1)[0]
+
+
+def _n_blocks(trials: int) -> int:
+    return -(-trials // BLOCK_TRIALS)
+
+
 def _block_sizes(trials: int) -> list[int]:
+    """The sizes of the blocks of ``trials`` trials (all :data:`BLOCK_TRIALS` but maybe the last)."""
     full, rest = divmod(trials, BLOCK_TRIALS)
     return [BLOCK_TRIALS] * full + ([rest] if rest else [])
+
+
+@dataclass(frozen=True)
+class AuditCell:
+    """One audit to run: ``trials`` trials per dataset of ``mechanism`` at dimension ``n`` and ``epsilon``.
+
+    ``seed`` as in :func:`estimate_loss`; ``name`` labels the result (default: the built-in name or
+    the callable's qualified name).  All fields are checked when the cell is made.
+    """
+
+    mechanism: Mechanism
+    n: int
+    epsilon: float
+    trials: int
+    seed: int | tuple[int, ...] | None = None
+    name: str | None = None
+
+    def __post_init__(self) -> None:
+        check_callable(self.mechanism, "mechanism", "mechanism(x, epsilon, rng)")
+        values = {
+            "n": check_int(self.n, "n", minimum=1, maximum=MAX_N),
+            "epsilon": check_positive(self.epsilon, "epsilon"),
+            "trials": check_int(self.trials, "trials", minimum=1, maximum=MAX_TRIALS),
+            "seed": check_seed(self.seed),
+            "name": _mechanism_name(self.mechanism) if self.name is None else check_str(self.name, "name"),
+        }
+        for key, value in values.items():
+            object.__setattr__(self, key, value)
+
+
+def estimate_losses(
+    cells: Sequence[AuditCell],
+    *,
+    workers: int = 1,
+    executor: concurrent.futures.Executor | None = None,
+    on_result: Callable[[int, AuditResult], None] | None = None,
+    progress: bool = False,
+) -> list[AuditResult]:
+    """Run several audits, sharing one process pool; return their results in the order of ``cells``.
+
+    Each cell gives exactly what :func:`estimate_loss` gives for it alone (same blocks, same seeds).
+    ``on_result(i, result)`` is called as soon as cell ``i`` is complete (cells finish roughly in
+    order), e.g. to save it.  With ``workers > 1`` the blocks of all cells go to one
+    :class:`dptutor._workers.WorkerPool` (at most a few blocks per worker queued at a time, so memory
+    does not grow with ``trials``); on an exception or Ctrl-C its workers stop at once, losing only the
+    blocks in flight.  ``executor`` uses an existing executor instead (then ``workers`` is ignored and
+    the executor is left running).  ``progress=True`` shows a tqdm bar over blocks.
+    """
+    cell_list = check_sequence(cells, "cells")
+    for i, cell in enumerate(cell_list):
+        if not isinstance(cell, AuditCell):
+            raise TypeError(f"cells[{i}] must be an AuditCell, got {type(cell).__name__}")
+    total_blocks = sum(_n_blocks(c.trials) for c in cell_list)
+    workers = check_workers(workers, tasks=total_blocks)
+    if executor is not None and not isinstance(executor, concurrent.futures.Executor):
+        raise TypeError(f"executor must be a concurrent.futures.Executor, got {type(executor).__name__}")
+    if on_result is not None:
+        check_callable(on_result, "on_result", "on_result(index, result)")
+    progress = check_bool(progress, "progress")
+
+    seed_seqs = [np.random.SeedSequence(c.seed) for c in cell_list]
+    guessed = [np.zeros(2, dtype=np.int64) for _ in cell_list]
+    left = [_n_blocks(c.trials) for c in cell_list]
+    results: list[AuditResult | None] = [None] * len(cell_list)
+
+    def add(i: int, counts: tuple[int, int]) -> None:
+        guessed[i] += counts
+        left[i] -= 1
+        bar.update(1)
+        if left[i] == 0:
+            c = cell_list[i]
+            results[i] = _result_from_guesses(guessed[i], c.trials, c.n, c.epsilon, _entropy(seed_seqs[i]), c.name)
+            if on_result is not None:
+                on_result(i, results[i])
+
+    tasks = (
+        (i, (c.mechanism, c.name, c.n, c.epsilon, size, child))
+        for i, c in enumerate(cell_list)
+        for size, child in _blocks(c.trials, seed_seqs[i])
+    )
+    from tqdm import tqdm  # the terminal bar: tqdm.auto warns inside Jupyter without ipywidgets
+
+    first = cell_list[0]
+    desc = f"{first.name} n={first.n} eps={first.epsilon:g}" if len(cell_list) == 1 else "audits"
+    bar = tqdm(total=total_blocks, disable=not progress, desc=desc, unit="block", leave=False)
+    try:
+        if executor is None and (workers == 1 or total_blocks == 1):
+            for i, args in tasks:
+                add(i, _count_block(*args))
+        elif executor is not None:
+            for i, counts in _run_bounded(executor, tasks, max_pending=64):
+                add(i, counts)
+        else:
+            for c in {id(c.mechanism): c for c in cell_list}.values():
+                try:
+                    pickle.dumps(c.mechanism)
+                except Exception as exc:
+                    raise TypeError(
+                        f"mechanism {c.name!r} must be picklable to run with workers > 1 (define it at module level)"
+                    ) from exc
+            pool = WorkerPool(workers)
+            try:
+                for i, counts in _run_bounded(pool, tasks, max_pending=2 * workers):
+                    add(i, counts)
+            except BaseException:
+                pool.stop()  # Ctrl-C or an error: do not wait for the blocks in flight
+                raise
+            finally:
+                pool.shutdown(wait=True, cancel_futures=True)
+    finally:
+        bar.close()
+    return results  # type: ignore[return-value]
+
+
+def _run_bounded(
+    pool: concurrent.futures.Executor, tasks: Iterator[tuple[int, tuple]], max_pending: int
+) -> Iterator[tuple[int, tuple[int, int]]]:
+    """Submit ``_count_block(*args)`` for each ``(tag, args)``, at most ``max_pending`` at a time;
+    yield ``(tag, counts)`` as blocks complete.  Pending blocks are cancelled on any exception."""
+    pending: dict[concurrent.futures.Future, int] = {}
+    try:
+        for tag, args in itertools.islice(tasks, max_pending):
+            pending[pool.submit(_count_block, *args)] = tag
+        while pending:
+            done, _ = concurrent.futures.wait(pending, return_when=concurrent.futures.FIRST_COMPLETED)
+            for fut in done:
+                tag = pending.pop(fut)
+                for next_tag, args in itertools.islice(tasks, 1):
+                    pending[pool.submit(_count_block, *args)] = next_tag
+                yield tag, fut.result()
+    finally:
+        for fut in pending:
+            fut.cancel()
+
+
+def _entropy(seed_seq: np.random.SeedSequence) -> int | tuple[int, ...]:
+    entropy = seed_seq.entropy
+    return tuple(int(v) for v in entropy) if isinstance(entropy, (list, tuple, np.ndarray)) else int(entropy)
 
 
 def estimate_loss(
@@ -482,80 +671,16 @@ def estimate_loss(
     ``workers`` is.  ``seed=None`` draws fresh entropy, recorded in ``result.seed``.
 
     ``workers > 1`` runs blocks in a process pool (the mechanism must be picklable; the built-in
-    ones are module-level functions).  ``executor`` reuses an existing executor instead (then
-    ``workers`` is ignored).  ``progress=True`` shows a tqdm bar over blocks.
+    ones are module-level functions); ``workers`` is capped at the CPUs and the blocks, and more
+    than :data:`dptutor._validate.MAX_WORKERS` is refused.  ``executor`` reuses an existing
+    executor instead (then ``workers`` is ignored).  ``progress=True`` shows a tqdm bar over blocks.
+    The mechanism receives read-only inputs that it cannot make writeable.
 
     Raises ``TypeError``/``ValueError`` naming the bad parameter, and ``ValueError`` naming the
     mechanism if it returns the wrong shape, non-numeric values or NaN.
     """
-    if not callable(mechanism):
-        raise TypeError(f"mechanism must be callable as mechanism(x, epsilon, rng), got {type(mechanism).__name__}")
-    n = _check_int(n, "n")
-    eps = _check_epsilon(epsilon)
-    trials = _check_int(trials, "trials")
-    workers = _check_int(workers, "workers")
-    if executor is not None and not isinstance(executor, concurrent.futures.Executor):
-        raise TypeError(f"executor must be a concurrent.futures.Executor, got {type(executor).__name__}")
-    if isinstance(seed, (bool, np.bool_, float, np.random.SeedSequence)):
-        # (A SeedSequence is refused: its spawn state would make result.seed not repeat the run.)
-        raise TypeError(f"seed must be None, a non-negative int or a sequence of them, got {seed!r}")
-    try:
-        seed_seq = np.random.SeedSequence(seed)
-    except (TypeError, ValueError) as exc:
-        raise type(exc)(f"seed must be None, a non-negative int or a sequence of them ({exc})") from exc
-    entropy = seed_seq.entropy
-    recorded_seed = tuple(int(v) for v in entropy) if isinstance(entropy, (list, tuple, np.ndarray)) else entropy
-    name = _mechanism_name(mechanism)
-
-    sizes = _block_sizes(trials)
-    children = seed_seq.spawn(len(sizes))
-    guessed = np.zeros(2, dtype=np.int64)
-
-    from tqdm import tqdm  # the terminal bar: tqdm.auto warns inside Jupyter without ipywidgets
-
-    bar = tqdm(
-        total=len(sizes),
-        disable=not progress,
-        desc=f"{name} n={n} eps={eps:g}",
-        unit="block",
-        leave=False,
-    )
-    try:
-        own_pool = None
-        pool = executor
-        if pool is None and workers > 1 and len(sizes) > 1:
-            try:
-                pickle.dumps(mechanism)
-            except Exception as exc:
-                raise TypeError(
-                    f"mechanism {name!r} must be picklable to run with workers > 1 "
-                    "(define it at module level)"
-                ) from exc
-            own_pool = pool = concurrent.futures.ProcessPoolExecutor(max_workers=min(workers, len(sizes)))
-        if pool is None:
-            for size, child in zip(sizes, children):
-                guessed += _count_block(mechanism, name, n, eps, size, child)
-                bar.update(1)
-        else:
-            futures = [
-                pool.submit(_count_block, mechanism, name, n, eps, size, child)
-                for size, child in zip(sizes, children)
-            ]
-            try:
-                for fut in concurrent.futures.as_completed(futures):
-                    guessed += fut.result()
-                    bar.update(1)
-            except BaseException:
-                for fut in futures:
-                    fut.cancel()
-                raise
-            finally:
-                if own_pool is not None:
-                    own_pool.shutdown(wait=True, cancel_futures=True)
-    finally:
-        bar.close()
-
-    return _result_from_guesses(guessed, trials, n, eps, recorded_seed, name)
+    cell = AuditCell(mechanism, n, epsilon, trials, seed=seed)
+    return estimate_losses([cell], workers=workers, executor=executor, progress=progress)[0]
 
 
 def _result_from_guesses(
@@ -589,8 +714,7 @@ def rounding_probabilities(name: str, n: int, epsilon: float) -> tuple[tuple[flo
       so ``p_0 = exp(-1/b)/2`` and ``p_1 = P(noise >= 0) = 1/2``;
     * ``copy_input``: ``p_0 = 0``, ``p_1 = 1``; ``random_output``: ``p_0 = p_1 = 1/2``.
     """
-    n = _check_int(n, "n")
-    eps = _check_epsilon(epsilon)
+    name, n, eps = _check_exact_args(name, n, epsilon)
     if name in ("laplace", "adept"):
         b = n / eps if name == "laplace" else 1.0 / eps
         tail = 0.5 * math.exp(-0.5 / b)
@@ -603,26 +727,61 @@ def rounding_probabilities(name: str, n: int, epsilon: float) -> tuple[tuple[flo
         return (tail, 1.0 - tail), (0.5, 0.5)
     if name == "copy_input":
         return (0.0, 1.0), (1.0, 0.0)
-    if name == "random_output":
-        return (0.5, 0.5), (0.5, 0.5)
-    raise ValueError(f"name must be one of {sorted(MECHANISMS)}, got {name!r}")
+    return (0.5, 0.5), (0.5, 0.5)  # random_output
 
 
-def _log_majority(n: int, p: float, q: float) -> tuple[float, float]:
-    """``(ln P(K <= n//2), ln P(K > n//2))`` for ``K ~ Binomial(n, p)``, ``q = 1 - p`` given exactly.
+def _check_exact_args(name: object, n: object, epsilon: object) -> tuple[str, int, float]:
+    return (
+        check_choice(name, "name", MECHANISMS),
+        check_int(n, "n", minimum=1, maximum=MAX_N),
+        check_positive(epsilon, "epsilon"),
+    )
+
+
+def _log_rounding(name: str, n: int, eps: float) -> tuple[tuple[float, float], tuple[float, float]]:
+    """:func:`rounding_probabilities` in log space: ``((ln p_0, ln(1 - p_0)), (ln p_1, ln(1 - p_1)))``.
+
+    Every tail ``exp(-t)/2`` is kept as its log ``-ln 2 - t``, so it never underflows to 0 (which
+    would turn a finite loss such as 745 into infinity).
+    """
+
+    def tail(t: float) -> tuple[float, float]:  # (ln(exp(-t)/2), ln(1 - exp(-t)/2))
+        return _LOG_HALF - t, math.log1p(-0.5 * math.exp(-t))
+
+    if name in ("laplace", "adept"):
+        lt, lc = tail(0.5 * eps / n if name == "laplace" else 0.5 * eps)  # 1/(2b)
+        return (lt, lc), (lc, lt)
+    if name == "dptext":
+        return tail(0.5 * eps / n), (0.0, _NEG_INF)
+    if name == "wrong_sensitivity":
+        return tail(eps / n), (_LOG_HALF, _LOG_HALF)
+    if name == "copy_input":
+        return (_NEG_INF, 0.0), (0.0, _NEG_INF)
+    return (_LOG_HALF, _LOG_HALF), (_LOG_HALF, _LOG_HALF)  # random_output
+
+
+def _log_majority(n: int, log_p: float, log_q: float) -> tuple[float, float]:
+    """``(ln P(K <= n//2), ln P(K > n//2))`` for ``K ~ Binomial(n, p)``, given ``ln p`` and ``ln(1 - p)``.
 
     Sums ``scipy.stats.binom.logpmf`` terms with ``scipy.special.logsumexp``, so tails far below
     the float range stay finite.  For ``p > 1/2`` the pmf is evaluated as that of ``n - K'`` with
-    ``K' ~ Binomial(n, q)``, so a ``p`` within rounding of 1 loses nothing.
+    ``K' ~ Binomial(n, q)``, so a ``p`` within rounding of 1 loses nothing.  When the smaller of
+    ``p`` and ``q`` is below the smallest normal float, the log-pmf is summed from its logs
+    (``ln C(n, k) + k ln p + (n - k) ln q``) instead, so nothing underflows.
     """
     from scipy import special, stats
 
-    if p == 0.0:
+    if log_p == _NEG_INF:
         return 0.0, _NEG_INF
-    if q == 0.0:
+    if log_q == _NEG_INF:
         return _NEG_INF, 0.0
     k = np.arange(n + 1)
-    logpmf = stats.binom.logpmf(k, n, p) if p <= 0.5 else stats.binom.logpmf(n - k, n, q)
+    small = min(log_p, log_q)
+    if small > math.log(np.finfo(np.float64).tiny):
+        p, q = math.exp(log_p), math.exp(log_q)
+        logpmf = stats.binom.logpmf(k, n, p) if p <= 0.5 else stats.binom.logpmf(n - k, n, q)
+    else:
+        logpmf = special.gammaln(n + 1) - special.gammaln(k + 1) - special.gammaln(n - k + 1) + k * log_p + (n - k) * log_q
     half = n // 2
     return float(special.logsumexp(logpmf[: half + 1])), float(special.logsumexp(logpmf[half + 1 :]))
 
@@ -633,7 +792,8 @@ def exact_guess_probabilities(name: str, n: int, epsilon: float) -> NDArray[np.f
     Coordinates round independently, so the number of ones is Binomial(n, p_d) (see
     :func:`rounding_probabilities`) and the guess is 1 iff it exceeds n/2.
     """
-    (p0, q0), (p1, q1) = rounding_probabilities(name, n, epsilon)
+    name, n, eps = _check_exact_args(name, n, epsilon)
+    (p0, q0), (p1, q1) = _log_rounding(name, n, eps)
     return np.array([_log_majority(n, p0, q0), _log_majority(n, p1, q1)])
 
 
@@ -646,8 +806,6 @@ def exact_loss(name: str, n: int, epsilon: float) -> float:
     size ever sees a trial on the rare side).  ``math.inf`` for ``dptext`` and ``copy_input``,
     0 for ``random_output``.
     """
-    if name not in MECHANISMS:
-        raise ValueError(f"name must be one of {sorted(MECHANISMS)}, got {name!r}")
     return _loss_from_logs(exact_guess_probabilities(name, n, epsilon).tolist())
 
 
@@ -1411,9 +1569,9 @@ def simulated_losses(
     :func:`loss_from_counts` gives a draw from the sampling distribution of the estimate.
     """
     name = check_choice(name, "name", MECHANISMS)
-    n = check_int(n, "n", minimum=1)
+    n = check_int(n, "n", minimum=1, maximum=MAX_N)
     epsilon = check_positive(epsilon, "epsilon")
-    trials = check_int(trials, "trials", minimum=1)
+    trials = check_int(trials, "trials", minimum=1, maximum=MAX_TRIALS)
     reps = check_int(reps, "reps", minimum=1, maximum=MAX_ELEMENTS // 2)
     rng = check_rng(rng)
     q = np.clip(np.exp(exact_guess_probabilities(name, n, epsilon)[:, 1]), 0.0, 1.0)

@@ -58,6 +58,15 @@ def _nonnegative_int(text: str) -> int:
     return _int_at_least(text, 0, "a non-negative integer")
 
 
+def _workers(text: str) -> int:
+    from dptutor._validate import MAX_WORKERS
+
+    value = _int_at_least(text, 1, f"a number of workers from 1 to {MAX_WORKERS}")
+    if value > MAX_WORKERS:
+        raise argparse.ArgumentTypeError(f"expected a number of workers from 1 to {MAX_WORKERS}, got {text!r}")
+    return value
+
+
 def _positive_float(text: str) -> float:
     try:
         value = float(text)
@@ -94,7 +103,8 @@ def _add_reproduce(subparsers: argparse._SubParsersAction) -> None:
                    help="privacy budgets (default: %(default)s)")
     p.add_argument("--dims", nargs="+", type=_positive_int, default=list(PAPER_DIMS), metavar="N",
                    help="dimensions n (default: %(default)s)")
-    p.add_argument("--workers", type=_positive_int, default=2, help="worker processes (default: %(default)s)")
+    p.add_argument("--workers", type=_workers, default=2,
+                   help="worker processes, at most the CPUs are used (default: %(default)s)")
     p.add_argument("--seed", type=_nonnegative_int, default=PAPER_SEED, help="run seed; each cell's seed derives from it (default: %(default)s)")
     p.add_argument("--out", type=Path, default=Path("results"), help="output folder (default: %(default)s)")
     p.add_argument("--exact", action="store_true", help="fill the grid from the exact closed form instead of Monte Carlo")
@@ -114,6 +124,12 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     from dptutor.plotting import plot_sanity_check
 
     computed = []
+    invalid: list[str] = []
+
+    def report(message: str) -> None:
+        invalid.append(message)
+        print(f"dptutor reproduce: {message} (recomputed)", file=sys.stderr)
+
     t0 = time.perf_counter()
     try:
         rows = run_grid(
@@ -127,7 +143,11 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
             exact=args.exact,
             progress=not args.quiet,
             on_row=computed.append,
+            on_invalid=report,
         )
+    except (TypeError, ValueError) as exc:  # a bad --out, duplicate --dims, ...: no traceback
+        print(f"dptutor reproduce: error: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"\ninterrupted: {len(computed)} cell(s) finished this run are saved in {args.out}/; "
               "rerun the same command to resume", file=sys.stderr)
@@ -164,7 +184,7 @@ def _add_repeat(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--trials", type=_positive_int, default=PAPER_TRIALS)
     p.add_argument("--repeats", type=_positive_int, default=100)
     p.add_argument("--first-seed", type=_nonnegative_int, default=0)
-    p.add_argument("--workers", type=_positive_int, default=1)
+    p.add_argument("--workers", type=_workers, default=1)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(handler=_cmd_repeat)
 
@@ -172,10 +192,17 @@ def _add_repeat(subparsers: argparse._SubParsersAction) -> None:
 def _cmd_repeat(args: argparse.Namespace) -> int:
     from dptutor.experiments import repeat_loss
 
-    res = repeat_loss(
-        args.mechanism, args.n, args.epsilon, args.trials, args.repeats,
-        first_seed=args.first_seed, workers=args.workers, progress=not args.quiet,
-    )
+    try:
+        res = repeat_loss(
+            args.mechanism, args.n, args.epsilon, args.trials, args.repeats,
+            first_seed=args.first_seed, workers=args.workers, progress=not args.quiet,
+        )
+    except (TypeError, ValueError) as exc:
+        print(f"dptutor repeat: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return 130
     print(res)
     print(f"mean {res.mean:.6g}")
     print(f"std {res.std:.6g}")

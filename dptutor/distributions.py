@@ -21,12 +21,13 @@ Samplers take an explicit, keyword-only ``rng`` (a :class:`numpy.random.Generato
 from __future__ import annotations
 
 import math
-import numbers
 import sys
 from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+
+from dptutor._validate import check_broadcast, check_choice, check_float_array, check_rng, check_size
 
 __all__ = [
     "laplace_pdf",
@@ -59,41 +60,8 @@ NanPolicy = Literal["keep", "zero", "discard"]
 # ---------------------------------------------------------------------------------------------
 
 
-def _as_float_array(value: ArrayLike, name: str) -> NDArray[np.float64]:
-    """Convert to a float64 array; reject complex, non-numeric and NaN input, naming ``name``."""
-    if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be a real number or array of real numbers, got a bool")
-    try:
-        arr = np.asarray(value)
-    except Exception as exc:  # pragma: no cover - exotic objects
-        raise TypeError(f"{name} must be array-like of real numbers") from exc
-    if arr.dtype.kind not in "biuf":
-        raise TypeError(f"{name} must be real-valued (got dtype {arr.dtype})")
-    arr = arr.astype(np.float64, copy=False)
-    if np.isnan(arr).any():
-        raise ValueError(f"{name} must not contain NaN")
-    return arr
-
-
-def _real_scalar(value: object) -> float | None:
-    """``float(value)`` for a Python/numpy real (non-bool) scalar, else None (cheap fast path)."""
-    if isinstance(value, (float, int, np.floating, np.integer)) and not isinstance(value, (bool, np.bool_)):
-        return float(value)
-    return None
-
-
 def _finite(value: ArrayLike, name: str) -> NDArray[np.float64]:
-    f = _real_scalar(value)
-    if f is not None:  # scalar fast path (the array path costs ~10 us per call)
-        if math.isnan(f):
-            raise ValueError(f"{name} must not contain NaN")
-        if not math.isfinite(f):
-            raise ValueError(f"{name} must be finite")
-        return np.asarray(f)
-    arr = _as_float_array(value, name)
-    if not np.isfinite(arr).all():
-        raise ValueError(f"{name} must be finite")
-    return arr
+    return check_float_array(value, name, finite=True)
 
 
 def _location_scale(mu: ArrayLike, b: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -108,46 +76,23 @@ def _location_scale(mu: ArrayLike, b: ArrayLike) -> tuple[NDArray[np.float64], N
 
 
 def _open_unit(u: ArrayLike, name: str, low: float, high: float) -> NDArray[np.float64]:
-    arr = _as_float_array(u, name)
+    arr = check_float_array(u, name)
     if not ((arr > low) & (arr < high)).all():
         raise ValueError(f"{name} must lie in the open interval ({low}, {high})")
     return arr
 
 
-def _check_size(size: int | tuple[int, ...]) -> tuple[int, ...]:
-    if isinstance(size, (bool, np.bool_)):
-        raise TypeError("size must be a non-negative int or a tuple of them, got a bool")
-    if isinstance(size, numbers.Integral):
-        shape: tuple = (int(size),)
-    elif isinstance(size, tuple) and all(
-        isinstance(s, numbers.Integral) and not isinstance(s, (bool, np.bool_)) for s in size
-    ):
-        shape = tuple(int(s) for s in size)
-    else:
-        raise TypeError(f"size must be a non-negative int or a tuple of them, got {size!r}")
-    if any(s < 0 for s in shape):
-        raise ValueError(f"size must be non-negative, got {size!r}")
-    return shape
+def _broadcast(**arrays: np.ndarray) -> None:
+    """Refuse inputs that do not broadcast together, naming them (instead of numpy's message)."""
+    if any(a.ndim for a in arrays.values()):
+        check_broadcast(arrays)
 
 
-def _check_rng(rng: object) -> np.random.Generator:
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(
-            f"rng must be a numpy.random.Generator (e.g. np.random.default_rng(seed)), got {type(rng).__name__}"
-        )
-    return rng
-
-
-def _check_broadcast(shape: tuple[int, ...], mu: np.ndarray, b: np.ndarray) -> None:
-    for name, arr in (("mu", mu), ("b", b)):
-        if arr.ndim == 0:
-            continue
-        try:
-            out = np.broadcast_shapes(shape, arr.shape)
-        except ValueError:
-            out = None
-        if out != shape:
-            raise ValueError(f"{name} of shape {arr.shape} does not broadcast to size {shape}")
+def _broadcast_to_size(shape: tuple[int, ...], mu: np.ndarray, b: np.ndarray) -> None:
+    """Array ``mu``/``b`` must broadcast to the sampler's ``size`` (not the other way round)."""
+    arrays = {k: a for k, a in (("mu", mu), ("b", b)) if a.ndim}
+    if arrays:
+        check_broadcast(arrays, shape)
 
 
 def _standardize(x: np.ndarray, mu: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -170,6 +115,7 @@ def laplace_pdf(x: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0):
     """Density of Lap(mu, b): ``exp(-|x - mu| / b) / (2 b)``."""
     x_arr = _finite(x, "x")
     mu_arr, b_arr = _location_scale(mu, b)
+    _broadcast(x=x_arr, mu=mu_arr, b=b_arr)
     with np.errstate(over="ignore"):  # |x - mu| / b may overflow to inf: density 0, correctly
         res = np.exp(-np.abs(x_arr - mu_arr) / b_arr) / (2.0 * b_arr)
     return _scalar_or_array(np.asarray(res))
@@ -182,6 +128,7 @@ def laplace_cdf(x: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0):
     """
     x_arr = _finite(x, "x")
     mu_arr, b_arr = _location_scale(mu, b)
+    _broadcast(x=x_arr, mu=mu_arr, b=b_arr)
     z = _standardize(x_arr, mu_arr, b_arr)
     half_tail = 0.5 * np.exp(-np.abs(z))
     res = np.where(z < 0, half_tail, 1.0 - half_tail)
@@ -200,6 +147,7 @@ def laplace_ppf(u: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0):
     """
     u_arr = _open_unit(u, "u", 0.0, 1.0)
     mu_arr, b_arr = _location_scale(mu, b)
+    _broadcast(u=u_arr, mu=mu_arr, b=b_arr)
     log_term = np.log(2.0 * np.minimum(u_arr, 1.0 - u_arr))  # = ln(1 - 2|u - 1/2|), exact argument
     with np.errstate(over="ignore"):  # huge b: the quantile overflows to +-inf, as it should
         res = mu_arr - b_arr * np.sign(u_arr - 0.5) * log_term
@@ -210,6 +158,7 @@ def laplace_ppf_piecewise(u: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0)
     """Inverse CDF of Lap(mu, b), Eq. 5: ``b ln(2u) + mu`` if ``u < 1/2``, else ``mu - b ln(2(1 - u))``."""
     u_arr = _open_unit(u, "u", 0.0, 1.0)
     mu_arr, b_arr = _location_scale(mu, b)
+    _broadcast(u=u_arr, mu=mu_arr, b=b_arr)
     lower = u_arr < 0.5
     # Evaluate each branch only on its own half (the other half gets a harmless filler), so both
     # log arguments stay in (0, 1]: no log ever sees 0 or a negative number, and nothing warns.
@@ -228,6 +177,7 @@ def laplace_ppf_centered(v: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0):
     """
     v_arr = _open_unit(v, "v", -0.5, 0.5)
     mu_arr, b_arr = _location_scale(mu, b)
+    _broadcast(v=v_arr, mu=mu_arr, b=b_arr)
     with np.errstate(over="ignore"):
         res = mu_arr - b_arr * np.sign(v_arr) * np.log1p(-2.0 * np.abs(v_arr))
     return _scalar_or_array(np.asarray(res))
@@ -252,19 +202,14 @@ def dptext_transform(v: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0):
     The numpy warnings for the last two cases are silenced here on purpose: NaN is this function's
     documented output.  ``v`` outside [0, 1) or NaN raises ``ValueError``.
     """
-    v_arr = _as_float_array(v, "v")
+    v_arr = check_float_array(v, "v")
     if not ((v_arr >= 0.0) & (v_arr < 1.0)).all():
         raise ValueError("v must lie in [0, 1) (DPText draws v ~ Uni(0, 1), Eq. 8)")
     mu_arr, b_arr = _location_scale(mu, b)
+    _broadcast(v=v_arr, mu=mu_arr, b=b_arr)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         res = mu_arr - b_arr * np.sign(v_arr) * np.log1p(-2.0 * np.abs(v_arr))
     return _scalar_or_array(np.asarray(res))
-
-
-def _check_nan_policy(nan: str, allowed: tuple[str, ...]) -> str:
-    if nan not in allowed:
-        raise ValueError(f"nan must be one of {allowed}, got {nan!r}")
-    return nan
 
 
 def dptext_cdf(x: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0, nan: NanPolicy = "zero"):
@@ -284,9 +229,10 @@ def dptext_cdf(x: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0, nan: NanPo
 
     (The event ``V = 1/2`` exactly, giving ``+inf``, has probability 0 and is ignored.)
     """
-    _check_nan_policy(nan, ("keep", "zero", "discard"))
+    check_choice(nan, "nan", ("keep", "zero", "discard"))
     x_arr = _finite(x, "x")
     mu_arr, b_arr = _location_scale(mu, b)
+    _broadcast(x=x_arr, mu=mu_arr, b=b_arr)
     z = _standardize(x_arr, mu_arr, b_arr)
     above = z >= 0
     z_support = np.where(above, z, 0.0)  # exp(-z) is then taken on the support only: never overflows
@@ -305,13 +251,15 @@ def dptext_pdf(x: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0, nan: NanPo
     ``mu`` under ``"zero"``, or the missing NaN half under ``"keep"``, is not part of the density);
     ``"discard"``: ``exp(-(x - mu)/b) / b`` for ``x >= mu``.  Zero below ``mu``.
     """
-    _check_nan_policy(nan, ("keep", "zero", "discard"))
+    check_choice(nan, "nan", ("keep", "zero", "discard"))
     x_arr = _finite(x, "x")
     mu_arr, b_arr = _location_scale(mu, b)
+    _broadcast(x=x_arr, mu=mu_arr, b=b_arr)
     z = _standardize(x_arr, mu_arr, b_arr)
     above = z >= 0
     factor = 1.0 if nan == "discard" else 0.5
-    res = np.where(above, factor * np.exp(-np.where(above, z, 0.0)) / b_arr, 0.0)
+    with np.errstate(over="ignore"):  # b near the smallest float: the density overflows to inf, correctly
+        res = np.where(above, factor * np.exp(-np.where(above, z, 0.0)) / b_arr, 0.0)
     return _scalar_or_array(np.asarray(res))
 
 
@@ -333,7 +281,7 @@ def standard_laplace_fill(out: NDArray[np.float64], *, rng: np.random.Generator)
 
     ``out`` must be a writeable, C-contiguous, native float64 ``numpy.ndarray`` of any shape.
     """
-    rng = _check_rng(rng)
+    rng = check_rng(rng)
     if not isinstance(out, np.ndarray):
         raise TypeError(f"out must be a numpy.ndarray, got {type(out).__name__}")
     if out.dtype != np.float64:
@@ -399,12 +347,11 @@ def sample_laplace(
     (:func:`standard_laplace_fill`), several times faster than ``rng.laplace``.
     ``mu`` and ``b`` may be arrays broadcastable to ``size``.
     """
-    if method not in ("inverse_cdf", "fast"):
-        raise ValueError(f"method must be 'inverse_cdf' or 'fast', got {method!r}")
-    rng = _check_rng(rng)
-    shape = _check_size(size)
+    check_choice(method, "method", ("inverse_cdf", "fast"))
+    rng = check_rng(rng)
+    shape = check_size(size)
     mu_arr, b_arr = _location_scale(mu, b)
-    _check_broadcast(shape, mu_arr, b_arr)
+    _broadcast_to_size(shape, mu_arr, b_arr)
     if method == "inverse_cdf":
         out = _inverse_cdf_standard(shape, rng)
     elif method == "fast":
@@ -462,11 +409,11 @@ def sample_dptext(
     The event ``v = 1/2`` exactly (probability ``2^-53`` per draw) gives ``+inf``; ``"discard"`` drops
     it like a NaN, the other policies keep it.  Law of the result: :func:`dptext_cdf`.
     """
-    rng = _check_rng(rng)
-    shape = _check_size(size)
-    _check_nan_policy(nan, ("keep", "zero", "discard"))
+    rng = check_rng(rng)
+    shape = check_size(size)
+    check_choice(nan, "nan", ("keep", "zero", "discard"))
     mu_arr, b_arr = _location_scale(mu, b)
-    _check_broadcast(shape, mu_arr, b_arr)
+    _broadcast_to_size(shape, mu_arr, b_arr)
     n = math.prod(shape)
     if nan == "discard":
         noise = np.empty(n, dtype=np.float64)

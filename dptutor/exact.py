@@ -299,9 +299,14 @@ def _check_granular(params: object) -> GranularParameters:
 def granular_round(x: ArrayLike, params: GranularParameters) -> NDArray[np.int64]:
     """``x / r`` rounded to the nearest integer (ties to even); exact, since ``r`` is a power of two."""
     params = _check_granular(params)
-    steps = np.rint(check_float_array(x, "x", finite=True) / params.r)
+    return _granular_steps(check_float_array(x, "x", finite=True), params, "x")
+
+
+def _granular_steps(x: NDArray[np.float64], params: GranularParameters, name: str) -> NDArray[np.int64]:
+    with np.errstate(over="ignore"):  # a quotient overflowing to inf is refused just below
+        steps = np.rint(x / params.r)
     if not (np.abs(steps) < 2.0**62).all():
-        raise ValueError("x is too large for this granularity (x / r must stay below 2**62)")
+        raise ValueError(f"{name} is too large for this granularity ({name} / r must stay below 2**62)")
     return steps.astype(np.int64)
 
 
@@ -312,9 +317,10 @@ def granular_loss(params: GranularParameters, x0: float = 0.0, x1: float = 1.0) 
     ``ln P(r j | x0) / P(r j | x1) = (|j - m1| - |j - m0|) / t`` per coordinate, at most
     ``|m0 - m1| / t`` (attained for ``j`` beyond both): the loss is ``n |m0 - m1| / t``, a Fraction.
     """
-    x0, x1 = check_real(x0, "x0"), check_real(x1, "x1")
-    m = granular_round(np.array([x0, x1]), params)
-    return Fraction(params.n * abs(int(m[0]) - int(m[1])), params.t)
+    params = _check_granular(params)
+    m0 = int(_granular_steps(np.array(check_real(x0, "x0")), params, "x0"))
+    m1 = int(_granular_steps(np.array(check_real(x1, "x1")), params, "x1"))
+    return Fraction(params.n * abs(m0 - m1), params.t)
 
 
 def granular_reachable(y: ArrayLike, params: GranularParameters) -> NDArray[np.bool_]:
@@ -325,5 +331,6 @@ def granular_reachable(y: ArrayLike, params: GranularParameters) -> NDArray[np.b
     """
     y_arr = check_float_array(y, "y")
     params = _check_granular(params)
-    steps = y_arr / params.r  # exact: r is a power of two
+    with np.errstate(over="ignore"):  # |y| / r beyond the float range is not reachable: inf, refused below
+        steps = y_arr / params.r  # exact: r is a power of two
     return np.isfinite(steps) & (np.abs(steps) < 2.0**53) & (steps == np.round(steps))

@@ -42,6 +42,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from dptutor._validate import (
     MAX_ELEMENTS,
+    check_broadcast,
     check_choice,
     check_float_array,
     check_int,
@@ -588,6 +589,7 @@ def snap(x: NDArray[np.float64], u: NDArray[np.float64], negative: NDArray[np.bo
     if neg.dtype != np.bool_:
         raise TypeError(f"negative must be an array of bools, got dtype {neg.dtype}")
     negative = neg
+    check_broadcast({"x": x, "u": u, "negative": neg})
     xc = np.clip(x, -params.bound, params.bound)
     z = params.lam * np.log(u)
     y = xc + np.where(negative, -z, z)
@@ -681,6 +683,7 @@ def snapping_loss(params: SnappingParameters, x0: float = 0.0, x1: float = 1.0) 
     """Exact privacy loss ``n max_v |ln P(v | x0) / P(v | x1)|`` of the snapping mechanism between the
     datasets ``(x0, ..., x0)`` and ``(x1, ..., x1)`` of dimension ``params.n`` (coordinates are
     independent, so the worst output vector repeats the worst coordinate)."""
+    x0, x1 = check_real(x0, "x0"), check_real(x1, "x1")
     _, p0 = snapping_pmf(x0, params)
     _, p1 = snapping_pmf(x1, params)
     return params.n * max(abs(log_ratio(a, b)) for a, b in zip(p0, p1))

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dptutor._validate import MAX_ELEMENTS, check_float_array, check_int, check_positive, check_rng
+from dptutor._validate import MAX_ELEMENTS, check_batch, check_int, check_positive, check_rng
 
 __all__ = [
     "opendp_version",
@@ -38,19 +38,24 @@ def _import(name: str) -> Any:
         return importlib.import_module(name)
     except ImportError as exc:  # pragma: no cover - the pinned environment has both
         package = {"opendp.prelude": "opendp", "diffprivlib.mechanisms": "diffprivlib"}.get(name, name)
-        raise ImportError(f"{package} is not installed: pip install -r requirements.txt") from exc
+        raise ImportError(f'{package} is not installed: pip install "dptutor[libraries]"') from exc
+
+
+def _version(package: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError as exc:
+        raise ImportError(f'{package} is not installed: pip install "dptutor[libraries]"') from exc
 
 
 def opendp_version() -> str:
-    from importlib.metadata import version
-
-    return version("opendp")
+    return _version("opendp")
 
 
 def diffprivlib_version() -> str:
-    from importlib.metadata import version
-
-    return version("diffprivlib")
+    return _version("diffprivlib")
 
 
 @functools.lru_cache(maxsize=64)
@@ -67,15 +72,18 @@ def _opendp_measurement(scale: float, integer: bool, name: str) -> Any:
         raise ValueError(f"{name}: OpenDP refuses the Laplace scale {scale!r} ({exc})") from exc
 
 
-def _check_batch(x: object, epsilon: object, rng: object) -> tuple[NDArray[np.float64], float, np.random.Generator]:
-    if not isinstance(x, np.ndarray):
-        raise TypeError(f"x must be a numpy.ndarray of shape (trials, n), got {type(x).__name__}")
-    return check_float_array(x, "x", finite=True, ndim=2), check_positive(epsilon, "epsilon"), check_rng(rng)
+def _checked(x: object, epsilon: object, rng: object) -> tuple[NDArray[np.float64], float, np.random.Generator]:
+    """A mechanism's three arguments, checked; ``x`` as float64, and a scale ``n / epsilon`` that is finite."""
+    arr = check_batch(x).astype(np.float64, copy=False)
+    eps = check_positive(epsilon, "epsilon")
+    if not np.isfinite(arr.shape[1] / eps):
+        raise ValueError(f"epsilon = {eps!r} is too small: the noise scale n / epsilon overflows")
+    return arr, eps, check_rng(rng)
 
 
 def opendp_laplace_mechanism(x: NDArray, epsilon: float, rng: np.random.Generator) -> NDArray[np.float64]:
     """OpenDP's float Laplace mechanism, scale ``n / epsilon`` per coordinate (``rng`` is not used)."""
-    arr, eps, _ = _check_batch(x, epsilon, rng)
+    arr, eps, _ = _checked(x, epsilon, rng)
     meas = _opendp_measurement(arr.shape[1] / eps, False, "epsilon")
     try:
         out = meas(arr.reshape(-1).tolist())
@@ -94,7 +102,7 @@ def opendp_integer_laplace(scale: float, size: int) -> NDArray[np.int64]:
 
 def diffprivlib_laplace_mechanism(x: NDArray, epsilon: float, rng: np.random.Generator) -> NDArray[np.float64]:
     """diffprivlib's ``Laplace`` (sensitivity ``n``), one call per coordinate, seeded from ``rng``."""
-    arr, eps, rng = _check_batch(x, epsilon, rng)
+    arr, eps, rng = _checked(x, epsilon, rng)
     mechanisms = _import("diffprivlib.mechanisms")
     try:
         lap = mechanisms.Laplace(

@@ -27,13 +27,13 @@ are read by :func:`dptutor.reference.paper_results`.
 from __future__ import annotations
 
 import math
-import numbers
 from typing import Protocol
 
 import numpy as np
 from numpy.typing import NDArray
 
-from dptutor.distributions import _check_rng, sample_dptext, standard_laplace_fill
+from dptutor._validate import check_batch, check_positive, check_rng
+from dptutor.distributions import sample_dptext, standard_laplace_fill
 
 __all__ = [
     "Mechanism",
@@ -45,6 +45,7 @@ __all__ = [
     "wrong_sensitivity_mechanism",
     "copy_input_mechanism",
     "random_output_mechanism",
+    "add_laplace_noise",
 ]
 
 
@@ -66,23 +67,12 @@ class Mechanism(Protocol):
 # ---------------------------------------------------------------------------------------------
 
 
-def _check_epsilon(epsilon: object) -> float:
-    if isinstance(epsilon, (bool, np.bool_)) or not isinstance(epsilon, numbers.Real):
-        raise TypeError(f"epsilon must be a real number, got {type(epsilon).__name__}")
-    eps = float(epsilon)
-    if not math.isfinite(eps) or eps <= 0.0:
-        raise ValueError(f"epsilon must be finite and > 0, got {epsilon!r}")
-    return eps
-
-
-def _check_x(x: object) -> NDArray[np.float64]:
-    if not isinstance(x, np.ndarray):
-        raise TypeError(f"x must be a numpy.ndarray of shape (trials, n), got {type(x).__name__}")
-    if x.ndim != 2:
-        raise ValueError(f"x must be 2-D of shape (trials, n), got shape {x.shape}")
-    if x.dtype.kind not in "biuf":
-        raise TypeError(f"x must be real-valued, got dtype {x.dtype}")
-    return x
+def _scale(numerator: int | float, epsilon: float) -> float:
+    """The Laplace scale ``numerator / epsilon``; a tiny epsilon that overflows it is refused by name."""
+    b = numerator / epsilon
+    if not math.isfinite(b):
+        raise ValueError(f"epsilon = {epsilon!r} is too small: the noise scale {numerator}/epsilon overflows")
+    return b
 
 
 def _laplace_noise_added(x: NDArray, b: float, rng: np.random.Generator) -> NDArray[np.float64]:
@@ -94,6 +84,12 @@ def _laplace_noise_added(x: NDArray, b: float, rng: np.random.Generator) -> NDAr
     return out
 
 
+def add_laplace_noise(x: NDArray, b: float, rng: np.random.Generator) -> NDArray[np.float64]:
+    """``x + Lap(0, b)`` elementwise for a batch ``x`` of shape ``(trials, n)``: the building block of
+    every Laplace-type mechanism (the scale ``b`` is the caller's choice, e.g. ``n / epsilon``)."""
+    return _laplace_noise_added(check_batch(x), check_positive(b, "b"), check_rng(rng))
+
+
 # ---------------------------------------------------------------------------------------------
 # the mechanisms
 # ---------------------------------------------------------------------------------------------
@@ -101,9 +97,9 @@ def _laplace_noise_added(x: NDArray, b: float, rng: np.random.Generator) -> NDAr
 
 def laplace_mechanism(x: NDArray, epsilon: float, rng: np.random.Generator) -> NDArray[np.float64]:
     """The Laplace mechanism with the correct l1 sensitivity ``n``: ``x + Lap(0, n / epsilon)``."""
-    x = _check_x(x)
-    eps = _check_epsilon(epsilon)
-    return _laplace_noise_added(x, x.shape[1] / eps, _check_rng(rng))
+    x = check_batch(x)
+    eps = check_positive(epsilon, "epsilon")
+    return _laplace_noise_added(x, _scale(x.shape[1], eps), check_rng(rng))
 
 
 def adept_mechanism(x: NDArray, epsilon: float, rng: np.random.Generator) -> NDArray[np.float64]:
@@ -112,9 +108,9 @@ def adept_mechanism(x: NDArray, epsilon: float, rng: np.random.Generator) -> NDA
     For ``n > 1`` this under-noises by a factor ``n`` (Habernal 2021), so the privacy loss grows
     with the dimension (Figure 2, third panel).
     """
-    x = _check_x(x)
-    eps = _check_epsilon(epsilon)
-    return _laplace_noise_added(x, 1.0 / eps, _check_rng(rng))
+    x = check_batch(x)
+    eps = check_positive(epsilon, "epsilon")
+    return _laplace_noise_added(x, _scale(1.0, eps), check_rng(rng))
 
 
 def dptext_mechanism(x: NDArray, epsilon: float, rng: np.random.Generator) -> NDArray[np.float64]:
@@ -123,10 +119,10 @@ def dptext_mechanism(x: NDArray, epsilon: float, rng: np.random.Generator) -> ND
     Scale ``b = n / epsilon``.  The noise is never negative (Theorem 3.1), so an output below 1
     can only come from ``x = 0``: infinite privacy loss (Theorem 3.2).
     """
-    x = _check_x(x)
-    eps = _check_epsilon(epsilon)
-    rng = _check_rng(rng)
-    noise = sample_dptext(x.shape, 0.0, x.shape[1] / eps, rng=rng, nan="zero")
+    x = check_batch(x)
+    eps = check_positive(epsilon, "epsilon")
+    rng = check_rng(rng)
+    noise = sample_dptext(x.shape, 0.0, _scale(x.shape[1], eps), rng=rng, nan="zero")
     np.add(noise, x, out=noise)
     return noise
 
@@ -148,9 +144,9 @@ def wrong_sensitivity_mechanism(
 
 def copy_input_mechanism(x: NDArray, epsilon: float, rng: np.random.Generator) -> NDArray[np.float64]:
     """No privacy: return a copy of ``x`` (``epsilon`` and ``rng`` are checked, then ignored)."""
-    x = _check_x(x)
-    _check_epsilon(epsilon)
-    _check_rng(rng)
+    x = check_batch(x)
+    check_positive(epsilon, "epsilon")
+    check_rng(rng)
     return np.array(x, dtype=np.float64, copy=True)
 
 
@@ -158,9 +154,9 @@ def random_output_mechanism(
     x: NDArray, epsilon: float, rng: np.random.Generator
 ) -> NDArray[np.float64]:
     """Perfect privacy, no utility: each coordinate 0 or 1 with probability 1/2, whatever ``x`` is."""
-    x = _check_x(x)
-    _check_epsilon(epsilon)
-    rng = _check_rng(rng)
+    x = check_batch(x)
+    check_positive(epsilon, "epsilon")
+    rng = check_rng(rng)
     # One random byte per coordinate, its top bit as the coin (as fast as it gets in numpy).
     raw = rng.bit_generator.random_raw((x.size + 7) // 8).view(np.uint8)[: x.size]
     out = np.empty(x.shape, dtype=np.float64)
@@ -174,17 +170,16 @@ def random_output_mechanism(
 # ---------------------------------------------------------------------------------------------
 # Not in MECHANISMS (the paper's six).  Inputs are checked with dptutor._validate.
 
-from dptutor._validate import check_float_array, check_int, check_positive, check_rng  # noqa: E402
+from dptutor._validate import check_int  # noqa: E402
 from dptutor.exact import granular_parameters, granular_round, sample_discrete_laplace  # noqa: E402
 from dptutor.floating import sample_uniform_double, snap, snapping_parameters  # noqa: E402
 
 __all__ += ["numpy_laplace_mechanism", "snapping_mechanism", "granular_laplace_mechanism"]
 
 
-def _check_batch(x: object, epsilon: object, rng: object) -> tuple[NDArray[np.float64], float, np.random.Generator]:
-    if not isinstance(x, np.ndarray):
-        raise TypeError(f"x must be a numpy.ndarray of shape (trials, n), got {type(x).__name__}")
-    arr = check_float_array(x, "x", finite=True, ndim=2)
+def _checked(x: object, epsilon: object, rng: object) -> tuple[NDArray[np.float64], float, np.random.Generator]:
+    """The three arguments of a mechanism, checked, with ``x`` as float64."""
+    arr = check_batch(x).astype(np.float64, copy=False)
     return arr, check_positive(epsilon, "epsilon"), check_rng(rng)
 
 
@@ -194,7 +189,7 @@ def numpy_laplace_mechanism(x: NDArray, epsilon: float, rng: np.random.Generator
     Correct in distribution, but its outputs are a porous set of doubles (see
     :func:`dptutor.floating.reachable`): not epsilon-DP on a real computer.
     """
-    arr, eps, rng = _check_batch(x, epsilon, rng)
+    arr, eps, rng = _checked(x, epsilon, rng)
     noise = rng.laplace(0.0, arr.shape[1] / eps, size=arr.shape)
     np.add(noise, arr, out=noise)
     return noise
@@ -211,7 +206,7 @@ def snapping_mechanism(
     ``bound`` is ``B`` (default ``32 n / epsilon``, see :func:`dptutor.floating.snapping_parameters`).
     Its exact privacy loss: :func:`dptutor.floating.snapping_loss`.
     """
-    arr, eps, rng = _check_batch(x, epsilon, rng)
+    arr, eps, rng = _checked(x, epsilon, rng)
     params = snapping_parameters(eps, arr.shape[1], bound)
     u = sample_uniform_double(arr.size, rng=rng).reshape(arr.shape)
     negative = rng.integers(0, 2, size=arr.shape, dtype=np.int8) == 1
@@ -229,7 +224,7 @@ def granular_laplace_mechanism(
     Every output is a multiple of ``r`` and every multiple of ``r`` is possible from every input.
     Exact privacy loss: :func:`dptutor.exact.granular_loss`.
     """
-    arr, eps, rng = _check_batch(x, epsilon, rng)
+    arr, eps, rng = _checked(x, epsilon, rng)
     bits = check_int(bits, "bits", minimum=0, maximum=48)
     params = granular_parameters(eps, arr.shape[1], bits)
     steps = granular_round(arr, params) + sample_discrete_laplace(params.t, arr.shape, rng)

@@ -1,7 +1,8 @@
 """The book's figures (one function per figure kind; each returns a :class:`matplotlib.figure.Figure`).
 
 Chapters call these, glue the figure with myst-nb and close it.  Functions never call
-``plt.show()``.  Several helpers append to this module: keep each section's helpers prefixed.
+``plt.show()``.  Inputs are checked with :mod:`dptutor._validate` before anything is drawn, so a bad
+argument costs no figure and its error names the parameter.
 """
 
 from __future__ import annotations
@@ -13,39 +14,66 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from dptutor.audit import _check_confidence
+from dptutor._validate import (
+    check_bool,
+    check_callable,
+    check_float_array,
+    check_int,
+    check_interval,
+    check_mapping,
+    check_positive,
+    check_probability,
+    check_real,
+    check_sequence,
+    check_str,
+)
+
+__all__ = [
+    "plot_inverse_cdfs",
+    "plot_sampling_strategies",
+    "plot_histograms_with_pdf",
+    "plot_ecdfs",
+    "plot_neighbouring_densities",
+    "plot_uniform_distributions",
+    "plot_laplace_family",
+    "plot_loss_regions",
+    "plot_laplace_mechanism",
+    "plot_sanity_check",
+    "plot_seed_estimates",
+    "plot_loss_agreement",
+    "fp_plot_impossible_fractions",
+    "SANITY_PANELS",
+]
+
+#: Most histogram bins, grid points, panels or dimensions a figure draws (more is a mistake).
+MAX_BINS: int = 100_000
+MAX_PANELS: int = 64
+#: Largest magnitude of a location or scale drawn: the grids around them must stay finite.
+MAX_DRAWN: float = 1e100
+
+
+def _samples(values: object, name: str) -> np.ndarray:
+    """Samples to histogram, flattened; NaN and inf allowed (they are counted, not drawn)."""
+    return check_float_array(values, name, allow_nan=True, min_size=1).reshape(-1)
+
+
+def _losses(values: object, name: str) -> np.ndarray:
+    """A 1-D array of losses: each >= 0 or +inf, never NaN."""
+    return check_float_array(values, name, min_size=1, low=0.0).reshape(-1)
+
+
+def _curve(fn: Callable, grid: np.ndarray, name: str) -> np.ndarray:
+    """``fn(grid)`` as float64 values, one per grid point (a user function's output, checked by name)."""
+    values = check_float_array(fn(grid), f"{name}(x)", allow_nan=True)
+    if values.shape != grid.shape:
+        raise ValueError(f"{name} must return one value per point of its input, got shape {values.shape}")
+    return values
 
 
 # ---------------------------------------------------------------------------------------------
 # Part II, chapters "Sampling by inverse CDF" and "How DPText broke differential privacy"
 # (the paper's Figures 1 and 3, and the histogram / ECDF / neighbouring-density checks)
 # ---------------------------------------------------------------------------------------------
-
-
-def _icdf_check_limits(limits: object, name: str = "limits") -> tuple[float, float]:
-    try:
-        lo, hi = (float(v) for v in limits)  # type: ignore[union-attr]
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be a pair of real numbers (low, high)") from exc
-    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
-        raise ValueError(f"{name} must be finite with low < high, got {(lo, hi)!r}")
-    return lo, hi
-
-
-def _icdf_check_bins(bins: object) -> int:
-    if isinstance(bins, (bool, np.bool_)) or not isinstance(bins, (int, np.integer)) or bins < 1:
-        raise ValueError(f"bins must be a positive int, got {bins!r}")
-    return int(bins)
-
-
-def _icdf_samples(values: object, name: str) -> np.ndarray:
-    arr = np.asarray(values)
-    if arr.dtype.kind not in "biuf":
-        raise TypeError(f"{name} must be real-valued samples (got dtype {arr.dtype})")
-    arr = arr.astype(np.float64, copy=False).reshape(-1)
-    if arr.size == 0:
-        raise ValueError(f"{name} must not be empty")
-    return arr
 
 
 def plot_inverse_cdfs(mu: float = 0.0, b: float = 1.0, *, num: int = 2001, ylim: float = 5.0) -> Figure:
@@ -59,10 +87,12 @@ def plot_inverse_cdfs(mu: float = 0.0, b: float = 1.0, *, num: int = 2001, ylim:
     """
     from dptutor.distributions import dptext_transform, laplace_ppf, laplace_ppf_centered
 
-    if isinstance(num, (bool, np.bool_)) or not isinstance(num, (int, np.integer)) or num < 11:
-        raise ValueError(f"num must be an int >= 11, got {num!r}")
-    if not (isinstance(ylim, (int, float)) and np.isfinite(ylim) and ylim > 0):
-        raise ValueError(f"ylim must be a positive finite number, got {ylim!r}")
+    mu = check_real(mu, "mu", low=-MAX_DRAWN, high=MAX_DRAWN)
+    b = check_positive(b, "b")
+    num = check_int(num, "num", minimum=11, maximum=MAX_BINS)
+    ylim = check_positive(ylim, "ylim")
+    if not (b <= MAX_DRAWN and ylim * b <= MAX_DRAWN and ylim * b > 1e-9 * max(1.0, abs(mu))):
+        raise ValueError(f"b = {b:g} and ylim = {ylim:g} give a y range that cannot be drawn around mu = {mu:g}")
     # Open grids: the end points map to +-inf.
     u = np.linspace(0.0, 1.0, num + 2)[1:-1]
     v_centred = u - 0.5
@@ -112,18 +142,18 @@ def plot_sampling_strategies(
     infinite values, their fraction is written in the panel (NaNs cannot be binned).  Samples
     outside the range are not drawn.
     """
-    if not isinstance(panels, Sequence) or isinstance(panels, (str, bytes)) or len(panels) == 0:
-        raise ValueError("panels must be a non-empty sequence of (title, samples[, (low, high)])")
-    bins = _icdf_check_bins(bins)
-    default = _icdf_check_limits(limits)
-    if isinstance(ncols, (bool, np.bool_)) or not isinstance(ncols, (int, np.integer)) or ncols < 1:
-        raise ValueError(f"ncols must be a positive int, got {ncols!r}")
+    panel_list = check_sequence(panels, "panels")
+    if len(panel_list) > MAX_PANELS:
+        raise ValueError(f"panels must hold at most {MAX_PANELS} panels, got {len(panel_list)}")
+    bins = check_int(bins, "bins", minimum=1, maximum=MAX_BINS)
+    default = check_interval(limits, "limits")
+    ncols = check_int(ncols, "ncols", minimum=1, maximum=MAX_PANELS)
     specs = []
-    for i, panel in enumerate(panels):
+    for i, panel in enumerate(panel_list):
         if not isinstance(panel, tuple) or len(panel) not in (2, 3) or not isinstance(panel[0], str):
             raise ValueError(f"panels[{i}] must be (title, samples) or (title, samples, (low, high))")
-        rng_ = _icdf_check_limits(panel[2], f"panels[{i}] range") if len(panel) == 3 else default
-        specs.append((panel[0], _icdf_samples(panel[1], f"panels[{i}] samples"), rng_))
+        rng_ = check_interval(panel[2], f"panels[{i}] range") if len(panel) == 3 else default
+        specs.append((panel[0], _samples(panel[1], f"panels[{i}] samples"), rng_))
 
     ncols = min(int(ncols), len(specs))
     nrows = -(-len(specs) // ncols)
@@ -161,19 +191,24 @@ def plot_histograms_with_pdf(
     Heights are ``count / (n * bin width)`` with ``n`` the *total* number of samples, so they
     estimate the density even though the samples outside ``limits`` are not drawn.
     """
-    if not isinstance(samples, Mapping) or len(samples) == 0:
-        raise ValueError("samples must be a non-empty mapping label -> samples")
-    if not callable(pdf):
-        raise TypeError("pdf must be callable")
-    lo, hi = _icdf_check_limits(limits)
-    bins = _icdf_check_bins(bins)
+    check_mapping(samples, "samples")
+    if len(samples) > MAX_PANELS:
+        raise ValueError(f"samples must hold at most {MAX_PANELS} entries, got {len(samples)}")
+    check_callable(pdf, "pdf", "pdf(x)")
+    lo, hi = check_interval(limits, "limits")
+    bins = check_int(bins, "bins", minimum=1, maximum=MAX_BINS)
+    pdf_label = check_str(pdf_label, "pdf_label")
+    xlabel = check_str(xlabel, "xlabel")
+    data = {label: _samples(values, f"samples[{label!r}]") for label, values in samples.items()}
     grid = np.linspace(lo, hi, 801)
-    density = np.asarray(pdf(grid), dtype=np.float64)
+    with np.errstate(over="ignore", under="ignore"):  # limits near the float range: steps overflow to inf
+        width = (hi - lo) / bins
+    if not (np.isfinite(grid).all() and np.isfinite(width) and width > 0):
+        raise ValueError(f"limits {(lo, hi)} are too wide or too narrow to draw {bins} bins")
+    density = _curve(pdf, grid, "pdf")
     fig, axes = plt.subplots(1, len(samples), figsize=(2.9 * len(samples), 2.8), sharey=True,
                              layout="constrained", squeeze=False)
-    width = (hi - lo) / bins
-    for ax, (label, values) in zip(axes.flat, samples.items()):
-        x = _icdf_samples(values, f"samples[{label!r}]")
+    for ax, (label, x) in zip(axes.flat, data.items()):
         ax.hist(x, bins=bins, range=(lo, hi), weights=np.full(x.size, 1.0 / (x.size * width)),
                 color="C0", alpha=0.7, label="histogram")
         ax.plot(grid, density, color="C3", lw=1.5, label=pdf_label)
@@ -197,23 +232,25 @@ def plot_ecdfs(
     NaN samples count in the denominator but are never ``<= x``, so a sampler that returns NaN
     shows as an ECDF that never reaches 1 (a defective law).
     """
-    if not isinstance(samples, Mapping) or len(samples) == 0:
-        raise ValueError("samples must be a non-empty mapping label -> samples")
-    if not isinstance(cdfs, Mapping):
-        raise TypeError("cdfs must be a mapping label -> callable")
+    check_mapping(samples, "samples")
+    check_mapping(cdfs, "cdfs", min_len=0)
+    if len(samples) + len(cdfs) > MAX_PANELS:
+        raise ValueError(f"samples and cdfs must hold at most {MAX_PANELS} curves in all")
     for label, cdf in cdfs.items():
-        if not callable(cdf):
-            raise TypeError(f"cdfs[{label!r}] must be callable")
-    lo, hi = _icdf_check_limits(limits)
+        check_callable(cdf, f"cdfs[{label!r}]", "cdf(x)")
+    lo, hi = check_interval(limits, "limits")
     grid = np.linspace(lo, hi, 1001)
+    if not np.isfinite(grid).all():
+        raise ValueError(f"limits {(lo, hi)} are too wide to draw")
+    data = {label: _samples(values, f"samples[{label!r}]") for label, values in samples.items()}
+    curves = {label: _curve(cdf, grid, f"cdfs[{label!r}]") for label, cdf in cdfs.items()}
     fig, ax = plt.subplots(figsize=(6.4, 3.6), layout="constrained")
-    for i, (label, values) in enumerate(samples.items()):
-        x = _icdf_samples(values, f"samples[{label!r}]")
+    for i, (label, x) in enumerate(data.items()):
         finite = np.sort(x[np.isfinite(x)])
         ecdf = np.searchsorted(finite, grid, side="right") / x.size
         ax.step(grid, ecdf, where="post", color=f"C{i}", lw=2.5, alpha=0.5, label=f"{label} (samples)")
-    for j, (label, cdf) in enumerate(cdfs.items()):
-        ax.plot(grid, np.asarray(cdf(grid), dtype=np.float64), color=f"C{j}", lw=1.2, ls="--",
+    for j, (label, values) in enumerate(curves.items()):
+        ax.plot(grid, values, color=f"C{j}", lw=1.2, ls="--",
                 label=f"{label} (closed form)")
     ax.set_xlim(lo, hi)
     ax.set_ylim(-0.02, 1.02)
@@ -236,21 +273,35 @@ def plot_neighbouring_densities(
     ``panels`` holds ``(title, pdf_x, pdf_x_prime)``.  The output ``z`` is marked, with the two
     density values at ``z`` as dots: the privacy loss at ``z`` is the log of their ratio.
     """
-    if not isinstance(panels, Sequence) or len(panels) == 0:
-        raise ValueError("panels must be a non-empty sequence of (title, pdf_x, pdf_x_prime)")
-    for i, panel in enumerate(panels):
+    panel_list = check_sequence(panels, "panels")
+    if len(panel_list) > MAX_PANELS:
+        raise ValueError(f"panels must hold at most {MAX_PANELS} panels, got {len(panel_list)}")
+    for i, panel in enumerate(panel_list):
         if not (isinstance(panel, tuple) and len(panel) == 3 and callable(panel[1]) and callable(panel[2])):
             raise ValueError(f"panels[{i}] must be (title, pdf_x, pdf_x_prime) with two callables")
-    lo, hi = _icdf_check_limits(limits)
-    if not (isinstance(z, (int, float, np.floating)) and lo < float(z) < hi):
-        raise ValueError(f"z must be a real number inside limits {(lo, hi)}, got {z!r}")
+    lo, hi = check_interval(limits, "limits")
+    z = check_real(z, "z")
+    if not lo < z < hi:
+        raise ValueError(f"z must lie inside limits {(lo, hi)}, got {z!r}")
+    label_list = [check_str(s, "labels") for s in check_sequence(labels, "labels", min_len=2)]
+    if len(label_list) != 2:
+        raise ValueError(f"labels must be two strings, got {len(label_list)}")
+    labels = (label_list[0], label_list[1])
     grid = np.linspace(lo, hi, 1001)
+    if not np.isfinite(grid).all():
+        raise ValueError(f"limits {(lo, hi)} are too wide to draw")
+    point = np.array([z])
+    drawn = [
+        (str(title), [(_curve(pdf, grid, f"panels[{i}] pdf"), float(_curve(pdf, point, f"panels[{i}] pdf")[0]))
+                      for pdf in (pdf_x, pdf_xp)])
+        for i, (title, pdf_x, pdf_xp) in enumerate(panel_list)
+    ]
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.0), sharey=True,
                              layout="constrained", squeeze=False)
-    for ax, (title, pdf_x, pdf_xp) in zip(axes.flat, panels):
-        for k, (pdf, lab) in enumerate(((pdf_x, labels[0]), (pdf_xp, labels[1]))):
-            ax.plot(grid, np.asarray(pdf(grid), dtype=np.float64), color=f"C{k}", lw=2, label=lab)
-            ax.plot([z], [float(np.asarray(pdf(np.array([z], dtype=np.float64)))[0])], "o", color=f"C{k}")
+    for ax, (title, curves) in zip(axes.flat, drawn):
+        for k, ((values, at_z), lab) in enumerate(zip(curves, labels)):
+            ax.plot(grid, values, color=f"C{k}", lw=2, label=lab)
+            ax.plot([z], [at_z], "o", color=f"C{k}")
         ax.axvline(z, color="0.3", lw=0.8, ls="--")
         ax.set_title(title, fontsize="medium")
         ax.set_xlabel("output $z$")
@@ -265,15 +316,6 @@ def plot_neighbouring_densities(
 # ---------------------------------------------------------------------------------------------
 
 
-def _part1_positive(value: object, name: str) -> float:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    value = float(value)
-    if not np.isfinite(value) or value <= 0.0:
-        raise ValueError(f"{name} must be finite and > 0, got {value!r}")
-    return value
-
-
 def plot_uniform_distributions(
     k: int = 6, intervals: Sequence[tuple[float, float]] = ((0.0, 1.0), (-0.5, 0.5))
 ) -> Figure:
@@ -281,11 +323,16 @@ def plot_uniform_distributions(
 
     The default intervals are the paper's two uniforms, Uni(0, 1) (Eq. 8) and Uni(-1/2, 1/2) (Eq. 6).
     """
-    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise ValueError(f"k must be a positive int, got {k!r}")
-    if not isinstance(intervals, Sequence) or len(intervals) == 0:
-        raise ValueError("intervals must be a non-empty sequence of (low, high) pairs")
-    pairs = [_icdf_check_limits(iv, f"intervals[{i}]") for i, iv in enumerate(intervals)]
+    k = check_int(k, "k", minimum=1, maximum=1000)
+    interval_list = check_sequence(intervals, "intervals")
+    if len(interval_list) > MAX_PANELS:
+        raise ValueError(f"intervals must hold at most {MAX_PANELS} pairs, got {len(interval_list)}")
+    pairs = [check_interval(iv, f"intervals[{i}]") for i, iv in enumerate(interval_list)]
+    low, high = min(lo for lo, _ in pairs), max(hi for _, hi in pairs)
+    with np.errstate(over="ignore"):
+        spans = [hi - lo for lo, hi in pairs] + [high - low]
+    if not all(np.isfinite(s) and 1.0 / s < np.inf for s in spans):
+        raise ValueError("intervals must have widths that can be drawn (not near 0 or the float range)")
 
     fig, (ax_pmf, ax_pdf) = plt.subplots(1, 2, figsize=(9.5, 3.4), layout="constrained")
     values = np.arange(1, k + 1)
@@ -317,13 +364,15 @@ def plot_laplace_family(
     """Left: Lap(mu, 1) for each ``mu`` (changing mu translates the curve).  Right: Lap(0, b) for each ``b``."""
     from dptutor.distributions import laplace_pdf
 
-    if len(mus) == 0 or len(bs) == 0:
-        raise ValueError("mus and bs must each contain at least one value")
-    span = _part1_positive(span, "span")
-    bs = [_part1_positive(b, "bs") for b in bs]
-    mus = [float(mu) for mu in mus]
-    if not np.isfinite(mus).all():
-        raise ValueError("mus must be finite")
+    mus = [float(m) for m in check_float_array(mus, "mus", finite=True, ndim=1, min_size=1)]
+    bs = [float(b) for b in check_float_array(bs, "bs", finite=True, ndim=1, min_size=1, low=0.0)]
+    if len(mus) > MAX_PANELS or len(bs) > MAX_PANELS:
+        raise ValueError(f"mus and bs must hold at most {MAX_PANELS} values each")
+    if min(bs) <= 0 or max(bs) > MAX_DRAWN:
+        raise ValueError(f"bs must lie in (0, {MAX_DRAWN:g}], got {bs}")
+    if max(abs(m) for m in mus) > MAX_DRAWN:
+        raise ValueError(f"mus must lie in [-{MAX_DRAWN:g}, {MAX_DRAWN:g}], got {mus}")
+    span = check_real(span, "span", low=0.0, low_open=True, high=MAX_DRAWN)
     fig, (ax_mu, ax_b) = plt.subplots(1, 2, figsize=(9.5, 3.4), layout="constrained")
     y = np.linspace(min(mus) - span, max(mus) + span, 1201)
     for i, mu in enumerate(mus):
@@ -398,12 +447,16 @@ def plot_laplace_mechanism(
 
     from dptutor.distributions import laplace_pdf
 
-    epsilon = _part1_positive(epsilon, "epsilon")
-    sensitivity = _part1_positive(sensitivity, "sensitivity")
-    fx, fx_prime = float(fx), float(fx_prime)
-    if not (np.isfinite(fx) and np.isfinite(fx_prime)):
-        raise ValueError("fx and fx_prime must be finite")
+    fx = check_real(fx, "fx", low=-MAX_DRAWN, high=MAX_DRAWN)
+    fx_prime = check_real(fx_prime, "fx_prime", low=-MAX_DRAWN, high=MAX_DRAWN)
+    epsilon = check_real(epsilon, "epsilon", low=1.0 / MAX_DRAWN, high=MAX_DRAWN)
+    sensitivity = check_real(sensitivity, "sensitivity", low=1.0 / MAX_DRAWN, high=MAX_DRAWN)
     b = sensitivity / epsilon
+    if not (1e-9 * max(1.0, abs(fx), abs(fx_prime)) < b < MAX_DRAWN and abs(fx - fx_prime) <= 500 * b):
+        # Beyond 500 scales apart the two densities underflow where the other is drawn, and a scale
+        # below 1e-9 of the location cannot be resolved in float64.
+        raise ValueError(f"sensitivity / epsilon = {b:g} is a noise scale that cannot be drawn around "
+                         f"fx = {fx:g} and fx_prime = {fx_prime:g} (|fx - fx_prime| must be at most 500 scales)")
     y = np.linspace(min(fx, fx_prime) - 4 * b, max(fx, fx_prime) + 4 * b, 1201)
     fig, (ax_d, ax_l) = plt.subplots(1, 2, figsize=(10.5, 3.6), layout="constrained")
     ax_d.plot(y, laplace_pdf(y, fx, b), color="C0", lw=2, label=f"$\\mathcal{{M}}(x)$, $f(x) = {fx:g}$")
@@ -424,7 +477,7 @@ def plot_laplace_mechanism(
 
 
 # ---------------------------------------------------------------------------------------------
-# Part III, chapter "An empirical sanity check" (the paper's Figure 2)
+# Part II, chapter "The empirical sanity check" (the paper's Figure 2)
 # ---------------------------------------------------------------------------------------------
 
 #: The paper's four panels: (title, mechanisms drawn in it).
@@ -505,7 +558,7 @@ class _SanityLossAxis:
         ax.yaxis.set_minor_locator(ticker.NullLocator())
 
 
-def _sanity_table(results: object) -> list[tuple[str, float, int, float]]:
+def _results_table(results: object) -> list[tuple[str, float, int, float]]:
     """Normalise results to ``(mechanism, epsilon, n, loss)`` tuples.
 
     Accepts the nested form ``{mechanism: {epsilon: {n: loss}}}`` (keys may be strings, the
@@ -526,26 +579,37 @@ def _sanity_table(results: object) -> list[tuple[str, float, int, float]]:
                 if not isinstance(by_n, Mapping):
                     raise TypeError("results: nested form must be {mechanism: {epsilon: {n: loss}}}")
                 for n, loss in by_n.items():
-                    table.append((ours.get(str(mech), str(mech)), float(eps), int(n), float(loss)))
+                    table.append(_result_entry(ours, mech, eps, n, loss))
     elif isinstance(results, Iterable) and not isinstance(results, (str, bytes)):
-        for row in results:
+        for row in check_sequence(results, "results", min_len=0):
             get = row.__getitem__ if isinstance(row, Mapping) else lambda k, r=row: getattr(r, k)
             try:
                 mech, eps, n, loss = get("mechanism"), get("epsilon"), get("n"), get("loss")
-            except (KeyError, AttributeError) as exc:
+            except (KeyError, AttributeError, TypeError) as exc:
                 raise TypeError("results: each row needs mechanism, epsilon, n and loss") from exc
-            table.append((ours.get(str(mech), str(mech)), float(eps), int(n), float(loss)))
+            table.append(_result_entry(ours, mech, eps, n, loss))
     else:
         raise TypeError(
             "results must be a nested mapping {mechanism: {epsilon: {n: loss}}} or an iterable of rows, "
             f"got {type(results).__name__}"
         )
-    for mech, eps, n, loss in table:
-        if np.isnan(loss) or loss < 0:
-            raise ValueError(f"results: loss of {mech} at epsilon={eps:g}, n={n} is {loss!r} (must be >= 0 or inf)")
-        if not (np.isfinite(eps) and eps > 0):
-            raise ValueError(f"results: epsilon must be finite and > 0, got {eps!r}")
     return table
+
+
+def _result_entry(ours: Mapping[str, str], mech: object, eps: object, n: object, loss: object) -> tuple[str, float, int, float]:
+    """One ``(mechanism, epsilon, n, loss)`` of ``results``, each checked (keys may be strings)."""
+    if not isinstance(mech, str):
+        raise TypeError(f"results: mechanism names must be str, got {type(mech).__name__}")
+    try:
+        eps_value = float(eps) if isinstance(eps, str) else eps
+        n_value = int(n) if isinstance(n, str) else n
+    except ValueError as exc:
+        raise ValueError(f"results: keys must be numbers, got epsilon {eps!r} and n {n!r}") from exc
+    name = ours.get(mech, mech)
+    eps_value = check_positive(eps_value, "results: epsilon")
+    n_value = check_int(n_value, "results: n", minimum=1, maximum=MAX_BINS)
+    value = check_real(loss, f"results: loss of {name} at epsilon={eps_value:g}, n={n_value}", low=0.0, allow_inf=True)
+    return name, eps_value, n_value, value
 
 
 def plot_sanity_check(
@@ -572,21 +636,35 @@ def plot_sanity_check(
 
     from dptutor.audit import exact_loss
 
+    exact = check_bool(exact, "exact")
     if results is None and not exact:
         raise ValueError("results must be given unless exact=True")
-    table = _sanity_table(results) if results is not None else []
-    e_lo, e_hi = _icdf_check_limits(epsilon_range, "epsilon_range")
-    if e_lo <= 0:
-        raise ValueError(f"epsilon_range must be positive, got {epsilon_range!r}")
-    if not panels:
-        raise ValueError("panels must not be empty")
-    panel_list = [(str(t), tuple(str(m) for m in mechs)) for t, mechs in panels]
+    table = _results_table(results) if results is not None else []
+    e_lo, e_hi = check_interval(epsilon_range, "epsilon_range", low=0.0, low_open=True)
+    if e_hi > 1e6 * e_lo or e_hi > 1e100:
+        raise ValueError(f"epsilon_range must span at most six decades below 1e100, got {(e_lo, e_hi)}")
+    if title is not None:
+        title = check_str(title, "title")
+    panel_list = []
+    for i, panel in enumerate(check_sequence(panels, "panels")):
+        if not (isinstance(panel, (tuple, list)) and len(panel) == 2 and isinstance(panel[0], str)):
+            raise TypeError(f"panels[{i}] must be (title, mechanism names)")
+        names = [check_str(m, f"panels[{i}] mechanisms") for m in check_sequence(panel[1], f"panels[{i}] mechanisms")]
+        if exact:
+            from dptutor.mechanisms import MECHANISMS
+
+            unknown = [m for m in names if m not in MECHANISMS]
+            if unknown:
+                raise ValueError(f"panels: exact=True needs built-in mechanisms, got {unknown}")
+        panel_list.append((panel[0], tuple(names)))
+    if len(panel_list) > MAX_PANELS:
+        raise ValueError(f"panels must hold at most {MAX_PANELS} panels, got {len(panel_list)}")
     if dims is None:
         dim_list = sorted({n for _, _, n, _ in table}) or [1, 2, 8, 32, 64, 128]
     else:
-        dim_list = sorted({int(n) for n in dims})
-        if not dim_list or dim_list[0] < 1:
-            raise ValueError(f"dims must be positive ints, got {dims!r}")
+        dim_list = sorted({check_int(n, "dims", minimum=1, maximum=MAX_BINS) for n in check_sequence(dims, "dims")})
+    if len(dim_list) > MAX_PANELS:
+        raise ValueError(f"dims must hold at most {MAX_PANELS} dimensions, got {len(dim_list)}")
 
     # Curves to draw: (panel index, mechanism, n, eps array, loss array, is_exact).
     curves: list[tuple[int, str, int, np.ndarray, np.ndarray, bool]] = []
@@ -660,19 +738,6 @@ def plot_sanity_check(
 # ---------------------------------------------------------------------------------------------
 
 
-def _sc_losses(values: object, name: str) -> np.ndarray:
-    """1-D float array of losses: each >= 0 or +inf, never NaN."""
-    try:
-        arr = np.asarray(values, dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be a sequence of real numbers") from exc
-    if arr.size == 0:
-        raise ValueError(f"{name} must not be empty")
-    if np.isnan(arr).any() or (arr < 0).any():
-        raise ValueError(f"{name} must hold losses >= 0 (or inf), without NaN")
-    return arr
-
-
 def plot_seed_estimates(
     losses: Sequence[float],
     lower_bounds: Sequence[float],
@@ -688,20 +753,18 @@ def plot_seed_estimates(
     exact loss as a dashed line.  Used for a mechanism whose loss equals epsilon, where about half
     of the estimates lie above the line but (almost) no lower bound does.
     """
-    est = _sc_losses(losses, "losses")
-    low = _sc_losses(lower_bounds, "lower_bounds")
+    est = _losses(losses, "losses")
+    low = _losses(lower_bounds, "lower_bounds")
     if est.shape != low.shape:
         raise ValueError(f"losses and lower_bounds must have the same length, got {est.size} and {low.size}")
     if np.isinf(est).any() or np.isinf(low).any():
         raise ValueError("losses and lower_bounds must be finite for this plot")
     if (low > est).any():
-        raise ValueError("each lower bound must not exceed its point estimate")
-    epsilon = _part1_positive(epsilon, "epsilon")
+        raise ValueError("lower_bounds must not exceed losses (each bound at most its point estimate)")
+    epsilon = check_positive(epsilon, "epsilon")
     if exact is not None:
-        exact = float(exact)
-        if not (np.isfinite(exact) and exact >= 0):
-            raise ValueError(f"exact must be a finite loss >= 0, got {exact!r}")
-    confidence = _check_confidence(confidence)
+        exact = check_real(exact, "exact", low=0.0)
+    confidence = check_probability(confidence, "confidence")
 
     order = np.argsort(est, kind="stable")
     est, low = est[order], low[order]
@@ -736,16 +799,18 @@ def plot_loss_agreement(
     a finite, positive exact loss are drawn; an infinite estimate goes on an "∞" row at the top, a
     zero estimate on a "0" row at the bottom.  The diagonal is perfect agreement.
     """
-    if not isinstance(series, Mapping) or not series:
-        raise TypeError("series must be a non-empty mapping {label: (exact, estimates)}")
+    check_mapping(series, "series")
+    if len(series) > MAX_PANELS:
+        raise ValueError(f"series must hold at most {MAX_PANELS} entries, got {len(series)}")
+    xlabel = check_str(xlabel, "xlabel")
+    ylabel = check_str(ylabel, "ylabel")
     pts: list[tuple[str, np.ndarray, np.ndarray]] = []
     for label, pair in series.items():
-        try:
-            ex_raw, es_raw = pair
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"series[{label!r}] must be a pair (exact, estimates)") from exc
-        ex = _sc_losses(ex_raw, f"series[{label!r}] exact")
-        es = _sc_losses(es_raw, f"series[{label!r}] estimates")
+        if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
+            raise TypeError(f"series[{label!r}] must be a pair (exact, estimates)")
+        ex_raw, es_raw = pair
+        ex = _losses(ex_raw, f"series[{label!r}] exact")
+        es = _losses(es_raw, f"series[{label!r}] estimates")
         if ex.shape != es.shape:
             raise ValueError(f"series[{label!r}]: exact and estimates must have the same length")
         keep = np.isfinite(ex) & (ex > 0)
@@ -1004,7 +1069,7 @@ def fp_plot_impossible_fractions(series: Mapping[str, Sequence[object]], confide
     """
     from dptutor.floating import AttackResult
 
-    _check_confidence(confidence)
+    confidence = check_probability(confidence, "confidence")
     if not isinstance(series, Mapping):
         raise TypeError(f"series must be a mapping from labels to AttackResult sequences, got {type(series).__name__}")
     if not series:

@@ -13,10 +13,13 @@ symbol ``d``; then ``sign(u - 1/2)`` becomes ``-1`` and ``|u - 1/2|`` becomes ``
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from functools import lru_cache
 
 import sympy as sp
+
+from dptutor._validate import check_real, is_bool
 
 __all__ = [
     "Symbols",
@@ -59,6 +62,11 @@ class Symbols:
     t: sp.Symbol  # a threshold for a CDF, real
     Delta: sp.Symbol  # sensitivity, positive
 
+    def __post_init__(self) -> None:
+        for field, value in vars(self).items():
+            if not isinstance(value, sp.Symbol):
+                raise TypeError(f"{field} must be a sympy Symbol, got {type(value).__name__}")
+
 
 @lru_cache(maxsize=None)
 def symbols() -> Symbols:
@@ -92,7 +100,10 @@ def _nonneg(name: str) -> sp.Symbol:
 def laplace_pdf_expr(x: sp.Expr | None = None) -> sp.Expr:
     """The Laplace density ``exp(-|x - mu|/b) / (2b)`` (the recitation's PDF)."""
     s = symbols()
-    x = s.x if x is None else x
+    if x is None:
+        x = s.x
+    elif not isinstance(x, sp.Expr):
+        x = sp.Float(check_real(x, "x")) if not isinstance(x, numbers.Integral) or is_bool(x) else sp.Integer(int(x))
     return sp.exp(-sp.Abs(x - s.mu) / s.b) / (2 * s.b)
 
 
@@ -543,16 +554,37 @@ class Theorem32:
     violates_dp: bool  # privacy loss exceeds every finite epsilon
 
 
-@lru_cache(maxsize=None)
-def theorem_3_2(z: sp.Expr = sp.Rational(1, 10)) -> Theorem32:
+def theorem_3_2(z: sp.Expr | float = sp.Rational(1, 10)) -> Theorem32:
     """Theorem 3.2 with symbolic positive ``b``: at ``z = 0.1`` the output density is positive for
     ``X = 0`` and zero for ``X' = 1``, so the likelihood ratio and the privacy loss are infinite.
 
     The ratio ``p / 0`` is ``zoo`` in sympy (complex infinity); since both densities are real and
     ``p > 0``, the privacy loss ``ln(p / 0)`` is the limit ``ln(p / q)`` as ``q -> 0+``, i.e. ``+oo``.
+
+    The theorem is about outputs ``z`` in (0, 1), where DPText's output on ``X' = 1`` has no
+    density; any other ``z`` (or a non-number) is refused with a ``ValueError`` or ``TypeError``.
     """
+    return _theorem_3_2(_check_z(z))
+
+
+def _check_z(z: object) -> sp.Expr:
+    """``z`` as a sympy number in the open interval (0, 1)."""
+    if isinstance(z, sp.Basic):
+        if not (isinstance(z, sp.Expr) and z.is_number and z.is_extended_real):
+            raise TypeError(f"z must be a real number, got {z!r}")
+        value = z
+    elif isinstance(z, numbers.Integral) and not is_bool(z):
+        value = sp.Integer(int(z))
+    else:
+        value = sp.sympify(check_real(z, "z"))
+    if not (bool(value.is_positive) and bool((value - 1).is_negative)):
+        raise ValueError(f"z must lie in the open interval (0, 1), where Theorem 3.2 applies, got {z!r}")
+    return value
+
+
+@lru_cache(maxsize=None)
+def _theorem_3_2(z: sp.Expr) -> Theorem32:
     s = symbols()
-    z = sp.sympify(z)
     law = dptext_law()
     at = lambda pdf, mu_val: sp.simplify(pdf.subs({s.mu: mu_val, s.t: z}))  # noqa: E731
     p_x, p_xp = at(law.pdf_nan_discard, 0), at(law.pdf_nan_discard, 1)

@@ -286,7 +286,7 @@ def test_sc_plot_loss_agreement_puts_infinity_on_top_and_drops_degenerate_cells(
         assert np.allclose(diagonal.get_xdata(), diagonal.get_ydata())
     finally:
         plt.close(fig)
-    with pytest.raises(TypeError, match="series"):
+    with pytest.raises(ValueError, match="series"):  # a mapping, but empty
         plot_loss_agreement({})
     with pytest.raises(ValueError, match="same length"):
         plot_loss_agreement({"a": ([1.0, 2.0], [1.0])})

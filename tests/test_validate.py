@@ -77,3 +77,67 @@ def test_check_workers_is_bounded() -> None:
     assert v.check_workers(10**2, tasks=3) <= 3
     with pytest.raises(ValueError, match="^workers"):
         v.check_workers(10**9)
+
+
+def test_check_str_and_path() -> None:
+    assert v.check_str("a", "title") == "a"
+    with pytest.raises(TypeError, match="^title"):
+        v.check_str(b"a", "title")
+    assert str(v.check_path("out/x", "out")) == "out/x"
+    for bad, exc in ((1, TypeError), (b"x", TypeError), ("", ValueError), (None, TypeError)):
+        with pytest.raises(exc, match="^out"):
+            v.check_path(bad, "out")
+
+
+def test_check_interval() -> None:
+    assert v.check_interval((0, 1), "limits") == (0.0, 1.0)
+    for bad, exc in (((1, 0), ValueError), ((0, math.nan), ValueError), ("ab", TypeError),
+                     (np.array(1.0), ValueError), ((0, 1, 2), ValueError)):
+        with pytest.raises(exc, match="^limits"):
+            v.check_interval(bad, "limits")
+    with pytest.raises(ValueError, match="^epsilon_range"):
+        v.check_interval((0, 1), "epsilon_range", low=0.0, low_open=True)
+
+
+def test_check_broadcast_names_every_array() -> None:
+    assert v.check_broadcast({"x": np.zeros(3), "mu": np.zeros(())}) == (3,)
+    with pytest.raises(ValueError, match="x, mu"):
+        v.check_broadcast({"x": np.zeros(2), "mu": np.zeros(3)})
+    with pytest.raises(ValueError, match="size"):
+        v.check_broadcast({"b": np.zeros(3)}, (2,))
+
+
+def test_check_mapping_and_sequence() -> None:
+    assert v.check_sequence((1, 2), "dims") == [1, 2]
+    for bad, exc in (("ab", TypeError), ({"a": 1}, TypeError), ((i for i in range(2)), TypeError), ([], ValueError)):
+        with pytest.raises(exc, match="^dims"):
+            v.check_sequence(bad, "dims")
+    with pytest.raises(ValueError, match="^samples"):
+        v.check_mapping({}, "samples")
+    with pytest.raises(TypeError, match="^samples"):
+        v.check_mapping([1], "samples")
+
+
+def test_check_batch_and_immutable_finite_arrays() -> None:
+    x = np.zeros((2, 3))
+    assert v.check_batch(x) is x
+    for bad, exc in ((np.zeros(3), ValueError), ([[0.0]], TypeError), (np.zeros((1, 1), dtype=complex), TypeError),
+                     (np.array([[0.0, math.nan]]), ValueError), (np.array([[1e308, 1e308]]), None)):
+        if exc is None:
+            assert v.check_batch(bad) is bad  # a finite sum overflowing is not an error
+            continue
+        with pytest.raises(exc, match="^x"):
+            v.check_batch(bad)
+    frozen = v.immutable_finite_array(np.ones((2, 3)))
+    for view in (frozen, frozen[:1], frozen.base):
+        with pytest.raises(ValueError):
+            view.setflags(write=True)
+    assert v.check_batch(frozen[:1]) is not None
+    with pytest.raises(ValueError, match="^values"):
+        v.immutable_finite_array([math.inf])
+
+
+def test_check_float_array_low() -> None:
+    with pytest.raises(ValueError, match="^losses"):
+        v.check_float_array([1.0, -0.5], "losses", low=0.0)
+    assert v.check_float_array([0.0, math.inf], "losses", low=0.0).tolist() == [0.0, math.inf]

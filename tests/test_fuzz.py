@@ -1,0 +1,528 @@
+"""Fuzz every public callable of every dptutor module with bad values, one parameter at a time.
+
+Discovery is automatic: every module of the package (``pkgutil.iter_modules``) except the private
+ones (``_validate``, ``_workers``: tested directly) and :data:`EXCLUDED_MODULES`, every callable in
+its ``__all__``, and the public methods of its public classes.  A new module or function is covered
+as soon as it is merged; if the suite does not know a valid value for one of its required
+parameters, the test for that callable fails and says what to add to :data:`VALID` (by parameter
+name) or :data:`VALID_FOR` (by callable).
+
+For each parameter in turn, the others valid, every bad value of :func:`bad_values` is passed.  A
+call passes when it
+
+* returns normally, with no NaN anywhere in the result (arrays, tuples, dataclass fields, sympy
+  ``nan``/``zoo``), or
+* raises ``ValueError`` or ``TypeError`` whose message names the parameter (as a word);
+
+and in both cases emits no warning and returns within :data:`TIMEOUT` seconds.  Any other
+exception, a message that does not name the parameter, a warning, a NaN or a hang fails the test
+and is listed with the call that caused it.  A callable whose valid call raises ``ImportError`` (an
+optional extra not installed) is skipped, provided the message says which ``dptutor[extra]`` to
+install.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import decimal
+import fractions
+import importlib
+import inspect
+import math
+import pkgutil
+import re
+import signal
+import warnings
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import dptutor  # noqa: E402
+
+#: Modules left out of the discovery for now.  ``grading`` is being rewritten (issue 13) and ``cli``
+#: only wraps argparse (its arguments are tested in test_experiments.py and test_hardening.py); they
+#: join the suite once the rewrite lands: delete a name here to include it.
+EXCLUDED_MODULES: frozenset[str] = frozenset({"grading", "cli"})
+
+#: Seconds one call may take before it counts as a hang.
+TIMEOUT: float = 10.0
+
+#: (module, callable) pairs whose documented output contains NaN (none at the moment).
+NAN_BY_DESIGN: frozenset[tuple[str, str]] = frozenset()
+
+
+# ---------------------------------------------------------------------------------------------
+# valid values: by parameter name, and per callable where the name is not enough
+# ---------------------------------------------------------------------------------------------
+
+
+def _rng(ctx: "Context") -> np.random.Generator:
+    return np.random.default_rng(0)
+
+
+def _laplace(ctx: "Context"):
+    from dptutor.mechanisms import laplace_mechanism
+
+    return laplace_mechanism
+
+
+@dataclasses.dataclass
+class Context:
+    """What a factory of valid values may use: a temporary folder (the working directory)."""
+
+    tmp: Path
+
+    def grid_row(self):
+        from dptutor.experiments import GridRow
+
+        return GridRow(mechanism="laplace", epsilon=1.0, n=2, trials=10, loss=math.log(7 / 3), counts=(3, 7, 7, 3))
+
+    def csv_file(self) -> Path:
+        from dptutor.experiments import write_results
+
+        folder = self.tmp / "csv"
+        write_results([self.grid_row()], folder)
+        return folder / "results.csv"
+
+
+Factory = Callable[[Context], Any]
+
+
+def _const(value: Any) -> Factory:
+    return lambda ctx: value
+
+
+#: Valid values by parameter name (used for required parameters, and for optional ones whose
+#: default is too slow for a fuzz run).
+VALID: dict[str, Factory] = {
+    "x": _const(0.3),
+    "u": _const(0.3),
+    "v": _const(0.2),
+    "mu": _const(0.0),
+    "b": _const(1.0),
+    "epsilon": _const(1.0),
+    "delta": _const(1e-5),
+    "n": _const(2),
+    "trials": _const(200),
+    "repeats": _const(2),
+    "rng": _rng,
+    "size": _const(5),
+    "mechanism": _laplace,
+    "name": _const("laplace"),
+    "counts": _const([[3, 7], [7, 3]]),
+    "confidence": _const(0.95),
+    "seed": _const(1),
+    "loss": _const(math.log(7 / 3)),
+    "z": _const(0.1),
+    "epsilons": _const((1.0,)),
+    "dims": _const((2,)),
+    "mechanisms": _const(("laplace",)),
+    "rows": lambda ctx: [ctx.grid_row()],
+    "path": lambda ctx: ctx.csv_file(),
+    "text": _const("hello"),
+    "fig": lambda ctx: plt.figure(figsize=(1, 1)),
+    "stem": lambda ctx: ctx.tmp / "figure",
+    "formats": _const(("png",)),
+    "dpi": _const(20),
+    "seeds": _const((0, 1)),
+    "losses": _const((0.1, 0.2)),
+    "lower_bounds": _const((0.05, 0.1)),
+    "sigma": _const(1.0),
+    "sensitivity": _const(1.0),
+    "alpha": _const(0.05),
+    "scale": _const(1.0),
+}
+
+
+def _pdf(x):
+    return np.exp(-np.abs(x)) / 2
+
+
+def _cdf(x):
+    return np.clip((np.asarray(x) + 4) / 10, 0, 1)
+
+
+#: Valid values for every callable of one module, over :data:`VALID` (a mechanism's ``x`` is a batch).
+VALID_FOR_MODULE: dict[str, dict[str, Factory]] = {
+    "mechanisms": {"x": lambda ctx: np.zeros((3, 2))},
+    "libraries": {"x": lambda ctx: np.zeros((3, 2)), "scale": _const(2), "size": _const(5)},
+    "exact": {"scale": lambda ctx: fractions.Fraction(3, 2), "params": lambda ctx: _granular(), "y": _const(0.0),
+              "x": _const(np.array([0.0, 1.0]))},
+    "floating": {"y": _const(np.array([0.25, 1.5])), "loc": _const(0.0), "scale": _const(1.0),
+                 "params": lambda ctx: _snapping(), "x": _const(0.0), "k": _const(np.array([1, 2, 3])),
+                 "sampler": _const("numpy"), "size": _const(64)},
+}
+
+#: Valid values for one callable ("module.name" or "module.Class.method"), over the two above.
+VALID_FOR: dict[str, dict[str, Factory]] = {
+    "distributions.standard_laplace_fill": {"out": lambda ctx: np.empty(5)},
+    "distributions.sample_dptext": {"nan": _const("zero")},  # "keep" returns NaN by design
+    "audit.estimate_losses": {"cells": lambda ctx: [_audit_cell()]},
+    "experiments.GridRow": {"mechanism": _const("laplace"), "counts": _const((3, 7, 7, 3)), "trials": _const(10)},
+    "experiments.RepeatResult": {"mechanism": _const("adept"), "trials": _const(10)},
+    "experiments.cell_seed": {"mechanism": _const("laplace")},
+    "experiments.repeat_loss": {"mechanism": _const("adept")},
+    "experiments.write_results": {"out": lambda ctx: ctx.tmp / "written"},
+    "experiments.atomic_write_text": {"path": lambda ctx: ctx.tmp / "note.txt"},
+    "experiments.run_grid": {"out": lambda ctx: ctx.tmp / "grid"},
+    "audit.AuditResult": {"trials": _const(10)},
+    "audit.AuditResult.from_counts": {},
+    "symbolic.laplace_pdf_expr": {},
+    "symbolic.Symbols": {name: (lambda ctx, name=name: getattr(_symbols(), name))
+                         for name in ("x", "mu", "b", "u", "v", "epsilon", "y", "t", "Delta")},
+    "plotting.plot_sampling_strategies": {"panels": lambda ctx: [("a", np.linspace(-3, 3, 7))]},
+    "plotting.plot_histograms_with_pdf": {"samples": lambda ctx: {"a": np.linspace(-3, 3, 7)}, "pdf": _const(_pdf)},
+    "plotting.plot_ecdfs": {"samples": lambda ctx: {"a": np.linspace(-3, 3, 7)}, "cdfs": _const({"a": _cdf})},
+    "plotting.plot_neighbouring_densities": {"panels": _const([("t", _pdf, _pdf)]), "z": _const(0.5)},
+    "plotting.plot_sanity_check": {"results": _const({"laplace": {"1.0": {"2": 0.5}}}),
+                                   "panels": _const((("Laplace", ("laplace",)),))},
+    "plotting.plot_seed_estimates": {"losses": _const((1.0, 1.1)), "lower_bounds": _const((0.5, 0.6))},
+    "plotting.plot_loss_agreement": {"series": _const({"a": ([1.0, 2.0], [1.1, 2.1])})},
+    "plotting.fp_plot_impossible_fractions": {"series": lambda ctx: {"numpy": [_attack_result()]}},
+    "exact.GranularParameters": {"epsilon": _const(1.0), "n": _const(1), "r": _const(2.0**-10), "t": _const(3)},
+    "floating.AttackResult": {"test": _const("exact"), "loc0": _const(0.0), "loc1": _const(1.0), "size": _const(100),
+                              "impossible0": _const(3), "impossible1": _const(5)},
+    "floating.SnappingParameters": {"n": _const(1), "bound": _const(8.0), "lam": _const(2.0), "grid": _const(2.0)},
+    "floating.snap": {"x": _const(np.array([0.0, 1.0])), "u": _const(np.array([0.25, 0.75])),
+                      "negative": _const(np.array([True, False]))},
+    "floating.log_ratio": {"p": _const(fractions.Fraction(1, 3)), "q": _const(fractions.Fraction(1, 4))},
+}
+
+
+def _granular():
+    from dptutor.exact import granular_parameters
+
+    return granular_parameters(1.0)
+
+
+def _snapping():
+    from dptutor.floating import snapping_parameters
+
+    return snapping_parameters(1.0)
+
+
+def _attack_result():
+    from dptutor.floating import attack
+
+    return attack("numpy", 1.0, 64, rng=np.random.default_rng(0))
+
+
+def _symbols():
+    from dptutor.symbolic import symbols
+
+    return symbols()
+
+
+def _audit_cell():
+    from dptutor.audit import AuditCell
+    from dptutor.mechanisms import laplace_mechanism
+
+    return AuditCell(laplace_mechanism, 2, 1.0, 200, seed=1)
+
+
+# ---------------------------------------------------------------------------------------------
+# bad values: a common set for every parameter, plus more by the kind of its valid value
+# ---------------------------------------------------------------------------------------------
+
+
+class _FloatRaises:
+    """A number-like object whose conversions raise."""
+
+    def __float__(self) -> float:
+        raise RuntimeError("__float__ raised")
+
+    def __int__(self) -> int:
+        raise RuntimeError("__int__ raised")
+
+    def __index__(self) -> int:
+        raise RuntimeError("__index__ raised")
+
+    def __len__(self) -> int:
+        raise RuntimeError("__len__ raised")
+
+    def __iter__(self):
+        raise RuntimeError("__iter__ raised")
+
+    def __repr__(self) -> str:
+        return "_FloatRaises()"
+
+
+def _common() -> list[tuple[str, Any]]:
+    return [
+        ("nan", math.nan), ("inf", math.inf), ("-inf", -math.inf), ("0", 0), ("0.0", 0.0), ("-1", -1),
+        ("-0.5", -0.5), ("1e308", 1e308), ("-1e308", -1e308), ("5e-324", 5e-324), ("10**15", 10**15),
+        ("-10**15", -10**15), ("2**64", 2**64), ("True", True), ("False", False), ("np.True_", np.True_),
+        ("'abc'", "abc"), ("''", ""), ("'1'", "1"), ("None", None), ("b'x'", b"x"), ("object()", object()),
+        ("float raises", _FloatRaises()), ("generator", (i for i in range(3))), ("[]", []), ("{}", {}),
+        ("1+2j", 1 + 2j), ("float32 nan", np.float32("nan")), ("uint64 2**63", np.uint64(2**63)),
+        ("0-d nan", np.array(math.nan)), ("empty array", np.array([])), ("3 floats", np.array([1.0, 2.0, 3.0])),
+        ("3-d array", np.zeros((2, 3, 4))), ("str array", np.array(["a"])), ("complex array", np.array([1 + 1j])),
+        ("object array", np.array([None], dtype=object)), ("Decimal nan", decimal.Decimal("NaN")),
+        ("huge Fraction", fractions.Fraction(10**400, 3)), ("callable -> None", lambda *a, **k: None),
+        ("RandomState", np.random.RandomState(0)), ("SeedSequence", np.random.SeedSequence(0)),
+    ]
+
+
+def _like(valid: Any) -> list[tuple[str, Any]]:
+    """Bad values shaped like ``valid``: right container, wrong content."""
+    out: list[tuple[str, Any]] = []
+    if isinstance(valid, np.ndarray) and valid.size:
+        out += [("with NaN", np.where(np.arange(valid.size).reshape(valid.shape) == 0, math.nan, valid)),
+                ("with inf", np.full(valid.shape, math.inf)), ("bool dtype", np.zeros(valid.shape, dtype=bool)),
+                ("complex dtype", valid.astype(complex)), ("object dtype", valid.astype(object)),
+                ("transposed", np.zeros(valid.shape[::-1] + (2,))), ("flattened", valid.reshape(-1)[:1]),
+                ("read-only", np.zeros(valid.shape)), ("strided", np.zeros(tuple(2 * s for s in valid.shape))[::2])]
+        out[-2][1].setflags(write=False)
+    elif isinstance(valid, (tuple, list)) and valid:
+        first = valid[0]
+        out += [("item NaN", type(valid)([math.nan, *valid[1:]])), ("item str", type(valid)(["x", *valid[1:]])),
+                ("item None", type(valid)([None, *valid[1:]])), ("one short", type(valid)(valid[:-1])),
+                ("one more", type(valid)([*valid, first])), ("as generator", (v for v in valid)),
+                ("item list", type(valid)([[first], *valid[1:]]))]
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in valid):
+            out += [("items x10 + 1", type(valid)(10 * v + 1 for v in valid)),
+                    ("items negated", type(valid)(-v - 1 for v in valid))]
+    elif isinstance(valid, Mapping) and valid:
+        key = next(iter(valid))
+        out += [("value NaN", {key: math.nan}), ("value None", {key: None}), ("int key", {1: valid[key]}),
+                ("value str", {key: "x"})]
+    elif isinstance(valid, bool):
+        out += [("int 1", 1), ("str 'True'", "True")]
+    elif isinstance(valid, int):
+        out += [("float 2.0", 2.0), ("float 1.5", 1.5), ("int8 -1", np.int8(-1)), ("str '2'", "2")]
+    elif isinstance(valid, float):
+        out += [("Fraction", fractions.Fraction(1, 3)), ("float16", np.float16(0.5)), ("tiny", 1e-320)]
+    elif isinstance(valid, str):
+        out += [("unknown choice", "no-such-choice"), ("str array", np.array([valid, valid])), ("bytes", valid.encode())]
+    elif callable(valid):
+        out += [("returns NaN", lambda *a, **k: math.nan), ("returns str", lambda *a, **k: "x")]
+    return out
+
+
+def bad_values(valid: Any) -> list[tuple[str, Any]]:
+    return _common() + _like(valid)
+
+
+# ---------------------------------------------------------------------------------------------
+# discovery
+# ---------------------------------------------------------------------------------------------
+
+
+def _modules() -> list[str]:
+    return sorted(
+        m.name for m in pkgutil.iter_modules(dptutor.__path__)
+        if not m.name.startswith("_") and m.name not in EXCLUDED_MODULES
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    module: str
+    qualname: str  # "name" or "Class.method"
+
+    @property
+    def key(self) -> str:
+        return f"{self.module}.{self.qualname}"
+
+
+def _is_protocol(obj: Any) -> bool:
+    return isinstance(obj, type) and bool(getattr(obj, "_is_protocol", False))
+
+
+def _targets() -> list[Target | str]:
+    """Every public callable, or an error message (a module without ``__all__``)."""
+    found: list[Target | str] = []
+    for modname in _modules():
+        module = importlib.import_module(f"dptutor.{modname}")
+        names = getattr(module, "__all__", None)
+        if names is None:
+            found.append(f"dptutor.{modname} has no __all__: list its public names there")
+            continue
+        for name in names:
+            obj = getattr(module, name)
+            if not callable(obj) or _is_protocol(obj):
+                continue
+            found.append(Target(modname, name))
+            if isinstance(obj, type):
+                for attr, member in vars(obj).items():
+                    func = member.__func__ if isinstance(member, (classmethod, staticmethod)) else member
+                    if attr.startswith("_") or not inspect.isfunction(func):
+                        continue
+                    if len(inspect.signature(func).parameters) > (0 if isinstance(member, staticmethod) else 1):
+                        found.append(Target(modname, f"{name}.{attr}"))
+    return found
+
+
+def _resolve(target: Target, ctx: Context) -> tuple[Callable, inspect.Signature]:
+    """The callable (a bound method on a valid instance for methods) and its signature."""
+    module = importlib.import_module(f"dptutor.{target.module}")
+    if "." not in target.qualname:
+        obj = getattr(module, target.qualname)
+        return obj, inspect.signature(obj)
+    cls_name, meth = target.qualname.split(".")
+    cls = getattr(module, cls_name)
+    raw = vars(cls)[meth]
+    if isinstance(raw, (classmethod, staticmethod)):
+        fn = getattr(cls, meth)
+    else:
+        fn = getattr(cls(**_valid_kwargs(Target(target.module, cls_name), ctx)), meth)
+    return fn, inspect.signature(fn)
+
+
+def _valid_kwargs(target: Target, ctx: Context) -> dict[str, Any]:
+    """Valid keyword arguments for ``target``: :data:`VALID_FOR`, :data:`VALID_FOR_MODULE`, the
+    parameter's default, then :data:`VALID` by name."""
+    module = importlib.import_module(f"dptutor.{target.module}")
+    obj = getattr(module, target.qualname) if "." not in target.qualname else None
+    sig = inspect.signature(obj) if obj is not None else _resolve(target, ctx)[1]
+    overrides = {**VALID_FOR_MODULE.get(target.module, {}), **VALID_FOR.get(target.key, {})}
+    kwargs: dict[str, Any] = {}
+    for p in sig.parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        if p.name in overrides:
+            kwargs[p.name] = overrides[p.name](ctx)
+        elif p.default is not p.empty and not (p.name in VALID and target.key in _SLOW_DEFAULTS):
+            kwargs[p.name] = p.default
+        elif p.name in VALID:
+            kwargs[p.name] = VALID[p.name](ctx)
+        else:
+            raise LookupError(
+                f"the fuzz suite does not know a valid value for parameter {p.name!r} of dptutor.{target.key}: "
+                f"add VALID[{p.name!r}] (by name) or VALID_FOR[{target.key!r}][{p.name!r}] in tests/test_fuzz.py"
+            )
+    return kwargs
+
+
+#: Callables whose defaults are the paper's full-scale settings (minutes of work): their named
+#: parameters take :data:`VALID` values instead of the defaults.
+_SLOW_DEFAULTS: frozenset[str] = frozenset({"experiments.run_grid", "experiments.repeat_loss"})
+
+
+# ---------------------------------------------------------------------------------------------
+# running one call
+# ---------------------------------------------------------------------------------------------
+
+
+class _Hang(BaseException):
+    pass
+
+
+def _has_nan(obj: Any, depth: int = 0) -> bool:
+    if depth > 4:
+        return False
+    if isinstance(obj, (float, np.floating)):
+        return math.isnan(obj)
+    if isinstance(obj, np.ndarray):
+        return obj.dtype.kind in "fc" and bool(np.isnan(obj).any())
+    if isinstance(obj, (tuple, list)):
+        return any(_has_nan(o, depth + 1) for o in obj)
+    if isinstance(obj, Mapping):
+        return any(_has_nan(o, depth + 1) for o in obj.values())
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return any(_has_nan(getattr(obj, f.name), depth + 1) for f in dataclasses.fields(obj))
+    import sympy
+
+    if isinstance(obj, sympy.Basic):
+        return obj.has(sympy.nan) or obj.has(sympy.zoo)
+    return False
+
+
+def _names(message: str, param: str) -> bool:
+    return re.search(rf"(?<![A-Za-z0-9_]){re.escape(param)}(?![A-Za-z0-9_])", message) is not None
+
+
+def _on_alarm(signum, frame):
+    raise _Hang()
+
+
+def _call(fn: Callable, kwargs: dict[str, Any], param: str | None, nan_ok: bool) -> str | None:
+    """Run ``fn(**kwargs)``; return None if the outcome is acceptable, else what went wrong."""
+    previous = signal.signal(signal.SIGALRM, _on_alarm)
+    problem: str | None = None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        signal.setitimer(signal.ITIMER_REAL, TIMEOUT)
+        try:
+            result = fn(**kwargs)
+            if not nan_ok and _has_nan(result):
+                problem = f"returned NaN: {repr(result)[:100]}"
+        except _Hang:
+            problem = f"did not return within {TIMEOUT:g} s"
+        except (ValueError, TypeError) as exc:
+            if param is not None and not _names(str(exc), param):
+                problem = f"{type(exc).__name__} does not name {param!r}: {str(exc)[:150]}"
+            elif param is None:
+                problem = f"the valid call raised {type(exc).__name__}: {str(exc)[:150]}"
+        except Exception as exc:  # noqa: BLE001 - the point is to report every other exception
+            problem = f"raised {type(exc).__name__} (not ValueError/TypeError): {str(exc)[:150]}"
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+            plt.close("all")
+    if caught and not (problem or "").startswith("did not return"):
+        w = caught[0]
+        problem = (problem + "; " if problem else "") + f"warned {w.category.__name__}: {str(w.message)[:120]}"
+    return problem
+
+
+# ---------------------------------------------------------------------------------------------
+# the tests
+# ---------------------------------------------------------------------------------------------
+
+TARGETS = _targets()
+
+
+def test_discovery_finds_every_module():
+    """Every public module is fuzzed (a module without ``__all__`` fails here)."""
+    problems = [t for t in TARGETS if isinstance(t, str)]
+    assert not problems, "\n".join(problems)
+    fuzzed = {t.module for t in TARGETS if isinstance(t, Target)}
+    assert {"distributions", "mechanisms", "audit", "experiments", "plotting", "symbolic"} <= fuzzed
+
+
+@pytest.mark.parametrize("target", [t for t in TARGETS if isinstance(t, Target)], ids=lambda t: t.key)
+def test_bad_values_are_refused_cleanly(target: Target, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # anything written to a relative path lands here
+    ctx = Context(tmp_path)
+    try:
+        fn, sig = _resolve(target, ctx)
+        valid = _valid_kwargs(target, ctx)
+    except LookupError as exc:
+        pytest.fail(str(exc))
+    nan_ok = (target.module, target.qualname) in NAN_BY_DESIGN
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fn(**_valid_kwargs(target, ctx))
+    except ImportError as exc:
+        # An optional extra that is not installed: the one-line error must say how to get it.
+        assert "dptutor[" in str(exc), f"dptutor.{target.key}: ImportError without 'install dptutor[extra]': {exc}"
+        pytest.skip(f"optional dependency missing: {exc}")
+    except Exception:  # noqa: BLE001 - reported, with the details, just below
+        pass
+    finally:
+        plt.close("all")
+    problem = _call(fn, _valid_kwargs(target, ctx), None, nan_ok)
+    assert problem is None, (
+        f"dptutor.{target.key} with the suite's valid arguments {valid!r}: {problem}; "
+        "fix VALID/VALID_FOR in tests/test_fuzz.py or the function"
+    )
+    failures = []
+    for param in valid:
+        for label, bad in bad_values(valid[param]):
+            fn, _ = _resolve(target, ctx)
+            kwargs = _valid_kwargs(target, ctx)
+            kwargs[param] = bad
+            problem = _call(fn, kwargs, param, nan_ok)
+            if problem:
+                failures.append(f"{param}={label}: {problem}")
+    assert not failures, f"dptutor.{target.key}: {len(failures)} bad call(s)\n  " + "\n  ".join(failures)
