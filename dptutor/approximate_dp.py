@@ -28,6 +28,7 @@ from dptutor._validate import (
     check_float_array,
     check_positive,
     check_probability,
+    check_real,
     check_rng,
     check_size,
 )
@@ -109,7 +110,7 @@ def gaussian_tradeoff(alpha: Any, mu: float) -> NDArray[np.float64]:
     a = check_float_array(alpha, "alpha")
     if np.any((a < 0) | (a > 1)):
         raise ValueError("alpha must lie in [0, 1]")
-    m = check_positive(mu, "mu", allow_inf=False)
+    m = check_real(mu, "mu", low=0.0)  # mu = 0: perfect privacy, G_0(alpha) = 1 - alpha
     return special.ndtr(special.ndtri(1.0 - a) - m)
 
 

@@ -17,7 +17,7 @@ from typing import Iterable
 
 import sympy as sp
 
-from dptutor._validate import check_int, check_positive, check_real
+from dptutor._validate import check_bool, check_int, check_positive, check_real, check_sequence
 
 __all__ = [
     "sequential_epsilon",
@@ -30,12 +30,7 @@ __all__ = [
 
 
 def _check_epsilons(epsilons: Iterable[float], name: str) -> list[float]:
-    if isinstance(epsilons, (str, bytes)) or not hasattr(epsilons, "__iter__"):
-        raise TypeError(f"{name} must be an iterable of positive numbers, got {type(epsilons).__name__}")
-    values = [check_positive(e, f"{name}[{i}]") for i, e in enumerate(epsilons)]
-    if not values:
-        raise ValueError(f"{name} must not be empty")
-    return values
+    return [check_positive(e, f"{name}[{i}]") for i, e in enumerate(check_sequence(epsilons, name))]
 
 
 def sequential_epsilon(epsilons: Iterable[float]) -> float:
@@ -69,9 +64,7 @@ class Budget:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "total", check_positive(self.total, "total"))
-        if isinstance(self.spent, (str, bytes)) or not isinstance(self.spent, (tuple, list)):
-            raise TypeError(f"spent must be a tuple of positive numbers, got {type(self.spent).__name__}")
-        spent = tuple(check_positive(e, f"spent[{i}]") for i, e in enumerate(self.spent))
+        spent = tuple(check_positive(e, f"spent[{i}]") for i, e in enumerate(check_sequence(self.spent, "spent", min_len=0)))
         if sum(spent) > self.total * (1 + 1e-12):  # (a finite total bounds each term: no overflow)
             raise ValueError(f"spent adds up to {sum(spent):g}, more than total = {self.total:g}")
         object.__setattr__(self, "spent", spent)
@@ -114,6 +107,8 @@ def repeated_laplace_box_loss(k: int, epsilon: float, t: float = 0.0) -> tuple[f
     k = check_int(k, "k", minimum=1, maximum=10**15)
     eps = check_positive(epsilon, "epsilon")
     t = check_real(t, "t")
+    if t <= 0.0:  # both CDFs are e^((t - loc) eps) / 2: the ratio is e^eps exactly, even far in the tail
+        return k * eps, k * (eps * t - math.log(2.0))
     b = 1.0 / eps
     log_f0 = float(stats.laplace.logcdf(t, loc=0.0, scale=b))
     log_f1 = float(stats.laplace.logcdf(t, loc=1.0, scale=b))
@@ -135,6 +130,13 @@ class CompositionProof:
     factorizes: bool
     bound_gap: sp.Expr
     bounded: bool
+
+    def __post_init__(self) -> None:
+        for field in ("joint_loss", "sum_of_losses", "bound_gap"):
+            if not isinstance(getattr(self, field), sp.Expr):
+                raise TypeError(f"{field} must be a sympy expression, got {type(getattr(self, field)).__name__}")
+        check_bool(self.factorizes, "factorizes")
+        check_bool(self.bounded, "bounded")
 
 
 def sequential_composition_proof() -> CompositionProof:

@@ -173,7 +173,7 @@ def test_gaussian_release_interface():
         (lambda: gaussian_epsilon(1e-5, -1.0), "sigma"),
         (lambda: gaussian_epsilon(1e-300, 1e-300), "delta"),
         (lambda: gaussian_tradeoff([0.5, 1.5], 1.0), "alpha"),
-        (lambda: gaussian_tradeoff(0.5, 0.0), "mu"),
+        (lambda: gaussian_tradeoff(0.5, -1.0), "mu"),
         (lambda: name_and_shame(np.zeros((3, 2)), 1.0, np.random.default_rng(0)), "delta"),
         (lambda: name_and_shame(np.zeros((3, 2, 2)), 0.1, np.random.default_rng(0)), "records"),
     ],
