@@ -2,6 +2,7 @@
 #   make book   -> create/refresh .venv, install pinned requirements, build the site into _build/html
 #                  (the build also makes the dptutor wheel, _build/wheel/, and offers it on the site)
 #   make test   -> unit tests, a full -W -n book build into a temporary folder, and the browser test
+#   make lab    -> JupyterLab (installed into .venv on first use) on book/assignments
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -9,7 +10,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.requirements-installed
 JB_FLAGS := -W -n --keep-going
 
-.PHONY: all book student test venv clean
+.PHONY: all book student test venv clean lab lab-check
 
 all: book
 
@@ -28,6 +29,23 @@ book: $(STAMP)
 # (-W -n too). It shares the Jupyter cache of `make book`, so after `make book` nothing re-executes.
 student: $(STAMP)
 	$(BIN)/python book/_ext/student_edition.py --out _build/student --cache _build/.jupyter_cache
+
+# The assignments in JupyterLab (optional: JupyterLab is not in requirements.txt; this version
+# installs beside the pins without changing any). `make lab-check` tests the setup without a browser.
+JUPYTERLAB := jupyterlab==4.6.6
+LAB_STAMP := $(VENV)/.lab-installed
+
+$(LAB_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check $(JUPYTERLAB) jupytext
+	@touch $(LAB_STAMP)
+
+lab: $(LAB_STAMP)
+	$(BIN)/jupyter lab --notebook-dir=book/assignments
+
+lab-check: $(LAB_STAMP)
+	$(BIN)/jupyter lab --version
+	$(BIN)/jupytext --to ipynb --execute book/assignments/sampler.md -o $(VENV)/lab-check.ipynb
+	@echo "lab-check: JupyterLab is installed and the environment's kernel executed book/assignments/sampler.md"
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

@@ -6,6 +6,8 @@ Subcommands:
   ``results.csv`` and ``sanity_check.png``/``.svg`` into ``--out``.
 * ``repeat``: one cell over seeds 0..repeats-1 (the paper's footnote 7), prints mean and std.
 * ``grade``: grade submitted assignment notebooks into a CSV (:mod:`dptutor.grading.runner`).
+* ``export-otter``: an otter-grader notebook of an assignment, for Gradescope
+  (:mod:`dptutor.grading.otter`).
 * ``release``: regenerate the student notebooks from the instructor notebooks
   (:mod:`dptutor.grading.release`).
 
@@ -239,6 +241,34 @@ def _add_release(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--folder", type=Path, default=None,
                    help="the assignments folder, with an instructor/ subfolder (default: the book's)")
     p.set_defaults(handler=_cmd_release)
+
+
+@subcommand("export-otter")
+def _add_export_otter(subparsers: argparse._SubParsersAction) -> None:
+    from dptutor.grading.registry import ASSIGNMENTS
+
+    p = subparsers.add_parser(
+        "export-otter",
+        help="write an otter-grader 7 master notebook of an assignment (for Gradescope)",
+        description="Write OUTDIR/ASSIGNMENT.ipynb, an otter-grader master notebook whose hidden tests call the "
+                    "same dptutor checks (partial credit, cell time limit); then run `otter assign` on it.",
+    )
+    p.add_argument("assignment", choices=sorted(ASSIGNMENTS))
+    p.add_argument("outdir", type=Path)
+    p.add_argument("--time-limit", type=_positive_float, default=60.0,
+                   help="seconds any cell may run when otter grades (default: %(default)s)")
+    p.set_defaults(handler=_cmd_export_otter)
+
+
+def _cmd_export_otter(args: argparse.Namespace) -> int:
+    from dptutor.grading.otter import export_otter
+
+    if args.outdir.exists() and not args.outdir.is_dir():
+        print(f"error: {args.outdir} exists and is not a folder", file=sys.stderr)
+        return 2
+    target = export_otter(args.assignment, args.outdir, time_limit=args.time_limit)
+    print(f"wrote {target}; next: cd {args.outdir} && otter assign {target.name} dist/")
+    return 0
 
 
 def _cmd_release(args: argparse.Namespace) -> int:

@@ -284,6 +284,158 @@ def test_audit_verdict_from_weak_evidence_is_rejected(reference: dict) -> None:
 def test_feedback_withholds_verdicts_but_grading_does_not(reference: dict) -> None:
     fb = check("audit", "q3", "half-scale")
     assert fb.status == "graded" and not fb.messages and fb.score == 0  # recorded, not revealed
-    assert "graded after you submit" in fb.report()
+    assert "recorded; graded after submission" in fb.report() and "points" not in fb.report()
     fb = check("audit", "q3", "half-scale", hidden=True)
     assert fb.score == 0 and fb.messages
+
+
+# ---------------------------------------------------------------------------------------------
+# the assignments as a student meets them (issue 16)
+# ---------------------------------------------------------------------------------------------
+
+
+def feedback_of_notebook(path: Path) -> list:
+    """Execute a notebook's code in this process, check cells included; return what each check cell shows."""
+    nb = jupytext.read(path)
+    namespace: dict = {"__name__": "__notebook__"}
+    shown = []
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        if FEEDBACK_TAG in cell.metadata.get("tags", []):
+            shown.append(eval(compile(cell.source, path.name, "eval"), namespace))
+        else:
+            exec(compile(cell.source, path.name, "exec"), namespace)
+    return shown
+
+
+@pytest.mark.parametrize("name", sorted(ASSIGNMENTS))
+def test_instructor_notebooks_show_full_points_on_every_feedback_line(name: str) -> None:
+    shown = feedback_of_notebook(INSTRUCTOR_DIR / ASSIGNMENTS[name].notebook)
+    assert [fb.question for fb in shown] == [q.name for q in ASSIGNMENTS[name].questions]
+    for fb in shown:
+        report = fb.report()
+        head = report.splitlines()[0]
+        assert "✗" not in report, report
+        if fb.pending:  # graded after submission: said so, and no score
+            assert head.endswith("recorded; graded after submission") and "points" not in report, report
+        else:
+            assert head.endswith(f"{fb.points:g} / {fb.points:g} points"), report
+
+
+def test_parts_graded_later_show_no_score(reference: dict) -> None:
+    ns = reference["audit"]
+    for q, objects in (("q1", (ns["verdicts"], ns["evidence"])), ("q2", (ns["verdicts"], ns["evidence"])),
+                       ("q3", (ns["diagnosis"],)), ("q4", (ns["justification"],))):
+        report = check("audit", q, *objects).report()
+        assert "recorded; graded after submission" in report.splitlines()[0] and "points" not in report, report
+        assert check("audit", q, *objects, hidden=True).score == ASSIGNMENTS["audit"].question(q).points
+
+
+def input_kind(value) -> tuple:
+    """What kind of input a check passed: type, number of dimensions, and the special values it holds."""
+    if isinstance(value, np.random.Generator):
+        return ("rng",)
+    if isinstance(value, (bool, str)) or value is None:
+        return (type(value).__name__,)
+    arr = np.asarray(value, dtype=float)
+    flags = []
+    with np.errstate(invalid="ignore"):
+        finite = arr[np.isfinite(arr)]
+        flags += ["nan"] * bool(np.isnan(arr).any()) + ["inf"] * bool(np.isinf(arr).any())
+        flags += ["negative"] * bool((finite < 0).any()) + ["zero"] * bool((finite == 0).any())
+        flags += ["one"] * bool((finite == 1).any()) + ["above one"] * bool((finite > 1).any())
+    flags += ["empty"] * (arr.size == 0)
+    kind = "ndarray" if isinstance(value, np.ndarray) else type(value).__name__
+    return (kind, arr.ndim, *flags)
+
+
+def kinds_of_calls(name: str, question: str, hidden) -> set:
+    seen = set()
+    ns = run_notebook_code(INSTRUCTOR_DIR / ASSIGNMENTS[name].notebook, feedback_cells=False)
+    objects = []
+    for need in ASSIGNMENTS[name].question(question).needs:
+        fn = ns[need]
+        if callable(fn):
+            def spy(*args, _fn=fn, **kwargs):
+                seen.add(tuple(input_kind(a) for a in args) + tuple((k, input_kind(v)) for k, v in sorted(kwargs.items())))
+                return _fn(*args, **kwargs)
+            objects.append(spy)
+        else:
+            objects.append(fn)
+    check(name, question, *objects, hidden=hidden)
+    return seen
+
+
+@pytest.mark.parametrize("name,question", [("sampler", "q2"), ("sampler", "q3"), ("mechanism", "q1"),
+                                           ("mechanism", "q3")])
+def test_feedback_tries_every_kind_of_input_that_grading_tries(name: str, question: str) -> None:
+    # (sampler q1 and mechanism q2 draw valid random inputs only; q3 of sampler times 10^6 uniforms.)
+    feedback = kinds_of_calls(name, question, False)
+    for seed in (True, 7, 8):
+        assert kinds_of_calls(name, question, seed) <= feedback
+
+
+# Text that would give an answer away if a feedback message printed it.
+ANSWER_TEXT = {
+    "mechanism": ("k/m", "k / m", "k/(m", "k / (m", "1/m per coordinate", "(m epsilon)"),
+    "sampler": ("log(2u", "log(2 * u", "ln(2u", "1 - 2|u", "np.log(2"),
+    "audit": ("sqrt(n)/epsilon", "l2 sensitivity", "violates its claim", "A is broken", "B is correct"),
+}
+
+
+def test_no_answer_text_in_any_feedback_message(reference: dict) -> None:
+    from test_grading_runner import wrong_answers
+
+    cases = [(name, ns) for name, ns in reference.items()] + wrong_answers(reference) + [
+        ("sampler", {"laplace_inverse_cdf": dptext_transform}),
+        ("mechanism", {"mean_sensitivity": lambda m, k: k, "private_mean": lambda X, epsilon, *, rng: X.mean(axis=0)}),
+        ("audit", {"verdicts": {"A": "no evidence", "B": "no evidence"}, "evidence": reference["audit"]["evidence"],
+                   "diagnosis": "one-sided", "justification": "too short"}),
+    ]
+    for name, ns in cases:
+        for q in ASSIGNMENTS[name].questions:
+            if not all(n in ns for n in q.needs):
+                continue
+            report = check(name, q.name, *(ns[n] for n in q.needs)).report()
+            for text in ANSWER_TEXT[name]:
+                assert text not in report, (name, q.name, text, report)
+
+
+def test_question_labels_are_neutral() -> None:
+    for a in ASSIGNMENTS.values():
+        for q in a.questions:
+            assert not any(word in q.title.lower() for word in ("broken", "violat", "wrong", " of a", " of b")), q.title
+
+
+def test_justification_is_graded_on_key_facts() -> None:
+    from dptutor.grading.audit import separates_candidates
+
+    full = ("At n = 3 all candidates add noise of different scales. The one-sided and half-scale candidates "
+            "give losses outside the 95% confidence interval of the mystery's loss; the ℓ2 candidate, with "
+            "scale √n/ε, matches it.")
+    assert check("audit", "q4", full, hidden=True).score == 1
+    partial = ("I compared the mystery with the candidates at n = 4 and the one-sided one was very different, "
+               "so the answer follows from the tables I printed above.")
+    fb = check("audit", "q4", partial, hidden=True)
+    assert fb.score == 0.0, fb.report()  # n = 4 does not separate; one candidate only; no error; no scale
+    assert check("audit", "q4", None).status == "not implemented"
+    assert "between 15 and 250" in check("audit", "q4", "l2 because sqrt").report()
+    assert [n for n in range(1, 10) if not separates_candidates(n)] == [1, 2, 4]
+
+
+def test_make_lab_opens_the_assignments_and_its_environment_executes_a_notebook(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    dry = subprocess.run(["make", "-n", "lab", "lab-check"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert dry.returncode == 0, dry.stderr
+    assert "jupyterlab==" in dry.stdout and "--notebook-dir=book/assignments" in dry.stdout
+    assert "jupytext" in dry.stdout and "--execute" in dry.stdout
+    # What lab-check runs after installing JupyterLab: the environment's kernel executes a notebook.
+    out = tmp_path / "sampler.ipynb"
+    bin_dir = Path(sys.executable).parent
+    proc = subprocess.run([str(bin_dir / "jupytext"), "--to", "ipynb", "--execute", str(ASSIGNMENT_DIR / "sampler.md"),
+                           "-o", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "not implemented yet" in out.read_text()

@@ -116,8 +116,9 @@ def wrong_answers(reference: dict) -> list[tuple[str, dict]]:
         ("mechanism", {"mean_sensitivity": lambda m, k: np.sqrt(k) / m, "private_mean": per_coordinate}),
         ("mechanism", {"mean_sensitivity": lambda m, k: k / m, "private_mean": mutating}),
         ("audit", {"verdicts": {"A": "no evidence", "B": "violates"},
-                   "evidence": {"A": audit["evidence"]["B"], "B": audit["evidence"]["A"]}, "diagnosis": "half-scale"}),
-        ("audit", {"verdicts": "violates", "evidence": [1, 2], "diagnosis": 3}),
+                   "evidence": {"A": audit["evidence"]["B"], "B": audit["evidence"]["A"]}, "diagnosis": "half-scale",
+                   "justification": "At n = 2 the half-scale candidate matched the table exactly, digit for digit, so it is that one."}),
+        ("audit", {"verdicts": "violates", "evidence": [1, 2], "diagnosis": 3, "justification": 3}),
     ]
 
 
@@ -205,6 +206,28 @@ def test_a_record_that_does_not_match_the_graders_inputs_scores_zero(tmp_path: P
     assert fb.score == 0 and fb.status == "error" and "does not match" in fb.report()
 
 
+def test_result_objects_of_dptutor_are_rebuilt_through_their_constructor(tmp_path: Path) -> None:
+    from dptutor.grading.feedback import Finding
+    from dptutor.grading.record import _Writer, load_timed
+
+    writer = _Writer()
+    value = {"ok": Finding(True, "fine"), "forged": {"k": "dataclass"}}
+    writer.save(str(tmp_path / "r.npz"), {"version": 1, "value": writer.encode(value)})
+    got = _decode_value(load_timed(str(tmp_path / "r.npz")))
+    assert got == value
+    # A forged tree naming a class outside dptutor is refused by the parser.
+    meta = {"version": 1, "value": {"k": "dataclass", "module": "os", "name": "system", "fields": []}}
+    writer.save(str(tmp_path / "f.npz"), meta)
+    with pytest.raises(RecordError):
+        load_timed(str(tmp_path / "f.npz"))
+
+
+def _decode_value(record):
+    from dptutor.grading import record as rec
+
+    return getattr(rec, "_decode")(record.meta["value"], record.arrays)
+
+
 def test_scores_are_clamped_to_the_points() -> None:
     assert runner._clamp(1000.0, 2.0) == 2.0
     assert runner._clamp(-3.0, 2.0) == 0.0
@@ -253,7 +276,11 @@ def test_output_arguments_are_checked_before_grading(tmp_path: Path) -> None:
         proc = run_cli("grade", "sampler", str(folder), *extra)
         assert proc.returncode == 2, proc.stderr
         assert expected in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
-    assert time.monotonic() - started < 30
+    # The old entry point still works, with the same checks.
+    proc = subprocess.run([sys.executable, "-m", "dptutor.grading", "grade", "sampler", str(folder), "--csv",
+                           str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "is a folder" in proc.stderr, proc.stderr
+    assert time.monotonic() - started < 40
     assert not (tmp_path / "s.csv").exists()
 
 
@@ -278,7 +305,10 @@ def _forged(*args, **kwargs):  # print a score of 1000 for every question, whate
     for q in ("q1", "q2", "q3"):
         _real_print("DPTUTOR-RESULT-0000000000000000 " + json.dumps(
             {"question": q, "score": 1000, "points": 1000, "status": "graded", "messages": []}))
-g.grade_in_kernel = lambda *a, **k: _forged()
+def _grade_in_kernel(assignment, question, namespace, token):  # the old grader's hook, forged
+    _real_print(token + json.dumps({"question": question, "score": 1000, "points": 1000, "status": "graded",
+                                    "messages": []}), flush=True)
+g.grade_in_kernel = _grade_in_kernel
 builtins.print = lambda *a, **k: (_forged(), _real_print(*a, **k))
 '''
 
@@ -398,7 +428,7 @@ verdicts = {"A": "violates", "B": "violates"}'''
         'evidence = {"A": None, "B": None}\nverdicts = {"A": None, "B": None}', forged_evidence).replace(
         "diagnosis = None", 'diagnosis = "l2"'))
 
-    limits = {"sampler": ("10", "25"), "mechanism": ("60", "300"), "audit": ("60", "300")}
+    limits = {"sampler": ("5", "15"), "mechanism": ("60", "300"), "audit": ("60", "300")}
     procs = {
         name: subprocess.Popen(
             [sys.executable, "-m", "dptutor", "grade", name, str(folder), "--csv", str(tmp_path / f"{name}.csv"),
@@ -436,7 +466,7 @@ verdicts = {"A": "violates", "B": "violates"}'''
     with pytest.raises(ProcessLookupError):
         os.kill(helper, 0)
     assert scores["crash.md"] == 0 and "RuntimeError: boom" in s["crash.md"]["messages"]
-    assert scores["loop.md"] == 0 and "longer than 10 s" in s["loop.md"]["messages"]
+    assert scores["loop.md"] == 0 and "longer than 5 s" in s["loop.md"]["messages"]
 
     m = rows["mechanism"]["patched.md"]
     honest = {"mean_sensitivity": lambda m, k: k / m, "private_mean": per_coordinate}
@@ -445,7 +475,7 @@ verdicts = {"A": "violates", "B": "violates"}'''
     honest = {"verdicts": {"A": "violates", "B": "violates"},
               "evidence": {"A": AuditResult.from_counts([[10, 99_990], [99_990, 10]], n=2, epsilon=1.0, seed=1)} | {
                   "B": AuditResult.from_counts([[10, 99_990], [99_990, 10]], n=2, epsilon=1.0, seed=1)},
-              "diagnosis": "l2"}
+              "diagnosis": "l2", "justification": None}
     assert float(f["total"]) <= honest_total("audit", honest) and "does not reproduce" in f["messages"], f
 
 
@@ -521,3 +551,43 @@ def test_a_submission_that_kills_the_grader_costs_only_itself(tmp_path: Path) ->
     rows = {r[0]: r for r in valid_rows(csv_path)}
     assert sorted(rows) == ["a.md", "b.md"]
     assert "stopped abruptly" in rows["b.md"][5] and float(rows["b.md"][4]) == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Gradescope: the otter-grader export (skipped unless the dptutor[otter] extra is installed)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_otter_export_grades_correct_blank_and_looping_submissions(tmp_path: Path) -> None:
+    pytest.importorskip("otter")
+    import shutil
+
+    import nbformat
+
+    otter = [sys.executable, "-m", "otter"]
+    export = run_cli("export-otter", "sampler", str(tmp_path), "--time-limit", "5")
+    assert export.returncode == 0, export.stderr
+    subprocess.run([*otter, "assign", "sampler.ipynb", "dist"], cwd=tmp_path, check=True, capture_output=True,
+                   timeout=300)
+    zips = list((tmp_path / "dist" / "autograder").glob("*.zip"))
+    assert len(zips) == 1
+    student = nbformat.read(tmp_path / "dist" / "student" / "sampler.ipynb", as_version=4)
+    assert "BEGIN SOLUTION" not in json.dumps(student) and "np.where(lower" not in json.dumps(student)
+    looping = tmp_path / "looping.ipynb"
+    for cell in student.cells:
+        if cell.cell_type == "code" and "def laplace_inverse_cdf" in cell.source:
+            cell.source = cell.source.replace("    ...", "    while True:\n        pass")
+    nbformat.write(student, looping)
+    submissions = {"correct": tmp_path / "dist" / "autograder" / "sampler.ipynb",
+                   "blank": tmp_path / "dist" / "student" / "sampler.ipynb", "looping": looping}
+    scores = {}
+    for label, path in submissions.items():
+        out = tmp_path / f"run-{label}"
+        out.mkdir()
+        shutil.copy(path, out / "submission.ipynb")
+        subprocess.run([*otter, "run", "-a", str(zips[0]), "-o", str(out), str(out / "submission.ipynb")],
+                       cwd=tmp_path, capture_output=True, timeout=300)
+        results = json.loads((out / "results.json").read_text())
+        scores[label] = sum(t.get("score", 0) for t in results["tests"])
+    print("otter scores:", scores)
+    assert scores["correct"] == 4 and scores["blank"] == 0 and scores["looping"] == 0

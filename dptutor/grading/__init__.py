@@ -47,6 +47,14 @@ Adding an assignment (say ``pair_audit``)
    ``Finding(None, ...)`` for an answer that the feedback records but only grading judges.
 2. Add one line, ``"pair_audit",``, to :data:`~dptutor.grading.registry.ASSIGNMENT_MODULES`.
 
+When grading, the student's objects reach the check through :mod:`~dptutor.grading.record`:
+functions as recorded calls (their arguments may be numbers, strings, numpy arrays and
+``numpy.random.Generator``; results the same, or lists, dicts and dataclasses of dptutor), values as
+plain data: ``str``, numbers, lists, dicts, numpy arrays, an ``AuditResult`` (rebuilt from its counts)
+or any other dataclass defined in a ``dptutor`` module (rebuilt through its constructor).  Hidden
+parameters come from ``hidden_rng(hidden)`` (:mod:`~dptutor.grading.feedback`): ``hidden`` is an int
+drawn fresh for each submission.
+
 That is all the code: the CLI (``grade pair_audit``), ``release`` and the tests that loop over
 :data:`ASSIGNMENTS` pick it up.  The notebooks are content, not code: write
 ``book/assignments/instructor/pair_audit.md`` (solutions between ``BEGIN SOLUTION`` / ``END
@@ -102,6 +110,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m dptutor.grading grade ...`` or ``release``: the same as ``python -m dptutor ...``."""
     from dptutor.cli import main as cli_main
 
+    if argv is not None and (isinstance(argv, (str, bytes)) or not all(isinstance(a, str) for a in argv)):
+        raise TypeError("argv must be a sequence of str")
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] not in ("grade", "release", "-h", "--help"):
         print(f"python -m dptutor.grading: expected 'grade' or 'release', got {args[0]!r}", file=sys.stderr)

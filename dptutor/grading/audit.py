@@ -8,6 +8,8 @@ a diagnosis): the checks replay the evidence from its recorded seed.
 from __future__ import annotations
 
 import math
+import re
+import unicodedata
 import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -15,12 +17,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dptutor._validate import check_float_array, check_positive, check_rng
+from dptutor._validate import check_batch, check_int, check_positive
 from dptutor.audit import AuditResult, estimate_loss
 from dptutor.grading.feedback import Assignment, Finding, NotAnswered, Question
-from dptutor.mechanisms import laplace_mechanism
+from dptutor.mechanisms import add_laplace_noise
 
-__all__ = ["ASSIGNMENT", "AUDIT_EPSILON", "AUDIT_CONFIDENCE", "VERDICTS", "DIAGNOSES", "mystery_a", "mystery_b"]
+__all__ = ["ASSIGNMENT", "AUDIT_EPSILON", "AUDIT_CONFIDENCE", "VERDICTS", "DIAGNOSES", "JUSTIFICATION_WORDS",
+           "mystery_a", "mystery_b", "separates_candidates"]
 
 #: The privacy budget both mystery mechanisms claim.
 AUDIT_EPSILON = 1.0
@@ -41,14 +44,12 @@ _AUDIT_MAX_TRIALS = 5_000_000
 
 def mystery_a(x: NDArray, epsilon: float, rng: np.random.Generator) -> NDArray[np.float64]:
     """Mystery mechanism A: a local-DP release of ``x`` (shape ``(trials, n)``) claiming epsilon-DP."""
-    # Lap(0, sqrt(n)/epsilon) is the Laplace mechanism's Lap(0, n/epsilon') at epsilon' = epsilon sqrt(n).
-    x = check_float_array(x, "x", ndim=2)
-    return laplace_mechanism(x, check_positive(epsilon, "epsilon") * math.sqrt(x.shape[1]), check_rng(rng))
+    return add_laplace_noise(x, math.sqrt(check_batch(x).shape[1]) / check_positive(epsilon, "epsilon"), rng)
 
 
 def mystery_b(x: NDArray, epsilon: float, rng: np.random.Generator) -> NDArray[np.float64]:
     """Mystery mechanism B: a local-DP release of ``x`` (shape ``(trials, n)``) claiming epsilon-DP."""
-    return laplace_mechanism(x, epsilon, rng)
+    return add_laplace_noise(x, check_batch(x).shape[1] / check_positive(epsilon, "epsilon"), rng)
 
 
 def _verdict(verdicts: Any, key: str) -> str:
@@ -93,7 +94,7 @@ def _replay(result: Any, mechanism: Callable, label: str, minimum_trials: int) -
 
 
 def _pending(what: str, value: str) -> Finding:
-    return Finding(None, f"{what} recorded ({value!r}); whether it is right is graded after you submit")
+    return Finding(None, f"{what} recorded ({value!r}); graded after submission")
 
 
 def _bound_agrees(result: Any, verdict: str, label: str) -> Finding:
@@ -183,8 +184,60 @@ def _audit_diagnosis(diagnosis: Any, *, hidden: bool = False) -> list[Finding]:
                            "at the same n and seed to compare the count tables.")]
 
 
+
+def separates_candidates(n: int) -> bool:
+    """Whether the four candidates' noise scales (n, 1, sqrt(n), n/2, times 1/epsilon for the
+    two-sided ones) are pairwise different at dimension ``n``: not at n = 1 (l2 = sensitivity-1),
+    n = 2 (half-scale = sensitivity-1) or n = 4 (half-scale = l2)."""
+    n = check_int(n, "n", minimum=1)
+    return n >= 3 and n != 4
+
+
+#: Words a justification should have, at least and at most.
+JUSTIFICATION_WORDS = (15, 250)
+
+# The key facts a justification of the diagnosis must state, each with a neutral description (what
+# the grader looked for, without the answer) and the ways of saying it that are accepted.  Matching
+# is case-insensitive on a normalised text (unicode roots and ells spelled out), generous with
+# synonyms, and every fact earns the same share; the CSV lists the facts found so that an
+# instructor can read the text and override.
+_FACTS: tuple[tuple[str, Callable[[str], bool]], ...] = (
+    ("a dimension n at which the candidates' scales all differ (not n = 1, 2 or 4)",
+     lambda text: any(separates_candidates(int(m)) for m in re.findall(r"\bn\s*(?:=|==|of)\s*(\d{1,4})\b", text))),
+    ("a comparison with at least two of the other candidates",
+     lambda text: sum(bool(re.search(p, text)) for p in (r"one[- ]sided", r"sensitivity[- ]?1", r"half[- ]scale|half the")) >= 2),
+    ("that the count tables or losses agree only up to sampling error (confidence intervals, bounds)",
+     lambda text: bool(re.search(r"confidence|interval|sampling|statistic|lower bound|upper bound|error|significan|noise in the estimate", text))),
+    ("which noise scale the broken mechanism's losses fit",
+     lambda text: bool(re.search(r"sqrt|square root|\bl2\b|l_2|l-2", text))),
+)
+
+
+def _normalise(text: str) -> str:
+    text = unicodedata.normalize("NFKC", text).lower()
+    return text.replace("√", " sqrt ").replace("ℓ", "l").replace("\u2082", "2")
+
+
+def _audit_justification(justification: Any, *, hidden: bool | int = False) -> list[Finding]:
+    """Free text, graded after submission on required key facts (:data:`_FACTS`)."""
+    if justification is None or (isinstance(justification, str) and not justification.strip()):
+        raise NotAnswered("no justification yet")
+    if not isinstance(justification, str):
+        return [Finding(False, f"justification should be a string (text), got {type(justification).__name__}")]
+    words = len(justification.split())
+    low, high = JUSTIFICATION_WORDS
+    if not low <= words <= high:
+        return [Finding(False, f"the justification has {words} words; write between {low} and {high}")]
+    if not hidden:
+        return [_pending("justification", f"{words} words")]
+    text = _normalise(justification)
+    return [Finding(True, f"states {what}") if found(text) else Finding(False, f"does not state {what}")
+            for what, found in _FACTS]
+
+
 ASSIGNMENT = Assignment("audit", "Auditing two mystery mechanisms", "audit.md", (
     Question("q1", "mechanism A", 2.0, ("verdicts", "evidence"), _audit_a),
     Question("q2", "mechanism B", 2.0, ("verdicts", "evidence"), _audit_b),
-    Question("q3", "diagnosis of A", 1.0, ("diagnosis",), _audit_diagnosis),
+    Question("q3", "diagnosis", 1.0, ("diagnosis",), _audit_diagnosis),
+    Question("q4", "justification", 1.0, ("justification",), _audit_justification),
 ))

@@ -18,6 +18,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from dptutor._validate import (MAX_ELEMENTS, check_callable, check_choice, check_float_array, check_int,
+                               check_positive, check_real, is_bool)
+
 __all__ = [
     "Finding",
     "Feedback",
@@ -42,6 +45,8 @@ __all__ = [
 REPORT_WIDTH = 86
 #: Significance level of every Kolmogorov-Smirnov test in the checks.
 KS_ALPHA = 1e-3
+#: What a Feedback's status can be.
+STATUSES = ("graded", "not implemented", "missing", "error", "timeout", "not run")
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,12 @@ class Finding:
 
     passed: bool | None
     message: str
+
+    def __post_init__(self) -> None:
+        if self.passed is not None and not is_bool(self.passed):
+            raise TypeError(f"passed must be True, False or None, got {type(self.passed).__name__}")
+        if not isinstance(self.message, str):
+            raise TypeError(f"message must be a str, got {type(self.message).__name__}")
 
 
 @dataclass(frozen=True)
@@ -73,13 +84,33 @@ class Feedback:
     findings: tuple[Finding, ...] = ()
     status: str = "graded"
 
+    def __post_init__(self) -> None:
+        for name in ("assignment", "question", "title"):
+            if not isinstance(getattr(self, name), str):
+                raise TypeError(f"{name} must be a str, got {type(getattr(self, name)).__name__}")
+        points = check_real(self.points, "points", low=0.0)
+        check_real(self.score, "score", low=0.0, high=points)
+        if not isinstance(self.findings, tuple) or not all(isinstance(f, Finding) for f in self.findings):
+            raise TypeError("findings must be a tuple of Finding")
+        check_choice(self.status, "status", STATUSES)
+
     @property
     def messages(self) -> list[str]:
         """The sentences a student should read: failed findings, or why nothing was graded."""
         return [f.message for f in self.findings if f.passed is False]
 
+    @property
+    def pending(self) -> bool:
+        """Whether part of the answer is only recorded here and graded after submission."""
+        return any(f.passed is None for f in self.findings)
+
     def report(self) -> str:
-        head = f"{self.question} ({self.title}): {fmt_points(self.score)} / {fmt_points(self.points)} points"
+        """The text a student reads.  A question with a part graded after submission shows no score
+        (a partial score there would contradict the final grade)."""
+        if self.pending and self.status == "graded":
+            head = f"{self.question} ({self.title}): recorded; graded after submission"
+        else:
+            head = f"{self.question} ({self.title}): {fmt_points(self.score)} / {fmt_points(self.points)} points"
         if self.status != "graded":
             head += f" [{self.status}]"
         lines = [head]
@@ -112,6 +143,16 @@ class Question:
     needs: tuple[str, ...]
     check: Callable[..., list[Finding]]
 
+    def __post_init__(self) -> None:
+        for name in ("name", "title"):
+            if not isinstance(getattr(self, name), str) or not getattr(self, name):
+                raise TypeError(f"{name} must be a non-empty str, got {getattr(self, name)!r}")
+        check_positive(self.points, "points")
+        if not isinstance(self.needs, tuple) or not self.needs or not all(
+                isinstance(n, str) and n.isidentifier() for n in self.needs):
+            raise TypeError(f"needs must be a non-empty tuple of identifiers, got {self.needs!r}")
+        check_callable(self.check, "check", "check(*objects, hidden=False)")
+
 
 @dataclass(frozen=True)
 class Assignment:
@@ -122,11 +163,24 @@ class Assignment:
     notebook: str  # the student notebook, relative to book/assignments/
     questions: tuple[Question, ...]
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.isidentifier():
+            raise TypeError(f"name must be an identifier, got {self.name!r}")
+        if not isinstance(self.title, str) or not isinstance(self.notebook, str) or not self.notebook.endswith(".md"):
+            raise TypeError("title must be a str and notebook a .md file name")
+        if not isinstance(self.questions, tuple) or not self.questions or not all(
+                isinstance(q, Question) for q in self.questions):
+            raise TypeError("questions must be a non-empty tuple of Question")
+        if len({q.name for q in self.questions}) != len(self.questions):
+            raise ValueError("questions must have distinct names")
+
     @property
     def points(self) -> float:
         return sum(q.points for q in self.questions)
 
     def question(self, name: str) -> Question:
+        if not isinstance(name, str):
+            raise TypeError(f"question must be a str, got {type(name).__name__}")
         for q in self.questions:
             if q.name == name:
                 return q
@@ -139,11 +193,15 @@ class NotAnswered(Exception):
 
 
 def fmt_points(x: float) -> str:
-    return f"{x:g}"
+    """A number of points as printed: ``2``, ``0.67``."""
+    return f"{check_real(x, 'x'):g}"
 
 
 def score(findings: Sequence[Finding], points: float) -> float:
     """Equal weight per finding, rounded to hundredths of a point."""
+    points = check_real(points, "points", low=0.0)
+    if isinstance(findings, (str, bytes)) or not all(isinstance(f, Finding) for f in findings):
+        raise TypeError("findings must be a sequence of Finding")
     if not findings:
         return 0.0
     return round(points * sum(f.passed is True for f in findings) / len(findings), 2)
@@ -154,6 +212,7 @@ def call(fn: Callable, *args: Any, **kwargs: Any) -> tuple[Any, BaseException | 
 
     ``NotImplementedError`` propagates: it means the stub is still in place.
     """
+    check_callable(fn, "fn")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with np.errstate(all="ignore"):
@@ -166,6 +225,9 @@ def call(fn: Callable, *args: Any, **kwargs: Any) -> tuple[Any, BaseException | 
 
 
 def describe(exc: BaseException) -> str:
+    """``"TypeName: message"`` for a student's exception, with a hint for the commonest numpy slip."""
+    if not isinstance(exc, BaseException):
+        raise TypeError(f"exc must be an exception, got {type(exc).__name__}")
     text = f"{type(exc).__name__}: {exc}"
     if "truth value of an array" in str(exc):
         text += " (an `if` on a whole array: use (u <= 0).any() or np.where)"
@@ -173,6 +235,9 @@ def describe(exc: BaseException) -> str:
 
 
 def as_floats(value: Any) -> NDArray[np.float64] | None:
+    """``value`` as a float64 array, or None if it is not numbers (``None`` is not NaN here)."""
+    if value is None:
+        return None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -182,6 +247,11 @@ def as_floats(value: Any) -> NDArray[np.float64] | None:
 
 
 def expect_value_error(call: str, value: Any, exc: BaseException | None, why: str) -> Finding:
+    """The finding for a call that had to raise ``ValueError``."""
+    if not isinstance(call, str) or not isinstance(why, str):
+        raise TypeError("call and why must be str")
+    if exc is not None and not isinstance(exc, BaseException):
+        raise TypeError(f"exc must be an exception or None, got {type(exc).__name__}")
     if isinstance(exc, ValueError):
         return Finding(True, f"{call} raises ValueError")
     if exc is not None:
@@ -223,13 +293,15 @@ class SpyArray(np.ndarray):
 
 def spy_array(values: NDArray[np.float64]) -> SpyArray:
     """A fresh :class:`SpyArray` view of ``values`` (not touched yet)."""
-    spy = np.asarray(values).view(SpyArray)
+    spy = check_float_array(values, "values", allow_nan=True).view(SpyArray)
     spy._flag = [False]
     return spy
 
 
 def uniforms(seed: int, size: int) -> NDArray[np.float64]:
     """``size`` uniforms in the open interval (0, 1) (``rng.random`` can return 0, never 1)."""
+    seed = check_int(seed, "seed", minimum=0)
+    size = check_int(size, "size", minimum=0, maximum=MAX_ELEMENTS)
     u = np.random.default_rng(seed).random(size)
     u[u == 0.0] = 0.5  # probability 2^-53 per draw; keeps u inside the open interval
     return u
@@ -243,6 +315,7 @@ def hidden_rng(hidden: bool | int) -> np.random.Generator | None:
     """Where a check draws its hidden parameters: None for the notebook's feedback (``hidden`` false),
     else a Generator seeded by ``hidden`` (an int drawn fresh per submission by the runner; ``True``
     means a fixed seed, for tests)."""
-    if not hidden:
-        return None
-    return np.random.default_rng(DEFAULT_HIDDEN_SEED if hidden is True else int(hidden))
+    if is_bool(hidden):
+        return np.random.default_rng(DEFAULT_HIDDEN_SEED) if hidden else None
+    hidden = check_int(hidden, "hidden", minimum=0)
+    return np.random.default_rng(hidden) if hidden else None

@@ -24,7 +24,7 @@ __all__ = ["ASSIGNMENT"]
 def _sensitivity_cases(hidden: bool | int) -> list[tuple[int, int]]:
     rng = hidden_rng(hidden)
     if rng is None:
-        return [(1, 1), (10, 1), (100, 3), (50, 20)]
+        return [(1, 4), (10, 1), (100, 3), (50, 20)]
     # One record, one coordinate, and random sizes: m in [2, 2000], k in [2, 64].
     return [(1, int(rng.integers(2, 65))), (int(rng.integers(2, 2001)), 1),
             *((int(rng.integers(2, 2001)), int(rng.integers(2, 65))) for _ in range(2))]
@@ -188,12 +188,12 @@ def _mechanism_interface(f: Callable, *, hidden: bool | int = False) -> list[Fin
         ("epsilon = nan", (data, math.nan), (data, math.nan)),
         ("epsilon = inf", (data, math.inf), (data, math.inf)),
         ("a value above 1", (np.vstack([data, np.full((1, 4), 1.5)]), 1.0),
-         (np.vstack([other, data, other + 0.5 + 1e-9]), 2.0)),
-        ("a value below 0", (np.vstack([data, np.full((1, 4), -0.1)]), 1.0), (np.vstack([other - 0.5 - 1e-9, data]), 0.5)),
+         (np.vstack([other, data, other + 0.5 + 1e-9]), 1.0)),
+        ("a value below 0", (np.vstack([data, np.full((1, 4), -0.1)]), 1.0), (np.vstack([other - 0.5 - 1e-9, data]), 1.0)),
         ("a nan record", (np.vstack([data, np.full((1, 4), math.nan)]), 1.0),
-         (np.vstack([data[:3], [[0.2, math.nan, 0.1, 0.3]], data[3:]]), 3.0)),
-        ("a 1-D X", (data[:, 0], 1.0), (data[0], 2.0)),
-        ("an empty dataset (m = 0)", (np.empty((0, 4)), 1.0), (np.empty((0, 2)), 0.5)),
+         (np.vstack([data[:3], [[0.2, math.nan, 0.1, 0.3]], data[3:]]), 1.0)),
+        ("a 1-D X", (data[:, 0], 1.0), (data[0], 1.0)),
+        ("an empty dataset (m = 0)", (np.empty((0, 4)), 1.0), (np.empty((0, 2)), 1.0)),
     ]
     for label, shown, secret in kinds:
         X, eps = secret if hidden else shown

@@ -29,7 +29,9 @@ Without a grading session (the notebook's feedback) both helpers measure in-proc
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import hashlib
+import importlib
 import io
 import json
 import math
@@ -46,6 +48,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from dptutor._validate import check_callable, check_int, check_positive
 from dptutor.grading.feedback import SpyArray, call, uniforms
 
 __all__ = [
@@ -61,6 +64,7 @@ __all__ = [
     "load_record",
     "load_timed",
     "replay_question",
+    "Record",
 ]
 
 #: The largest record file the grader reads (bytes), and the largest array in it (elements).
@@ -72,9 +76,11 @@ _MAX_CALLS = 20_000
 _MAX_TEXT = 4000
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
 _MEMBER = re.compile(r"^(meta|a[0-9]{1,6})\.npy$")
+# Result objects are rebuilt only from dataclasses of dptutor's own modules.
+_DATACLASS_MODULE = re.compile(r"^dptutor(\.[A-Za-z_][A-Za-z0-9_]*){1,3}$")
 
 
-class RecordError(Exception):
+class RecordError(ValueError):
     """The data a kernel wrote cannot be parsed or fails validation (the question scores 0)."""
 
 
@@ -90,9 +96,22 @@ class RecordMismatch(BaseException):
 _SESSION: contextvars.ContextVar[Any] = contextvars.ContextVar("dptutor_grading_session", default=None)
 
 
+def _check_spec(spec: Any) -> list[tuple[int, int]]:
+    if isinstance(spec, (str, bytes)) or not isinstance(spec, Sequence):
+        raise TypeError(f"spec must be a list of (seed, count) pairs, got {type(spec).__name__}")
+    parts = []
+    for part in spec:
+        if isinstance(part, (str, bytes)) or not isinstance(part, Sequence) or len(part) != 2:
+            raise TypeError("spec must be a list of (seed, count) pairs")
+        parts.append((check_int(part[0], "spec seed", minimum=0), check_int(part[1], "spec count", minimum=0)))
+    if sum(c for _, c in parts) > MAX_ARRAY_ELEMENTS:
+        raise ValueError(f"spec asks for more than {MAX_ARRAY_ELEMENTS:,} uniforms")
+    return parts
+
+
 def make_uniforms(spec: Sequence[Sequence[int]]) -> NDArray[np.float64]:
     """The uniforms of a timed request: ``spec`` is a list of ``(seed, count)`` parts, concatenated."""
-    parts = [uniforms(int(seed), int(count)) for seed, count in spec]
+    parts = [uniforms(seed, count) for seed, count in _check_spec(spec)]
     return np.concatenate(parts) if parts else np.empty(0)
 
 
@@ -115,6 +134,9 @@ def measure(f: Callable, spec: Sequence[Sequence[int]], *args: Any,
     scaled up, stops a hopeless case at ``cap`` seconds).  While recording, nothing runs (the
     runner times the call in a cell of its own); in the replay, the runner's measurement is used.
     """
+    check_callable(f, "f")
+    spec = _check_spec(spec)
+    cap = check_positive(cap, "cap")
     session = _SESSION.get()
     if isinstance(session, _Recorder):
         return session.request_timing(f, spec, args)
@@ -154,6 +176,8 @@ def reference_seconds(reference: Callable, spec: Sequence[Sequence[int]], *args:
 
     While recording in a kernel it returns NaN without running (the replay measures it again).
     """
+    check_callable(reference, "reference")
+    spec = _check_spec(spec)
     if isinstance(_SESSION.get(), _Recorder):
         return math.nan
     best = math.inf
@@ -236,6 +260,13 @@ class _Writer:
             seed = list(value.seed) if isinstance(value.seed, tuple) else value.seed
             return {"k": "audit", "a": self.array(np.asarray(value.counts, dtype=np.int64)), "n": int(value.n),
                     "epsilon": float(value.epsilon), "seed": seed, "mechanism": str(value.mechanism)[:200]}
+        if (dataclasses.is_dataclass(value) and not isinstance(value, type) and depth < 4
+                and _DATACLASS_MODULE.match(type(value).__module__) and _IDENTIFIER.match(type(value).__qualname__)):
+            # A result object of dptutor (an assignment's answer, say): its fields, rebuilt by the grader
+            # through the class's own constructor (and its checks).
+            return {"k": "dataclass", "module": type(value).__module__, "name": type(value).__qualname__,
+                    "fields": [[f.name, self.encode(getattr(value, f.name), depth + 1)]
+                               for f in dataclasses.fields(value) if f.init]}
         if depth < 4 and isinstance(value, (list, tuple)):
             kind = "list" if isinstance(value, list) else "tuple"
             try:
@@ -351,11 +382,20 @@ def _plain(args: Sequence[Any]) -> list[Any]:
     return out
 
 
+def _check_namespace_and_path(namespace: Any, path: Any) -> None:
+    if not isinstance(namespace, Mapping):
+        raise TypeError(f"namespace must be a mapping (globals()), got {type(namespace).__name__}")
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a path, got {type(path).__name__}")
+
+
 def record_cell(namespace: Mapping[str, Any], assignment: str, question: str, hidden: int, path: str) -> None:
     """Kernel side of one hidden check: drive the check, write what the student's code did to ``path``."""
     from dptutor.grading.registry import get_assignment
 
     q = get_assignment(assignment).question(question)
+    _check_namespace_and_path(namespace, path)
+    hidden = check_int(hidden, "hidden", minimum=0)
     recorder = _Recorder()
     meta: dict[str, Any] = {"version": 1, "question": question, "needs": {}, "calls": recorder.calls,
                             "timed": recorder.timed}
@@ -388,6 +428,10 @@ def record_cell(namespace: Mapping[str, Any], assignment: str, question: str, hi
 def timed_cell(namespace: Mapping[str, Any], name: str, spec: Sequence[Sequence[int]], args: Sequence[Any],
                path: str) -> None:
     """Kernel side of a timed request: ``namespace[name](uniforms, *args)``, the output written to ``path``."""
+    _check_namespace_and_path(namespace, path)
+    if not isinstance(name, str) or name not in namespace:
+        raise ValueError(f"name must be a name defined in namespace, got {name!r}")
+    args = _plain(args)
     writer = _Writer()
     u = make_uniforms(spec)
     entry: dict[str, Any] = {"version": 1}
@@ -538,6 +582,15 @@ def _check_value(tree: Any, arrays: Mapping[int, np.ndarray], depth: int = 0) ->
             _expect(isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str) and len(pair[0]) <= 200,
                     "a recorded dict key is malformed")
             _check_value(pair[1], arrays, depth + 1)
+    elif k == "dataclass":
+        fields = tree.get("fields")
+        _expect(isinstance(tree.get("module"), str) and bool(_DATACLASS_MODULE.match(tree["module"]))
+                and isinstance(tree.get("name"), str) and bool(_IDENTIFIER.match(tree["name"]))
+                and isinstance(fields, list) and len(fields) <= 100, "a recorded result object is malformed")
+        for pair in fields:
+            _expect(isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)
+                    and bool(_IDENTIFIER.match(pair[0])), "a recorded result object's field is malformed")
+            _check_value(pair[1], arrays, depth + 1)
     elif k in ("function", "opaque"):
         _expect(isinstance(tree.get("name", tree.get("type")), str) and len(str(tree.get("repr", ""))) <= 200
                 and bool(_IDENTIFIER.match(tree.get("name", tree.get("type")) or "_")), "a recorded object is malformed")
@@ -587,6 +640,10 @@ def _check_request(req: Any, needs: Sequence[str]) -> None:
 
 def load_record(path: str, needs: Sequence[str]) -> Record:
     """Parse and validate the file a record cell wrote (:class:`RecordError` if anything is off)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a path, got {type(path).__name__}")
+    if isinstance(needs, str) or not all(isinstance(n, str) for n in needs):
+        raise TypeError("needs must be a sequence of names")
     meta, arrays = _parse_npz(_read_regular(path, MAX_RECORD_BYTES))
     _validate_record(meta, arrays, needs)
     return Record(meta, arrays)
@@ -594,6 +651,8 @@ def load_record(path: str, needs: Sequence[str]) -> Record:
 
 def load_timed(path: str) -> Record:
     """Parse and validate the file a timed cell wrote."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a path, got {type(path).__name__}")
     meta, arrays = _parse_npz(_read_regular(path, MAX_RECORD_BYTES))
     _expect(("raised" in meta) != ("value" in meta), "the timed result has neither or both of a value and an exception")
     if "raised" in meta:
@@ -641,6 +700,15 @@ def _decode(tree: dict[str, Any], arrays: Mapping[int, np.ndarray]) -> Any:
                                            mechanism=tree["mechanism"])
         except (TypeError, ValueError) as exc:
             return _opaque("AuditResult", f"<an AuditResult that is not valid: {exc}>")
+    if k == "dataclass":
+        try:
+            module = importlib.import_module(tree["module"])
+            cls = getattr(module, tree["name"])
+            if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+                raise TypeError("not a dataclass")
+            return cls(**{name: _decode(sub, arrays) for name, sub in tree["fields"]})
+        except Exception as exc:  # noqa: BLE001 -- the student's data did not make a valid object
+            return _opaque(tree["name"], f"<a {tree['name']} that is not valid: {type(exc).__name__}: {exc}>"[:200])
     if k == "function":
         return _opaque("function", f"<function {tree['name']}>")
     return _opaque(tree["type"], tree["repr"])
@@ -726,6 +794,9 @@ def replay_question(assignment: str, question: str, record: Record, hidden: int)
 
     a = get_assignment(assignment)
     q = a.question(question)
+    if not isinstance(record, Record):
+        raise TypeError(f"record must be a Record (from load_record), got {type(record).__name__}")
+    hidden = check_int(hidden, "hidden", minimum=0)
     missing = record.meta["missing"]
     if missing:
         return Feedback(a.name, q.name, q.title, 0.0, q.points, status="missing", findings=(Finding(

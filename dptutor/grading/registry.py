@@ -11,7 +11,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from dptutor._validate import check_choice
+from dptutor._validate import check_choice, check_int, is_bool
 from dptutor.grading.feedback import Assignment, Feedback, Finding, NotAnswered, Question, describe, score
 
 __all__ = ["ASSIGNMENT_MODULES", "ASSIGNMENTS", "get_assignment", "check", "checker"]
@@ -45,6 +45,8 @@ def check(assignment: str, question: str, *objects: Any, hidden: bool = False) -
     """
     a = get_assignment(assignment)
     q = a.question(question)
+    if not is_bool(hidden):
+        check_int(hidden, "hidden", minimum=0)
     if len(objects) != len(q.needs):
         raise TypeError(f"objects: {assignment} {question} checks {', '.join(q.needs)}: "
                         f"pass {len(q.needs)} object(s)")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from dptutor.grading.registry import ASSIGNMENTS
 
-__all__ = ["BEGIN_MARKER", "END_MARKER", "student_version", "release"]
+__all__ = ["BEGIN_MARKER", "END_MARKER", "book_assignments_folder", "student_version", "release"]
 
 #: A line that opens a solution block (in code or in Markdown).
 BEGIN_MARKER = re.compile(r"^(\s*)(#|<!--)\s*BEGIN SOLUTION\s*(-->)?\s*$")
@@ -56,7 +56,8 @@ def student_version(text: str) -> str:
     return "".join(out)
 
 
-def _book_assignments() -> Path:
+def book_assignments_folder() -> Path:
+    """The book's `book/assignments` folder (student notebooks; solutions in `instructor/`)."""
     return Path(__file__).resolve().parents[2] / "book" / "assignments"
 
 
@@ -64,7 +65,7 @@ def release(folder: Path | str | None = None) -> list[Path]:
     """Rewrite each student notebook ``<folder>/<name>.md`` from ``<folder>/instructor/<name>.md``."""
     if folder is not None and not isinstance(folder, (str, Path)):
         raise TypeError(f"folder must be a path, got {type(folder).__name__}")
-    folder = Path(folder) if folder is not None else _book_assignments()
+    folder = Path(folder) if folder is not None else book_assignments_folder()
     if not (folder / "instructor").is_dir():
         raise ValueError(f"folder: {folder} has no instructor/ subfolder")
     written = []

@@ -278,7 +278,10 @@ def _unlink(path: str) -> None:
 
 
 def _kill_group(pid: int | None) -> None:
-    """Kill the kernel's process group (the kernel runs in a session of its own): forked helpers die too."""
+    """Kill the kernel's process group (the kernel runs in a session of its own): forked helpers die too.
+
+    Called while the kernel is still alive, so that the group id cannot belong to anyone else yet.
+    """
     if pid is None or pid <= 1 or pid == os.getpgrp():
         return
     try:
@@ -355,15 +358,13 @@ def grade_notebook(path: Path | str, assignment: str, *, timeout: float = 60,
         try:
             _run_coroutine(limited)
         except (KeyboardInterrupt, asyncio.CancelledError):
-            _kill_group(run.kernel_pid)
+            # The kernel's group was killed (and the kernel shut down) while cancelling execute().
             raise KeyboardInterrupt from None
         except Exception as exc:  # time limit, dead kernel, kernel failed to start, ...
             if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) or time.monotonic() - started >= total_timeout:
                 result.notes.append(f"the notebook was stopped at the total time limit of {total_timeout:g} s")
             else:
                 result.notes.append(f"execution stopped: {type(exc).__name__}: {exc}")
-        finally:
-            _kill_group(run.kernel_pid)
     error = _first_error(student)
     if error:
         result.notes.append(error)
@@ -432,6 +433,8 @@ def _header(a: Assignment) -> list[str]:
 def read_csv(path: Path | str, assignment: str) -> list[list[str]]:
     """The rows of an existing scores CSV of ``assignment`` (ValueError naming ``csv`` if it is not one)."""
     a = get_assignment(assignment)
+    if not isinstance(path, (str, Path)):
+        raise TypeError(f"path must be a path, got {type(path).__name__}")
     path = Path(path)
     try:
         with open(path, newline="", encoding="utf-8") as fh:
@@ -489,6 +492,8 @@ def _positive(text: str) -> float:
 
 def add_grade_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of ``python -m dptutor grade``."""
+    if not isinstance(parser, argparse.ArgumentParser):
+        raise TypeError(f"parser must be an argparse.ArgumentParser, got {type(parser).__name__}")
     parser.add_argument("assignment", choices=sorted(ASSIGNMENTS), help="which assignment")
     parser.add_argument("submissions", type=Path, help="folder of submitted notebooks (.ipynb or .md)")
     parser.add_argument("--csv", type=Path, default=Path("scores.csv"),
@@ -529,6 +534,8 @@ def _validate_outputs(csv_path: Path, feedback: Path | None) -> str | None:
 
 def run_grade(args: argparse.Namespace) -> int:
     """Handler of ``python -m dptutor grade``: exit code 0, 2 (bad arguments) or 130 (Ctrl-C)."""
+    if not isinstance(args, argparse.Namespace):
+        raise TypeError(f"args must be an argparse.Namespace, got {type(args).__name__}")
     try:
         check_grade_dependencies()
     except ImportError as exc:

@@ -165,7 +165,7 @@ def _sampler_domain(f: Callable, *, hidden: bool | int = False) -> list[Finding]
         findings.append(expect_value_error(f"laplace_inverse_cdf(0.3, b={b:g}) ({kind})", value, exc,
                                            "the scale b must be finite and > 0"))
     # Valid input must still work: u = 1/2 is the median.
-    mu, b = (1.25, 2.0) if not hidden else (-0.75, 0.5)
+    mu, b = (1.25, 2.0) if not hidden else (1.75, 3.0)
     value, exc = call(f, 0.5, mu, b)
     x = as_floats(value)
     where = f"laplace_inverse_cdf(0.5, mu={mu:g}, b={b:g})"
