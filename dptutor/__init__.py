@@ -5,7 +5,9 @@ differentially-private text representation learning". Modules, one idea each:
 
 - :mod:`dptutor.distributions`: Laplace pdf/cdf/ppf (Eq. 4, 5, 7), DPText's transform (Eq. 9), samplers.
 - :mod:`dptutor.symbolic`: sympy derivations (CDF, inverse CDF, Theorem A.1, Theorems 3.1 and 3.2).
-- :mod:`dptutor.mechanisms`: the mechanisms audited in the paper's Section 4.
+- :mod:`dptutor.mechanisms`: the mechanisms audited in the paper's Section 4, and the Gaussian mechanism.
+- :mod:`dptutor.composition`: sequential and parallel composition, a privacy budget that is spent.
+- :mod:`dptutor.approximate_dp`: (epsilon, delta)-DP, the privacy-loss variable, Gaussian DP trade-offs.
 - :mod:`dptutor.audit`: the empirical sanity check, exact closed forms and confidence bounds; ``audit_pair``,
   a sound lower bound on (epsilon, delta) for any mechanism and pair of datasets.
 - :mod:`dptutor.zoo`: correct and buggy mechanisms from the literature, with claims and known true epsilon.

@@ -840,48 +840,6 @@ def plot_loss_agreement(
 
 
 # ---------------------------------------------------------------------------------------------
-# Part III, chapter "The bits matter" (floating-point attacks): fp_ helpers
-# ---------------------------------------------------------------------------------------------
-
-#: Okabe-Ito colours (safe for the common colour-vision deficiencies), in plotting order.
-FP_COLOURS: tuple[str, ...] = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00")
-_FP_MARKERS: tuple[str, ...] = ("o", "s", "^", "D", "v")
-
-
-def fp_plot_impossible_fractions(series: Mapping[str, Sequence[object]], confidence: float = 0.95) -> Figure:
-    """Fraction of outputs that give their input away, against the noise scale (log axis).
-
-    ``series`` maps a label to a sequence of :class:`dptutor.floating.AttackResult` (one per scale);
-    each point carries its Clopper-Pearson interval at ``confidence`` as an error bar.
-    """
-    from dptutor.floating import AttackResult
-
-    confidence = check_probability(confidence, "confidence")
-    if not isinstance(series, Mapping):
-        raise TypeError(f"series must be a mapping from labels to AttackResult sequences, got {type(series).__name__}")
-    if not series:
-        raise ValueError("series must not be empty")
-    for label, results in series.items():
-        if isinstance(results, (str, bytes)) or not isinstance(results, Sequence) or not results:
-            raise TypeError(f"series[{label!r}] must be a non-empty sequence of AttackResult")
-        if not all(isinstance(r, AttackResult) for r in results):
-            raise TypeError(f"series[{label!r}] must hold AttackResult objects only")
-    fig, ax = plt.subplots(figsize=(7.5, 3.8), layout="constrained")
-    for i, (label, results) in enumerate(series.items()):
-        scales = np.array([r.scale for r in results], dtype=float)  # type: ignore[attr-defined]
-        frac = np.array([r.fraction for r in results], dtype=float)  # type: ignore[attr-defined]
-        ci = np.array([r.confidence_interval(confidence) for r in results], dtype=float)  # type: ignore[attr-defined]
-        err = np.vstack([frac - ci[:, 0], ci[:, 1] - frac])
-        ax.errorbar(scales, frac, yerr=err, color=FP_COLOURS[i % len(FP_COLOURS)],
-                    marker=_FP_MARKERS[i % len(_FP_MARKERS)], capsize=3, lw=1.5, label=label)
-    ax.set_xscale("log")
-    ax.set_ylim(-0.03, 1.0)
-    ax.set_xlabel("noise scale $b$ (inputs 0 and 1)")
-    ax.set_ylabel("fraction of outputs that\ngive the input away")
-    ax.grid(True, which="major", alpha=0.3)
-    ax.legend(loc="center right", frameon=False)
-
-
 # Part III, chapter "Stronger audits": the likelihood-ratio attack against the paper's rounding attack
 # ---------------------------------------------------------------------------------------------
 
@@ -942,4 +900,197 @@ def plot_attack_comparison(
     if true_ratio:
         handles.append(Line2D([], [], color="0.45", lw=3, alpha=0.5, label=r"true $\varepsilon$"))
     fig.legend(handles=handles, loc="outside right center", fontsize="small")
+    return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# Part I, chapter "Composition", and Part III, chapter "Approximate DP and the Gaussian mechanism"
+# (Okabe-Ito colours, safe for colour-blind readers)
+# ---------------------------------------------------------------------------------------------
+
+_CB_BLUE, _CB_VERMILLION, _CB_GREEN, _CB_ORANGE, _CB_PURPLE = "#0072B2", "#D55E00", "#009E73", "#E69F00", "#CC79A7"
+
+
+def _comp_array(values: object, name: str, size: int | None = None, *, positive: bool = False) -> np.ndarray:
+    from dptutor._validate import check_float_array
+
+    arr = check_float_array(values, name, ndim=1, min_size=1, allow_nan=False)
+    if size is not None and arr.size != size:
+        raise ValueError(f"{name} must have {size} values, got {arr.size}")
+    if positive and not np.all(arr > 0):
+        raise ValueError(f"{name} must be positive")
+    return arr
+
+
+def plot_composition(
+    ks: Sequence[int],
+    epsilon: float,
+    measured: Sequence[float],
+    lower: Sequence[float],
+    exact_attack: Sequence[float],
+) -> Figure:
+    """Privacy loss of k composed Laplace releases against k.
+
+    Draws the composition bound ``k * epsilon`` (line), the majority-vote attack's exact loss
+    (dashed) and its Monte Carlo estimates (markers) with their lower confidence bounds
+    (downward bars).  Log-log axes.
+    """
+    from dptutor._validate import check_positive
+
+    k = _comp_array(ks, "ks", positive=True)
+    eps = check_positive(epsilon, "epsilon")
+    est = _comp_array(measured, "measured", k.size)
+    low = _comp_array(lower, "lower", k.size)
+    exact = _comp_array(exact_attack, "exact_attack", k.size, positive=True)
+    fig, ax = plt.subplots(figsize=(8.6, 4.6), layout="constrained")
+    ax.plot(k, k * eps, color=_CB_GREEN, lw=2.5, label=r"composition bound $k\varepsilon$ (attained by the best event)")
+    ax.plot(k, exact, color=_CB_BLUE, lw=2, ls="--", label="majority-vote attack, exact loss")
+    yerr = np.vstack([np.clip(est - low, 0, None), np.zeros_like(est)])
+    ax.errorbar(k, est, yerr=yerr, fmt="o", color=_CB_VERMILLION, ms=7, capsize=4,
+                label="majority-vote attack, Monte Carlo estimate (bar: 95% lower bound)")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("number of releases $k$ (each with budget $\\varepsilon$)")
+    ax.set_ylabel("privacy loss")
+    ax.set_title(f"$k$ Laplace releases of one bit, $\\varepsilon = {eps:g}$ each")
+    ax.legend(loc="upper left", fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    return fig
+
+
+def plot_gaussian_sigmas(
+    epsilons: Sequence[float], classic: Sequence[float], analytic: Sequence[float], delta: float
+) -> Figure:
+    """Noise ``sigma`` (per unit of l2 sensitivity) of the classic and analytic calibrations.
+
+    Left: both ``sigma`` against ``epsilon`` (log-log); right: the ratio classic / analytic.
+    ``classic`` may hold NaN where the classic theorem does not apply (epsilon >= 1): not drawn.
+    """
+    from dptutor._validate import check_float_array, check_probability
+
+    eps = _comp_array(epsilons, "epsilons", positive=True)
+    cls = check_float_array(classic, "classic", ndim=1, allow_nan=True)
+    ana = _comp_array(analytic, "analytic", eps.size, positive=True)
+    if cls.size != eps.size:
+        raise ValueError(f"classic must have {eps.size} values, got {cls.size}")
+    dlt = check_probability(delta, "delta")
+    ok = np.isfinite(cls)
+    fig, (ax, ax_ratio) = plt.subplots(1, 2, figsize=(9.4, 4.2), layout="constrained")
+    ax.plot(eps[ok], cls[ok], color=_CB_VERMILLION, lw=2.5, label=r"classic: $\sqrt{2\ln(1.25/\delta)}/\varepsilon$")
+    ax.plot(eps, ana, color=_CB_BLUE, lw=2.5, ls="--", label="analytic (Balle and Wang)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(r"privacy budget $\varepsilon$")
+    ax.set_ylabel(r"noise $\sigma$ per unit of $\ell_2$ sensitivity")
+    mantissa, exponent = f"{dlt:.1e}".split("e")
+    dlt_tex = (f"10^{{{int(exponent)}}}" if float(mantissa) == 1.0
+               else f"{float(mantissa):g} \\times 10^{{{int(exponent)}}}")
+    ax.set_title(f"Gaussian noise needed, $\\delta = {dlt_tex}$")
+    ax.legend(fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    ax_ratio.plot(eps[ok], cls[ok] / ana[ok], color=_CB_PURPLE, lw=2.5)
+    ax_ratio.set_xscale("log")
+    ax_ratio.set_xlabel(r"privacy budget $\varepsilon$ (classic bound needs $\varepsilon < 1$)")
+    ax_ratio.set_ylabel(r"$\sigma_{\mathrm{classic}} / \sigma_{\mathrm{analytic}}$")
+    ax_ratio.set_title("How much more noise the classic bound adds")
+    ax_ratio.grid(True, which="both", alpha=0.3)
+    return fig
+
+
+def plot_pure_epsilon_growth(
+    trials: Sequence[int], pure_bounds: Sequence[float], delta_bounds: Sequence[float], epsilon: float, delta: float
+) -> Figure:
+    """Audit lower bounds on epsilon against the number of samples, with delta = 0 and with delta.
+
+    Markers joined by lines; the claimed ``epsilon`` as a horizontal line.
+    """
+    from dptutor._validate import check_positive, check_probability
+
+    t = _comp_array(trials, "trials", positive=True)
+    pure = _comp_array(pure_bounds, "pure_bounds", t.size)
+    with_delta = _comp_array(delta_bounds, "delta_bounds", t.size)
+    eps = check_positive(epsilon, "epsilon")
+    dlt = check_probability(delta, "delta")
+    fig, ax = plt.subplots(figsize=(8.6, 4.4), layout="constrained")
+    ax.plot(t, pure, "o-", color=_CB_VERMILLION, lw=2, ms=7, label=r"lower bound on pure $\varepsilon$, i.e. at $\delta = 0$")
+    ax.plot(t, with_delta, "s--", color=_CB_BLUE, lw=2, ms=7,
+            label=f"lower bound on $\\varepsilon$ at $\\delta = {dlt:g}$")
+    ax.axhline(eps, color=_CB_GREEN, lw=2.5, label=f"claimed $\\varepsilon = {eps:g}$")
+    ax.set_xscale("log")
+    ax.set_xlabel("samples per dataset")
+    ax.set_ylabel(r"95% lower bound on $\varepsilon$")
+    ax.legend(fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    return fig
+
+
+def plot_tradeoff(mu: float, alpha_points: Sequence[float], beta_points: Sequence[float]) -> Figure:
+    """The Gaussian trade-off curve ``beta = Phi(Phi^-1(1 - alpha) - mu)`` with empirical points.
+
+    Also draws the line ``beta = 1 - alpha`` (no information: perfect privacy).
+    """
+    from scipy import stats
+
+    from dptutor._validate import check_positive
+
+    m = check_positive(mu, "mu")
+    a = _comp_array(alpha_points, "alpha_points")
+    b = _comp_array(beta_points, "beta_points", a.size)
+    grid = np.linspace(0.0, 1.0, 1001)
+    fig, ax = plt.subplots(figsize=(6.4, 6.0), layout="constrained")
+    ax.plot(grid, 1 - grid, color="0.5", lw=1.5, ls=":", label=r"$\beta = 1 - \alpha$ (perfect privacy)")
+    ax.plot(grid, stats.norm.cdf(stats.norm.ppf(1 - grid) - m), color=_CB_BLUE, lw=2.5,
+            label=f"$G_\\mu$, $\\mu = \\Delta/\\sigma = {m:.3g}$")
+    ax.plot(a, b, "o", color=_CB_VERMILLION, ms=6, label="audit's threshold tests (empirical)")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_aspect("equal")
+    ax.set_xlabel(r"type I error $\alpha$ (false positive rate)")
+    ax.set_ylabel(r"type II error $\beta$ (false negative rate)")
+    ax.legend(fontsize=9)
+    ax.grid(True, alpha=0.3)
+    return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# Part III, chapter "The bits matter" (floating-point attacks): fp_ helpers
+# ---------------------------------------------------------------------------------------------
+
+#: Okabe-Ito colours (safe for the common colour-vision deficiencies), in plotting order.
+FP_COLOURS: tuple[str, ...] = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00")
+_FP_MARKERS: tuple[str, ...] = ("o", "s", "^", "D", "v")
+
+
+def fp_plot_impossible_fractions(series: Mapping[str, Sequence[object]], confidence: float = 0.95) -> Figure:
+    """Fraction of outputs that give their input away, against the noise scale (log axis).
+
+    ``series`` maps a label to a sequence of :class:`dptutor.floating.AttackResult` (one per scale);
+    each point carries its Clopper-Pearson interval at ``confidence`` as an error bar.
+    """
+    from dptutor.floating import AttackResult
+
+    confidence = check_probability(confidence, "confidence")
+    if not isinstance(series, Mapping):
+        raise TypeError(f"series must be a mapping from labels to AttackResult sequences, got {type(series).__name__}")
+    if not series:
+        raise ValueError("series must not be empty")
+    for label, results in series.items():
+        if isinstance(results, (str, bytes)) or not isinstance(results, Sequence) or not results:
+            raise TypeError(f"series[{label!r}] must be a non-empty sequence of AttackResult")
+        if not all(isinstance(r, AttackResult) for r in results):
+            raise TypeError(f"series[{label!r}] must hold AttackResult objects only")
+    fig, ax = plt.subplots(figsize=(7.5, 3.8), layout="constrained")
+    for i, (label, results) in enumerate(series.items()):
+        scales = np.array([r.scale for r in results], dtype=float)  # type: ignore[attr-defined]
+        frac = np.array([r.fraction for r in results], dtype=float)  # type: ignore[attr-defined]
+        ci = np.array([r.confidence_interval(confidence) for r in results], dtype=float)  # type: ignore[attr-defined]
+        err = np.vstack([frac - ci[:, 0], ci[:, 1] - frac])
+        ax.errorbar(scales, frac, yerr=err, color=FP_COLOURS[i % len(FP_COLOURS)],
+                    marker=_FP_MARKERS[i % len(_FP_MARKERS)], capsize=3, lw=1.5, label=label)
+    ax.set_xscale("log")
+    ax.set_ylim(-0.03, 1.0)
+    ax.set_xlabel("noise scale $b$ (inputs 0 and 1)")
+    ax.set_ylabel("fraction of outputs that\ngive the input away")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(loc="center right", frameon=False)
     return fig

@@ -294,3 +294,44 @@ def test_sc_plot_loss_agreement_puts_infinity_on_top_and_drops_degenerate_cells(
         plot_loss_agreement({"a": ([0.0, inf], [1.0, 1.0])})
     with pytest.raises(ValueError, match=">= 0"):
         plot_loss_agreement({"a": ([1.0], [-1.0])})
+
+
+# --- Composition and approximate DP chapters (issue 15) ---------------------------------------
+
+
+def test_composition_and_gaussian_figures_draw_their_data() -> None:
+    figs = [
+        plotting.plot_composition([1, 2, 4], 0.5, [0.45, 0.9, 1.08], [0.44, 0.88, 1.06], [0.45, 0.9, 1.08]),
+        plotting.plot_gaussian_sigmas([0.1, 0.5, 2.0], [48.4, 9.7, np.nan], [30.7, 7.0, 2.0], 1e-5),
+        plotting.plot_pure_epsilon_growth([10**3, 10**4], [0.1, 0.5], [0.1, 0.4], 1.0, 1e-3),
+        plotting.plot_tradeoff(0.39, [0.1, 0.5], [0.8, 0.3]),
+    ]
+    try:
+        for fig in figs:
+            assert isinstance(fig, Figure)
+            for ax in fig.axes:
+                assert ax.get_xlabel() and ax.get_ylabel()
+        # the classic curve skips the NaN (epsilon >= 1) point
+        assert len(figs[1].axes[0].lines[0].get_xdata()) == 2
+        assert "10^{-5}" in figs[1].axes[0].get_title()
+    finally:
+        for fig in figs:
+            plt.close(fig)
+
+
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: plotting.plot_composition([1, 2], 0.5, [0.4], [0.4, 0.8], [0.4, 0.8]), "measured"),
+        (lambda: plotting.plot_composition([0, 2], 0.5, [0.4, 0.8], [0.4, 0.8], [0.4, 0.8]), "ks"),
+        (lambda: plotting.plot_composition([1, 2], -1.0, [0.4, 0.8], [0.4, 0.8], [0.4, 0.8]), "epsilon"),
+        (lambda: plotting.plot_gaussian_sigmas([0.1], [1.0], [1.0], 0.0), "delta"),
+        (lambda: plotting.plot_gaussian_sigmas([0.1], [1.0, 2.0], [1.0], 1e-5), "classic"),
+        (lambda: plotting.plot_pure_epsilon_growth([10], [0.1, 0.2], [0.1], 1.0, 1e-3), "pure_bounds"),
+        (lambda: plotting.plot_tradeoff(0.0, [0.1], [0.8]), "mu"),
+        (lambda: plotting.plot_tradeoff(0.4, [0.1, np.nan], [0.8, 0.1]), "alpha_points"),
+    ],
+)
+def test_composition_and_gaussian_figures_reject_bad_input(call, name) -> None:
+    with pytest.raises((ValueError, TypeError), match=name):
+        call()
