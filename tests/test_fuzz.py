@@ -219,6 +219,14 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
     "zoo.svt_pattern": {"outputs": lambda ctx: np.array([[1.0, -np.inf, np.inf]])},
     "zoo.svt_log_likelihood_ratio": {"outputs": lambda ctx: np.array([[2.0, -np.inf]]), "x": _const((1.0, 0.0)),
                                      "x_prime": _const((0.0, 1.0))},
+    "mechanisms.gaussian_sigma_classic": {"epsilon": _const(0.5)},  # the classic theorem needs epsilon < 1
+    "approximate_dp.name_and_shame": {"records": lambda ctx: np.zeros((4, 2))},
+    "composition.Budget": {"total": _const(1.0)},
+    "composition.Budget.spend": {"epsilon": _const(0.1)},
+    "composition.repeated_laplace_box_loss": {"k": _const(3)},
+    "composition.CompositionProof": {"joint_loss": lambda ctx: _sympy_zero(), "sum_of_losses": lambda ctx: _sympy_zero(),
+                                     "factorizes": _const(True), "bound_gap": lambda ctx: _sympy_zero(),
+                                     "bounded": _const(True)},
 }
 
 
@@ -232,15 +240,6 @@ def _zoo_count():
     from dptutor.zoo import ZOO
 
     return ZOO["laplace_count"].release()
-    "mechanisms.gaussian_sigma_classic": {"epsilon": _const(0.5)},  # the classic theorem needs epsilon < 1
-    "approximate_dp.name_and_shame": {"records": lambda ctx: np.zeros((4, 2))},
-    "composition.Budget": {"total": _const(1.0)},
-    "composition.Budget.spend": {"epsilon": _const(0.1)},
-    "composition.repeated_laplace_box_loss": {"k": _const(3)},
-    "composition.CompositionProof": {"joint_loss": lambda ctx: _sympy_zero(), "sum_of_losses": lambda ctx: _sympy_zero(),
-                                     "factorizes": _const(True), "bound_gap": lambda ctx: _sympy_zero(),
-                                     "bounded": _const(True)},
-}
 
 
 def _sympy_zero():
