@@ -44,7 +44,8 @@ lab: $(LAB_STAMP)
 
 lab-check: $(LAB_STAMP)
 	$(BIN)/jupyter lab --version
-	$(BIN)/jupytext --to ipynb --execute book/assignments/sampler.md -o $(VENV)/lab-check.ipynb
+	$(BIN)/jupytext --to ipynb book/assignments/sampler.md -o $(VENV)/lab-check.ipynb
+	$(BIN)/jupyter-execute --inplace $(VENV)/lab-check.ipynb
 	@echo "lab-check: JupyterLab is installed and the environment's kernel executed book/assignments/sampler.md"
 
 test: $(STAMP)
