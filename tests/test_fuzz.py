@@ -47,16 +47,20 @@ import pytest  # noqa: E402
 
 import dptutor  # noqa: E402
 
-#: Modules left out of the discovery for now.  ``grading`` is being rewritten (issue 13) and ``cli``
-#: only wraps argparse (its arguments are tested in test_experiments.py and test_hardening.py); they
-#: join the suite once the rewrite lands: delete a name here to include it.
-EXCLUDED_MODULES: frozenset[str] = frozenset({"grading", "cli"})
+#: Modules left out of the discovery: ``cli`` only wraps argparse (its functions take argparse
+#: namespaces; they are tested in test_experiments.py and test_hardening.py).  Delete a name here to
+#: include it.
+EXCLUDED_MODULES: frozenset[str] = frozenset({"cli"})
 
 #: Seconds one call may take before it counts as a hang.
 TIMEOUT: float = 10.0
 
-#: (module, callable) pairs whose documented output contains NaN (none at the moment).
-NAN_BY_DESIGN: frozenset[tuple[str, str]] = frozenset()
+#: (module, callable) pairs whose documented output contains NaN: the grader's helpers hand a
+#: student's value back as it is (a NaN there is what the check then reports to the student).
+NAN_BY_DESIGN: frozenset[tuple[str, str]] = frozenset({
+    ("grading.feedback", "call"), ("grading.feedback", "as_floats"), ("grading.feedback", "spy_array"),
+    ("grading.record", "measure"),
+})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -72,6 +76,12 @@ def _laplace(ctx: "Context"):
     from dptutor.mechanisms import laplace_mechanism
 
     return laplace_mechanism
+
+
+def _student_sampler(u, mu=0.0, b=1.0):
+    """A student's answer to the sampler assignment (the paper's Eq. 5)."""
+    u = np.asarray(u, dtype=float)
+    return mu - b * np.sign(u - 0.5) * np.log1p(-2 * np.abs(u - 0.5))
 
 
 @dataclasses.dataclass
@@ -91,6 +101,46 @@ class Context:
         folder = self.tmp / "csv"
         write_results([self.grid_row()], folder)
         return folder / "results.csv"
+
+    def submissions(self) -> Path:
+        """A folder holding one tiny submission (one code cell): grading it starts one kernel."""
+        import nbformat
+
+        folder = self.tmp / "submissions"
+        folder.mkdir(exist_ok=True)
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")])
+        nbformat.write(nb, folder / "tiny.ipynb")
+        return folder
+
+    def release_folder(self) -> Path:
+        """A book/assignments-like folder: one tiny instructor notebook per assignment."""
+        from dptutor.grading import ASSIGNMENTS
+
+        folder = self.tmp / "assignments"
+        (folder / "instructor").mkdir(parents=True, exist_ok=True)
+        for a in ASSIGNMENTS.values():
+            (folder / "instructor" / a.notebook).write_text("a\n# BEGIN SOLUTION\nb\n# END SOLUTION\n# STUB: c\n")
+        return folder
+
+    def grade_args(self):
+        """The namespace of ``python -m dptutor grade sampler <empty folder>`` (no kernel starts)."""
+        import argparse
+
+        from dptutor.grading.runner import add_grade_arguments
+
+        parser = argparse.ArgumentParser()
+        add_grade_arguments(parser)
+        (self.tmp / "none").mkdir(exist_ok=True)
+        return parser.parse_args(["sampler", str(self.tmp / "none"), "--csv", str(self.tmp / "scores.csv"),
+                                  "--timeout", "5", "--total-timeout", "30"])
+
+    def grading_record(self):
+        """A record of ``sampler`` q1 written by the kernel-side code, parsed back."""
+        from dptutor.grading.record import load_record, record_cell
+
+        path = str(self.tmp / "record.npz")
+        record_cell({"laplace_inverse_cdf": _student_sampler}, "sampler", "q1", 3, path)
+        return load_record(path, ("laplace_inverse_cdf",))
 
 
 Factory = Callable[[Context], Any]
@@ -221,6 +271,71 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
                                      "x_prime": _const((0.0, 1.0))},
     "mechanisms.gaussian_sigma_classic": {"epsilon": _const(0.5)},  # the classic theorem needs epsilon < 1
     "approximate_dp.name_and_shame": {"records": lambda ctx: np.zeros((4, 2))},
+    "grading.main": {"argv": lambda ctx: ["release", "--folder", str(ctx.release_folder())]},
+    "grading.audit.mystery_a": {"x": lambda ctx: np.zeros((3, 2))},
+    "grading.audit.mystery_b": {"x": lambda ctx: np.zeros((3, 2))},
+    "grading.feedback.Finding": {"passed": _const(True), "message": _const("ok")},
+    "grading.feedback.Feedback": {"assignment": _const("sampler"), "question": _const("q1"), "title": _const("t"),
+                                  "score": _const(1.0), "points": _const(2.0), "findings": lambda ctx: (_finding(),)},
+    "grading.feedback.Question": {"name": _const("q1"), "title": _const("t"), "points": _const(1.0),
+                                  "needs": _const(("f",)), "check": _const(lambda f, hidden=False: [])},
+    "grading.feedback.Assignment": {"name": _const("sampler"), "title": _const("t"), "notebook": _const("s.md"),
+                                    "questions": lambda ctx: _grading_assignment().questions},
+    "grading.feedback.Assignment.question": {"name": _const("q1")},
+    "grading.feedback.fmt_points": {"x": _const(0.5)},
+    "grading.feedback.score": {"findings": lambda ctx: [_finding()], "points": _const(2.0)},
+    "grading.feedback.call": {"fn": _const(abs)},
+    "grading.feedback.describe": {"exc": lambda ctx: ValueError("bad")},
+    "grading.feedback.as_floats": {"value": _const([1.0, 2.0])},
+    "grading.feedback.expect_value_error": {"call": _const("f(-1)"), "value": _const(None),
+                                            "exc": lambda ctx: ValueError("bad"), "why": _const("b > 0")},
+    "grading.feedback.SpyArray": {"shape": _const((3,))},
+    "grading.feedback.spy_array": {"values": lambda ctx: np.zeros(3)},
+    "grading.feedback.uniforms": {"seed": _const(1), "size": _const(5)},
+    "grading.feedback.hidden_rng": {"hidden": _const(3)},
+    "grading.otter.arm_time_limit": {"seconds": _const(60.0)},
+    "grading.otter.export_otter": {"assignment": _const("sampler"), "outdir": lambda ctx: ctx.tmp / "otter"},
+    "grading.otter.hidden_score": {"*objects": _const((lambda m, k: 1.0 / m,)), "assignment": _const("mechanism"), "question": _const("q1")},
+    "grading.otter.reaches": {"*objects": _const((lambda m, k: 1.0 / m,)), "assignment": _const("mechanism"), "question": _const("q1"), "step": _const(1)},
+    "grading.otter.feedback_clean": {"*objects": _const((lambda m, k: 1.0 / m,)), "assignment": _const("mechanism"), "question": _const("q1")},
+    "grading.otter_plugin.time_limit_source": {"seconds": _const(60.0)},
+    "grading.pair_audit.mystery_pair": {"data": _const(0.0)},
+    "grading.record.measure": {"f": _const(_student_sampler), "spec": _const([(1, 100)])},
+    "grading.record.reference_seconds": {"reference": _const(_student_sampler), "spec": _const([(1, 100)])},
+    "grading.record.make_uniforms": {"spec": _const([(1, 10), (2, 5)])},
+    "grading.record.record_cell": {"namespace": _const({"laplace_inverse_cdf": _student_sampler}),
+                                   "assignment": _const("sampler"), "question": _const("q1"), "hidden": _const(3),
+                                   "path": lambda ctx: str(ctx.tmp / "cell.npz")},
+    "grading.record.timed_cell": {"namespace": _const({"f": _student_sampler}), "name": _const("f"),
+                                  "spec": _const([(1, 10)]), "args": _const((0.0, 1.0)),
+                                  "path": lambda ctx: str(ctx.tmp / "timed.npz")},
+    "grading.record.load_record": {"path": lambda ctx: (ctx.grading_record(), str(ctx.tmp / "record.npz"))[1],
+                                   "needs": _const(("laplace_inverse_cdf",))},
+    "grading.record.load_timed": {"path": lambda ctx: _timed_file(ctx)},
+    "grading.record.replay_question": {"assignment": _const("sampler"), "question": _const("q1"),
+                                       "record": lambda ctx: ctx.grading_record(), "hidden": _const(3)},
+    "grading.record.Record": {"meta": lambda ctx: ctx.grading_record().meta,
+                              "arrays": lambda ctx: ctx.grading_record().arrays},
+    "grading.registry.get_assignment": {"name": _const("sampler")},
+    "grading.registry.check": {"*objects": _const((lambda m, k: 1.0 / m,)), "assignment": _const("mechanism"), "question": _const("q1")},
+    "grading.registry.checker": {"assignment": _const("sampler")},
+    "grading.release.student_version": {"text": _const("a\n# BEGIN SOLUTION\nb\n# END SOLUTION\n")},
+    "grading.release.release": {"folder": lambda ctx: ctx.release_folder()},
+    "grading.runner.SubmissionResult": {"file": _const("tiny.ipynb"), "assignment": _const("sampler"),
+                                        "scores": _const({"q1": 1.0, "q2": 0.0, "q3": 0.5}),
+                                        "points": _const({"q1": 2.0, "q2": 1.0, "q3": 1.0})},
+    "grading.runner.SubmissionResult.row": {"assignment": lambda ctx: _grading_assignment()},
+    # One kernel per valid call: a one-cell notebook and short limits.
+    "grading.runner.grade_notebook": {"path": lambda ctx: ctx.submissions() / "tiny.ipynb",
+                                      "assignment": _const("sampler"), "timeout": _const(5.0),
+                                      "total_timeout": _const(30.0)},
+    "grading.runner.grade_folder": {"assignment": _const("sampler"), "folder": lambda ctx: ctx.submissions(),
+                                    "timeout": _const(5.0), "total_timeout": _const(30.0)},
+    "grading.runner.read_csv": {"path": lambda ctx: _scores_csv(ctx), "assignment": _const("sampler")},
+    "grading.runner.write_csv": {"results": lambda ctx: [_submission_result()], "path": lambda ctx: ctx.tmp / "out.csv",
+                                 "assignment": _const("sampler")},
+    "grading.runner.add_grade_arguments": {"parser": lambda ctx: __import__("argparse").ArgumentParser()},
+    "grading.runner.run_grade": {"args": lambda ctx: ctx.grade_args()},
     "composition.Budget": {"total": _const(1.0)},
     "composition.Budget.spend": {"epsilon": _const(0.1)},
     "composition.repeated_laplace_box_loss": {"k": _const(3)},
@@ -228,6 +343,40 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
                                      "factorizes": _const(True), "bound_gap": lambda ctx: _sympy_zero(),
                                      "bounded": _const(True)},
 }
+
+
+def _finding():
+    from dptutor.grading.feedback import Finding
+
+    return Finding(True, "ok")
+
+
+def _grading_assignment():
+    from dptutor.grading import get_assignment
+
+    return get_assignment("sampler")
+
+
+def _submission_result():
+    from dptutor.grading.runner import SubmissionResult
+
+    return SubmissionResult("tiny.ipynb", "sampler", {"q1": 1.0, "q2": 0.0, "q3": 0.5}, {"q1": 2.0, "q2": 1.0, "q3": 1.0})
+
+
+def _scores_csv(ctx: Context) -> Path:
+    from dptutor.grading.runner import write_csv
+
+    path = ctx.tmp / "scores.csv"
+    write_csv([_submission_result()], path, "sampler")
+    return path
+
+
+def _timed_file(ctx: Context) -> str:
+    from dptutor.grading.record import timed_cell
+
+    path = str(ctx.tmp / "timed.npz")
+    timed_cell({"f": _student_sampler}, "f", [(1, 10)], (0.0, 1.0), path)
+    return path
 
 
 def _zoo_count_fn():
@@ -368,10 +517,26 @@ def bad_values(valid: Any) -> list[tuple[str, Any]]:
 
 
 def _modules() -> list[str]:
-    return sorted(
-        m.name for m in pkgutil.iter_modules(dptutor.__path__)
-        if not m.name.startswith("_") and m.name not in EXCLUDED_MODULES
-    )
+    """Every public module, subpackages' modules included (``grading.runner``), as dotted names
+    relative to ``dptutor``."""
+    found = []
+    for m in pkgutil.walk_packages(dptutor.__path__, prefix="dptutor."):
+        name = m.name.removeprefix("dptutor.")
+        parts = name.split(".")
+        if any(p.startswith("_") for p in parts) or parts[0] in EXCLUDED_MODULES:
+            continue
+        found.append(name)
+    return sorted(found)
+
+
+def _defined_elsewhere(obj: Any, modname: str, modules: list[str]) -> bool:
+    """True if ``obj`` is re-exported by ``modname`` from another fuzzed module that lists it in
+    ``__all__`` (it is fuzzed there, under its home module's name, not twice)."""
+    home = getattr(obj, "__module__", None) or ""
+    home = home.removeprefix("dptutor.")
+    if home == modname or home not in modules:
+        return False
+    return getattr(obj, "__name__", None) in getattr(importlib.import_module(f"dptutor.{home}"), "__all__", ())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -388,10 +553,16 @@ def _is_protocol(obj: Any) -> bool:
     return isinstance(obj, type) and bool(getattr(obj, "_is_protocol", False))
 
 
+def _is_exception(obj: Any) -> bool:
+    """Exception classes are raised, not called with data: nothing to fuzz."""
+    return isinstance(obj, type) and issubclass(obj, BaseException)
+
+
 def _targets() -> list[Target | str]:
     """Every public callable, or an error message (a module without ``__all__``)."""
     found: list[Target | str] = []
-    for modname in _modules():
+    modules = _modules()
+    for modname in modules:
         module = importlib.import_module(f"dptutor.{modname}")
         names = getattr(module, "__all__", None)
         if names is None:
@@ -399,7 +570,7 @@ def _targets() -> list[Target | str]:
             continue
         for name in names:
             obj = getattr(module, name)
-            if not callable(obj) or _is_protocol(obj):
+            if not callable(obj) or _is_protocol(obj) or _is_exception(obj) or _defined_elsewhere(obj, modname, modules):
                 continue
             found.append(Target(modname, name))
             if isinstance(obj, type):
@@ -417,7 +588,8 @@ def _resolve(target: Target, ctx: Context) -> tuple[Callable, inspect.Signature]
     module = importlib.import_module(f"dptutor.{target.module}")
     if "." not in target.qualname:
         obj = getattr(module, target.qualname)
-        return obj, inspect.signature(obj)
+        sig = inspect.signature(obj)
+        return _with_varargs(obj, sig, target, ctx), sig
     cls_name, meth = target.qualname.split(".")
     cls = getattr(module, cls_name)
     raw = vars(cls)[meth]
@@ -426,6 +598,22 @@ def _resolve(target: Target, ctx: Context) -> tuple[Callable, inspect.Signature]
     else:
         fn = getattr(cls(**_valid_kwargs(Target(target.module, cls_name), ctx)), meth)
     return fn, inspect.signature(fn)
+
+
+def _with_varargs(obj: Callable, sig: inspect.Signature, target: Target, ctx: Context) -> Callable:
+    """``obj`` called with keyword arguments, plus the positional ``*args`` that
+    ``VALID_FOR[key]["*args"]`` gives (the parameters before ``*args`` are passed by position)."""
+    star = [p for p in sig.parameters.values() if p.kind is p.VAR_POSITIONAL]
+    extra_key = f"*{star[0].name}" if star else None
+    if extra_key not in VALID_FOR.get(target.key, {}):
+        return obj
+    extra = tuple(VALID_FOR[target.key][extra_key](ctx))
+    before = [p.name for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+    def call(**kwargs: Any) -> Any:
+        return obj(*(kwargs.pop(n) for n in before), *extra, **kwargs)
+
+    return call
 
 
 def _valid_kwargs(target: Target, ctx: Context) -> dict[str, Any]:
@@ -529,6 +717,19 @@ def _call(fn: Callable, kwargs: dict[str, Any], param: str | None, nan_ok: bool)
 # the tests
 # ---------------------------------------------------------------------------------------------
 
+
+@pytest.fixture(autouse=True)
+def _restore_process_state():
+    """Undo what a fuzzed call may set for the whole process: the SIGALRM handler and the otter
+    grader's time limit (:func:`dptutor.grading.otter.arm_time_limit` arms both, by design)."""
+    import dptutor.grading.otter as otter
+
+    handler, limit = signal.getsignal(signal.SIGALRM), otter.TIME_LIMIT
+    yield
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    signal.signal(signal.SIGALRM, handler)
+    otter.TIME_LIMIT = limit
+
 TARGETS = _targets()
 
 
@@ -549,6 +750,9 @@ def test_bad_values_are_refused_cleanly(target: Target, tmp_path, monkeypatch):
         valid = _valid_kwargs(target, ctx)
     except LookupError as exc:
         pytest.fail(str(exc))
+    except ImportError as exc:  # a method of a class that needs an optional extra: as below
+        assert "dptutor[" in str(exc), f"dptutor.{target.key}: ImportError without 'install dptutor[extra]': {exc}"
+        pytest.skip(f"optional dependency missing: {exc}")
     nan_ok = (target.module, target.qualname) in NAN_BY_DESIGN
     try:
         with warnings.catch_warnings():

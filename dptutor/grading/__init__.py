@@ -67,6 +67,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+from dptutor._validate import check_sequence
 from dptutor.grading.audit import AUDIT_EPSILON, DIAGNOSES, VERDICTS, mystery_a, mystery_b
 from dptutor.grading.feedback import Assignment, Feedback, Finding, NotAnswered, Question
 from dptutor.grading.registry import ASSIGNMENTS, check, checker, get_assignment
@@ -110,10 +111,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m dptutor.grading grade ...`` or ``release``: the same as ``python -m dptutor ...``."""
     from dptutor.cli import main as cli_main
 
-    if argv is not None and (isinstance(argv, (str, bytes)) or not all(isinstance(a, str) for a in argv)):
+    if argv is not None and not all(isinstance(a, str) for a in check_sequence(argv, "argv", min_len=0)):
         raise TypeError("argv must be a sequence of str")
     args = list(sys.argv[1:] if argv is None else argv)
-    if args and args[0] not in ("grade", "release", "-h", "--help"):
-        print(f"python -m dptutor.grading: expected 'grade' or 'release', got {args[0]!r}", file=sys.stderr)
+    if not args or args[0] not in ("grade", "release", "-h", "--help"):
+        got = repr(args[0]) if args else "nothing"
+        print(f"python -m dptutor.grading: expected 'grade' or 'release', got {got}", file=sys.stderr)
         return 2
-    return cli_main(args)
+    try:
+        return cli_main(args)
+    except SystemExit as exc:  # argparse's usage errors and --help: returned as the exit code
+        return exc.code if isinstance(exc.code, int) else 2

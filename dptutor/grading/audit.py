@@ -44,12 +44,14 @@ _AUDIT_MAX_TRIALS = 5_000_000
 
 def mystery_a(x: NDArray, epsilon: float, rng: np.random.Generator) -> NDArray[np.float64]:
     """Mystery mechanism A: a local-DP release of ``x`` (shape ``(trials, n)``) claiming epsilon-DP."""
-    return add_laplace_noise(x, math.sqrt(check_batch(x).shape[1]) / check_positive(epsilon, "epsilon"), rng)
+    b = math.sqrt(check_batch(x).shape[1]) / check_positive(epsilon, "epsilon")
+    return add_laplace_noise(x, check_positive(b, "the scale sqrt(n) / epsilon"), rng)
 
 
 def mystery_b(x: NDArray, epsilon: float, rng: np.random.Generator) -> NDArray[np.float64]:
     """Mystery mechanism B: a local-DP release of ``x`` (shape ``(trials, n)``) claiming epsilon-DP."""
-    return add_laplace_noise(x, check_batch(x).shape[1] / check_positive(epsilon, "epsilon"), rng)
+    b = check_batch(x).shape[1] / check_positive(epsilon, "epsilon")
+    return add_laplace_noise(x, check_positive(b, "the scale n / epsilon"), rng)
 
 
 def _verdict(verdicts: Any, key: str) -> str:

@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dptutor._validate import (MAX_ELEMENTS, check_callable, check_choice, check_float_array, check_int,
-                               check_positive, check_real, is_bool)
+                               check_positive, check_real, check_sequence, is_bool)
 
 __all__ = [
     "Finding",
@@ -35,7 +35,6 @@ __all__ = [
     "describe",
     "as_floats",
     "expect_value_error",
-    "SpyArray",
     "spy_array",
     "uniforms",
     "hidden_rng",
@@ -89,7 +88,8 @@ class Feedback:
             if not isinstance(getattr(self, name), str):
                 raise TypeError(f"{name} must be a str, got {type(getattr(self, name)).__name__}")
         points = check_real(self.points, "points", low=0.0)
-        check_real(self.score, "score", low=0.0, high=points)
+        if not 0.0 <= check_real(self.score, "score", low=0.0) <= points:
+            raise ValueError(f"score must lie in [0, points] = [0, {points:g}], got {self.score!r}")
         if not isinstance(self.findings, tuple) or not all(isinstance(f, Finding) for f in self.findings):
             raise TypeError("findings must be a tuple of Finding")
         check_choice(self.status, "status", STATUSES)
@@ -180,11 +180,11 @@ class Assignment:
 
     def question(self, name: str) -> Question:
         if not isinstance(name, str):
-            raise TypeError(f"question must be a str, got {type(name).__name__}")
+            raise TypeError(f"question name must be a str, got {type(name).__name__}")
         for q in self.questions:
             if q.name == name:
                 return q
-        raise ValueError(f"question: assignment {self.name!r} has no question {name!r} "
+        raise ValueError(f"question name: assignment {self.name!r} has no question {name!r} "
                          f"(it has {[q.name for q in self.questions]})")
 
 
@@ -200,7 +200,8 @@ def fmt_points(x: float) -> str:
 def score(findings: Sequence[Finding], points: float) -> float:
     """Equal weight per finding, rounded to hundredths of a point."""
     points = check_real(points, "points", low=0.0)
-    if isinstance(findings, (str, bytes)) or not all(isinstance(f, Finding) for f in findings):
+    findings = check_sequence(findings, "findings", min_len=0)
+    if not all(isinstance(f, Finding) for f in findings):
         raise TypeError("findings must be a sequence of Finding")
     if not findings:
         return 0.0
@@ -242,7 +243,7 @@ def as_floats(value: Any) -> NDArray[np.float64] | None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
+    except Exception:  # noqa: BLE001 -- a student's object whose conversion raises (or overflows) is not numbers
         return None
 
 
@@ -262,7 +263,8 @@ def expect_value_error(call: str, value: Any, exc: BaseException | None, why: st
 class SpyArray(np.ndarray):
     """An array view that notes element-by-element access from Python (a loop, ``u[i]``, ``tolist()``).
 
-    Views and results derived from it share the note (:attr:`touched`).
+    Views and results derived from it share the note (:attr:`touched`).  Made by :func:`spy_array`,
+    never called (hence not in ``__all__``: its constructor is numpy's).
     """
 
     def __array_finalize__(self, obj: Any) -> None:

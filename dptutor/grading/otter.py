@@ -25,7 +25,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from dptutor._validate import check_int, check_positive
+from dptutor._validate import check_int, check_real
 from dptutor.grading.registry import check, get_assignment
 
 __all__ = ["STEPS", "TimeLimitExceeded", "arm_time_limit", "export_otter", "hidden_score", "reaches",
@@ -38,6 +38,9 @@ _HIDDEN = secrets.randbits(62) + 2  # hidden parameters drawn once per grading p
 _CHECK_CALL = re.compile(r"^\s*check\.(q\d+)\((.*)\)\s*$")
 
 
+#: The range of a time limit in seconds: the interval timer counts microseconds, and a limit longer
+#: than a day is a typo.
+MIN_TIME_LIMIT, MAX_TIME_LIMIT = 1e-3, 86400.0
 #: Seconds one cell, or one question's check, may run (set by :func:`arm_time_limit`; None: no limit).
 TIME_LIMIT: float | None = None
 
@@ -55,7 +58,7 @@ def arm_time_limit(seconds: float) -> None:
     import signal
 
     global TIME_LIMIT
-    TIME_LIMIT = check_positive(seconds, "seconds")
+    TIME_LIMIT = check_real(seconds, "seconds", low=MIN_TIME_LIMIT, high=MAX_TIME_LIMIT)
     signal.signal(signal.SIGALRM, _expire)
     try:
         ip = get_ipython()  # type: ignore[name-defined]  # noqa: F821 -- defined in IPython kernels
@@ -83,7 +86,8 @@ def _limited(fn: Any, *args: Any, **kwargs: Any) -> Any:
 def hidden_score(assignment: str, question: str, *objects: Any) -> float:
     """The dptutor score of ``question`` with hidden parameters, computed once per set of objects
     (0 if the check runs past the time limit)."""
-    key = (assignment, question, tuple(id(o) for o in objects))
+    q = get_assignment(assignment).question(question)  # TypeError/ValueError before the cache lookup
+    key = (assignment, q.name, tuple(id(o) for o in objects))
     if key not in _CACHE:
         fb = _limited(check, assignment, question, *objects, hidden=_HIDDEN)
         _CACHE[key] = 0.0 if fb is None else fb.score
@@ -131,7 +135,7 @@ def export_otter(assignment: str, outdir: Path | str, *, time_limit: float = 60)
     a = get_assignment(assignment)
     if not isinstance(outdir, (str, Path)):
         raise TypeError(f"outdir must be a path, got {type(outdir).__name__}")
-    time_limit = check_positive(time_limit, "time_limit")
+    time_limit = check_real(time_limit, "time_limit", low=MIN_TIME_LIMIT, high=MAX_TIME_LIMIT)
     outdir = Path(outdir)
     if outdir.exists() and not outdir.is_dir():
         raise ValueError(f"outdir: {outdir} exists and is not a folder")

@@ -20,9 +20,10 @@ __all__ = ["TimeLimit", "time_limit_source"]
 
 def time_limit_source(seconds: float) -> str:
     """The code of the first cell: :func:`dptutor.grading.otter.arm_time_limit`."""
-    from dptutor._validate import check_positive
+    from dptutor._validate import check_real
+    from dptutor.grading.otter import MAX_TIME_LIMIT, MIN_TIME_LIMIT
 
-    seconds = check_positive(seconds, "seconds")
+    seconds = check_real(seconds, "seconds", low=MIN_TIME_LIMIT, high=MAX_TIME_LIMIT)
     return f"from dptutor.grading.otter import arm_time_limit\narm_time_limit({float(seconds)!r})\n"
 
 

@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dptutor._validate import check_callable, check_int, check_positive
+from dptutor._validate import check_callable, check_int, check_path, check_positive, check_sequence
 from dptutor.grading.feedback import SpyArray, call, uniforms
 
 __all__ = [
@@ -385,8 +385,7 @@ def _plain(args: Sequence[Any]) -> list[Any]:
 def _check_namespace_and_path(namespace: Any, path: Any) -> None:
     if not isinstance(namespace, Mapping):
         raise TypeError(f"namespace must be a mapping (globals()), got {type(namespace).__name__}")
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path must be a path, got {type(path).__name__}")
+    check_path(path, "path")
 
 
 def record_cell(namespace: Mapping[str, Any], assignment: str, question: str, hidden: int, path: str) -> None:
@@ -431,7 +430,7 @@ def timed_cell(namespace: Mapping[str, Any], name: str, spec: Sequence[Sequence[
     _check_namespace_and_path(namespace, path)
     if not isinstance(name, str) or name not in namespace:
         raise ValueError(f"name must be a name defined in namespace, got {name!r}")
-    args = _plain(args)
+    args = _plain(tuple(check_sequence(args, "args", min_len=0)))
     writer = _Writer()
     u = make_uniforms(spec)
     entry: dict[str, Any] = {"version": 1}
@@ -460,13 +459,26 @@ class Record:
     arrays: dict[int, np.ndarray]
     timings: list[tuple[float, dict[str, Any], "Record"]] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.meta, dict):
+            raise TypeError(f"meta must be a dict (from load_record), got {type(self.meta).__name__}")
+        try:
+            json.dumps(self.meta, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"meta must be plain JSON data without NaN ({exc})") from None
+        if not isinstance(self.arrays, dict) or not all(
+                isinstance(k, int) and isinstance(v, np.ndarray) for k, v in self.arrays.items()):
+            raise TypeError("arrays must be a dict from int to numpy arrays")
+        if not isinstance(self.timings, list):
+            raise TypeError(f"timings must be a list, got {type(self.timings).__name__}")
+
 
 def _read_regular(path: str, limit: int) -> bytes:
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
         fd = os.open(path, flags)
     except FileNotFoundError:
-        raise RecordError("no result file was written") from None
+        raise RecordError(f"path: no result file was written at {path}") from None
     except OSError as exc:
         raise RecordError(f"the result file cannot be opened ({exc.strerror})") from None
     try:
@@ -601,7 +613,7 @@ def _check_value(tree: Any, arrays: Mapping[int, np.ndarray], depth: int = 0) ->
 def _validate_record(meta: dict[str, Any], arrays: Mapping[int, np.ndarray], needs: Sequence[str]) -> None:
     _expect(isinstance(meta.get("missing"), list) and all(m in needs for m in meta["missing"]), "bad 'missing' list")
     got = meta.get("needs")
-    _expect(isinstance(got, dict) and set(got) | set(meta["missing"]) == set(needs), "the recorded names do not match")
+    _expect(isinstance(got, dict) and set(got) | set(meta["missing"]) == set(needs), "needs: the recorded names do not match")
     for tree in got.values():
         if tree != {"k": "function"}:
             _check_value(tree, arrays)
@@ -642,7 +654,7 @@ def load_record(path: str, needs: Sequence[str]) -> Record:
     """Parse and validate the file a record cell wrote (:class:`RecordError` if anything is off)."""
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a path, got {type(path).__name__}")
-    if isinstance(needs, str) or not all(isinstance(n, str) for n in needs):
+    if not all(isinstance(n, str) for n in check_sequence(needs, "needs", min_len=0)):
         raise TypeError("needs must be a sequence of names")
     meta, arrays = _parse_npz(_read_regular(path, MAX_RECORD_BYTES))
     _validate_record(meta, arrays, needs)

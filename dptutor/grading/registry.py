@@ -34,7 +34,7 @@ for _module in ASSIGNMENT_MODULES:
 
 def get_assignment(name: object) -> Assignment:
     """The registered assignment called ``name`` (ValueError naming ``assignment`` otherwise)."""
-    return ASSIGNMENTS[check_choice(name, "assignment", ASSIGNMENTS)]
+    return ASSIGNMENTS[check_choice(name, "assignment name", ASSIGNMENTS)]
 
 
 def check(assignment: str, question: str, *objects: Any, hidden: bool = False) -> Feedback:

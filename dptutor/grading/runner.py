@@ -77,7 +77,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dptutor._validate import check_positive
+from dptutor._validate import check_path, check_positive, check_real, check_sequence
 from dptutor.grading.feedback import Assignment, fmt_points
 from dptutor.grading.record import Record, RecordError, load_record, load_timed, replay_question
 from dptutor.grading.registry import ASSIGNMENTS, get_assignment
@@ -122,6 +122,23 @@ class SubmissionResult:
     messages: dict[str, list[str]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        for name in ("file", "assignment"):
+            if not isinstance(getattr(self, name), str):
+                raise TypeError(f"{name} must be a str, got {type(getattr(self, name)).__name__}")
+        for name in ("scores", "points"):
+            table = getattr(self, name)
+            if not isinstance(table, dict) or not all(isinstance(k, str) for k in table):
+                raise TypeError(f"{name} must be a dict from question names to numbers")
+            for value in table.values():
+                check_real(value, name, low=0.0)
+        if not isinstance(self.messages, dict) or not all(
+                isinstance(k, str) and isinstance(v, list) and all(isinstance(m, str) for m in v)
+                for k, v in self.messages.items()):
+            raise TypeError("messages must be a dict from question names to lists of str")
+        if not isinstance(self.notes, list) or not all(isinstance(n, str) for n in self.notes):
+            raise TypeError("notes must be a list of str")
+
     @property
     def total(self) -> float:
         return round(sum(self.scores.values()), 2)
@@ -135,6 +152,8 @@ class SubmissionResult:
         return "\n".join(lines)
 
     def row(self, assignment: Assignment) -> list[str]:
+        if not isinstance(assignment, Assignment):
+            raise TypeError(f"assignment must be an Assignment, got {type(assignment).__name__}")
         messages = list(self.notes) + [f"{q}: {m}" for q, ms in self.messages.items() for m in ms]
         return [self.file, *(fmt_points(self.scores[q.name]) for q in assignment.questions),
                 fmt_points(self.total), " | ".join(messages)]
@@ -406,7 +425,8 @@ def grade_folder(assignment: str, folder: Path | str, *, timeout: float = 60, to
         raise TypeError(f"progress must be callable, got {type(progress).__name__}")
     if on_result is not None and not callable(on_result):
         raise TypeError(f"on_result must be callable, got {type(on_result).__name__}")
-    if isinstance(skip, str) or not all(isinstance(s, str) for s in skip):
+    skip = check_sequence(skip, "skip", min_len=0)
+    if not all(isinstance(s, str) for s in skip):
         raise TypeError("skip must be a sequence of file names")
     done = set(skip)
     paths = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix in (".ipynb", ".md") and p.name not in done)
@@ -440,11 +460,11 @@ def read_csv(path: Path | str, assignment: str) -> list[list[str]]:
         with open(path, newline="", encoding="utf-8") as fh:
             rows = list(csv.reader(fh))
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise ValueError(f"csv: {path} cannot be read as a CSV ({exc})") from None
+        raise ValueError(f"path: {path} cannot be read as a CSV ({exc})") from None
     if not rows:
         return []
     if rows[0] != _header(a) or any(len(r) != len(rows[0]) for r in rows[1:]):
-        raise ValueError(f"csv: {path} exists but is not a scores file of assignment {a.name!r}; "
+        raise ValueError(f"path: {path} exists but is not a scores file of assignment {a.name!r}; "
                          "choose another --csv or delete it")
     return rows[1:]
 
@@ -468,9 +488,8 @@ def _write_rows(path: Path, header: list[str], rows: Sequence[Sequence[str]]) ->
 def write_csv(results: Sequence[SubmissionResult], path: Path | str, assignment: str) -> None:
     """One row per submission: file, one column per question, total, and the messages (atomically)."""
     a = get_assignment(assignment)
-    if not isinstance(path, (str, Path)):
-        raise TypeError(f"path must be a path, got {type(path).__name__}")
-    if any(not isinstance(r, SubmissionResult) for r in results):
+    path = check_path(path, "path")
+    if any(not isinstance(r, SubmissionResult) for r in check_sequence(results, "results", min_len=0)):
         raise TypeError("results must be SubmissionResult objects")
     _write_rows(Path(path), _header(a), [r.row(a) for r in results])
 
@@ -550,7 +569,7 @@ def run_grade(args: argparse.Namespace) -> int:
         try:
             rows = read_csv(args.csv, a.name)
         except ValueError as exc:
-            problem = str(exc).replace("csv: ", "--csv ", 1)
+            problem = str(exc).replace("path: ", "--csv ", 1)
     else:
         rows = []
     if problem:
