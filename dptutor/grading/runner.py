@@ -77,7 +77,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dptutor._validate import check_path, check_positive, check_real, check_sequence
+from dptutor._validate import check_path, check_real, check_sequence
 from dptutor.grading.feedback import Assignment, fmt_points
 from dptutor.grading.record import Record, RecordError, load_record, load_timed, replay_question
 from dptutor.grading.registry import ASSIGNMENTS, get_assignment
@@ -102,6 +102,17 @@ FEEDBACK_TAG = "dptutor-check"
 GRADE_DEPENDENCIES = ("nbclient", "nbformat", "jupytext", "ipykernel")
 #: Timed calls run at most this long (seconds) before the kernel is interrupted.
 TIMED_CELL_CAP = 5.0
+
+
+#: The range of a time limit (seconds): the kernel client counts whole seconds (a shorter limit would
+#: silently become 1 s), and a limit over a day is a typo.
+MIN_TIMEOUT, MAX_TIMEOUT = 1.0, 86400.0
+
+
+def _check_limits(timeout: object, total_timeout: object) -> tuple[float, float]:
+    """``timeout`` (per cell) and ``total_timeout`` (per notebook) as floats in [1 s, 1 day]."""
+    return (check_real(timeout, "timeout", low=MIN_TIMEOUT, high=MAX_TIMEOUT),
+            check_real(total_timeout, "total_timeout", low=MIN_TIMEOUT, high=MAX_TIMEOUT))
 
 
 def check_grade_dependencies() -> None:
@@ -322,8 +333,7 @@ def grade_notebook(path: Path | str, assignment: str, *, timeout: float = 60,
     a = get_assignment(assignment)
     if not isinstance(path, (str, Path)):
         raise TypeError(f"path must be a path, got {type(path).__name__}")
-    timeout = check_positive(timeout, "timeout")
-    total_timeout = check_positive(total_timeout, "total_timeout")
+    timeout, total_timeout = _check_limits(timeout, total_timeout)
     check_grade_dependencies()
     import nbformat
     from nbclient import NotebookClient
@@ -419,8 +429,7 @@ def grade_folder(assignment: str, folder: Path | str, *, timeout: float = 60, to
     folder = Path(folder)
     if not folder.is_dir():
         raise ValueError(f"folder: submissions folder {folder} does not exist")
-    timeout = check_positive(timeout, "timeout")
-    total_timeout = check_positive(total_timeout, "total_timeout")
+    timeout, total_timeout = _check_limits(timeout, total_timeout)
     if progress is not None and not callable(progress):
         raise TypeError(f"progress must be callable, got {type(progress).__name__}")
     if on_result is not None and not callable(on_result):
@@ -504,8 +513,8 @@ def _positive(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}") from None
-    if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    if not (MIN_TIMEOUT <= value <= MAX_TIMEOUT):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds in [{MIN_TIMEOUT:g}, {MAX_TIMEOUT:g}], got {text!r}")
     return value
 
 
