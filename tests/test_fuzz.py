@@ -739,6 +739,9 @@ def test_discovery_finds_every_module():
     assert not problems, "\n".join(problems)
     fuzzed = {t.module for t in TARGETS if isinstance(t, Target)}
     assert {"distributions", "mechanisms", "audit", "experiments", "plotting", "symbolic"} <= fuzzed
+    # The grading package's modules are discovered too (walk_packages), the notebook runner included.
+    assert {"grading", "grading.feedback", "grading.registry", "grading.record", "grading.runner", "grading.release",
+            "grading.audit", "grading.pair_audit", "grading.otter"} <= fuzzed
 
 
 @pytest.mark.parametrize("target", [t for t in TARGETS if isinstance(t, Target)], ids=lambda t: t.key)
