@@ -21,25 +21,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from collections.abc import Callable
 
 import numpy as np
+from timing import best_times
 
 from dptutor.distributions import CHUNK, sample_laplace, standard_laplace_fill
 
-
-def best_times(contenders: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
-    """Best-of-``repeats`` wall time of each contender; rounds are interleaved across contenders."""
-    best = {name: float("inf") for name in contenders}
-    for fn in contenders.values():  # warm-up (page faults, first-call overhead)
-        fn()
-    for _ in range(repeats):
-        for name, fn in contenders.items():
-            t0 = time.perf_counter()
-            fn()
-            best[name] = min(best[name], time.perf_counter() - t0)
-    return best
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -205,17 +205,35 @@ def _cell_error(cell: Any) -> dict[str, Any] | None:
     return next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
 
 
+def _stray_task_errors(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """The event loop's exception handler: drop the races that Ctrl-C or a time limit leaves behind.
+
+    When grading is interrupted while a kernel starts or stops, nbclient's clean-up task can find
+    jupyter_client's start-up future already settled (``InvalidStateError``) or cancelled; asyncio
+    would print that task's traceback when it is collected. The outcome is already decided by the
+    interrupt, so such a task has nothing to report. Anything else goes to asyncio's default handler.
+    """
+    if isinstance(context.get("exception"), (asyncio.InvalidStateError, asyncio.CancelledError)):
+        return
+    loop.default_exception_handler(context)
+
+
 def _run_coroutine(factory: Callable[[], Any]) -> None:
     """``asyncio.run(factory())``, in a helper thread when an event loop already runs here (Jupyter)."""
+
+    async def main() -> None:
+        asyncio.get_running_loop().set_exception_handler(_stray_task_errors)
+        await factory()
+
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        asyncio.run(factory())
+        asyncio.run(main())
         return
     import concurrent.futures
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        pool.submit(lambda: asyncio.run(factory())).result()
+        pool.submit(lambda: asyncio.run(main())).result()
 
 
 def _quiet_logger() -> logging.Logger:
