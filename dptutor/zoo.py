@@ -33,7 +33,6 @@ from typing import Any, Callable
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import special
 
 from dptutor._validate import (
     check_bool,
@@ -394,8 +393,7 @@ def svt_log_likelihood_ratio(
     kinks = np.concatenate([q, qp]) - threshold
     r_lo = min(-12.0 * b_rho, float(kinks.min()) - b_nu)
     r_hi = max(12.0 * b_rho, float(kinks.max()) + 12.0 * b_nu)
-    r = np.unique(np.concatenate([np.linspace(r_lo, r_hi, grid), kinks, [0.0]]))
-    r = r[(r >= r_lo) & (r <= r_hi)]
+    r = np.unique(np.concatenate([np.linspace(r_lo, r_hi, grid), kinks, [0.0]]))  # all inside [r_lo, r_hi]
     # Rows with the same set of "below" answers share their integrand up to the cap: integrate once per
     # set, a bounded number of rows at a time (at most _LLR_TABLE elements per table of sets x nodes).
     llr = np.empty(arr.shape[0])
@@ -410,7 +408,6 @@ def svt_log_likelihood_ratio(
         small = np.abs(llr) < 1e15
         llr[small] = np.round(llr[small], decimals)
     return llr
-
 
 
 #: The largest query answer (in absolute value) that :func:`svt_log_likelihood_ratio` integrates over.
@@ -465,6 +462,7 @@ def _svt_log_integral(
     # a cap at or below r[0]: only the left tail, which then ends at the cap
     low = cap <= r[0]
     return np.where(low, left[which] + slope[which] * np.minimum(cap - r[0], 0.0), total)
+
 
 # ---------------------------------------------------------------------------------------------
 # the registry
