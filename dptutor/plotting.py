@@ -392,14 +392,14 @@ def plot_laplace_family(
 def plot_loss_regions() -> Figure:
     """A number line for each ordering of ``f(x)`` and ``f(x')``, with the three regions of the output
     ``y`` that :func:`dptutor.symbolic.laplace_mechanism_privacy_loss` uses, the non-negative offsets
-    ``w``, ``r``, ``delta`` that place ``y`` and ``f(x')``, and the privacy loss ``L(y)`` on each region."""
+    ``w``, ``r``, ``s`` (the shift; sympy names it ``delta``) that place ``y`` and ``f(x')``, and the privacy loss ``L(y)`` on each region."""
     regions = ("#E69F00", "#56B4E9", "#CC79A7")  # Okabe-Ito: below both, between, above both
     fig, axes = plt.subplots(2, 1, figsize=(8.6, 4.4), layout="constrained")
     cases = (
-        (r"case $f(x) \leq f(x')$: $f(x') = f(x) + \delta$", 0.0, 1.0,
-         (r"$L = \delta / b$", r"$L = (r - w)/b$", r"$L = -\delta / b$")),
-        (r"case $f(x) \geq f(x')$: $f(x') = f(x) - \delta$", 1.0, 0.0,
-         (r"$L = -\delta / b$", r"$L = (r - w)/b$", r"$L = \delta / b$")),
+        (r"case $f(x) \leq f(x')$: $f(x') = f(x) + s$", 0.0, 1.0,
+         (r"$L = s / b$", r"$L = (r - w)/b$", r"$L = -s / b$")),
+        (r"case $f(x) \geq f(x')$: $f(x') = f(x) - s$", 1.0, 0.0,
+         (r"$L = -s / b$", r"$L = (r - w)/b$", r"$L = s / b$")),
     )
     for ax, (title, fx, fxp, losses) in zip(axes, cases):
         lo, hi = min(fx, fxp), max(fx, fxp)
@@ -418,7 +418,7 @@ def plot_loss_regions() -> Figure:
                         arrowprops=dict(arrowstyle="<->", color="0.25", lw=1.0, shrinkA=0, shrinkB=0))
             ax.text((a + b) / 2, height + 0.08, label, ha="center", va="bottom", fontsize="small")
 
-        offset(lo, hi, 0.5, r"$\delta$")
+        offset(lo, hi, 0.5, r"$s$")
         ys = (-0.7, 0.4, 1.7)  # one example output y in each region, marked with a cross
         for y in ys:
             ax.plot([y], [0.0], "x", color="0.2", ms=7, mew=1.5, zorder=3)
