@@ -3,9 +3,11 @@
 - :func:`sequential_epsilon`: k mechanisms on the *same* data with budgets eps_1..eps_k are
   (eps_1 + ... + eps_k)-DP.
 - :func:`parallel_epsilon`: mechanisms on *disjoint* parts of the data are max(eps_i)-DP.
-- :class:`Budget`: a budget as something spent, one release at a time, refusing to overspend.
+- :class:`Budget`: a budget as something spent, one release at a time, refusing to overspend
+  (exact rational arithmetic: an account never overspends by rounding).
 - :func:`repeated_laplace_box_loss`: the exact privacy loss of the event "all k outputs <= t" for
   k Laplace releases of one bit (0 vs 1), the event that attains k * epsilon.
+- :func:`majority_vote_loss`: the exact privacy loss of a majority vote over the k releases.
 - :func:`sequential_composition_proof`: the steps of the composition proof, checked in sympy.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Iterable
 
 import sympy as sp
@@ -24,6 +27,7 @@ __all__ = [
     "parallel_epsilon",
     "Budget",
     "repeated_laplace_box_loss",
+    "majority_vote_loss",
     "CompositionProof",
     "sequential_composition_proof",
 ]
@@ -56,7 +60,10 @@ class Budget:
 
     Immutable: :meth:`spend` returns a new ``Budget`` and raises ``ValueError`` (naming
     ``epsilon``) when a release would exceed the total, so an overspending loop fails loudly
-    before the release instead of after it.
+    before the release instead of after it.  The account is kept in exact rational arithmetic
+    (each float counts as the ``Fraction`` it exactly equals), so rounding never lets a release
+    through: the double ``0.1`` is slightly more than 1/10, so ten releases of ``0.1`` overdraw a
+    total of ``1.0`` and the tenth is refused.  :meth:`split` hands out shares that fit exactly.
     """
 
     total: float
@@ -65,32 +72,59 @@ class Budget:
     def __post_init__(self) -> None:
         object.__setattr__(self, "total", check_positive(self.total, "total"))
         spent = tuple(check_positive(e, f"spent[{i}]") for i, e in enumerate(check_sequence(self.spent, "spent", min_len=0)))
-        if sum(spent) > self.total * (1 + 1e-12):  # (a finite total bounds each term: no overflow)
-            raise ValueError(f"spent adds up to {sum(spent):g}, more than total = {self.total:g}")
+        used = sum((Fraction(e) for e in spent), Fraction(0))
+        if used > Fraction(self.total):
+            raise ValueError(f"spent adds up to {float(used):g}, more than total = {self.total:g}")
         object.__setattr__(self, "spent", spent)
 
     @property
+    def used_exactly(self) -> Fraction:
+        """The budget used so far, exactly (sequential composition: the sum of ``spent``)."""
+        return sum((Fraction(e) for e in self.spent), Fraction(0))
+
+    @property
+    def remaining_exactly(self) -> Fraction:
+        """What is left, exactly; never negative."""
+        return Fraction(self.total) - self.used_exactly
+
+    @property
     def used(self) -> float:
-        """The budget used so far (sequential composition: the sum of ``spent``)."""
-        return math.fsum(self.spent)
+        """The budget used so far, rounded to the nearest double."""
+        return float(self.used_exactly)
 
     @property
     def remaining(self) -> float:
-        """What is left; never negative."""
-        return max(0.0, self.total - self.used)
+        """What is left, rounded down to a double, so that spending it never overdraws the account."""
+        left = self.remaining_exactly
+        value = float(left)
+        if Fraction(value) > left:
+            value = math.nextafter(value, 0.0)
+        return value
 
     def spend(self, epsilon: float) -> "Budget":
-        """The budget after one more release with budget ``epsilon``.
-
-        A relative slack of 1e-12 absorbs the rounding of splits such as ten times ``total / 10``.
-        """
+        """The budget after one more release with budget ``epsilon``; refuses to overdraw, exactly."""
         eps = check_positive(epsilon, "epsilon")
-        if self.used + eps > self.total * (1 + 1e-12):
+        if Fraction(eps) > self.remaining_exactly:
             raise ValueError(
-                f"epsilon = {eps:g} exceeds the remaining budget {self.remaining:g} "
+                f"epsilon = {eps!r} exceeds the remaining budget {float(self.remaining_exactly)!r} "
                 f"(total {self.total:g}, {len(self.spent)} releases so far)"
             )
         return Budget(self.total, self.spent + (eps,))
+
+    def split(self, k: int) -> list[float]:
+        """``k`` shares of what remains, each a double, that add up to at most the remainder exactly.
+
+        ``remaining / k`` rounded to the nearest double can exceed the exact ``k``-th part (``1 / 10``
+        does), so each share is rounded down: spending all ``k`` shares never overdraws.
+        """
+        k = check_int(k, "k", minimum=1, maximum=10**9)
+        exact = self.remaining_exactly / k
+        share = float(exact)
+        if Fraction(share) > exact:
+            share = math.nextafter(share, 0.0)
+        if share <= 0.0:
+            raise ValueError(f"k = {k} shares of the remaining budget would each be zero")
+        return [share] * k
 
 
 def repeated_laplace_box_loss(k: int, epsilon: float, t: float = 0.0) -> tuple[float, float]:
@@ -115,14 +149,38 @@ def repeated_laplace_box_loss(k: int, epsilon: float, t: float = 0.0) -> tuple[f
     return k * (log_f0 - log_f1), k * log_f0
 
 
+def majority_vote_loss(k: int, epsilon: float) -> float:
+    """The exact privacy loss of a majority vote over k Laplace releases of one bit.
+
+    Each release adds ``Lap(0, 1/epsilon)`` noise to the bit (0 on ``X``, 1 on ``X'``); the attacker
+    rounds each output (``>= 1/2`` counts as 1) and guesses 1 when more than half are ones (a tie
+    is guessed 0).  A release is rounded to 1 with probability ``p0 = e^(-epsilon/2) / 2`` on ``X``
+    and ``p1 = 1 - p0`` on ``X'``, independently, so the number of ones is binomial and
+    ``loss = max over the two guesses of |ln P(guess | X) - ln P(guess | X')|``, computed with
+    ``scipy.stats.binom``'s log survival and log CDF (no underflow for large k).
+    """
+    from scipy import stats
+
+    k = check_int(k, "k", minimum=1, maximum=10**7)
+    eps = check_positive(epsilon, "epsilon")
+    p0 = 0.5 * math.exp(-eps / 2.0)
+    cut = k // 2                                  # guess 1 iff ones > k/2, i.e. ones >= cut + 1
+    log_one = [float(stats.binom.logsf(cut, k, p)) for p in (p0, 1.0 - p0)]
+    log_zero = [float(stats.binom.logcdf(cut, k, p)) for p in (p0, 1.0 - p0)]
+    return max(abs(log_one[0] - log_one[1]), abs(log_zero[0] - log_zero[1]))
+
+
 @dataclass(frozen=True)
 class CompositionProof:
     """The steps of the sequential composition proof for two Laplace releases, in sympy.
 
     ``joint_loss``: ln of the ratio of the joint densities of ``(y1, y2)``; ``sum_of_losses``: the
     sum of the two single-release losses; ``factorizes``: sympy proves their difference is 0
-    (steps 1-2); ``bound_gap``: ``eps1 + eps2 - (L1 + L2)`` written with the slacks
-    ``g_i = eps_i - L_i >= 0``; ``bounded``: sympy proves it non-negative (steps 3-4).
+    (steps 1-2).  ``region_gaps``: ``(eps1 + eps2) - (L1 + L2)`` for every pair of regions of the
+    two outputs (the Laplace chapter's regions, where each loss is a known expression), with
+    ``eps_i = Delta_i / b_i`` and ``Delta_i = |f_i(X) - f_i(X')| + g_i`` (``g_i >= 0``: the
+    sensitivity bounds the change); ``bound_gap``: the pair "y between the answers" for both outputs;
+    ``bounded``: sympy proves every gap non-negative (steps 3-4).
     """
 
     joint_loss: sp.Expr
@@ -130,6 +188,7 @@ class CompositionProof:
     factorizes: bool
     bound_gap: sp.Expr
     bounded: bool
+    region_gaps: tuple[sp.Expr, ...] = ()
 
     def __post_init__(self) -> None:
         for field in ("joint_loss", "sum_of_losses", "bound_gap"):
@@ -137,19 +196,25 @@ class CompositionProof:
                 raise TypeError(f"{field} must be a sympy expression, got {type(getattr(self, field)).__name__}")
         check_bool(self.factorizes, "factorizes")
         check_bool(self.bounded, "bounded")
+        if not isinstance(self.region_gaps, tuple) or not all(isinstance(g, sp.Expr) for g in self.region_gaps):
+            raise TypeError("region_gaps must be a tuple of sympy expressions")
 
 
 def sequential_composition_proof() -> CompositionProof:
     """Check the steps of the sequential composition theorem for two Laplace mechanisms in sympy.
 
-    Step 1-2: with independent noise the joint density is the product of the two densities, so
+    Steps 1-2: with independent noise the joint density is the product of the two densities, so
     the joint privacy loss ``ln(p(y1) q(y2) / (p'(y1) q'(y2)))`` equals ``L1(y1) + L2(y2)``.
-    Step 3-4: each single loss is at most its budget (the Laplace chapter's theorem), i.e.
-    ``L_i = eps_i - g_i`` with ``g_i >= 0``; then ``eps1 + eps2 - (L1 + L2) = g1 + g2 >= 0``.
+    Steps 3-4: on each region of each output the single loss is the closed form of
+    :func:`dptutor.symbolic.laplace_mechanism_privacy_loss` (offsets ``w, r`` and the shift
+    ``s = |f(X) - f(X')|``, sympy's ``delta``); with ``b_i = Delta_i / eps_i`` and
+    ``Delta_i = s_i + g_i``, ``g_i >= 0``, the gap ``(eps1 + eps2) - (L1 + L2)`` is written over
+    the positive ``b_i`` and sympy decides its sign for all 36 pairs of regions.
     """
+    from dptutor.symbolic import laplace_mechanism_privacy_loss
+
     y1, y2, fx1, fxp1, fx2, fxp2 = sp.symbols("y1 y2 f1 f1p f2 f2p", real=True)
-    b1, b2, eps1, eps2 = sp.symbols("b1 b2 epsilon1 epsilon2", positive=True)
-    g1, g2 = sp.symbols("g1 g2", nonnegative=True)
+    b1, b2 = sp.symbols("b1 b2", positive=True)
 
     def lap(y: sp.Expr, mu: sp.Expr, b: sp.Expr) -> sp.Expr:
         return sp.exp(-sp.Abs(y - mu) / b) / (2 * b)
@@ -161,11 +226,32 @@ def sequential_composition_proof() -> CompositionProof:
     loss2 = sp.expand_log(sp.log(lap(y2, fx2, b2) / lap(y2, fxp2, b2)), force=True)
     total = loss1 + loss2
     factorizes = sp.simplify(joint - total) == 0
-    gap = sp.simplify((eps1 + eps2) - ((eps1 - g1) + (eps2 - g2)))
+
+    regions = laplace_mechanism_privacy_loss().regions
+    b = sp.Symbol("b", positive=True)
+
+    def renamed(expr: sp.Expr, i: int) -> sp.Expr:
+        names = {sym: sp.Symbol(f"{sym.name}{i}", **sym.assumptions0) for sym in expr.free_symbols}
+        names[b] = (b1, b2)[i - 1]
+        return expr.xreplace(names)
+
+    def epsilon_minus_loss(reg, i: int) -> sp.Expr:
+        """eps_i - L_i = (Delta_i - L_i b_i) / b_i with Delta_i = s_i + g_i, over the positive b_i."""
+        b_i = (b1, b2)[i - 1]
+        g_i = sp.Symbol(f"g{i}", nonnegative=True)
+        numerator = sp.expand(renamed(reg.delta, i) + g_i - renamed(reg.loss, i) * b_i)
+        return numerator / b_i
+
+    gaps = []
+    for r1 in regions:
+        for r2 in regions:
+            gaps.append(epsilon_minus_loss(r1, 1) + epsilon_minus_loss(r2, 2))
+    between = [reg for reg in regions if reg.region == "y between"][0]
     return CompositionProof(
         joint_loss=sp.simplify(joint),
         sum_of_losses=sp.simplify(total),
         factorizes=bool(factorizes),
-        bound_gap=gap,
-        bounded=bool(gap.is_nonnegative),
+        bound_gap=epsilon_minus_loss(between, 1) + epsilon_minus_loss(between, 2),
+        bounded=all(bool(g.is_nonnegative) for g in gaps),
+        region_gaps=tuple(gaps),
     )

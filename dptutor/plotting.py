@@ -922,32 +922,22 @@ def _comp_array(values: object, name: str, size: int | None = None, *, positive:
     return arr
 
 
-def plot_composition(
-    ks: Sequence[int],
-    epsilon: float,
-    measured: Sequence[float],
-    lower: Sequence[float],
-    exact_attack: Sequence[float],
-) -> Figure:
-    """Privacy loss of k composed Laplace releases against k.
+def plot_composition(ks: Sequence[int], epsilon: float, majority: Sequence[float]) -> Figure:
+    """Privacy loss of k composed Laplace releases of one bit against k, all exact.
 
-    Draws the composition bound ``k * epsilon`` (line), the majority-vote attack's exact loss
-    (dashed) and its Monte Carlo estimates (markers) with their lower confidence bounds
-    (downward bars).  Log-log axes.
+    Draws the composition bound ``k * epsilon``, which the event "all k outputs <= 0" attains
+    (:func:`dptutor.composition.repeated_laplace_box_loss`), and the exact loss of the majority-vote
+    attack (``majority``, :func:`dptutor.composition.majority_vote_loss`).  Log-log axes.
     """
     from dptutor._validate import check_positive
 
     k = _comp_array(ks, "ks", positive=True)
     eps = check_positive(epsilon, "epsilon")
-    est = _comp_array(measured, "measured", k.size)
-    low = _comp_array(lower, "lower", k.size)
-    exact = _comp_array(exact_attack, "exact_attack", k.size, positive=True)
+    exact = _comp_array(majority, "majority", k.size, positive=True)
     fig, ax = plt.subplots(figsize=(8.6, 4.6), layout="constrained")
-    ax.plot(k, k * eps, color=_CB_GREEN, lw=2.5, label=r"composition bound $k\varepsilon$ (attained by the best event)")
-    ax.plot(k, exact, color=_CB_BLUE, lw=2, ls="--", label="majority-vote attack, exact loss")
-    yerr = np.vstack([np.clip(est - low, 0, None), np.zeros_like(est)])
-    ax.errorbar(k, est, yerr=yerr, fmt="o", color=_CB_VERMILLION, ms=7, capsize=4,
-                label="majority-vote attack, Monte Carlo estimate (bar: 95% lower bound)")
+    ax.plot(k, k * eps, "-o", color=_CB_GREEN, lw=2.5, ms=5,
+            label=r"composition bound $k\varepsilon$ = loss of the event 'all outputs $\leq 0$'")
+    ax.plot(k, exact, "--s", color=_CB_BLUE, lw=2, ms=5, label="majority-vote attack, exact loss")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("number of releases $k$ (each with budget $\\varepsilon$)")

@@ -36,8 +36,7 @@ CALLS = {
         {"numpy's laplace": [attack("numpy", b, 20, rng=np.random.default_rng(1)) for b in (0.1, 1.0)]}),
     "plot_attack_comparison": lambda: plotting.plot_attack_comparison(
         [("Laplace", 1, 1.0, 0.9, 0.8), ("Laplace", 2, 1.0, 0.8, 0.6)], true_ratio={"Laplace": lambda n: 1.0}),
-    "plot_composition": lambda: plotting.plot_composition([1, 2, 4], 0.5, [0.45, 0.9, 1.08], [0.44, 0.88, 1.06],
-                                                          [0.45, 0.9, 1.08]),
+    "plot_composition": lambda: plotting.plot_composition([1, 2, 4], 0.5, [0.45, 0.9, 1.08]),
     "plot_gaussian_sigmas": lambda: plotting.plot_gaussian_sigmas([0.1, 0.5, 2.0], [48.4, 9.7, np.nan],
                                                                   [30.7, 7.0, 2.0], 1e-5),
     "plot_pure_epsilon_growth": lambda: plotting.plot_pure_epsilon_growth([10**3, 10**4], [0.1, 0.5], [0.1, 0.4],

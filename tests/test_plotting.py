@@ -301,7 +301,7 @@ def test_sc_plot_loss_agreement_puts_infinity_on_top_and_drops_degenerate_cells(
 
 def test_composition_and_gaussian_figures_draw_their_data() -> None:
     figs = [
-        plotting.plot_composition([1, 2, 4], 0.5, [0.45, 0.9, 1.08], [0.44, 0.88, 1.06], [0.45, 0.9, 1.08]),
+        plotting.plot_composition([1, 2, 4], 0.5, [0.45, 0.9, 1.08]),
         plotting.plot_gaussian_sigmas([0.1, 0.5, 2.0], [48.4, 9.7, np.nan], [30.7, 7.0, 2.0], 1e-5),
         plotting.plot_pure_epsilon_growth([10**3, 10**4], [0.1, 0.5], [0.1, 0.4], 1.0, 1e-3),
         plotting.plot_tradeoff(0.39, [0.1, 0.5], [0.8, 0.3]),
@@ -322,9 +322,9 @@ def test_composition_and_gaussian_figures_draw_their_data() -> None:
 @pytest.mark.parametrize(
     "call, name",
     [
-        (lambda: plotting.plot_composition([1, 2], 0.5, [0.4], [0.4, 0.8], [0.4, 0.8]), "measured"),
-        (lambda: plotting.plot_composition([0, 2], 0.5, [0.4, 0.8], [0.4, 0.8], [0.4, 0.8]), "ks"),
-        (lambda: plotting.plot_composition([1, 2], -1.0, [0.4, 0.8], [0.4, 0.8], [0.4, 0.8]), "epsilon"),
+        (lambda: plotting.plot_composition([1, 2], 0.5, [0.4]), "majority"),
+        (lambda: plotting.plot_composition([0, 2], 0.5, [0.4, 0.8]), "ks"),
+        (lambda: plotting.plot_composition([1, 2], -1.0, [0.4, 0.8]), "epsilon"),
         (lambda: plotting.plot_gaussian_sigmas([0.1], [1.0], [1.0], 0.0), "delta"),
         (lambda: plotting.plot_gaussian_sigmas([0.1], [1.0, 2.0], [1.0], 1e-5), "classic"),
         (lambda: plotting.plot_pure_epsilon_growth([10], [0.1, 0.2], [0.1], 1.0, 1e-3), "pure_bounds"),
