@@ -339,9 +339,11 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
     "composition.Budget": {"total": _const(1.0)},
     "composition.Budget.spend": {"epsilon": _const(0.1)},
     "composition.repeated_laplace_box_loss": {"k": _const(3)},
+    "composition.majority_vote_loss": {"k": _const(3)},
+    "composition.Budget.split": {"k": _const(4)},
     "composition.CompositionProof": {"joint_loss": lambda ctx: _sympy_zero(), "sum_of_losses": lambda ctx: _sympy_zero(),
                                      "factorizes": _const(True), "bound_gap": lambda ctx: _sympy_zero(),
-                                     "bounded": _const(True)},
+                                     "bounded": _const(True), "region_gaps": _const(())},
 }
 
 
