@@ -308,18 +308,18 @@ class DPTextAnalysis:
     Lower region ``v = 1/2 - w`` and upper region ``v = 1/2 + w``, both with ``0 < w < 1/2``.
     """
 
-    lower_value: sp.Expr  # T(v) on (0, 1/2)
-    lower_derivative: sp.Expr  # dT/dv on (0, 1/2)
-    increasing_on_lower: bool  # dT/dv > 0 there (decided with v = 1/2 - w)
+    lower_value: sp.Expr  # g(v) on (0, 1/2)
+    lower_derivative: sp.Expr  # dg/dv on (0, 1/2)
+    increasing_on_lower: bool  # dg/dv > 0 there (decided with v = 1/2 - w)
     log_argument_upper: sp.Expr  # 1 - 2|v| on (1/2, 1): 1 - 2v
     log_argument_negative: bool  # 1 - 2v = -2w < 0
-    upper_value: sp.Expr  # T(v) on (1/2, 1) over the complex numbers: mu - b ln(2v - 1) - i pi b
+    upper_value: sp.Expr  # g(v) on (1/2, 1) over the complex numbers: mu - b ln(2v - 1) - i pi b
     upper_imaginary_part: sp.Expr  # -pi b (i.e. -sgn(v) pi b)
     upper_real_part: sp.Expr  # mu - b ln(2v - 1)
-    upper_real_derivative: sp.Expr  # d Re T / dv on (1/2, 1)
+    upper_real_derivative: sp.Expr  # d Re g / dv on (1/2, 1)
     real_part_decreasing_on_upper: bool
-    value_at_zero: sp.Expr  # T(0) = mu
-    minimum_on_lower_is_mu: bool  # T(v) - mu >= 0 on [0, 1/2)
+    value_at_zero: sp.Expr  # g(0) = mu
+    minimum_on_lower_is_mu: bool  # g(v) - mu >= 0 on [0, 1/2)
 
 
 @lru_cache(maxsize=None)
@@ -327,11 +327,11 @@ def dptext_analysis() -> DPTextAnalysis:
     """Theorem 3.1, symbolically."""
     s = symbols()
     w = _pos("w")
-    T = dptext_expr()
+    g = dptext_expr()
     # (0, 1/2): v = 1/2 - w.  sgn(v) = 1 and |v| = v there; sympy knows v > 0 once v = 1/2 - w with
     # w < 1/2, which it cannot know, so use the positive symbol p = v for this region instead.
     p = _pos("p")
-    t_low = sp.simplify(T.subs(s.v, p))  # valid for any p > 0 as a formula; meaningful for p < 1/2
+    t_low = sp.simplify(g.subs(s.v, p))  # valid for any p > 0 as a formula; meaningful for p < 1/2
     deriv_low = sp.simplify(sp.diff(t_low, p))  # 2b / (1 - 2p)
     increasing = bool(sp.simplify(deriv_low.subs(p, HALF - w)).is_positive)
     lower_value = t_low.subs(p, s.v)
@@ -339,14 +339,14 @@ def dptext_analysis() -> DPTextAnalysis:
     # (1/2, 1): v = 1/2 + w.
     v_up = HALF + w
     arg_up = sp.simplify((1 - 2 * sp.Abs(s.v)).subs(s.v, v_up))  # -2w
-    t_up = T.subs(s.v, v_up)  # sympy evaluates log(-2w) = log(2w) + i pi: mu - b (log(2w) + i pi)
+    t_up = g.subs(s.v, v_up)  # sympy evaluates log(-2w) = log(2w) + i pi: mu - b (log(2w) + i pi)
     im_up = sp.simplify(sp.im(t_up))
     re_up = sp.re(t_up)
     re_in_v = re_up.subs(w, s.v - HALF)  # mu - b log(2v - 1)
     re_deriv = sp.simplify(sp.diff(re_in_v, s.v))
     decreasing = bool(sp.simplify(re_deriv.subs(s.v, v_up)).is_negative)
-    at_zero = T.subs(s.v, 0)
-    # T(v) - mu = -b ln(1 - 2v) on [0, 1/2): with 1 - 2v = exp(-k), k >= 0, it is b k >= 0.
+    at_zero = g.subs(s.v, 0)
+    # g(v) - mu = -b ln(1 - 2v) on [0, 1/2): with 1 - 2v = exp(-k), k >= 0, it is b k >= 0.
     k = _nonneg("k")
     min_ok = bool(sp.simplify((t_low - s.mu).subs(p, (1 - sp.exp(-k)) / 2)).is_nonnegative) and at_zero == s.mu
     return DPTextAnalysis(
@@ -367,26 +367,26 @@ def dptext_analysis() -> DPTextAnalysis:
 
 @dataclass(frozen=True)
 class DPTextLaw:
-    """The law of DPText's output, derived from ``P(T(V) <= t) = P(V <= T^-1(t))`` on [0, 1/2)."""
+    """The law of DPText's output, derived from ``P(g(V) <= t) = P(V <= g^-1(t))`` on [0, 1/2)."""
 
-    inverse_on_lower: sp.Expr  # v = T^-1(t) for t >= mu
-    finite_cdf: sp.Piecewise  # P(T <= t and T finite) (defective, total 1/2)
+    inverse_on_lower: sp.Expr  # v = g^-1(t) for t >= mu
+    finite_cdf: sp.Piecewise  # P(W <= t and W finite) (defective, total 1/2)
     finite_mass: sp.Expr  # 1/2
     cdf_nan_zero: sp.Piecewise  # NaN noise -> 0: atom 1/2 at mu plus half an exponential
     cdf_nan_discard: sp.Piecewise  # NaN redrawn: exponential of scale b above mu
     jump_at_mu_nan_zero: sp.Expr  # 1/2
     pdf_nan_zero: sp.Piecewise  # density of the continuous part (t != mu)
     pdf_nan_discard: sp.Piecewise
-    mass_below_mu: sp.Expr  # P(T < mu) = F(mu-) = 0: never below mu
+    mass_below_mu: sp.Expr  # P(W < mu) = F(mu-) = 0: never below mu
 
 
 @lru_cache(maxsize=None)
 def dptext_law() -> DPTextLaw:
     """Derive the output CDFs of DPText (Theorem 3.1's consequence; Fig. 3 of the paper).
 
-    On [0, 1/2) the transform ``T(v) = mu - b ln(1 - 2v)`` is increasing (:func:`dptext_analysis`), so
-    for ``t >= mu``, ``{T(V) <= t} = {V <= T^-1(t)}`` (Eq. 16) and ``P(V <= a) = a`` (Eq. 13).  The
-    values ``v > 1/2`` give NaN and never satisfy ``T <= t``; ``T >= mu`` always, so the CDF is 0 below
+    On [0, 1/2) the transform ``g(v) = mu - b ln(1 - 2v)`` is increasing (:func:`dptext_analysis`), so
+    for ``t >= mu``, ``{g(V) <= t} = {V <= g^-1(t)}`` (Eq. 16) and ``P(V <= a) = a`` (Eq. 13).  The
+    values ``v > 1/2`` give NaN and never satisfy ``W <= t``; ``W >= mu`` always, so the CDF is 0 below
     ``mu``.
     """
     s = symbols()
@@ -406,7 +406,7 @@ def dptext_law() -> DPTextLaw:
     cdf_discard_above = sp.simplify(finite_part / finite_mass)
     cdf_zero = above_mu(cdf_zero_above)
     cdf_discard = above_mu(cdf_discard_above)
-    h = _pos("h")  # F(mu-) = P(T < mu): the left limit along t = mu - h, h -> 0+
+    h = _pos("h")  # F(mu-) = P(W < mu): the left limit along t = mu - h, h -> 0+
     below_mu = sp.limit(cdf_zero.subs(s.t, s.mu - h), h, 0, "+")
     jump = sp.simplify(cdf_zero.subs(s.t, s.mu) - below_mu)  # F(mu) - F(mu-)
     pdf_zero = above_mu(sp.simplify(sp.diff(cdf_zero_above, s.t)))
