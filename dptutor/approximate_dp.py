@@ -313,15 +313,17 @@ def discrete_gaussian_sigma(epsilon: float, delta: float, sensitivity: int = 1) 
     steps = _sensitivity_steps(sensitivity)
     start = gaussian_sigma_analytic(eps, dlt, float(steps))
     ok = lambda s: discrete_gaussian_delta(eps, _sigma_on_grid(s), steps) <= dlt  # noqa: E731
-    lo, hi = start / 4.0, start * 1.5
-    if lo < 1e-3 or hi > 1e6:
+    if not 1e-3 <= start <= 1e6:
         raise ValueError(f"epsilon={epsilon!r}, delta={delta!r} need sigma={start:g}: outside [1e-3, 1e6] steps")
+    lo, hi = start * 0.9, start * 1.1  # the discrete and continuous profiles are close (start's bracket)
     while not ok(hi):
-        lo, hi = hi, hi * 2.0
+        lo, hi = hi, hi * 1.5
         if hi > 4e6:
             raise ValueError(f"no sigma below 4e6 reaches delta={delta!r} at epsilon={epsilon!r}")
-    if ok(lo):
-        return _sigma_on_grid(lo)
+    while ok(lo):
+        lo, hi = lo / 1.5, lo
+        if lo < 1e-4:
+            return _sigma_on_grid(hi)
     for _ in range(60):
         mid = (lo + hi) / 2.0
         lo, hi = (lo, mid) if ok(mid) else (mid, hi)

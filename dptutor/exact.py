@@ -231,8 +231,12 @@ def sample_discrete_laplace_python(
     rng = check_rng(rng)
     s, d = t.numerator, t.denominator
     total = math.prod(shape)
-    out = []
-    while len(out) < total:
+    return np.array([_discrete_laplace_one(s, d, rng) for _ in range(total)], dtype=np.int64).reshape(shape)
+
+
+def _discrete_laplace_one(s: int, d: int, rng: np.random.Generator) -> int:
+    """One discrete Laplace draw of scale ``s / d`` (Algorithm 2 as written, Python integers)."""
+    while True:
         u = int(rng.integers(0, s))
         if not _bernoulli_exp_python(u, s, rng):
             continue
@@ -243,8 +247,7 @@ def sample_discrete_laplace_python(
         negative = int(rng.integers(0, 2)) == 1
         if negative and y == 0:
             continue
-        out.append(-y if negative else y)
-    return np.array(out, dtype=np.int64).reshape(shape)
+        return -y if negative else y
 
 
 # ---------------------------------------------------------------------------------------------
@@ -375,7 +378,7 @@ def sample_discrete_gaussian_python(
     total = math.prod(shape)
     out: list[int] = []
     while len(out) < total:
-        y = int(sample_discrete_laplace_python(t, 1, rng)[0])
+        y = _discrete_laplace_one(t, 1, rng)
         if _bernoulli_exp_big_python((q * t * abs(y) - p) ** 2, den, rng):
             out.append(y)
     return np.array(out, dtype=np.int64).reshape(shape)

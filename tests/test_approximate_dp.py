@@ -257,3 +257,102 @@ def test_bug_hunt_exercise_variance_as_scale():
     buggy = audit_pair(GaussianRelease(variance), 0.0, sens, epsilon=eps, delta=delta, trials=10**6, seed=5)
     fixed = audit_pair(GaussianRelease(sigma), 0.0, sens, epsilon=eps, delta=delta, trials=10**6, seed=5)
     assert buggy.is_violation() and not fixed.is_violation()
+
+
+# ---------------------------------------------------------------------------------------------
+# the discrete Gaussian mechanism
+# ---------------------------------------------------------------------------------------------
+
+from fractions import Fraction  # noqa: E402
+
+from dptutor.approximate_dp import (  # noqa: E402
+    DiscreteGaussianRelease,
+    discrete_gaussian_delta,
+    discrete_gaussian_epsilon,
+    discrete_gaussian_release,
+    discrete_gaussian_sigma,
+)
+
+
+def _brute_delta(epsilon, sigma, steps, dps=50):
+    """sum_x max(0, p0(x) - e^eps p1(x)) over the integers, in mpmath at ``dps`` digits (the definition)."""
+    import mpmath
+
+    mpmath.mp.dps = dps
+    sig = Fraction(sigma)
+    var = mpmath.mpf(sig.numerator) ** 2 / mpmath.mpf(sig.denominator) ** 2
+    half = int(40 * float(sig)) + steps + 5
+    w = {x: mpmath.exp(-mpmath.mpf(x) ** 2 / (2 * var)) for x in range(-half - steps, half + steps + 1)}
+    norm = mpmath.fsum(w[x] for x in range(-half, half + 1))
+    e = mpmath.exp(mpmath.mpf(Fraction(epsilon).numerator) / Fraction(epsilon).denominator)
+    return mpmath.fsum(max(0, w[x] - e * w[x - steps]) for x in range(-half, half + 1)) / norm
+
+
+@pytest.mark.parametrize("sigma,steps", [(1, 1), (Fraction(3, 2), 1), (2, 3), (5, 1), (Fraction(27, 4), 2)])
+@pytest.mark.parametrize("epsilon", [0.0, 0.3, 1.0, 2.5])
+def test_discrete_gaussian_delta_matches_the_definition(sigma, steps, epsilon):
+    exact = float(_brute_delta(epsilon, sigma, steps))
+    ours = discrete_gaussian_delta(epsilon, sigma, steps)
+    assert ours >= exact  # rounded up: never below the truth
+    assert ours - exact <= 1e-9 * exact + 1e-250
+
+
+def test_discrete_gaussian_delta_differs_from_the_continuous_one():
+    """The discrete law's profile is not the continuous one: at sigma = 2 it is larger at eps = 0.5."""
+    assert discrete_gaussian_delta(0.5, 2, 1) > gaussian_delta(0.5, 2.0, 1.0) * 1.02
+    assert discrete_gaussian_delta(0.1, 2, 1) < gaussian_delta(0.1, 2.0, 1.0)
+
+
+def test_discrete_gaussian_epsilon_inverts_delta():
+    for sigma, steps, dlt in [(48, 1, 1e-5), (Fraction(123, 4), 1, 1e-5), (10, 3, 1e-3)]:
+        eps = discrete_gaussian_epsilon(dlt, sigma, steps)
+        assert discrete_gaussian_delta(eps, sigma, steps) <= dlt
+        assert discrete_gaussian_delta(eps - 1e-6, sigma, steps) > dlt
+
+
+@pytest.mark.parametrize("epsilon,delta,steps", [(1.0, 1e-3, 12), (0.1, 1e-5, 1), (1.0, 1e-5, 1), (5.0, 1e-6, 3)])
+def test_discrete_gaussian_sigma_is_the_smallest_on_its_grid(epsilon, delta, steps):
+    sig = discrete_gaussian_sigma(epsilon, delta, steps)
+    assert isinstance(sig, Fraction)
+    assert discrete_gaussian_delta(epsilon, sig, steps) <= delta
+    # one step below fails (the grid's step, or a multiple of it when the fraction reduced)
+    step = Fraction(1, sig.denominator)
+    assert discrete_gaussian_delta(epsilon, sig - step, steps) > delta
+    # and it is close to the continuous analytic sigma
+    assert abs(float(sig) / gaussian_sigma_analytic(epsilon, delta, steps) - 1) < 0.01
+
+
+def test_discrete_gaussian_release_outputs_and_privacy():
+    rng = np.random.default_rng(4)
+    integer = discrete_gaussian_release(1.0, 1e-5, 1)
+    out = integer(7, 1000, rng)
+    assert out.dtype == np.int64 and out.shape == (1000,)
+    with pytest.raises(ValueError, match="data"):
+        integer(0.5, 10, rng)
+    gran = discrete_gaussian_release(1.0, 1e-3, 0.01, granularity=2.0**-10)
+    y = gran(0.01, 1000, rng)
+    assert y.dtype == np.float64 and np.all(y * 2**10 == np.round(y * 2**10))
+    # steps: floor(0.01 * 1024) + 1 = 11, and rounding moves each answer by at most half a step
+    assert discrete_gaussian_delta(1.0, gran.sigma, 11) <= 1e-3
+    assert pickle.loads(pickle.dumps(gran)) == gran
+
+
+def test_discrete_gaussian_release_audit_is_not_flagged():
+    mech = discrete_gaussian_release(EPS, DELTA, SENS, granularity=2.0**-10)
+    r = audit_pair(mech, 0.0, SENS, epsilon=EPS, delta=DELTA, trials=200_000, seed=3)
+    assert not r.is_violation()
+
+
+def test_discrete_gaussian_bad_input():
+    for call, name in [(lambda: discrete_gaussian_delta(-1.0, 2, 1), "epsilon"),
+                       (lambda: discrete_gaussian_delta(1.0, 2.0, 1), "sigma"),
+                       (lambda: discrete_gaussian_delta(1.0, 2, 0), "sensitivity"),
+                       (lambda: discrete_gaussian_epsilon(0.0, 2, 1), "delta"),
+                       (lambda: discrete_gaussian_sigma(0.0, 1e-5, 1), "epsilon"),
+                       (lambda: discrete_gaussian_sigma(1.0, 1.5, 1), "delta"),
+                       (lambda: discrete_gaussian_release(1.0, 1e-5, 0.01, granularity=0.3), "granularity"),
+                       (lambda: discrete_gaussian_release(1.0, 1e-5, 1.5), "sensitivity"),
+                       (lambda: DiscreteGaussianRelease(0.5), "sigma"),
+                       (lambda: DiscreteGaussianRelease(2, granularity=-1.0), "granularity")]:
+        with pytest.raises((TypeError, ValueError), match=name):
+            call()
