@@ -210,10 +210,23 @@ def sample_discrete_laplace(scale: int | Fraction, size: int | tuple[int, ...], 
 # ---------------------------------------------------------------------------------------------
 
 
+def _uniform_below(n: int, rng: np.random.Generator) -> int:
+    """A uniform integer in ``{0, ..., n - 1}`` for any Python int ``n >= 1`` (``rng.integers`` below 2^62;
+    above, random bytes cut to ``n``'s bit length and redrawn when ``>= n``: exact, and on average fewer
+    than two rounds)."""
+    if n <= 1 << 62:
+        return int(rng.integers(0, n))
+    bits = n.bit_length()
+    while True:
+        r = int.from_bytes(rng.bytes((bits + 7) // 8), "little") >> (8 * ((bits + 7) // 8) - bits)
+        if r < n:
+            return r
+
+
 def _bernoulli_exp_python(num: int, den: int, rng: np.random.Generator) -> bool:
     """``Bernoulli(exp(-num / den))`` for ``0 <= num <= den``, one draw (step 1)."""
     k = 2 if num == den else 1  # A_1 ~ Bernoulli(1) is certain: skip its draw, as the vectorised code does
-    while int(rng.integers(0, den * k)) < num:
+    while _uniform_below(den * k, rng) < num:
         k += 1
     return k % 2 == 1
 

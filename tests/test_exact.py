@@ -370,3 +370,21 @@ def test_discrete_gaussian_bad_input(fn):
         exact.discrete_gaussian_pmf(0.5, 2)
     with pytest.raises(TypeError, match="sigma"):
         exact.discrete_gaussian_pmf(0, 2.0)
+
+
+def test_discrete_gaussian_with_a_huge_denominator_is_exact():
+    """sigma = 1 + 2^-30: sigma^2's denominator is 2^60, so the acceptance step needs uniform integers
+    beyond int64 (drawn from random bytes): the draws still follow the exact law."""
+    sigma = Fraction(2**30 + 1, 2**30)
+    draws = exact.sample_discrete_gaussian(sigma, 20_000, np.random.default_rng(12))
+    statistic, threshold = _dg_chi2(draws, sigma)
+    assert statistic < threshold
+
+
+def test_uniform_below_is_uniform_beyond_int64():
+    rng = np.random.default_rng(3)
+    n = 3 * 2**70
+    draws = [exact._uniform_below(n, rng) for _ in range(30_000)]
+    assert min(draws) >= 0 and max(draws) < n
+    thirds = np.bincount([d // 2**70 for d in draws], minlength=3)
+    assert stats.chisquare(thirds).pvalue > ALPHA
