@@ -405,13 +405,14 @@ def discrete_gaussian_pmf(k: ArrayLike, sigma: int | Fraction) -> NDArray[np.flo
     a double's resolution of ``N >= 1``.
     """
     sig = float(check_sigma(sigma))
-    arr = check_float_array(k, "k")
+    arr = check_float_array(k, "k", finite=True)
     if not np.all(arr == np.round(arr)):
         raise ValueError("k must hold integers")
     half = math.ceil(40.0 * sig) + 1
     grid = np.arange(-half, half + 1, dtype=np.float64)
     norm = math.fsum(np.exp(-grid * grid / (2.0 * sig * sig)))
-    return np.exp(-arr * arr / (2.0 * sig * sig)) / norm
+    with np.errstate(over="ignore"):  # k^2 overflowing to inf has probability exp(-inf) = 0, correctly
+        return np.exp(-arr * arr / (2.0 * sig * sig)) / norm
 
 
 # ---------------------------------------------------------------------------------------------

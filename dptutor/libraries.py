@@ -208,13 +208,23 @@ class DiffprivlibGaussian:
         self._mechanism(0)  # let diffprivlib refuse bad parameters now (e.g. Gaussian needs epsilon <= 1)
 
     def _mechanism(self, seed: int) -> Any:
+        import warnings
+
         mechanisms = _import("diffprivlib.mechanisms")
         try:
-            return getattr(mechanisms, self.kind)(
-                epsilon=self.epsilon, delta=self.delta, sensitivity=self.sensitivity, random_state=seed
-            )
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"epsilon: diffprivlib's {self.kind} refuses these parameters ({exc})") from exc
+            with warnings.catch_warnings(), np.errstate(all="raise"):
+                warnings.simplefilter("error")  # an overflow inside diffprivlib's calibration is a refusal
+                mech = getattr(mechanisms, self.kind)(
+                    epsilon=self.epsilon, delta=self.delta, sensitivity=self.sensitivity, random_state=seed
+                )
+                scale = float(mech._scale)
+        except (TypeError, ValueError, ArithmeticError, Warning) as exc:
+            raise ValueError(
+                f"epsilon, delta, sensitivity: diffprivlib's {self.kind} refuses these parameters ({exc})"
+            ) from exc
+        if not (np.isfinite(scale) and scale > 0.0):
+            raise ValueError(f"epsilon, delta, sensitivity: diffprivlib's {self.kind} gives the scale {scale!r}")
+        return mech
 
     @property
     def sigma(self) -> float:

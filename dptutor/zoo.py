@@ -197,7 +197,11 @@ def granular_laplace_vector(data: Any, size: int, rng: np.random.Generator, *, e
     size, rng, eps = _common(size, rng, epsilon)
     x = _vector(data)
     params = granular_parameters(eps, x.size)
-    steps = granular_round(x, params) + sample_discrete_laplace(params.t, (size, x.size), rng)
+    try:
+        rounded = granular_round(x, params)
+    except ValueError as exc:
+        raise ValueError(f"epsilon = {eps!r} makes the granularity r = {params.r:g} too fine for data ({exc})") from exc
+    steps = rounded + sample_discrete_laplace(params.t, (size, x.size), rng)
     return steps.astype(np.float64) * params.r  # exact: |steps| < 2^53, r a power of two
 
 
