@@ -356,3 +356,65 @@ def test_discrete_gaussian_bad_input():
                        (lambda: DiscreteGaussianRelease(2, granularity=-1.0), "granularity")]:
         with pytest.raises((TypeError, ValueError), match=name):
             call()
+
+
+# ---------------------------------------------------------------------------------------------
+# the chapter's floating-point leak and the exact mechanism's grid test (issue 22)
+# ---------------------------------------------------------------------------------------------
+
+
+def _off_grid_statistic(outputs):
+    from dptutor.floating import off_grid
+
+    return off_grid(np.asarray(outputs, dtype=float).ravel(), SENS).astype(float)
+
+
+def test_float_gaussian_leaks_through_the_grid():
+    """About 8% of the float mechanism's outputs on 0 are off the grid of 0.01 (impossible there: the
+    grid lemma), none of its outputs on 0.01 are, and the grid audit flags it at the claimed delta."""
+    from dptutor.floating import off_grid
+
+    mech = gaussian_release(EPS, DELTA, SENS)
+    rng = np.random.default_rng(2018)
+    n = 100_000
+    k = int(off_grid(mech(0.0, n, rng), SENS).sum())
+    ci = stats.binomtest(k, n).proportion_ci(0.999, method="exact")
+    assert ci.low > 0.07 and ci.high < 0.09  # the issue's 8.1%
+    assert not off_grid(mech(SENS, n, rng), SENS).any()
+    r = audit_pair(mech, 0.0, SENS, epsilon=EPS, delta=DELTA, trials=10**5, seed=4, statistic=_off_grid_statistic)
+    assert r.is_violation() and r.lower_bound > 3
+
+
+def test_exact_gaussian_has_no_impossible_outputs_and_is_not_flagged():
+    from dptutor.floating import off_grid
+
+    mech = discrete_gaussian_release(EPS, DELTA, SENS, granularity=2.0**-10)
+    out = mech(0.0, 100_000, np.random.default_rng(2018))
+    assert int(off_grid(out, SENS).sum()) == 0
+    r = audit_pair(mech, 0.0, SENS, epsilon=EPS, delta=DELTA, trials=10**5, seed=4, statistic=_off_grid_statistic)
+    assert not r.is_violation()
+
+
+def test_composition_with_delta_on_ten_discrete_gaussian_releases():
+    """The chapter's check of the (epsilon, delta) composition theorem: ten releases, each (1, 1e-5)-DP,
+    have an exact delta at epsilon = 10 (convolution of the loss laws) below 10 * 1e-5; and the theorem's
+    proof step 2 (DP extends to [0, 1]-valued functions) holds on the discrete Gaussian pair."""
+    from dptutor.exact import discrete_gaussian_pmf
+
+    sigma = discrete_gaussian_sigma(1.0, 1e-5, 1)
+    support = np.arange(-60 * math.ceil(sigma), 60 * math.ceil(sigma) + 1)
+    pmf = discrete_gaussian_pmf(support, sigma)
+    pk = pmf
+    for _ in range(9):
+        pk = np.convolve(pk, pmf)
+    sums = np.arange(pk.size) + 10 * support[0]
+    loss = (10 - 2 * sums) / (2 * float(sigma) ** 2)
+    delta_k = float(np.sum(pk * -np.expm1(np.minimum(10.0 - loss, 0.0))))
+    assert delta_k <= 1e-4
+    # step 2: E[g(M(X))] <= e^eps E[g(M(X'))] + delta for random [0, 1]-valued g
+    rng = np.random.default_rng(1)
+    d1 = discrete_gaussian_delta(1.0, sigma, 1)
+    shifted = np.concatenate([[0.0], pmf[:-1]])  # the law of the output on X' (answer 1)
+    for _ in range(200):
+        g = rng.random(support.size) ** rng.uniform(0.1, 10)
+        assert float(pmf @ g) <= math.e * float(shifted @ g) + d1 + 1e-12
