@@ -355,7 +355,7 @@ def sample_discrete_gaussian(sigma: int | Fraction, size: int | tuple[int, ...],
     p, q, t = _gauss_parameters(sig)
     total = math.prod(shape)
     out = np.empty(total, dtype=np.int64)
-    # P(accept) >= 1 - e^{-1/t}... in practice about 0.7-0.8; a float is fine, it only sizes batches.
+    # A float is fine here: the acceptance probability only sizes the batches, never decides a draw.
     accept = _gauss_acceptance(float(sig), t)
     filled = 0
     while filled < total:
