@@ -9,9 +9,15 @@ contenders), and only ratios from this run are printed:
   The vectorised version merges the first 12 rounds of each Bernoulli(exp(-1)) loop into one integer
   draw (an exact rewrite, see ``dptutor.exact``); the Python version runs the loop as written.
 * ``dptutor.floating.reachable`` on 10**5 outputs of numpy's ``Generator.laplace``, in seconds.
+* ``sample_discrete_gaussian`` (Canonne-Kamath-Steinke Algorithm 3, vectorised) at sigma = 10 and
+  sigma = 1000, against OpenDP's Gaussian mechanism on integers (``make_gaussian``: the same discrete
+  Gaussian law, sampled exactly), against ``sample_discrete_gaussian_python`` (one draw at a time), and
+  against numpy's ``standard_normal`` (floating point, not private), all in the same run.
 
 Exit status 1 if a goal is missed: at least ``--min-opendp`` (10) times OpenDP's rate, at least
-``--min-python`` (100) times the pure-Python rate, and ``reachable`` under 2 s for 10**5 outputs.
+``--min-python`` (100) times the pure-Python rate, and ``reachable`` under 2 s for 10**5 outputs; for
+the discrete Gaussian, at least ``--min-opendp`` times OpenDP's rate at each sigma, and a cost per
+draw within ``--max-normal`` (5) times numpy's ``standard_normal``.
 
     .venv/bin/python benchmarks/bench_exact.py [--scale 10] [--n 1000000] [--repeats 5]
 """
@@ -24,9 +30,14 @@ import sys
 import numpy as np
 from timing import best_times
 
-from dptutor.exact import sample_discrete_laplace, sample_discrete_laplace_python
+from dptutor.exact import (
+    sample_discrete_gaussian,
+    sample_discrete_gaussian_python,
+    sample_discrete_laplace,
+    sample_discrete_laplace_python,
+)
 from dptutor.floating import reachable
-from dptutor.libraries import opendp_integer_laplace, opendp_version
+from dptutor.libraries import opendp_integer_gaussian, opendp_integer_laplace, opendp_version
 
 
 
@@ -37,6 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=5, help="repeats, best-of (default 5)")
     parser.add_argument("--min-opendp", type=float, default=10.0)
     parser.add_argument("--min-python", type=float, default=100.0)
+    parser.add_argument("--max-normal", type=float, default=5.0, help="discrete Gaussian cost / standard_normal cost")
+    parser.add_argument("--sigmas", type=int, nargs="+", default=[10, 1000], help="discrete Gaussian sigmas")
     args = parser.parse_args(argv)
     rng = np.random.default_rng(2020)
     n, scale = args.n, args.scale
@@ -66,6 +79,31 @@ def main(argv: list[str] | None = None) -> int:
     print(f"reachable on 10^5 outputs of Generator.laplace: {t_reach:.2f} s (goal < 2 s)")
 
     ok = vs_opendp >= args.min_opendp and vs_python >= args.min_python and t_reach < 2.0
+
+    n_gauss_opendp, n_gauss_python = max(1, n // 100), max(1, n // 100)
+    for sigma in args.sigmas:
+        times = best_times(
+            {
+                "numpy (vectorised)": lambda: sample_discrete_gaussian(sigma, n, rng),
+                f"OpenDP {opendp_version()}": lambda: opendp_integer_gaussian(float(sigma), n_gauss_opendp),
+                "pure Python": lambda: sample_discrete_gaussian_python(sigma, n_gauss_python, rng),
+                "standard_normal": lambda: rng.standard_normal(n),
+            },
+            args.repeats,
+        )
+        draws = dict(zip(times, (n, n_gauss_opendp, n_gauss_python, n)))
+        rate = {name: draws[name] / t for name, t in times.items()}
+        print(f"discrete Gaussian, sigma {sigma}: samples per second (best of {args.repeats})")
+        for name, r in rate.items():
+            print(f"  {name:22s} {r / 1e6:8.3f} M/s   ({1e9 / r:9.1f} ns per draw)")
+        opendp_name = next(k for k in rate if k.startswith("OpenDP"))
+        g_opendp = rate[ours] / rate[opendp_name]
+        g_python = rate[ours] / rate["pure Python"]
+        g_normal = rate["standard_normal"] / rate[ours]
+        print(f"  ratio vs OpenDP:      {g_opendp:7.1f}x (goal >= {args.min_opendp:g}x)")
+        print(f"  ratio vs pure Python: {g_python:7.1f}x")
+        print(f"  cost vs standard_normal (not private): {g_normal:5.1f}x per draw (goal <= {args.max_normal:g}x)")
+        ok = ok and g_opendp >= args.min_opendp and g_normal <= args.max_normal
     print("all goals met" if ok else "GOAL MISSED")
     return 0 if ok else 1
 

@@ -51,6 +51,10 @@ __all__ = [
     "check_scale",
     "sample_discrete_laplace",
     "sample_discrete_laplace_python",
+    "check_sigma",
+    "sample_discrete_gaussian",
+    "sample_discrete_gaussian_python",
+    "discrete_gaussian_pmf",
     "GranularParameters",
     "granular_parameters",
     "granular_round",
@@ -206,10 +210,23 @@ def sample_discrete_laplace(scale: int | Fraction, size: int | tuple[int, ...], 
 # ---------------------------------------------------------------------------------------------
 
 
+def _uniform_below(n: int, rng: np.random.Generator) -> int:
+    """A uniform integer in ``{0, ..., n - 1}`` for any Python int ``n >= 1`` (``rng.integers`` below 2^62;
+    above, random bytes cut to ``n``'s bit length and redrawn when ``>= n``: exact, and on average fewer
+    than two rounds)."""
+    if n <= 1 << 62:
+        return int(rng.integers(0, n))
+    bits = n.bit_length()
+    while True:
+        r = int.from_bytes(rng.bytes((bits + 7) // 8), "little") >> (8 * ((bits + 7) // 8) - bits)
+        if r < n:
+            return r
+
+
 def _bernoulli_exp_python(num: int, den: int, rng: np.random.Generator) -> bool:
     """``Bernoulli(exp(-num / den))`` for ``0 <= num <= den``, one draw (step 1)."""
     k = 2 if num == den else 1  # A_1 ~ Bernoulli(1) is certain: skip its draw, as the vectorised code does
-    while int(rng.integers(0, den * k)) < num:
+    while _uniform_below(den * k, rng) < num:
         k += 1
     return k % 2 == 1
 
@@ -227,8 +244,12 @@ def sample_discrete_laplace_python(
     rng = check_rng(rng)
     s, d = t.numerator, t.denominator
     total = math.prod(shape)
-    out = []
-    while len(out) < total:
+    return np.array([_discrete_laplace_one(s, d, rng) for _ in range(total)], dtype=np.int64).reshape(shape)
+
+
+def _discrete_laplace_one(s: int, d: int, rng: np.random.Generator) -> int:
+    """One discrete Laplace draw of scale ``s / d`` (Algorithm 2 as written, Python integers)."""
+    while True:
         u = int(rng.integers(0, s))
         if not _bernoulli_exp_python(u, s, rng):
             continue
@@ -239,8 +260,159 @@ def sample_discrete_laplace_python(
         negative = int(rng.integers(0, 2)) == 1
         if negative and y == 0:
             continue
-        out.append(-y if negative else y)
+        return -y if negative else y
+
+
+# ---------------------------------------------------------------------------------------------
+# the discrete Gaussian: Canonne, Kamath and Steinke (2020), Algorithm 3
+# ---------------------------------------------------------------------------------------------
+
+#: ``2 p q t^2`` (the denominator of the acceptance exponent, for ``sigma^2 = p / q``) must stay below
+#: this for the vectorised acceptance step; larger parameters fall back to Python integers (exact, slow).
+_MAX_GAUSS_DEN: int = 1 << 56
+#: Lanes whose ``|q t |Y| - p|`` reaches this are accepted or rejected with Python integers (the square
+#: must fit in int64).
+_MAX_GAUSS_GAP: int = 1 << 31
+
+
+def check_sigma(sigma: object, name: str = "sigma") -> Fraction:
+    """``sigma`` as a positive :class:`~fractions.Fraction` (an int or a Fraction, not a float).
+
+    The sampler is exact for a rational ``sigma^2``; a rational ``sigma`` gives one.  ``sigma^2 = p / q``
+    must have ``p`` and ``q`` below 2**62, and ``floor(sigma) + 1`` (the proposal's scale) below 2**53.
+    """
+    sig = check_scale(sigma, name)
+    var = sig * sig
+    if var.numerator >= 1 << 62 or var.denominator >= 1 << 62:
+        raise ValueError(f"{name}^2 must have a numerator and denominator below 2**62, got {sig}")
+    return sig
+
+
+def _gauss_parameters(sig: Fraction) -> tuple[int, int, int]:
+    """``(p, q, t)`` with ``sigma^2 = p / q`` in lowest terms and ``t = floor(sigma) + 1``."""
+    var = sig * sig
+    return var.numerator, var.denominator, math.floor(sig) + 1
+
+
+def _bernoulli_exp_big_python(num: int, den: int, rng: np.random.Generator) -> bool:
+    """``Bernoulli(exp(-num / den))`` for any ``num >= 0`` (Python integers): ``floor(num / den)`` times
+    ``Bernoulli(exp(-1))``, then ``Bernoulli(exp(-(num mod den) / den))`` (CKS Algorithm 1)."""
+    whole, rest = divmod(num, den)
+    for _ in range(whole):
+        if not _bernoulli_exp_python(1, 1, rng):
+            return False
+    return _bernoulli_exp_python(rest, den, rng)
+
+
+def _gauss_accept(y: NDArray[np.int64], p: int, q: int, t: int, rng: np.random.Generator) -> NDArray[np.bool_]:
+    """CKS Algorithm 3's test, elementwise: ``Bernoulli(exp(-(|y| - sigma^2 / t)^2 / (2 sigma^2)))``.
+
+    With ``sigma^2 = p / q`` the exponent is ``gamma = (q t |y| - p)^2 / (2 p q t^2)``, a ratio of integers.
+    ``Bernoulli(exp(-gamma))`` is ``floor(gamma)`` independent ``Bernoulli(exp(-1))`` successes followed by
+    ``Bernoulli(exp(-(gamma - floor(gamma))))``: every step compares uniform random integers.
+    """
+    den = 2 * p * q * t * t
+    out = np.zeros(y.size, dtype=bool)
+    a = np.abs(y)
+    if den < _MAX_GAUSS_DEN:
+        limit = (_MAX_GAUSS_GAP - 1 - p) // (q * t) if p < _MAX_GAUSS_GAP else -1
+        fast = np.flatnonzero(a <= limit)  # |q t |y| - p| < 2^31: the square fits in int64
+    else:
+        fast = np.empty(0, dtype=np.int64)
+    if fast.size:
+        gap = a[fast] * (q * t) - p
+        num = gap * gap
+        whole, rest = np.divmod(num, den)
+        alive = np.ones(fast.size, dtype=bool)
+        j = 1
+        pending = np.flatnonzero(whole >= j)
+        while pending.size:  # the j-th Bernoulli(exp(-1)) for the lanes with floor(gamma) >= j
+            alive[pending[~_bernoulli_exp_neg_one(pending.size, rng)]] = False
+            j += 1
+            pending = pending[alive[pending] & (whole[pending] >= j)]
+        live = np.flatnonzero(alive)
+        if live.size:
+            out[fast[live]] = _bernoulli_exp(rest[live], den, rng)
+    slow = np.ones(y.size, dtype=bool)
+    slow[fast] = False
+    for i in np.flatnonzero(slow):  # rare (or every lane, for huge parameters): exact Python integers
+        out[i] = _bernoulli_exp_big_python((q * t * int(a[i]) - p) ** 2, den, rng)
+    return out
+
+
+def sample_discrete_gaussian(sigma: int | Fraction, size: int | tuple[int, ...], rng: np.random.Generator) -> NDArray[np.int64]:
+    """Exact discrete Gaussian draws, ``P(k) ∝ exp(-k^2 / (2 sigma^2))`` on the integers, as int64.
+
+    Canonne, Kamath and Steinke (2020), Algorithm 3, vectorised: propose ``Y`` discrete Laplace of
+    scale ``t = floor(sigma) + 1`` (:func:`sample_discrete_laplace`) and keep it with probability
+    ``exp(-(|Y| - sigma^2 / t)^2 / (2 sigma^2))``, decided with integers only (:func:`_gauss_accept`).
+    ``sigma`` is a positive int or :class:`~fractions.Fraction` (see :func:`check_sigma`); ``sigma`` is
+    the scale parameter (the variance of the discrete law is slightly below ``sigma^2``).
+    """
+    sig = check_sigma(sigma)
+    shape = check_size(size)
+    rng = check_rng(rng)
+    p, q, t = _gauss_parameters(sig)
+    total = math.prod(shape)
+    out = np.empty(total, dtype=np.int64)
+    # A float is fine here: the acceptance probability only sizes the batches, never decides a draw.
+    accept = _gauss_acceptance(float(sig), t)
+    filled = 0
+    while filled < total:
+        need = total - filled
+        batch = int(need / accept * 1.03) + 64
+        y = sample_discrete_laplace(t, batch, rng)
+        y = y[_gauss_accept(y, p, q, t, rng)]
+        take = min(need, y.size)
+        out[filled : filled + take] = y[:take]
+        filled += take
+    return out.reshape(shape)
+
+
+def _gauss_acceptance(sig: float, t: int) -> float:
+    """The acceptance probability of Algorithm 3, from the two normalisers (batch sizing only)."""
+    half = int(min(40.0 * max(sig, float(t)), 1e6)) + 1
+    k = np.arange(-half, half + 1, dtype=np.float64)
+    gauss = np.exp(-k * k / (2.0 * sig * sig)).sum()
+    lap_norm = (1.0 + math.exp(-1.0 / t)) / -math.expm1(-1.0 / t)
+    # P(accept) = sum_k Lap(k) exp(-(|k| - s^2/t)^2 / 2 s^2) = gauss * exp(-s^2 / (2 t^2)) / lap_norm
+    return float(max(0.05, min(1.0, gauss * math.exp(-sig * sig / (2.0 * t * t)) / lap_norm)))
+
+
+def sample_discrete_gaussian_python(
+    sigma: int | Fraction, size: int | tuple[int, ...], rng: np.random.Generator
+) -> NDArray[np.int64]:
+    """The reference: Canonne-Kamath-Steinke's Algorithm 3 in plain Python, one draw at a time."""
+    sig = check_sigma(sigma)
+    shape = check_size(size)
+    rng = check_rng(rng)
+    p, q, t = _gauss_parameters(sig)
+    den = 2 * p * q * t * t
+    total = math.prod(shape)
+    out: list[int] = []
+    while len(out) < total:
+        y = _discrete_laplace_one(t, 1, rng)
+        if _bernoulli_exp_big_python((q * t * abs(y) - p) ** 2, den, rng):
+            out.append(y)
     return np.array(out, dtype=np.int64).reshape(shape)
+
+
+def discrete_gaussian_pmf(k: ArrayLike, sigma: int | Fraction) -> NDArray[np.float64]:
+    """``P(K = k)`` for the discrete Gaussian of scale ``sigma``: ``exp(-k^2 / 2 sigma^2) / N``.
+
+    The normaliser ``N = sum_k exp(-k^2 / 2 sigma^2)`` is summed over ``|k| <= K`` with
+    ``K = ceil(40 sigma) + 1``; the rest is below ``2 exp(-800) / (1 - exp(-40 / sigma))``, far below
+    a double's resolution of ``N >= 1``.
+    """
+    sig = float(check_sigma(sigma))
+    arr = check_float_array(k, "k", finite=True)
+    if not np.all(arr == np.round(arr)):
+        raise ValueError("k must hold integers")
+    half = math.ceil(40.0 * sig) + 1
+    grid = np.arange(-half, half + 1, dtype=np.float64)
+    norm = math.fsum(np.exp(-grid * grid / (2.0 * sig * sig)))
+    with np.errstate(over="ignore"):  # k^2 overflowing to inf has probability exp(-inf) = 0, correctly
+        return np.exp(-arr * arr / (2.0 * sig * sig)) / norm
 
 
 # ---------------------------------------------------------------------------------------------

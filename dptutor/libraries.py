@@ -15,12 +15,23 @@ raises ``ImportError`` with the pip command.
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from dptutor._validate import MAX_ELEMENTS, check_batch, check_int, check_positive, check_rng
+from dptutor._validate import (
+    MAX_ELEMENTS,
+    check_batch,
+    check_choice,
+    check_int,
+    check_positive,
+    check_probability,
+    check_real,
+    check_rng,
+    check_size,
+)
 
 __all__ = [
     "opendp_version",
@@ -28,6 +39,10 @@ __all__ = [
     "opendp_laplace_mechanism",
     "opendp_integer_laplace",
     "diffprivlib_laplace_mechanism",
+    "opendp_integer_gaussian",
+    "OpenDPGaussian",
+    "DIFFPRIVLIB_GAUSSIANS",
+    "DiffprivlibGaussian",
 ]
 
 
@@ -112,3 +127,118 @@ def diffprivlib_laplace_mechanism(x: NDArray, epsilon: float, rng: np.random.Gen
         raise ValueError(f"epsilon: diffprivlib refuses epsilon = {eps!r} ({exc})") from exc
     flat = arr.reshape(-1)
     return np.fromiter((lap.randomise(float(v)) for v in flat), dtype=np.float64, count=flat.size).reshape(arr.shape)
+
+
+
+# ---------------------------------------------------------------------------------------------
+# Gaussian mechanisms: OpenDP's discrete Gaussian and diffprivlib's three (issue 22)
+# ---------------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=64)
+def _opendp_gaussian(scale: float) -> Any:
+    dp = _import("opendp.prelude")
+    dp.enable_features("contrib")  # make_gaussian is in OpenDP's "contrib" feature set
+    try:
+        return dp.m.make_gaussian(dp.vector_domain(dp.atom_domain(T=int)), dp.l2_distance(T=int), scale=scale)
+    except Exception as exc:
+        raise ValueError(f"scale: OpenDP refuses the Gaussian scale {scale!r} ({exc})") from exc
+
+
+def opendp_integer_gaussian(scale: float, size: int) -> NDArray[np.int64]:
+    """``size`` draws of OpenDP's Gaussian mechanism on a vector of integer zeros: discrete Gaussian noise
+    of scale ``scale``, sampled exactly (OpenDP's ``make_gaussian`` on an integer domain)."""
+    scale = check_positive(scale, "scale")
+    size = check_int(size, "size", minimum=0, maximum=MAX_ELEMENTS)
+    meas = _opendp_gaussian(scale)
+    return np.asarray(meas([0] * size), dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class OpenDPGaussian:
+    """``mechanism(data, size, rng)``: OpenDP's discrete Gaussian on an integer answer ``data``, ``size``
+    times (``rng`` is checked and not used: OpenDP draws from the operating system)."""
+
+    scale: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "scale", check_positive(self.scale, "scale"))
+
+    def rho(self, sensitivity: int = 1) -> float:
+        """OpenDP's own privacy map: zero-concentrated DP ``rho = sensitivity^2 / (2 scale^2)``."""
+        sens = check_int(sensitivity, "sensitivity", minimum=0, maximum=1 << 40)
+        return float(_opendp_gaussian(self.scale).map(sens))
+
+    def __call__(self, data: Any, size: int, rng: np.random.Generator) -> NDArray[np.int64]:
+        value = check_real(data, "data")
+        if value != round(value) or abs(value) >= 2**52:
+            raise ValueError(f"data must be an integer below 2**52 in magnitude, got {data!r}")
+        (rows,) = check_size(size, "size")
+        check_rng(rng)
+        return opendp_integer_gaussian(self.scale, rows) + int(value)
+
+
+#: diffprivlib's Gaussian mechanisms, and how each draws its noise (diffprivlib 0.6).
+DIFFPRIVLIB_GAUSSIANS: dict[str, str] = {
+    "Gaussian": "classic calibration; (N1 + N2) / sqrt(2) from two floating-point normal draws, times sigma",
+    "GaussianAnalytic": "Balle and Wang's calibration; the same floating-point noise",
+    "GaussianDiscrete": "Canonne-Kamath-Steinke's Algorithm 3 on integers, with floating-point Bernoulli(exp(-x)) draws",
+}
+
+
+@dataclass(frozen=True)
+class DiffprivlibGaussian:
+    """``mechanism(data, size, rng)``: ``size`` calls of a diffprivlib Gaussian mechanism's ``randomise``,
+    seeded from ``rng`` (so a run repeats).  ``kind`` is a key of :data:`DIFFPRIVLIB_GAUSSIANS`;
+    ``GaussianDiscrete`` needs an integer ``sensitivity`` and integer ``data``."""
+
+    kind: str
+    epsilon: float
+    delta: float
+    sensitivity: float
+
+    def __post_init__(self) -> None:
+        check_choice(self.kind, "kind", tuple(DIFFPRIVLIB_GAUSSIANS))
+        object.__setattr__(self, "epsilon", check_positive(self.epsilon, "epsilon"))
+        object.__setattr__(self, "delta", check_probability(self.delta, "delta"))
+        sens = check_positive(self.sensitivity, "sensitivity")
+        if self.kind == "GaussianDiscrete":
+            sens = check_int(self.sensitivity, "sensitivity", minimum=1)
+        object.__setattr__(self, "sensitivity", sens)
+        self._mechanism(0)  # let diffprivlib refuse bad parameters now (e.g. Gaussian needs epsilon <= 1)
+
+    def _mechanism(self, seed: int) -> Any:
+        import warnings
+
+        mechanisms = _import("diffprivlib.mechanisms")
+        try:
+            with warnings.catch_warnings(), np.errstate(all="raise"):
+                warnings.simplefilter("error")  # an overflow inside diffprivlib's calibration is a refusal
+                mech = getattr(mechanisms, self.kind)(
+                    epsilon=self.epsilon, delta=self.delta, sensitivity=self.sensitivity, random_state=seed
+                )
+                scale = float(mech._scale)
+        except (TypeError, ValueError, ArithmeticError, Warning) as exc:
+            raise ValueError(
+                f"epsilon, delta, sensitivity: diffprivlib's {self.kind} refuses these parameters ({exc})"
+            ) from exc
+        if not (np.isfinite(scale) and scale > 0.0):
+            raise ValueError(f"epsilon, delta, sensitivity: diffprivlib's {self.kind} gives the scale {scale!r}")
+        return mech
+
+    @property
+    def sigma(self) -> float:
+        """The noise scale diffprivlib calibrated."""
+        return float(self._mechanism(0)._scale)
+
+    def __call__(self, data: Any, size: int, rng: np.random.Generator) -> NDArray:
+        value = check_real(data, "data")
+        (rows,) = check_size(size, "size")
+        rng = check_rng(rng)
+        mech = self._mechanism(int(rng.integers(0, 2**32 - 1)))
+        if self.kind == "GaussianDiscrete":
+            if value != round(value) or abs(value) >= 2**52:
+                raise ValueError(f"data must be an integer for GaussianDiscrete, got {data!r}")
+            v = int(value)
+            return np.fromiter((mech.randomise(v) for _ in range(rows)), dtype=np.int64, count=rows)
+        return np.fromiter((mech.randomise(value) for _ in range(rows)), dtype=np.float64, count=rows)

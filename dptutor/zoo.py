@@ -45,14 +45,29 @@ from dptutor._validate import (
     check_real,
     check_rng,
 )
+from fractions import Fraction
+
+from dptutor.approximate_dp import discrete_gaussian_epsilon
 from dptutor.audit import PairAudit, audit_pair
 from dptutor.distributions import sample_dptext
+from dptutor.exact import (
+    granular_loss,
+    granular_parameters,
+    granular_round,
+    sample_discrete_gaussian,
+    sample_discrete_laplace,
+)
 
 __all__ = [
     "ZooEntry",
     "ZOO",
+    "PRIVACY",
     "laplace_count",
     "gaussian_count",
+    "exact_laplace_count",
+    "discrete_gaussian_count",
+    "exact_noisy_histogram",
+    "granular_laplace_vector",
     "randomized_response",
     "noisy_histogram",
     "histogram_eps",
@@ -117,6 +132,77 @@ def gaussian_count(
     dlt = check_probability(delta, "delta")
     sigma = math.sqrt(2.0 * math.log(1.25 / dlt)) / eps
     return _scalar(data) + rng.normal(0.0, sigma, size)
+
+
+def _integer_answer(data: object) -> int:
+    value = _scalar(data)
+    if value != round(value) or abs(value) >= 2**52:
+        raise ValueError(f"data must be an integer count (below 2**52 in magnitude), got {data!r}")
+    return int(value)
+
+
+def _exact_scale(epsilon: float) -> Fraction:
+    """A rational scale ``t >= 1 / epsilon`` with denominator 2^20 (so ``1 / t <= epsilon`` exactly)."""
+    t = Fraction(math.ceil(Fraction(1) / Fraction(epsilon) * 2**20), 2**20)
+    if t.numerator >= 1 << 53:
+        raise ValueError(f"epsilon = {epsilon!r} is too small for the exact sampler (scale numerator above 2**53)")
+    return t
+
+
+def exact_laplace_count(data: float, size: int, rng: np.random.Generator, *, epsilon: float) -> NDArray[np.float64]:
+    """A count plus exact discrete Laplace noise of scale ``t >= 1/epsilon`` (Canonne, Kamath and Steinke
+    2020): epsilon-DP as implemented (every integer is a possible output of every count).  The output is
+    the integer as a float64, so that threshold events apply."""
+    size, rng, eps = _common(size, rng, epsilon)
+    count = _integer_answer(data)
+    return (sample_discrete_laplace(_exact_scale(eps), size, rng) + count).astype(np.float64)
+
+
+def _classic_sigma(epsilon: float, delta: float) -> Fraction:
+    """The classic sigma ``sqrt(2 ln(1.25/delta)) / epsilon``, rounded up to a multiple of 1/32 (a small
+    denominator keeps the exact sampler's integers in int64)."""
+    sigma = math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
+    if not sigma < 2.0**25:
+        raise ValueError(f"epsilon={epsilon!r}, delta={delta!r} give sigma={sigma:g}: too large")
+    return Fraction(math.ceil(sigma * 32 * (1 + 2**-40)), 32)
+
+
+def discrete_gaussian_count(
+    data: float, size: int, rng: np.random.Generator, *, epsilon: float, delta: float
+) -> NDArray[np.float64]:
+    """A count plus exact discrete Gaussian noise (:func:`dptutor.exact.sample_discrete_gaussian`) with the
+    classic calibration ``sigma = sqrt(2 ln(1.25/delta)) / epsilon`` rounded up to a multiple of 1/32: its
+    exact epsilon at ``delta`` comes from :func:`dptutor.approximate_dp.discrete_gaussian_epsilon`."""
+    size, rng, eps = _common(size, rng, epsilon)
+    dlt = check_probability(delta, "delta")
+    count = _integer_answer(data)
+    return (sample_discrete_gaussian(_classic_sigma(eps, dlt), size, rng) + count).astype(np.float64)
+
+
+def exact_noisy_histogram(data: Any, size: int, rng: np.random.Generator, *, epsilon: float) -> NDArray[np.float64]:
+    """Each bin of an integer histogram plus exact discrete Laplace noise of scale ``t >= 1/epsilon``:
+    epsilon-DP as implemented when one person changes one bin by 1."""
+    size, rng, eps = _common(size, rng, epsilon)
+    counts = _vector(data)
+    if not (np.all(counts == np.round(counts)) and np.all(np.abs(counts) < 2**52)):
+        raise ValueError("data must hold integer counts (below 2**52 in magnitude)")
+    noise = sample_discrete_laplace(_exact_scale(eps), (size, counts.size), rng)
+    return (noise + counts.astype(np.int64)).astype(np.float64)
+
+
+def granular_laplace_vector(data: Any, size: int, rng: np.random.Generator, *, epsilon: float) -> NDArray[np.float64]:
+    """The paper's Laplace mechanism on ``[0, 1]^n`` made private as implemented: Google's granular
+    Laplace (:func:`dptutor.mechanisms.granular_laplace_mechanism`), ``r (round(x / r) + Z)`` with exact
+    discrete Laplace ``Z``; its exact loss is :func:`dptutor.exact.granular_loss` (below epsilon)."""
+    size, rng, eps = _common(size, rng, epsilon)
+    x = _vector(data)
+    params = granular_parameters(eps, x.size)
+    try:
+        rounded = granular_round(x, params)
+    except ValueError as exc:
+        raise ValueError(f"epsilon = {eps!r} makes the granularity r = {params.r:g} too fine for data ({exc})") from exc
+    steps = rounded + sample_discrete_laplace(params.t, (size, x.size), rng)
+    return steps.astype(np.float64) * params.r  # exact: |steps| < 2^53, r a power of two
 
 
 def randomized_response(data: int, size: int, rng: np.random.Generator, *, epsilon: float) -> NDArray[np.bool_]:
@@ -469,12 +555,21 @@ def _svt_log_integral(
 # ---------------------------------------------------------------------------------------------
 
 
+#: What an entry's ``privacy`` says: private as the code runs on a real computer, private only in real
+#: arithmetic (the algorithm is correct, its floating-point implementation is not), or not private.
+PRIVACY: tuple[str, str, str] = ("as implemented", "in real arithmetic only", "not private")
+
+
 @dataclass(frozen=True)
 class ZooEntry:
     """One mechanism with its claim, its standard neighbouring inputs and what is known about it.
 
-    ``true_epsilon`` is the exact epsilon for the stated neighbourhood where known (``math.inf`` when the
-    mechanism is not epsilon-DP for any epsilon), else ``None``.  ``dpsniper`` is the 95% lower bound
+    ``private`` says whether the algorithm meets its claim (in real arithmetic); ``privacy`` (one of
+    :data:`PRIVACY`) says whether the code does, as implemented, and ``why`` gives the reason when it
+    does not.  ``privacy`` defaults to ``"in real arithmetic only"`` for a private entry and ``"not
+    private"`` otherwise.  ``true_epsilon`` is the exact epsilon for the stated neighbourhood where known,
+    at the claimed ``delta`` (``math.inf`` when the mechanism is not (epsilon, delta)-DP for any epsilon),
+    else ``None``; for the float samplers it is the epsilon in real arithmetic.  ``dpsniper`` is the 95% lower bound
     published by Bichsel et al. (2021) at claimed epsilon = 0.1, where one exists.
     """
 
@@ -491,6 +586,8 @@ class ZooEntry:
     statistic: Callable[[NDArray], NDArray] | None = None
     dpsniper: float | None = None
     options: tuple[tuple[str, Any], ...] = field(default=())
+    privacy: str | None = None
+    why: str = ""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -504,6 +601,13 @@ class ZooEntry:
                 raise TypeError(f"{field_name} must be a string, got {type(getattr(self, field_name)).__name__}")
         check_real(self.delta, "delta", low=0.0, high=1.0, high_open=True)
         check_bool(self.private, "private")
+        if self.privacy is None:
+            object.__setattr__(self, "privacy", PRIVACY[1] if self.private else PRIVACY[2])
+        check_choice(self.privacy, "privacy", PRIVACY)
+        if (self.privacy == PRIVACY[2]) == self.private:
+            raise ValueError(f"privacy {self.privacy!r} contradicts private={self.private}")
+        if not isinstance(self.why, str):
+            raise TypeError(f"why must be a string, got {type(self.why).__name__}")
         for field_name in ("true_epsilon", "dpsniper"):
             value = getattr(self, field_name)
             if value is not None:
@@ -536,21 +640,30 @@ def _entries(epsilon: float = 0.1) -> dict[str, ZooEntry]:
                  4: (ones10, split), 5: (split, ones10), 6: (ones10[:5] + (0.0,) * 5, (0.0,) * 5 + ones10[:5])}
     dps = {1: 0.086, 2: 0.086, 3: 0.182, 4: 0.170, 5: 1.761, 6: 0.272}
     out = [
-        ZooEntry("laplace_count", laplace_count, e, 0.0, 1.0, True, e, "epsilon-DP; the event output >= 1 attains e^epsilon",
-                 "dwork2006calibrating", dpsniper=0.098),
-        ZooEntry("gaussian_count", gaussian_count, e, 0.0, 1.0, True, math.inf,
-                 "(epsilon, delta)-DP with delta = 1e-5 (classic calibration); not epsilon-DP for any epsilon",
-                 "dwork2014algorithmic", delta=1e-5),
-        ZooEntry("randomized_response", randomized_response, e, 1, 0, True, e, "exactly epsilon-DP", "dwork2014algorithmic"),
-        ZooEntry("noisy_histogram", noisy_histogram, e, ones5, (2.0,) + ones5[1:], True, e, "epsilon-DP",
-                 "ding2018detecting", statistic=first_coordinate, dpsniper=0.098),
+        ZooEntry("laplace_count", exact_laplace_count, e, 0.0, 1.0, True, float(1 / _exact_scale(e)),
+                 "epsilon-DP; exact discrete Laplace noise, the event output >= 1 attains e^epsilon",
+                 "dwork2006calibrating", dpsniper=0.098, privacy=PRIVACY[0]),
+        ZooEntry("gaussian_count", discrete_gaussian_count, e, 0.0, 1.0, True,
+                 discrete_gaussian_epsilon(1e-5, _classic_sigma(e, 1e-5), 1),
+                 "(epsilon, delta)-DP with delta = 1e-5: exact discrete Gaussian noise, classic calibration; true "
+                 "epsilon given at delta = 1e-5 (not epsilon-DP for any epsilon at delta = 0)",
+                 "canonne2020discrete", delta=1e-5, privacy=PRIVACY[0]),
+        ZooEntry("randomized_response", randomized_response, e, 1, 0, True, e, "exactly epsilon-DP", "dwork2014algorithmic",
+                 why="the keep probability e^eps / (1 + e^eps) is rounded to a double and compared with a "
+                     "53-bit uniform: epsilon is off by about 1e-16, and no output is impossible"),
+        ZooEntry("noisy_histogram", exact_noisy_histogram, e, ones5, (2.0,) + ones5[1:], True, float(1 / _exact_scale(e)),
+                 "epsilon-DP; exact discrete Laplace noise on each bin",
+                 "ding2018detecting", statistic=first_coordinate, dpsniper=0.098, privacy=PRIVACY[0]),
         ZooEntry("histogram_eps", histogram_eps, e, ones5, (2.0,) + ones5[1:], False, 1.0 / e,
                  "noise scale epsilon instead of 1/epsilon: true epsilon 1/epsilon", "ding2018detecting",
                  statistic=first_coordinate, dpsniper=4.60),
         ZooEntry("report_noisy_max", report_noisy_max, e, ones5, (0.0,) + (2.0,) * 4, True, None,
-                 "epsilon-DP (the index only)", "ding2018detecting", dpsniper=0.092),
+                 "epsilon-DP (the index only)", "ding2018detecting", dpsniper=0.092,
+                 why="floating-point Laplace noise; only the index is released, so no output is impossible, "
+                     "but the probabilities are those of rounded noise (no proof as implemented)"),
         ZooEntry("report_noisy_max_exponential", report_noisy_max, e, ones5, (0.0,) + (2.0,) * 4, True, None,
-                 "epsilon-DP (the index only)", "ding2018detecting", dpsniper=0.098, options=(("noise", "exponential"),)),
+                 "epsilon-DP (the index only)", "ding2018detecting", dpsniper=0.098, options=(("noise", "exponential"),),
+                 why="floating-point exponential noise; the index hides the low bits, but no proof as implemented"),
         ZooEntry("report_noisy_max_value", report_noisy_max_value, e, (0.0,) * 5, ones5, False, 5 * e / 2,
                  "releases the maximum's value: true epsilon k epsilon / 2 = 0.25 for k = 5 answers", "ding2018detecting",
                  dpsniper=0.249),
@@ -563,8 +676,11 @@ def _entries(epsilon: float = 0.1) -> dict[str, ZooEntry]:
         # Algorithms 3 and 6 are not epsilon-DP for any epsilon as the number of queries grows; with
         # ten queries their loss is finite but not known in closed form, like Algorithm 4's.
         true = math.inf if alg == 5 else None
+        why = ("floating-point Laplace noise in the comparisons; only above / below is released, but no proof "
+               "as implemented") if alg in (1, 2) else ""
         out.append(ZooEntry(f"svt{alg}", svt, e, x, xp, alg in (1, 2), true,
-                            SVT_ALGORITHMS[alg], "lyu2017understanding", dpsniper=dps[alg], options=(("algorithm", alg),)))
+                            SVT_ALGORITHMS[alg], "lyu2017understanding", dpsniper=dps[alg], options=(("algorithm", alg),),
+                            why=why))
     # Algorithm 3 at c = 1 (DP-Sniper's setting): its leak per answer is epsilon_2 / c, so it shrinks as c
     # grows, unlike Algorithm 4's.  Its loss grows with the answers "below" that come before a released
     # value and sit just above the noisy threshold; a staircase of 28 answers puts some step there
@@ -577,8 +693,10 @@ def _entries(epsilon: float = 0.1) -> dict[str, ZooEntry]:
     n = 8
     zeros, ones = (0.0,) * n, (1.0,) * n
     out += [
-        ZooEntry("laplace_vector", laplace_vector, e, zeros, ones, True, e, "the paper's correct mechanism, b = n / epsilon",
-                 "habernal2022reparametrization", statistic=clipped_sum),
+        ZooEntry("laplace_vector", granular_laplace_vector, e, zeros, ones, True, float(granular_loss(granular_parameters(e, n))),
+                 "the paper's correct mechanism, b = n / epsilon, made exact: Google's granular Laplace "
+                 "(true epsilon: its exact loss, just below epsilon)",
+                 "habernal2022reparametrization", statistic=clipped_sum, privacy=PRIVACY[0]),
         ZooEntry("adept_vector", adept_vector, e, zeros, ones, False, n * e, "ADePT: sensitivity 1 instead of n, true epsilon n epsilon",
                  "habernal2021devil", statistic=clipped_sum),
         ZooEntry("dptext_vector", dptext_vector, e, zeros, ones, False, math.inf,

@@ -257,3 +257,164 @@ def test_bug_hunt_exercise_variance_as_scale():
     buggy = audit_pair(GaussianRelease(variance), 0.0, sens, epsilon=eps, delta=delta, trials=10**6, seed=5)
     fixed = audit_pair(GaussianRelease(sigma), 0.0, sens, epsilon=eps, delta=delta, trials=10**6, seed=5)
     assert buggy.is_violation() and not fixed.is_violation()
+
+
+# ---------------------------------------------------------------------------------------------
+# the discrete Gaussian mechanism
+# ---------------------------------------------------------------------------------------------
+
+from fractions import Fraction  # noqa: E402
+
+from dptutor.approximate_dp import (  # noqa: E402
+    DiscreteGaussianRelease,
+    discrete_gaussian_delta,
+    discrete_gaussian_epsilon,
+    discrete_gaussian_release,
+    discrete_gaussian_sigma,
+)
+
+
+def _brute_delta(epsilon, sigma, steps, dps=50):
+    """sum_x max(0, p0(x) - e^eps p1(x)) over the integers, in mpmath at ``dps`` digits (the definition)."""
+    import mpmath
+
+    mpmath.mp.dps = dps
+    sig = Fraction(sigma)
+    var = mpmath.mpf(sig.numerator) ** 2 / mpmath.mpf(sig.denominator) ** 2
+    half = int(40 * float(sig)) + steps + 5
+    w = {x: mpmath.exp(-mpmath.mpf(x) ** 2 / (2 * var)) for x in range(-half - steps, half + steps + 1)}
+    norm = mpmath.fsum(w[x] for x in range(-half, half + 1))
+    e = mpmath.exp(mpmath.mpf(Fraction(epsilon).numerator) / Fraction(epsilon).denominator)
+    return mpmath.fsum(max(0, w[x] - e * w[x - steps]) for x in range(-half, half + 1)) / norm
+
+
+@pytest.mark.parametrize("sigma,steps", [(1, 1), (Fraction(3, 2), 1), (2, 3), (5, 1), (Fraction(27, 4), 2)])
+@pytest.mark.parametrize("epsilon", [0.0, 0.3, 1.0, 2.5])
+def test_discrete_gaussian_delta_matches_the_definition(sigma, steps, epsilon):
+    exact = float(_brute_delta(epsilon, sigma, steps))
+    ours = discrete_gaussian_delta(epsilon, sigma, steps)
+    assert ours >= exact  # rounded up: never below the truth
+    assert ours - exact <= 1e-9 * exact + 1e-250
+
+
+def test_discrete_gaussian_delta_differs_from_the_continuous_one():
+    """The discrete law's profile is not the continuous one: at sigma = 2 it is larger at eps = 0.5."""
+    assert discrete_gaussian_delta(0.5, 2, 1) > gaussian_delta(0.5, 2.0, 1.0) * 1.02
+    assert discrete_gaussian_delta(0.1, 2, 1) < gaussian_delta(0.1, 2.0, 1.0)
+
+
+def test_discrete_gaussian_epsilon_inverts_delta():
+    for sigma, steps, dlt in [(48, 1, 1e-5), (Fraction(123, 4), 1, 1e-5), (10, 3, 1e-3)]:
+        eps = discrete_gaussian_epsilon(dlt, sigma, steps)
+        assert discrete_gaussian_delta(eps, sigma, steps) <= dlt
+        assert discrete_gaussian_delta(eps - 1e-6, sigma, steps) > dlt
+
+
+@pytest.mark.parametrize("epsilon,delta,steps", [(1.0, 1e-3, 12), (0.1, 1e-5, 1), (1.0, 1e-5, 1), (5.0, 1e-6, 3)])
+def test_discrete_gaussian_sigma_is_the_smallest_on_its_grid(epsilon, delta, steps):
+    sig = discrete_gaussian_sigma(epsilon, delta, steps)
+    assert isinstance(sig, Fraction)
+    assert discrete_gaussian_delta(epsilon, sig, steps) <= delta
+    # one step below fails (the grid's step, or a multiple of it when the fraction reduced)
+    step = Fraction(1, sig.denominator)
+    assert discrete_gaussian_delta(epsilon, sig - step, steps) > delta
+    # and it is close to the continuous analytic sigma
+    assert abs(float(sig) / gaussian_sigma_analytic(epsilon, delta, steps) - 1) < 0.01
+
+
+def test_discrete_gaussian_release_outputs_and_privacy():
+    rng = np.random.default_rng(4)
+    integer = discrete_gaussian_release(1.0, 1e-5, 1)
+    out = integer(7, 1000, rng)
+    assert out.dtype == np.int64 and out.shape == (1000,)
+    with pytest.raises(ValueError, match="data"):
+        integer(0.5, 10, rng)
+    gran = discrete_gaussian_release(1.0, 1e-3, 0.01, granularity=2.0**-10)
+    y = gran(0.01, 1000, rng)
+    assert y.dtype == np.float64 and np.all(y * 2**10 == np.round(y * 2**10))
+    # steps: floor(0.01 * 1024) + 1 = 11, and rounding moves each answer by at most half a step
+    assert discrete_gaussian_delta(1.0, gran.sigma, 11) <= 1e-3
+    assert pickle.loads(pickle.dumps(gran)) == gran
+
+
+def test_discrete_gaussian_release_audit_is_not_flagged():
+    mech = discrete_gaussian_release(EPS, DELTA, SENS, granularity=2.0**-10)
+    r = audit_pair(mech, 0.0, SENS, epsilon=EPS, delta=DELTA, trials=200_000, seed=3)
+    assert not r.is_violation()
+
+
+def test_discrete_gaussian_bad_input():
+    for call, name in [(lambda: discrete_gaussian_delta(-1.0, 2, 1), "epsilon"),
+                       (lambda: discrete_gaussian_delta(1.0, 2.0, 1), "sigma"),
+                       (lambda: discrete_gaussian_delta(1.0, 2, 0), "sensitivity"),
+                       (lambda: discrete_gaussian_epsilon(0.0, 2, 1), "delta"),
+                       (lambda: discrete_gaussian_sigma(0.0, 1e-5, 1), "epsilon"),
+                       (lambda: discrete_gaussian_sigma(1.0, 1.5, 1), "delta"),
+                       (lambda: discrete_gaussian_release(1.0, 1e-5, 0.01, granularity=0.3), "granularity"),
+                       (lambda: discrete_gaussian_release(1.0, 1e-5, 1.5), "sensitivity"),
+                       (lambda: DiscreteGaussianRelease(0.5), "sigma"),
+                       (lambda: DiscreteGaussianRelease(2, granularity=-1.0), "granularity")]:
+        with pytest.raises((TypeError, ValueError), match=name):
+            call()
+
+
+# ---------------------------------------------------------------------------------------------
+# the chapter's floating-point leak and the exact mechanism's grid test (issue 22)
+# ---------------------------------------------------------------------------------------------
+
+
+def _off_grid_statistic(outputs):
+    from dptutor.floating import off_grid
+
+    return off_grid(np.asarray(outputs, dtype=float).ravel(), SENS).astype(float)
+
+
+def test_float_gaussian_leaks_through_the_grid():
+    """About 8% of the float mechanism's outputs on 0 are off the grid of 0.01 (impossible there: the
+    grid lemma), none of its outputs on 0.01 are, and the grid audit flags it at the claimed delta."""
+    from dptutor.floating import off_grid
+
+    mech = gaussian_release(EPS, DELTA, SENS)
+    rng = np.random.default_rng(2018)
+    n = 100_000
+    k = int(off_grid(mech(0.0, n, rng), SENS).sum())
+    ci = stats.binomtest(k, n).proportion_ci(0.999, method="exact")
+    assert ci.low > 0.07 and ci.high < 0.09  # the issue's 8.1%
+    assert not off_grid(mech(SENS, n, rng), SENS).any()
+    r = audit_pair(mech, 0.0, SENS, epsilon=EPS, delta=DELTA, trials=10**5, seed=4, statistic=_off_grid_statistic)
+    assert r.is_violation() and r.lower_bound > 3
+
+
+def test_exact_gaussian_has_no_impossible_outputs_and_is_not_flagged():
+    from dptutor.floating import off_grid
+
+    mech = discrete_gaussian_release(EPS, DELTA, SENS, granularity=2.0**-10)
+    out = mech(0.0, 100_000, np.random.default_rng(2018))
+    assert int(off_grid(out, SENS).sum()) == 0
+    r = audit_pair(mech, 0.0, SENS, epsilon=EPS, delta=DELTA, trials=10**5, seed=4, statistic=_off_grid_statistic)
+    assert not r.is_violation()
+
+
+def test_composition_with_delta_on_ten_discrete_gaussian_releases():
+    """The chapter's check of the (epsilon, delta) composition theorem: ten releases, each (1, 1e-5)-DP,
+    have an exact delta at epsilon = 10 (convolution of the loss laws) below 10 * 1e-5; and the theorem's
+    proof step 2 (DP extends to [0, 1]-valued functions) holds on the discrete Gaussian pair."""
+    from dptutor.exact import discrete_gaussian_pmf
+
+    sigma = discrete_gaussian_sigma(1.0, 1e-5, 1)
+    support = np.arange(-60 * math.ceil(sigma), 60 * math.ceil(sigma) + 1)
+    pmf = discrete_gaussian_pmf(support, sigma)
+    pk = pmf
+    for _ in range(9):
+        pk = np.convolve(pk, pmf)
+    sums = np.arange(pk.size) + 10 * support[0]
+    loss = (10 - 2 * sums) / (2 * float(sigma) ** 2)
+    delta_k = float(np.sum(pk * -np.expm1(np.minimum(10.0 - loss, 0.0))))
+    assert delta_k <= 1e-4
+    # step 2: E[g(M(X))] <= e^eps E[g(M(X'))] + delta for random [0, 1]-valued g
+    rng = np.random.default_rng(1)
+    d1 = discrete_gaussian_delta(1.0, sigma, 1)
+    shifted = np.concatenate([[0.0], pmf[:-1]])  # the law of the output on X' (answer 1)
+    for _ in range(200):
+        g = rng.random(support.size) ** rng.uniform(0.1, 10)
+        assert float(pmf @ g) <= math.e * float(shifted @ g) + d1 + 1e-12

@@ -238,3 +238,153 @@ def test_discrete_laplace_privacy_from_its_exact_pmf():
     for v in range(-6, 7):
         exact_value = float(pmf(0).subs(k, v).evalf(30))
         assert float(stats.dlaplace(float(1 / t)).pmf(v)) == pytest.approx(exact_value, rel=16 * np.finfo(float).eps)
+
+
+# ---------------------------------------------------------------------------------------------
+# the discrete Gaussian (Canonne, Kamath and Steinke 2020, Algorithm 3)
+# ---------------------------------------------------------------------------------------------
+
+
+def _dg_chi2(draws: np.ndarray, sigma, alpha: float = ALPHA) -> tuple[float, float]:
+    """Chi-square statistic of ``draws`` against the exact discrete Gaussian law (its pmf from the
+    normaliser, :func:`exact.discrete_gaussian_pmf`) and the threshold ``chi2.ppf(1 - alpha, df)``.
+    Cells: each integer with expected count >= 5, and the two pooled tails (by symmetry, equal)."""
+    n = draws.size
+    grid = exact.discrete_gaussian_pmf(np.arange(0, math.ceil(10 * float(sigma)) + 2), sigma)
+    k_max = int(np.flatnonzero(n * grid >= 5).max())
+    ks = np.arange(-k_max, k_max + 1)
+    pmf = exact.discrete_gaussian_pmf(ks, sigma)
+    tail = max((1.0 - pmf.sum()) / 2.0, 0.0)
+    expected = np.concatenate([[n * tail], n * pmf, [n * tail]])
+    observed = np.concatenate([[np.sum(draws < -k_max)], np.bincount(draws[np.abs(draws) <= k_max] + k_max,
+                                                                       minlength=ks.size), [np.sum(draws > k_max)]])
+    keep = expected > 0
+    statistic = float(np.sum((observed[keep] - expected[keep]) ** 2 / expected[keep]))
+    return statistic, float(stats.chi2.ppf(1 - alpha, keep.sum() - 1))
+
+
+@pytest.mark.parametrize("sigma", [1, Fraction(3, 2), 10, Fraction(7, 3), Fraction(1, 3), 1000])
+def test_discrete_gaussian_matches_its_exact_law(sigma):
+    draws = exact.sample_discrete_gaussian(sigma, 200_000, np.random.default_rng(22))
+    assert draws.dtype == np.int64 and draws.shape == (200_000,)
+    statistic, threshold = _dg_chi2(draws, sigma)
+    assert statistic < threshold
+
+
+@pytest.mark.parametrize("sigma", [2, Fraction(5, 4)])
+def test_discrete_gaussian_python_reference_matches_its_exact_law(sigma):
+    draws = exact.sample_discrete_gaussian_python(sigma, 8_000, np.random.default_rng(23))
+    statistic, threshold = _dg_chi2(draws, sigma)
+    assert statistic < threshold
+
+
+def test_discrete_gaussian_big_parameters_take_the_exact_python_path():
+    """sigma = 20000: 2 p q t^2 is above 2^56, so every acceptance runs on Python integers."""
+    sigma = 20_000
+    p, q, t = exact._gauss_parameters(Fraction(sigma))
+    assert 2 * p * q * t * t >= exact._MAX_GAUSS_DEN
+    draws = exact.sample_discrete_gaussian(sigma, 2_000, np.random.default_rng(5))
+    # mean 0, sd sigma: 5 standard errors
+    assert abs(draws.mean()) < 5 * sigma / math.sqrt(draws.size)
+    assert abs(draws.std() / sigma - 1) < 5 * math.sqrt(0.5 / draws.size)
+
+
+def test_discrete_gaussian_pmf_sums_to_one_and_matches_mpmath():
+    import mpmath
+
+    mpmath.mp.dps = 40
+    for sigma in (1, Fraction(3, 2), 10):
+        s2 = mpmath.mpf(Fraction(sigma).numerator) ** 2 / mpmath.mpf(Fraction(sigma).denominator) ** 2
+        norm = mpmath.nsum(lambda k: mpmath.exp(-k * k / (2 * s2)), [-mpmath.inf, mpmath.inf])
+        for k in (0, 1, 3, 7):
+            assert float(exact.discrete_gaussian_pmf(k, sigma)) == pytest.approx(
+                float(mpmath.exp(-k * k / (2 * s2)) / norm), rel=1e-12)
+
+
+@pytest.mark.parametrize("sigma", [1, Fraction(3, 2), Fraction(7, 3), 10, Fraction(1001, 1000)])
+def test_discrete_gaussian_rejection_exponent_is_exact(sigma):
+    """The integers the sampler compares are the exact exponent of Algorithm 3: for every proposal y,
+    (q t |y| - p)^2 / (2 p q t^2) equals (|y| - sigma^2 / t)^2 / (2 sigma^2) in Fraction arithmetic, and
+    Lap_t(y) exp(-that) is proportional to exp(-y^2 / 2 sigma^2) with a constant that does not depend on y."""
+    sig = Fraction(sigma)
+    var = sig * sig
+    p, q, t = exact._gauss_parameters(sig)
+    assert Fraction(p, q) == var and t == math.floor(sig) + 1
+    for y in range(-40, 41):
+        gamma = (abs(y) - var / t) ** 2 / (2 * var)
+        assert Fraction((q * t * abs(y) - p) ** 2, 2 * p * q * t * t) == gamma
+        # log of Lap(y) * exp(-gamma) + y^2 / (2 sigma^2) = -sigma^2 / (2 t^2), for every y
+        assert -Fraction(abs(y), t) - gamma + Fraction(y * y) / (2 * var) == -var / (2 * t * t)
+
+
+def test_discrete_gaussian_acceptance_rate_per_proposal():
+    """``_gauss_accept`` keeps each proposal y with probability exp(-gamma(y)) (binomial, 5 standard errors)."""
+    sig = Fraction(5, 2)
+    p, q, t = exact._gauss_parameters(sig)
+    rng = np.random.default_rng(9)
+    n = 100_000
+    for y in (0, 1, 3, 6, 12):
+        kept = exact._gauss_accept(np.full(n, y, dtype=np.int64), p, q, t, rng).mean()
+        prob = math.exp(-float(Fraction((q * t * y - p) ** 2, 2 * p * q * t * t)))
+        assert abs(kept - prob) <= 5 * math.sqrt(prob * (1 - prob) / n) + 1e-12
+
+
+def test_discrete_gaussian_acceptance_slow_lanes_agree():
+    """Lanes beyond the int64 range go through Python integers: same probabilities."""
+    sig = Fraction(5, 2)
+    p, q, t = exact._gauss_parameters(sig)
+    rng = np.random.default_rng(10)
+    ys = np.array([1, 2, 4], dtype=np.int64)
+    n = 4_000
+    for y in ys:
+        kept = np.mean([exact._bernoulli_exp_big_python((q * t * int(y) - p) ** 2, 2 * p * q * t * t, rng)
+                        for _ in range(n)])
+        prob = math.exp(-float(Fraction((q * t * int(y) - p) ** 2, 2 * p * q * t * t)))
+        assert abs(kept - prob) <= 5 * math.sqrt(prob * (1 - prob) / n)
+
+
+def test_discrete_gaussian_reproducible_and_shaped():
+    a = exact.sample_discrete_gaussian(3, (4, 5), np.random.default_rng(1))
+    b = exact.sample_discrete_gaussian(3, (4, 5), np.random.default_rng(1))
+    assert a.shape == (4, 5) and np.array_equal(a, b)
+    assert exact.sample_discrete_gaussian(3, 0, np.random.default_rng(1)).shape == (0,)
+    assert exact.sample_discrete_gaussian_python(3, (2, 3), np.random.default_rng(1)).shape == (2, 3)
+
+
+@pytest.mark.parametrize("fn", [exact.sample_discrete_gaussian, exact.sample_discrete_gaussian_python])
+def test_discrete_gaussian_bad_input(fn):
+    rng = np.random.default_rng(0)
+    for bad, err in [(1.5, TypeError), (True, TypeError), ("2", TypeError), (0, ValueError), (-2, ValueError),
+                     (Fraction(-1, 2), ValueError), (Fraction(2**53, 1), ValueError), (None, TypeError)]:
+        with pytest.raises(err, match="sigma"):
+            fn(bad, 10, rng)
+    with pytest.raises(ValueError, match="size"):
+        fn(2, -1, rng)
+    with pytest.raises(TypeError, match="size"):
+        fn(2, 1.5, rng)
+    with pytest.raises(TypeError, match="rng"):
+        fn(2, 10, 42)
+    with pytest.raises(ValueError, match="sigma"):
+        fn(Fraction(1, 2**40), 10, rng)  # sigma^2's denominator 2^80
+    with pytest.raises(ValueError, match="k"):
+        exact.discrete_gaussian_pmf(0.5, 2)
+    with pytest.raises(TypeError, match="sigma"):
+        exact.discrete_gaussian_pmf(0, 2.0)
+
+
+def test_discrete_gaussian_with_a_huge_denominator_is_exact():
+    """sigma = 1 + 2^-30: sigma^2's denominator is 2^60, so the acceptance step needs uniform integers
+    beyond int64 (drawn from random bytes): the draws still follow the exact law."""
+    sigma = Fraction(2**30 + 1, 2**30)
+    draws = exact.sample_discrete_gaussian(sigma, 20_000, np.random.default_rng(12))
+    statistic, threshold = _dg_chi2(draws, sigma)
+    assert statistic < threshold
+
+
+def test_uniform_below_is_uniform_beyond_int64():
+    rng = np.random.default_rng(3)
+    n = 3 * 2**70
+    draws = [exact._uniform_below(n, rng) for _ in range(30_000)]
+    assert min(draws) >= 0 and max(draws) < n
+    thirds = np.bincount([d // 2**70 for d in draws], minlength=3)
+    assert stats.chisquare(thirds).pvalue > ALPHA

@@ -3,6 +3,7 @@ the auditor's sensitivity on the buggy ones."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 
@@ -226,3 +227,57 @@ def test_zoo_entry_refuses_bad_fields():
                                      ("true_epsilon", -1.0, ValueError), ("delta", 1.0, ValueError), ("name", "", TypeError)]:
         with pytest.raises(error, match=field_name):
             dataclasses.replace(good, **{field_name: value})
+
+
+# ---------------------------------------------------------------------------------------------
+# what "private" means: as implemented, or in real arithmetic only (issue 22)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_privacy_flags_say_what_they_mean():
+    from dptutor.zoo import PRIVACY
+
+    for name, entry in ZOO.items():
+        assert entry.privacy in PRIVACY
+        assert (entry.privacy == "not private") == (not entry.private), name
+        if entry.privacy == "in real arithmetic only":
+            assert entry.why, f"{name}: the table must say why it is not private as implemented"
+    # the correct entries with real-valued noise that the book audits are exact
+    for name in ("laplace_count", "gaussian_count", "noisy_histogram", "laplace_vector"):
+        assert ZOO[name].privacy == "as implemented", name
+
+
+def test_privacy_field_validation():
+    good = ZOO["laplace_count"]
+    with pytest.raises(ValueError, match="privacy"):
+        dataclasses.replace(good, privacy="maybe")
+    with pytest.raises(ValueError, match="privacy"):
+        dataclasses.replace(good, privacy="not private")  # contradicts private=True
+    with pytest.raises(TypeError, match="why"):
+        dataclasses.replace(good, why=3)
+    assert dataclasses.replace(good, privacy=None).privacy == "in real arithmetic only"
+
+
+@pytest.mark.parametrize("name", ["laplace_count", "gaussian_count", "noisy_histogram", "laplace_vector"])
+def test_exact_entries_have_no_impossible_outputs(name):
+    """Private as implemented: every output of x is a possible output of x' (integers, or multiples of r)."""
+    entry = ZOO[name]
+    out = entry.release()(entry.x, 20_000, np.random.default_rng(8))
+    if name == "laplace_vector":
+        from dptutor.exact import granular_parameters, granular_reachable
+
+        assert granular_reachable(out, granular_parameters(entry.epsilon, out.shape[1])).all()
+    else:
+        assert np.all(out == np.round(out)) and np.all(np.abs(out) < 2**52)
+
+
+def test_gaussian_count_true_epsilon_is_at_the_claimed_delta():
+    from dptutor.approximate_dp import discrete_gaussian_delta, gaussian_epsilon
+
+    e = ZOO["gaussian_count"]
+    sigma = zoo._classic_sigma(e.epsilon, e.delta)
+    assert discrete_gaussian_delta(e.true_epsilon, sigma, 1) <= e.delta
+    assert discrete_gaussian_delta(e.true_epsilon - 1e-6, sigma, 1) > e.delta
+    # close to the continuous law's 0.061 (issue 21 #7), and below the claim
+    assert abs(e.true_epsilon - gaussian_epsilon(e.delta, float(sigma))) < 1e-3
+    assert e.true_epsilon < e.epsilon
