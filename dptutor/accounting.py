@@ -232,11 +232,12 @@ def rdp_subsampled_gaussian(order: int, sigma: float, sampling_probability: floa
         return rdp_gaussian(a, s)
     j = np.arange(a + 1, dtype=np.float64)
     log_comb = special.gammaln(a + 1.0) - special.gammaln(j + 1.0) - special.gammaln(a - j + 1.0)
-    with np.errstate(over="ignore", under="ignore", divide="ignore"):
+    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
         log_q = math.log(q)
         log_1mq = math.log1p(-q)
-        inv = 1.0 / (2.0 * s * s)
-        terms = log_comb + (a - j) * log_1mq + j * log_q + (j * j - j) * inv
+        inv = np.float64(1.0) / (np.float64(2.0) * s * s)
+        coef = j * j - j
+        terms = log_comb + (a - j) * log_1mq + j * log_q + np.where(coef == 0, 0.0, coef * inv)
     if not np.all(np.isfinite(terms) | (terms == -np.inf)) or np.any(terms == np.inf):
         return math.inf
     value = float(special.logsumexp(terms)) / (a - 1)
