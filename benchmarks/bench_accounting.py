@@ -45,7 +45,7 @@ def main() -> None:
         ours_rdp = rdp_to_dp(ORDERS, np.array([rdp_subsampled_gaussian(a, sigma, q) for a in ORDERS]) * k, DELTA)[0]
         acc = rdp.RdpAccountant(orders=list(ORDERS))
         acc.compose(event)
-        theirs_rdp = acc.get_epsilon(DELTA)
+        theirs_rdp = float(acc.get_epsilon(DELTA))
         acc_default = rdp.RdpAccountant()
         acc_default.compose(event)
         t0 = time.perf_counter()
@@ -55,10 +55,10 @@ def main() -> None:
         t0 = time.perf_counter()
         pacc = pld.PLDAccountant(value_discretization_interval=GRID)
         pacc.compose(event)
-        theirs_pld = pacc.get_epsilon(DELTA)
+        theirs_pld = float(pacc.get_epsilon(DELTA))
         t_theirs = time.perf_counter() - t0
-        print(f"{sigma:g} | {q:g} | {k} | {ours_rdp:.6f} | {theirs_rdp:.6f} | {abs(ours_rdp / theirs_rdp - 1):.1e} | "
-              f"{acc_default.get_epsilon(DELTA):.6f} | {lo:.6f} | {hi:.6f} | {theirs_pld:.6f} | {t_ours:.2f} s | "
+        print(f"{sigma:g} | {q:g} | {k} | {ours_rdp!r} | {theirs_rdp!r} | {abs(ours_rdp / theirs_rdp - 1):.1e} | "
+              f"{acc_default.get_epsilon(DELTA):.6f} | {lo:.6f} | {hi:.6f} | {theirs_pld!r} | {t_ours:.2f} s | "
               f"{t_theirs:.2f} s")
 
 
