@@ -4,8 +4,8 @@ Basic, advanced (Dwork, Rothblum and Vadhan 2010) and optimal (Kairouz, Oh and V
 composition of (epsilon, delta)-DP mechanisms; the trade-off curve of (epsilon, delta)-DP; Renyi DP
 (Mironov 2017) of the Gaussian and of the Poisson-subsampled Gaussian (Mironov, Talwar and Zhang
 2019), its conversion to (epsilon, delta); zero-concentrated DP (Bun and Steinke 2016); privacy-loss
-distributions (PLD) discretised pessimistically and composed by FFT; group privacy.  Equation
-numbers refer to the chapter "Composition and accounting" (book/accounting.md).
+distributions (PLD) discretised pessimistically and composed by FFT; group privacy.  Labels
+(``acc-eq-...``, ``thm-...``) refer to the chapter "Composition and accounting" (book/accounting.md).
 
 Every function works in log space where a naive formula would overflow, and returns ``math.inf``
 (never NaN) when a bound is infinite.
@@ -86,7 +86,7 @@ def _exp(x: float) -> float:
 
 
 def basic_composition(epsilon: float, delta: float, k: int) -> tuple[float, float]:
-    """``(k epsilon, k delta)``: k releases of an (epsilon, delta)-DP mechanism (Eq. 2)."""
+    """``(k epsilon, k delta)``: k releases of an (epsilon, delta)-DP mechanism (Theorem ``thm-comp-sequential``, and its (epsilon, delta) form)."""
     eps = check_real(epsilon, "epsilon", low=0.0)
     dlt = check_real(delta, "delta", low=0.0, high=1.0)
     k = _k(k)
@@ -94,7 +94,7 @@ def basic_composition(epsilon: float, delta: float, k: int) -> tuple[float, floa
 
 
 def advanced_composition(epsilon: float, delta: float, k: int, delta_prime: float) -> tuple[float, float]:
-    """Dwork, Rothblum and Vadhan (2010), Theorem III.3 (Eq. 3): k releases of an (epsilon, delta)-DP
+    """Dwork, Rothblum and Vadhan (2010), Theorem III.3 (``acc-eq-advanced``): k releases of an (epsilon, delta)-DP
     mechanism are ``(epsilon sqrt(2 k ln(1/delta')) + k epsilon (e^epsilon - 1), k delta + delta')``-DP."""
     eps = check_real(epsilon, "epsilon", low=0.0)
     dlt = check_real(delta, "delta", low=0.0, high=1.0)
@@ -115,7 +115,7 @@ def _log_binomial_pmf_terms(k: int, epsilon: float) -> tuple[NDArray[np.float64]
 
 def optimal_composition_delta(epsilon: float, k: int, epsilon_total: float, delta: float = 0.0) -> float:
     """The smallest delta_total such that k releases of any (epsilon, delta)-DP mechanism are
-    (epsilon_total, delta_total)-DP (Kairouz, Oh and Viswanath 2015, Theorem 3.3; Eq. 5):
+    (epsilon_total, delta_total)-DP (Kairouz, Oh and Viswanath 2015, Theorem 3.3; ``acc-eq-optimal``):
 
         1 - (1 - delta)^k (1 - sum_i P(i) (1 - e^{epsilon_total} Q(i) / P(i))_+)
 
@@ -167,7 +167,7 @@ def optimal_composition_epsilon(epsilon: float, k: int, delta_total: float, delt
 
 def tradeoff_beta(alpha: Any, epsilon: float, delta: float = 0.0) -> NDArray[np.float64]:
     """The smallest type II error beta of any test at type I error ``alpha`` against an
-    (epsilon, delta)-DP mechanism (Kairouz, Oh and Viswanath 2015, Theorem 2.1; Eq. 1):
+    (epsilon, delta)-DP mechanism (Kairouz, Oh and Viswanath 2015, Theorem 2.1; ``acc-eq-tradeoff``):
 
         beta >= max(0, 1 - delta - e^epsilon alpha, e^-epsilon (1 - delta - alpha)).
     """
@@ -184,7 +184,7 @@ def tradeoff_beta(alpha: Any, epsilon: float, delta: float = 0.0) -> NDArray[np.
 
 def group_privacy(epsilon: float, k: int, delta: float = 0.0) -> tuple[float, float]:
     """Datasets that differ in k records: ``(k epsilon, delta (e^{k epsilon} - 1) / (e^epsilon - 1))``,
-    the second at most ``k e^{(k-1) epsilon} delta`` (Theorem ``thm-group-privacy``; Eq. 10)."""
+    the second at most ``k e^{(k-1) epsilon} delta`` (Theorem ``thm-group-privacy``)."""
     eps = check_real(epsilon, "epsilon", low=0.0)
     k = _k(k)
     dlt = check_real(delta, "delta", low=0.0, high=1.0)
@@ -207,7 +207,7 @@ def group_privacy(epsilon: float, k: int, delta: float = 0.0) -> tuple[float, fl
 
 def rdp_gaussian(order: float, sigma: float, sensitivity: float = 1.0) -> float:
     """The Renyi divergence of order ``order`` between ``N(0, sigma^2)`` and ``N(Delta_2, sigma^2)``:
-    ``order Delta_2^2 / (2 sigma^2)`` (Mironov 2017, Proposition 7; Eq. 7)."""
+    ``order Delta_2^2 / (2 sigma^2)`` (Mironov 2017, Proposition 7; ``acc-eq-rdp-gaussian``)."""
     a = check_real(order, "order", low=1.0, low_open=True)
     s = check_positive(sigma, "sigma")
     d = check_positive(sensitivity, "sensitivity")
@@ -219,7 +219,7 @@ def rdp_gaussian(order: float, sigma: float, sensitivity: float = 1.0) -> float:
 
 def rdp_subsampled_gaussian(order: int, sigma: float, sampling_probability: float) -> float:
     """RDP of the Poisson-subsampled Gaussian mechanism at an integer ``order`` >= 2 (Mironov, Talwar
-    and Zhang 2019, Section 3.3; Eq. 11), for a query of l2 sensitivity 1 and noise ``N(0, sigma^2)``:
+    and Zhang 2019, Section 3.3; ``acc-eq-subsampled``), for a query of l2 sensitivity 1 and noise ``N(0, sigma^2)``:
 
         (1 / (order - 1)) ln sum_{j=0}^{order} C(order, j) (1 - q)^{order - j} q^j exp((j^2 - j) / (2 sigma^2)),
 
@@ -247,9 +247,9 @@ def rdp_subsampled_gaussian(order: int, sigma: float, sampling_probability: floa
 def rdp_to_dp(orders: Any, rdp: Any, delta: float, *, method: str = "improved") -> tuple[float, float]:
     """``(epsilon, order)``: the smallest epsilon over the orders for which RDP gives (epsilon, delta)-DP.
 
-    ``"classic"``: Mironov (2017), Proposition 3, ``epsilon = rdp + ln(1/delta) / (order - 1)`` (Eq. 8).
+    ``"classic"``: Mironov (2017), Proposition 3, ``epsilon = rdp + ln(1/delta) / (order - 1)`` (``acc-eq-rdp-classic``).
     ``"improved"``: Canonne, Kamath and Steinke (2020), Proposition 12 (also Asoodeh et al. 2021),
-    ``epsilon = rdp + ln(1 - 1/order) - (ln delta + ln order) / (order - 1)`` (Eq. 9), the conversion
+    ``epsilon = rdp + ln(1 - 1/order) - (ln delta + ln order) / (order - 1)`` (``acc-eq-rdp-improved``), the conversion
     dp-accounting uses.  Orders at or below 1 are refused.
     """
     a = check_float_array(orders, "orders", finite=True, ndim=1, min_size=1)
@@ -274,13 +274,13 @@ def rdp_to_dp(orders: Any, rdp: Any, delta: float, *, method: str = "improved") 
 
 def zcdp_gaussian(sigma: float, sensitivity: float = 1.0) -> float:
     """The Gaussian mechanism is rho-zCDP with ``rho = Delta_2^2 / (2 sigma^2)`` (Bun and Steinke 2016,
-    Proposition 1.6; Eq. 12): its RDP curve divided by the order."""
+    Proposition 1.6): its RDP curve divided by the order."""
     return rdp_gaussian(2.0, sigma, sensitivity) / 2.0
 
 
 def zcdp_to_dp(rho: float, delta: float) -> float:
     """rho-zCDP implies (rho + 2 sqrt(rho ln(1/delta)), delta)-DP (Bun and Steinke 2016, Proposition 1.3;
-    Eq. 13)."""
+    ``acc-eq-zcdp``)."""
     r = check_real(rho, "rho", low=0.0, allow_inf=True)
     dlt = check_real(delta, "delta", low=0.0, high=1.0, low_open=True, high_open=True)
     if r == math.inf:
@@ -298,7 +298,7 @@ class PrivacyLossDistribution:
     """A privacy-loss distribution on the grid ``{(offset + m) * grid}``: ``pmf[m]`` is the probability,
     under the first dataset, that the privacy loss rounded *up* to the grid equals ``(offset + m) *
     grid``; ``infinity_mass`` is the probability of an infinite (or truncated) loss.  Rounding up
-    makes every delta computed from it an upper bound (Eq. 14); a PLD with ``pessimistic=False``
+    makes every delta computed from it an upper bound; a PLD with ``pessimistic=False``
     rounds down instead and gives lower bounds.
     """
 
@@ -417,7 +417,7 @@ def pld_gaussian(
     pessimistic: bool = True,
 ) -> PrivacyLossDistribution:
     """The PLD of the (Poisson-subsampled) Gaussian mechanism, sensitivity 1, discretised exactly and
-    pessimistically (Eq. 15).
+    pessimistically.
 
     ``"remove"``: the pair ``P = (1 - q) N(0, sigma^2) + q N(1, sigma^2)``, ``Q = N(0, sigma^2)``;
     ``"add"``: ``P = N(0, sigma^2)``, ``Q`` the mixture.  The loss ``ln(p/q)(y)`` is monotone in y, so

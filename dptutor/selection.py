@@ -3,8 +3,8 @@
 Each sampler takes an explicit ``rng`` and returns one output (``size=None``) or ``size`` independent
 outputs, so that ``lambda data, size, rng: sampler(data, ..., rng, size=size)`` is a mechanism for
 :func:`dptutor.audit.audit_pair`.  Each has an exact (or numerically integrated) output distribution
-beside it, for checking privacy losses without sampling.  Equation and theorem numbers refer to the
-chapter "Selection mechanisms" (book/selection.md).
+beside it, for checking privacy losses without sampling.  Labels (``thm-...``, ``alg-...``,
+``sel-eq-...``) refer to the chapter "Selection mechanisms" (book/selection.md).
 
 Conventions.  ``scores`` / ``answers`` hold one real number per candidate or query; neighbouring
 datasets change each of them by at most ``sensitivity`` (the component-wise neighbourhood of
@@ -105,7 +105,7 @@ def _piecewise_quadrature(fn: Any, points: list[float], lo: float, hi: float, wi
 
 
 def exponential_mechanism_probabilities(scores: Any, epsilon: float, sensitivity: float = 1.0) -> NDArray[np.float64]:
-    """``P[output = i] = exp(epsilon u_i / (2 Delta)) / sum_j exp(epsilon u_j / (2 Delta))`` (Eq. 1).
+    """``P[output = i] = exp(epsilon u_i / (2 Delta)) / sum_j exp(epsilon u_j / (2 Delta))`` (equation ``sel-eq-exponential``).
 
     McSherry and Talwar (2007); computed in log space, so no score is too large.
     """
@@ -124,7 +124,7 @@ def exponential_mechanism_probabilities(scores: Any, epsilon: float, sensitivity
 def exponential_mechanism(
     scores: Any, epsilon: float, rng: np.random.Generator, *, sensitivity: float = 1.0, size: int | None = None
 ) -> Any:
-    """The index of one candidate drawn with the probabilities of Eq. 1 (``size`` draws if given)."""
+    """The index of one candidate drawn with the probabilities of equation ``sel-eq-exponential`` (``size`` draws if given)."""
     p = exponential_mechanism_probabilities(scores, epsilon, sensitivity)
     rng = check_rng(rng)
     shape = _shape(size, 1)
@@ -136,7 +136,7 @@ def exponential_mechanism(
 
 
 def exponential_mechanism_exact(scores: Any, base: Any) -> list[Fraction]:
-    """Eq. 1 in exact arithmetic: ``P[i] = base^{u_i} / sum_j base^{u_j}`` with integer scores.
+    """Equation ``sel-eq-exponential`` in exact arithmetic: ``P[i] = base^{u_i} / sum_j base^{u_j}`` with integer scores.
 
     ``base`` is ``exp(epsilon / (2 Delta))`` given as a rational number > 1 (an int or a
     ``Fraction`` with numerator and denominator below 2**64), so every probability is a Fraction;
@@ -202,7 +202,8 @@ def _noise_law(noise: str, scale: float) -> Any:
 def report_noisy_max_probabilities(
     answers: Any, epsilon: float, *, noise: str = "laplace", sensitivity: float = 1.0
 ) -> NDArray[np.float64]:
-    """``P[i] = integral f(z - q_i) prod_{j != i} F(z - q_j) dz`` for each index (Eq. 3), by quadrature.
+    """``P[i] = integral f(z - q_i) prod_{j != i} F(z - q_j) dz`` for each index (step 1 of the
+    proof of ``thm-report-noisy-max``), by quadrature.
 
     ``f`` and ``F`` are the density and CDF of the noise; Gauss-Legendre on the pieces between kinks,
     accurate to about 1e-13 absolute.
@@ -299,7 +300,8 @@ def above_threshold(
 def above_threshold_probabilities(
     answers: Any, threshold: float, epsilon: float, *, sensitivity: float = 1.0
 ) -> NDArray[np.float64]:
-    """The output distribution of :func:`above_threshold`: ``len(answers) + 1`` probabilities (Eq. 5).
+    """The output distribution of :func:`above_threshold`: ``len(answers) + 1`` probabilities (step 1
+    of the proof of ``thm-above-threshold``, integrated over rho).
 
     ``P[k] = integral f_rho(r) prod_{i<k} F_nu(tau + r - q_i) (1 - F_nu(tau + r - q_k)) dr``, and the
     last entry (no query above) ``integral f_rho(r) prod_i F_nu(tau + r - q_i) dr``, by Gauss-Legendre
