@@ -11,7 +11,7 @@ from conftest import ROOT, BookBuild
 
 CHAPTERS = ["intro", "probability", "dp_primer", "laplace_mechanism", "composition",
             "inverse_cdf", "dptext", "sanity_check", "reading_audits", "conclusion", "paper_map",
-            "floating_point", "stronger_audits", "approximate_dp"]
+            "floating_point", "stronger_audits", "approximate_dp", "selection", "accounting"]
 CDN = re.compile(r"cdn\.jsdelivr|mathjax@|cdnjs|unpkg\.com|googleapis|fonts\.gstatic")
 REMOTE_ASSET = re.compile(r"<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)=\"(?:https?:)?//", re.I)
 

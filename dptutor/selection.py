@@ -1,0 +1,350 @@
+"""Selection mechanisms: the exponential mechanism, report-noisy-max and the sparse vector technique.
+
+Each sampler takes an explicit ``rng`` and returns one output (``size=None``) or ``size`` independent
+outputs, so that ``lambda data, size, rng: sampler(data, ..., rng, size=size)`` is a mechanism for
+:func:`dptutor.audit.audit_pair`.  Each has an exact (or numerically integrated) output distribution
+beside it, for checking privacy losses without sampling.  Labels (``thm-...``, ``alg-...``,
+``sel-eq-...``) refer to the chapter "Selection mechanisms" (book/selection.md).
+
+Conventions.  ``scores`` / ``answers`` hold one real number per candidate or query; neighbouring
+datasets change each of them by at most ``sensitivity`` (the component-wise neighbourhood of
+Dwork and Roth 2014, Section 3.3).  ``threshold`` is the threshold tau of the sparse vector technique
+and ``c`` its cut-off.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import special, stats
+
+from dptutor._validate import (
+    check_choice,
+    check_float_array,
+    check_int,
+    check_positive,
+    check_real,
+    check_rng,
+    check_sequence,
+    check_size,
+    is_bool,
+)
+
+__all__ = [
+    "exponential_mechanism",
+    "exponential_mechanism_probabilities",
+    "exponential_mechanism_exact",
+    "report_noisy_max",
+    "report_noisy_max_probabilities",
+    "above_threshold",
+    "above_threshold_probabilities",
+    "sparse_vector",
+    "max_log_ratio",
+]
+
+#: The most candidates or queries a call accepts (the exact integrals cost one quadrature each).
+MAX_CANDIDATES: int = 10**6
+
+#: The largest absolute integer score :func:`exponential_mechanism_exact` accepts (its fractions
+#: have ``|score|``-th powers of ``base`` in them).
+MAX_EXACT_SCORE: int = 1000
+
+
+def _scores(values: object, name: str) -> NDArray[np.float64]:
+    arr = check_float_array(values, name, finite=True, ndim=1, min_size=1)
+    if arr.size > MAX_CANDIDATES:
+        raise ValueError(f"{name} has {arr.size:,} entries, more than the limit of {MAX_CANDIDATES:,}")
+    return arr
+
+
+def _shape(size: object, n: int) -> tuple[int, ...]:
+    """``()`` for ``size=None``, else ``(size,)``; ``size * n`` elements at most MAX_ELEMENTS."""
+    if size is None:
+        return ()
+    shape = check_size(size, "size")
+    if len(shape) != 1:
+        raise ValueError(f"size must be None or an int, got {size!r}")
+    check_size((shape[0], n), "size")  # the noise array has size * n entries
+    return shape
+
+
+def _scale(factor: float, sensitivity: float, epsilon: float, name: str = "epsilon") -> float:
+    """``factor * sensitivity / epsilon``, finite and positive, else a ValueError naming ``name``."""
+    with np.errstate(over="ignore", under="ignore"):
+        scale = factor * sensitivity / epsilon
+    if not (math.isfinite(scale) and scale > 0):
+        raise ValueError(f"{name} and sensitivity give a noise scale {scale!r} that is not a positive float")
+    return scale
+
+
+def _piecewise_quadrature(fn: Any, points: list[float], lo: float, hi: float, width: float) -> float:
+    """``integral_lo^hi fn(r) dr`` for a vectorised ``fn`` smooth between ``points``: Gauss-Legendre
+    with 40 nodes on every piece of width at most ``width`` (exact to rounding for these integrands)."""
+    edges = sorted({lo, hi, *(p for p in points if lo < p < hi)})
+    nodes, weights = np.polynomial.legendre.leggauss(40)
+    cuts = []
+    for a, b in zip(edges[:-1], edges[1:]):
+        pieces = max(1, math.ceil((b - a) / width))
+        cuts.append(np.linspace(a, b, pieces + 1))
+    grid = np.concatenate([np.stack([c[:-1], c[1:]], axis=1) for c in cuts])
+    mid, half = grid.mean(axis=1), (grid[:, 1] - grid[:, 0]) / 2
+    r = mid[:, None] + half[:, None] * nodes[None, :]
+    with np.errstate(under="ignore"):
+        values = fn(r.ravel()).reshape(r.shape)
+    return float(np.sum(values * weights[None, :] * half[:, None]))
+
+
+# ---------------------------------------------------------------------------------------------
+# the exponential mechanism
+# ---------------------------------------------------------------------------------------------
+
+
+def exponential_mechanism_probabilities(scores: Any, epsilon: float, sensitivity: float = 1.0) -> NDArray[np.float64]:
+    """``P[output = i] = exp(epsilon u_i / (2 Delta)) / sum_j exp(epsilon u_j / (2 Delta))`` (equation ``sel-eq-exponential``).
+
+    McSherry and Talwar (2007); computed in log space, so no score is too large.
+    """
+    u = _scores(scores, "scores")
+    eps = check_positive(epsilon, "epsilon")
+    delta_u = check_positive(sensitivity, "sensitivity")
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        factor = eps / (2.0 * delta_u)
+        gap = u - u.max()  # <= 0; -inf when the scores are +-1e308 apart
+        logits = np.where(gap == 0, 0.0, gap * factor)
+    if not math.isfinite(factor):
+        logits = np.where(gap == 0, 0.0, -np.inf)
+    return special.softmax(logits)
+
+
+def exponential_mechanism(
+    scores: Any, epsilon: float, rng: np.random.Generator, *, sensitivity: float = 1.0, size: int | None = None
+) -> Any:
+    """The index of one candidate drawn with the probabilities of equation ``sel-eq-exponential`` (``size`` draws if given)."""
+    p = exponential_mechanism_probabilities(scores, epsilon, sensitivity)
+    rng = check_rng(rng)
+    shape = _shape(size, 1)
+    # Inverse-CDF sampling on the cumulative probabilities (rng.choice would recheck the sum).
+    cdf = np.cumsum(p)
+    u = rng.random(shape) * cdf[-1]
+    out = np.minimum(np.searchsorted(cdf, u, side="right"), p.size - 1)
+    return int(out) if size is None else out.astype(np.int64)
+
+
+def exponential_mechanism_exact(scores: Any, base: Any) -> list[Fraction]:
+    """Equation ``sel-eq-exponential`` in exact arithmetic: ``P[i] = base^{u_i} / sum_j base^{u_j}`` with integer scores.
+
+    ``base`` is ``exp(epsilon / (2 Delta))`` given as a rational number > 1 (an int or a
+    ``Fraction`` with numerator and denominator below 2**64), so every probability is a Fraction;
+    the mechanism is then ``epsilon = 2 Delta ln(base)``-DP for scores of sensitivity ``Delta``.
+    """
+    items = check_sequence(scores, "scores")
+    if len(items) > 1000:
+        raise ValueError(f"scores must have at most 1000 entries for exact arithmetic, got {len(items)}")
+    ints = []
+    for item in items:
+        if is_bool(item) or not isinstance(item, numbers.Integral):
+            raise TypeError(f"scores must hold integers, got {type(item).__name__}")
+        if abs(int(item)) > MAX_EXACT_SCORE:
+            raise ValueError(f"scores must lie in [-{MAX_EXACT_SCORE}, {MAX_EXACT_SCORE}], got {int(item)}")
+        ints.append(int(item))
+    if is_bool(base) or not isinstance(base, (numbers.Integral, Fraction)):
+        raise TypeError(f"base must be an int or a fractions.Fraction, got {type(base).__name__}")
+    b = Fraction(base)
+    if not b > 1:
+        raise ValueError(f"base must be > 1, got {b}")
+    if b.numerator >= 2**64 or b.denominator >= 2**64:
+        raise ValueError("base must have a numerator and a denominator below 2**64")
+    low = min(ints)
+    weights = [b ** (u - low) for u in ints]
+    total = sum(weights)
+    return [w / total for w in weights]
+
+
+# ---------------------------------------------------------------------------------------------
+# report-noisy-max
+# ---------------------------------------------------------------------------------------------
+
+_NOISES = ("laplace", "exponential")
+
+
+def report_noisy_max(
+    answers: Any,
+    epsilon: float,
+    rng: np.random.Generator,
+    *,
+    noise: str = "laplace",
+    sensitivity: float = 1.0,
+    size: int | None = None,
+) -> Any:
+    """The index (only) of the largest ``answers[i] + Z_i``, ``Z_i`` i.i.d. ``Lap(2 Delta / epsilon)``
+    or ``Exp(2 Delta / epsilon)`` (Theorem ``thm-report-noisy-max``): epsilon-DP."""
+    q = _scores(answers, "answers")
+    noise = check_choice(noise, "noise", _NOISES)
+    eps = check_positive(epsilon, "epsilon")
+    scale = _scale(2.0, check_positive(sensitivity, "sensitivity"), eps)
+    rng = check_rng(rng)
+    shape = _shape(size, q.size) + (q.size,)
+    z = rng.laplace(0.0, scale, shape) if noise == "laplace" else rng.exponential(scale, shape)
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = np.argmax(q + z, axis=-1)
+    return int(out) if size is None else out.astype(np.int64)
+
+
+def _noise_law(noise: str, scale: float) -> Any:
+    return stats.laplace(0.0, scale) if noise == "laplace" else stats.expon(0.0, scale)
+
+
+def report_noisy_max_probabilities(
+    answers: Any, epsilon: float, *, noise: str = "laplace", sensitivity: float = 1.0
+) -> NDArray[np.float64]:
+    """``P[i] = integral f(z - q_i) prod_{j != i} F(z - q_j) dz`` for each index (step 1 of the
+    proof of ``thm-report-noisy-max``), by quadrature.
+
+    ``f`` and ``F`` are the density and CDF of the noise; Gauss-Legendre on the pieces between kinks,
+    accurate to about 1e-13 absolute.
+    At most 50 answers (one quadrature per answer).
+    """
+    q = _scores(answers, "answers")
+    if q.size > 50:
+        raise ValueError(f"answers must have at most 50 entries for the integrals, got {q.size}")
+    noise = check_choice(noise, "noise", _NOISES)
+    eps = check_positive(epsilon, "epsilon")
+    scale = _scale(2.0, check_positive(sensitivity, "sensitivity"), eps)
+    if q.max() - q.min() > 1e3 * scale:
+        raise ValueError("answers, epsilon and sensitivity put the answers more than 1000 noise scales apart: the integrals would be too costly")
+    law = _noise_law(noise, scale)
+    lo = q.min() - (60.0 * scale if noise == "laplace" else 0.0)
+    hi = q.max() + 60.0 * scale
+    points = sorted(set(q.tolist()))
+    out = np.empty(q.size)
+    for i in range(q.size):
+        others = np.delete(q, i)
+
+        def integrand(z: NDArray, i: int = i, others: NDArray = others) -> NDArray:
+            return law.pdf(z - q[i]) * np.prod(law.cdf(z[:, None] - others[None, :]), axis=1)
+
+        out[i] = _piecewise_quadrature(integrand, points, lo, hi, scale / 2)
+    return np.clip(out, 0.0, 1.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# the sparse vector technique
+# ---------------------------------------------------------------------------------------------
+
+
+def sparse_vector(
+    answers: Any,
+    threshold: float,
+    epsilon: float,
+    rng: np.random.Generator,
+    *,
+    c: int = 1,
+    sensitivity: float = 1.0,
+    size: int | None = None,
+) -> Any:
+    """The sparse vector technique with cut-off ``c`` (Algorithm ``alg-sparse-vector``; Lyu, Su and Li
+    2017, Algorithm 1): epsilon-DP.
+
+    ``rho ~ Lap(Delta / epsilon_1)`` once, ``nu_i ~ Lap(2 c Delta / epsilon_2)`` per query, with
+    ``epsilon_1 = epsilon_2 = epsilon / 2``; answer 1 ("above") when ``q_i + nu_i >= threshold + rho``,
+    else 0, and stop after the ``c``-th 1: later queries get -1 (not answered).  Returns an int8 row
+    per output (one row for ``size=None``).
+    """
+    q = _scores(answers, "answers")
+    t = check_real(threshold, "threshold")
+    eps = check_positive(epsilon, "epsilon")
+    c = check_int(c, "c", minimum=1, maximum=MAX_CANDIDATES)
+    sens = check_positive(sensitivity, "sensitivity")
+    b_rho = _scale(2.0, sens, eps)  # Delta / epsilon_1
+    b_nu = _scale(4.0 * c, sens, eps)  # 2 c Delta / epsilon_2
+    rng = check_rng(rng)
+    shape = _shape(size, q.size)
+    rows = shape[0] if shape else 1
+    rho = rng.laplace(0.0, b_rho, (rows, 1))
+    nu = rng.laplace(0.0, b_nu, (rows, q.size))
+    with np.errstate(over="ignore", invalid="ignore"):
+        above = (q + nu) >= (t + rho)
+    before = np.cumsum(above, axis=1) - above  # answers "above" strictly before each query
+    out = above.astype(np.int8)
+    out[before >= c] = -1
+    return out[0] if size is None else out
+
+
+def above_threshold(
+    answers: Any,
+    threshold: float,
+    epsilon: float,
+    rng: np.random.Generator,
+    *,
+    sensitivity: float = 1.0,
+    size: int | None = None,
+) -> Any:
+    """AboveThreshold (Algorithm ``alg-above-threshold``; Dwork and Roth 2014, Algorithm 1): the index of
+    the first query with ``q_i + nu_i >= threshold + rho``, or ``len(answers)`` if there is none.
+
+    ``rho ~ Lap(2 Delta / epsilon)``, ``nu_i ~ Lap(4 Delta / epsilon)``: the sparse vector technique
+    with ``c = 1``.  epsilon-DP (Theorem ``thm-above-threshold``).
+    """
+    q = _scores(answers, "answers")
+    rows = sparse_vector(q, threshold, epsilon, rng, c=1, sensitivity=sensitivity, size=1 if size is None else size)
+    hit = rows == 1
+    out = np.where(hit.any(axis=1), np.argmax(hit, axis=1), q.size)
+    return int(out[0]) if size is None else out.astype(np.int64)
+
+
+def above_threshold_probabilities(
+    answers: Any, threshold: float, epsilon: float, *, sensitivity: float = 1.0
+) -> NDArray[np.float64]:
+    """The output distribution of :func:`above_threshold`: ``len(answers) + 1`` probabilities (step 1
+    of the proof of ``thm-above-threshold``, integrated over rho).
+
+    ``P[k] = integral f_rho(r) prod_{i<k} F_nu(tau + r - q_i) (1 - F_nu(tau + r - q_k)) dr``, and the
+    last entry (no query above) ``integral f_rho(r) prod_i F_nu(tau + r - q_i) dr``, by Gauss-Legendre
+    quadrature between the kinks (about 1e-13 absolute).  At most 50 answers.
+    """
+    q = _scores(answers, "answers")
+    if q.size > 50:
+        raise ValueError(f"answers must have at most 50 entries for the integrals, got {q.size}")
+    t = check_real(threshold, "threshold")
+    eps = check_positive(epsilon, "epsilon")
+    sens = check_positive(sensitivity, "sensitivity")
+    b_rho, b_nu = _scale(2.0, sens, eps), _scale(4.0, sens, eps)
+    shifts = q - t  # rho's kinks: r = 0, and F_nu's kinks at r = q_i - tau
+    if max(abs(shifts).max(), 0.0) > 1e3 * b_nu:
+        raise ValueError("answers, threshold, epsilon and sensitivity put the answers more than 1000 noise scales from the threshold: the integrals would be too costly")
+    rho_law, nu_law = stats.laplace(0.0, b_rho), stats.laplace(0.0, b_nu)
+    lo = min(0.0, shifts.min()) - 60.0 * b_nu
+    hi = max(0.0, shifts.max()) + 60.0 * b_nu
+    points = sorted(set([0.0, *shifts.tolist()]))
+    out = np.empty(q.size + 1)
+    for k in range(q.size + 1):
+
+        def integrand(r: NDArray, k: int = k) -> NDArray:
+            below = np.prod(nu_law.cdf(t + r[:, None] - q[None, :k]), axis=1)
+            last = nu_law.sf(t + r - q[k]) if k < q.size else 1.0
+            return rho_law.pdf(r) * below * last
+
+        out[k] = _piecewise_quadrature(integrand, points, lo, hi, b_rho / 2)
+    return np.clip(out, 0.0, 1.0)
+
+
+def max_log_ratio(p: Any, p_prime: Any) -> float:
+    """``max_i |ln(p_i / p'_i)|`` over two distributions on the same finite outputs: the pure-DP
+    privacy loss of the pair (``math.inf`` if an output is possible under one only)."""
+    a = check_float_array(p, "p", finite=True, ndim=1, min_size=1, low=0.0)
+    b = check_float_array(p_prime, "p_prime", finite=True, ndim=1, min_size=1, low=0.0)
+    if a.shape != b.shape:
+        raise ValueError(f"p and p_prime must have the same length, got {a.size} and {b.size}")
+    if not (a.sum() > 0 and b.sum() > 0):
+        raise ValueError("p and p_prime must each have positive total mass")
+    both = (a > 0) & (b > 0)
+    if np.any((a > 0) != (b > 0)):
+        return math.inf
+    with np.errstate(divide="ignore", over="ignore", under="ignore"):
+        ratios = np.abs(np.log(a[both]) - np.log(b[both]))
+    return float(ratios.max()) if ratios.size else 0.0
