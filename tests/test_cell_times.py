@@ -49,6 +49,14 @@ def test_durations_come_from_nbclient_timestamps() -> None:
     assert [(t.cell, t.seconds, t.first_line) for t in times] == [(1, 1.5, "import numpy as np"), (3, 25.25, "slow()")]
 
 
+def test_cpu_seconds_recorded_by_the_script_are_read_back() -> None:
+    cell = _cell("work()", "2026-01-01T00:00:00Z", "2026-01-01T00:00:10Z")
+    cell["metadata"]["cell_times_cpu"] = 2.5
+    (time,) = cell_times.cell_times(_notebook(cell), "ch")
+    assert (time.seconds, time.cpu_seconds) == (10.0, 2.5)
+    assert cell_times.cell_times(NOTEBOOK, "ch")[0].cpu_seconds is None
+
+
 def test_malformed_notebooks_and_timestamps_are_rejected() -> None:
     with pytest.raises(ValueError, match="not a notebook"):
         cell_times.cell_times({"cells": "no"}, "ch")
@@ -64,7 +72,7 @@ def test_the_script_reports_the_slowest_cells_and_fails_over_the_limit(tmp_path,
     path.write_text(json.dumps(NOTEBOOK))
     assert cell_times.main([str(path), "--top", "1"]) == 1  # 25.25 s > 20 s
     out = capsys.readouterr().out
-    assert "25.2 s  ch cell  3  slow()  OVER" in out and "import numpy" not in out
+    assert "25.2 s         -  ch cell  3  slow()  OVER" in out and "import numpy" not in out
     assert cell_times.main([str(path), "--limit", "30", "--json", str(tmp_path / "t.json")]) == 0
     assert [t["seconds"] for t in json.loads((tmp_path / "t.json").read_text())] == [1.5, 25.25]
     with pytest.raises(SystemExit):
