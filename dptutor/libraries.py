@@ -10,6 +10,12 @@ Each wrapper adds noise of scale ``n / epsilon`` to every coordinate of a batch 
 ``(trials, n)``, like :func:`dptutor.mechanisms.laplace_mechanism`, so :func:`dptutor.audit.estimate_loss`
 and :mod:`dptutor.floating` run on them.  The libraries are imported on first use; a missing one
 raises ``ImportError`` with the pip command.
+
+What the book's floating-point chapter finds, as implemented (not in real arithmetic): OpenDP rounds the
+input to a fine power-of-two grid, adds exact discrete Laplace noise on it and rounds the sum once, so the
+grid test of :func:`dptutor.floating.off_grid` does not apply to it; diffprivlib returns
+``value - scale * L`` in double arithmetic, so its outputs carry the input's grid and some of them are
+impossible under a neighbouring input: it is epsilon-DP only in real arithmetic.
 """
 
 from __future__ import annotations
@@ -116,7 +122,10 @@ def opendp_integer_laplace(scale: float, size: int) -> NDArray[np.int64]:
 
 
 def diffprivlib_laplace_mechanism(x: NDArray, epsilon: float, rng: np.random.Generator) -> NDArray[np.float64]:
-    """diffprivlib's ``Laplace`` (sensitivity ``n``), one call per coordinate, seeded from ``rng``."""
+    """diffprivlib's ``Laplace`` (sensitivity ``n``), one call per coordinate, seeded from ``rng``.
+
+    epsilon-DP in real arithmetic only: the final subtraction in doubles leaves the input's grid on the
+    output (:func:`dptutor.floating.off_grid`)."""
     arr, eps, rng = _checked(x, epsilon, rng)
     mechanisms = _import("diffprivlib.mechanisms")
     try:

@@ -855,35 +855,52 @@ def plot_attack_comparison(
     ``rows`` holds ``(mechanism, n, epsilon, likelihood_ratio_bound, rounding_loss)``: the 95% lower bound
     of :func:`dptutor.audit.audit_pair` with the likelihood-ratio statistic (solid lines, filled markers)
     and a loss of the paper's rounding attack (dashed lines, open markers; e.g. its 95% lower bound from
-    :func:`dptutor.audit.estimate_loss`), both divided by epsilon.
+    :func:`dptutor.audit.estimate_loss`), both divided by epsilon.  A bound of 0 has no place on the log
+    axis: it is drawn as a triangle on the bottom edge (filled or open, as its attack), apart from the
+    data, and the lines break there.
     ``true_ratio[mechanism](n)`` (optional) draws the true epsilon / claimed epsilon as a grey line; the
     green line is 1, the claim.
     """
     table = [(str(m), int(n), float(e), float(lr), float(ro)) for m, n, e, lr, ro in rows]
     if not table:
         raise ValueError("rows must not be empty")
+    if any(not (v >= 0) for *_, lr, ro in table for v in (lr, ro)):
+        raise ValueError("rows: the bounds must be non-negative numbers (0 for no evidence)")
     mechs = list(dict.fromkeys(m for m, *_ in table))
     epsilons = sorted({e for _, _, e, _, _ in table})
     if len(epsilons) > len(_SA_COLOURS):
         raise ValueError(f"at most {len(_SA_COLOURS)} budgets fit in one figure, got {len(epsilons)}")
+    import matplotlib.transforms as mtransforms
+
     fig, axes = plt.subplots(1, len(mechs), figsize=(4.2 * len(mechs) + 1.6, 3.8), layout="constrained", squeeze=False)
+    any_zero = False
     for ax, mech in zip(axes[0], mechs):
         dims = sorted({n for m, n, *_ in table if m == mech})
-        for colour, eps in zip(_SA_COLOURS, epsilons):
+        bottom = mtransforms.blended_transform_factory(ax.transData, ax.transAxes)
+        for k, (colour, eps) in enumerate(zip(_SA_COLOURS, epsilons)):
             pts = sorted((n, lr, ro) for m, n, e, lr, ro in table if m == mech and e == eps)
             if not pts:
                 continue
             n_arr = np.array([p[0] for p in pts], dtype=float)
             lr = np.array([p[1] for p in pts]) / eps
             ro = np.array([p[2] for p in pts]) / eps
-            floor = 1e-3  # a zero bound is drawn on the floor of the log axis
-            ax.plot(n_arr, np.maximum(lr, floor), color=colour, lw=1.8, marker="o", ms=5)
-            ax.plot(n_arr, np.maximum(ro, floor), color=colour, lw=1.2, ls="--", marker="o", ms=5, mfc="white")
+            ax.plot(n_arr, np.where(lr > 0, lr, np.nan), color=colour, lw=1.8, marker="o", ms=5)
+            ax.plot(n_arr, np.where(ro > 0, ro, np.nan), color=colour, lw=1.2, ls="--", marker="o", ms=5, mfc="white")
+            # zero bounds: triangles on the bottom edge, staggered by budget so that they do not overlap
+            shift = 1.0 + 0.07 * (k - (len(epsilons) - 1) / 2)
+            for values, face, offset in ((lr, colour, 0.03), (ro, "white", 0.075)):
+                zero = values == 0
+                if zero.any():
+                    any_zero = True
+                    ax.plot(n_arr[zero] * shift, np.full(zero.sum(), offset), transform=bottom, ls="none",
+                            marker="v", ms=6, color=colour, mfc=face, clip_on=False)
         if true_ratio and mech in true_ratio:
             ax.plot(dims, [true_ratio[mech](n) for n in dims], color="0.45", lw=3, alpha=0.5, zorder=1)
         ax.axhline(1.0, color="#009E73", lw=2)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
+        low, high = ax.get_ylim()
+        ax.set_ylim(low / 4, high)  # room above the bottom edge, where the zero bounds sit
         ax.set_xticks(dims, [str(n) for n in dims])
         ax.set_xlabel("dimension $n$")
         ax.set_title(mech)
@@ -897,6 +914,9 @@ def plot_attack_comparison(
         Line2D([], [], color="0.2", lw=1.2, ls="--", marker="o", mfc="white", label="rounding attack\n(95% lower bound)"),
         Line2D([], [], color="#009E73", lw=2, label=r"claimed $\varepsilon$"),
     ]
+    if any_zero:
+        handles.append(Line2D([], [], color="0.2", ls="none", marker="v", ms=6,
+                              label="bound 0 (bottom edge;\nfilled: likelihood ratio,\nopen: rounding)"))
     if true_ratio:
         handles.append(Line2D([], [], color="0.45", lw=3, alpha=0.5, label=r"true $\varepsilon$"))
     fig.legend(handles=handles, loc="outside right center", fontsize="small")

@@ -7,15 +7,16 @@ epsilon, the standard neighbouring inputs (mostly those on which DP-Sniper found
 the true privacy: exact where it can be derived, ``math.inf`` where none exists, ``None`` where only
 bounds are known.  :data:`ZOO` holds the entries at claimed epsilon = 0.1, the setting of StatDP
 (Ding et al., 2018) and DP-Sniper (Bichsel et al., 2021), whose published lower bounds are recorded in
-``dpsniper``.
+``dpsniper``: 90% lower confidence bounds, each the larger of two runs (a logistic-regression and a
+neural-network classifier), so they hold with confidence at least 80% jointly, not 95%.
 
 Neighbouring inputs follow the papers: a count or a histogram changes by 1 in one entry; for
 report-noisy-max and the sparse vector technique every query answer may change by at most 1 (the
 queries have sensitivity 1 and the neighbourhood is component-wise).
 
 The sparse vector technique (SVT) variants are Algorithms 1-6 of Lyu, Su and Li (2017), with their
-parameters: cut-off ``c = 2``, threshold ``T = 1``, ten queries, ``epsilon_1 = epsilon / 2`` (``/ 4``
-for Algorithm 4).  Outputs are integer vectors, one entry per query: 1 for "above", 0 for "below",
+parameters: cut-off ``c = 2``, threshold ``tau = 1`` (the argument ``threshold``), ten queries,
+``epsilon_1 = epsilon / 2`` (``/ 4`` for Algorithm 4).  Outputs are integer vectors, one entry per query: 1 for "above", 0 for "below",
 -1 for a query not answered because the algorithm stopped after ``c`` answers "above".  Algorithm 3
 releases numbers and runs at ``c = 1``, the cut-off of DP-Sniper's experiments (which used ``c = 1``
 for every variant): its leak per answer is ``epsilon_2 / c`` and shrinks as ``c`` grows, while
@@ -435,14 +436,14 @@ def svt_log_likelihood_ratio(
     grid: int = 1024,
     decimals: int | None = 9,
 ) -> NDArray[np.float64]:
-    """The exact log-likelihood ratio ``ln p_x(o) - ln p_x'(o)`` of :func:`svt_numerical_value`'s outputs
+    """The log-likelihood ratio ``ln p_x(o) - ln p_x'(o)`` of :func:`svt_numerical_value`'s outputs
     (Lyu, Su and Li's Algorithm 3), the Neyman-Pearson statistic for the pair ``x``, ``x_prime``.
 
-    Given the threshold noise ``rho = r``, the queries are independent: an answer above with value v
-    has density ``f_nu(v - q_i)`` and needs ``r <= v - T``, an answer below has probability
-    ``F_nu(T + r - q_j)``.  The released values' factor does not depend on r; the rest is integrated
-    over r up to the smallest released value minus T: in log space, linear between ``grid`` uniform
-    nodes and the kinks ``r = 0`` and ``r = q_j - T`` (exact where every factor is in its left tail),
+    Given the threshold noise ``rho = r`` (threshold ``tau``), the queries are independent: an answer
+    above with value v has density ``f_nu(v - q_i)`` and needs ``r <= v - tau``, an answer below has probability
+    ``F_nu(tau + r - q_j)``.  The released values' factor does not depend on r; the rest is integrated
+    over r up to the smallest released value minus tau: in log space, linear between ``grid`` uniform
+    nodes and the kinks ``r = 0`` and ``r = q_j - tau`` (exact where every factor is in its left tail),
     with both tails in closed form.  At the default grid the error is below 1e-4 (the tests compare
     grids and check ``E_x'[e^ratio] = 1``).
 
@@ -472,9 +473,9 @@ def svt_log_likelihood_ratio(
     # |v - q'| - |v - q| is constant outside [min(q, q'), max(q, q')]: clip v there first (no cancellation)
     values = np.clip(np.where(above, arr, 0.0), np.minimum(q, qp), np.maximum(q, qp))
     value_part = ((np.abs(values - qp) - np.abs(values - q)) / b_nu * above).sum(axis=1)
-    cap = np.where(above, arr, np.inf).min(axis=1) - threshold  # r <= every released value - T
+    cap = np.where(above, arr, np.inf).min(axis=1) - threshold  # r <= every released value - tau
     # Nodes: a uniform grid, widened so that every query's kink lies inside, plus the kinks
-    # themselves (r = 0 and r = q_j - T), between which the log integrand is exactly linear
+    # themselves (r = 0 and r = q_j - tau), between which the log integrand is exactly linear
     # wherever each "below" factor is in its left tail.
     kinks = np.concatenate([q, qp]) - threshold
     r_lo = min(-12.0 * b_rho, float(kinks.min()) - b_nu)
@@ -519,7 +520,7 @@ def _svt_log_integral(
     answers: NDArray[np.float64], r: NDArray[np.float64], wt: NDArray[np.float64], which: NDArray[np.intp],
     below: NDArray[np.bool_], cap: NDArray[np.float64], threshold: float, b_rho: float, b_nu: float,
 ) -> NDArray[np.float64]:
-    """``ln`` of ``int_{-inf}^{cap} e^(-|r|/b_rho) prod_{j below} F_nu(T + r - q_j) dr`` for each row.
+    """``ln`` of ``int_{-inf}^{cap} e^(-|r|/b_rho) prod_{j below} F_nu(tau + r - q_j) dr`` for each row.
 
     ``wt`` holds the distinct sets of "below" answers (0/1 per query) and ``which`` each row's set.
     The log integrand is interpolated linearly between the nodes ``r`` (exact between kinks where each
@@ -569,8 +570,10 @@ class ZooEntry:
     does not.  ``privacy`` defaults to ``"in real arithmetic only"`` for a private entry and ``"not
     private"`` otherwise.  ``true_epsilon`` is the exact epsilon for the stated neighbourhood where known,
     at the claimed ``delta`` (``math.inf`` when the mechanism is not (epsilon, delta)-DP for any epsilon),
-    else ``None``; for the float samplers it is the epsilon in real arithmetic.  ``dpsniper`` is the 95% lower bound
-    published by Bichsel et al. (2021) at claimed epsilon = 0.1, where one exists.
+    else ``None``; for the float samplers it is the epsilon in real arithmetic.  ``dpsniper`` is the lower
+    bound published by Bichsel et al. (2021) at claimed epsilon = 0.1, where one exists: a 90% lower
+    confidence bound, the larger of their logistic-regression and neural-network runs (by the union bound,
+    both hold with probability at least 80%).
     """
 
     name: str

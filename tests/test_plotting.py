@@ -335,3 +335,34 @@ def test_composition_and_gaussian_figures_draw_their_data() -> None:
 def test_composition_and_gaussian_figures_reject_bad_input(call, name) -> None:
     with pytest.raises((ValueError, TypeError), match=name):
         call()
+
+
+# --- Part III: stronger audits ------------------------------------------------------------------
+
+
+def test_plot_attack_comparison_draws_zero_bounds_apart_from_the_data() -> None:
+    rows = [("Laplace", 1, 0.1, 0.08, 0.0), ("Laplace", 8, 0.1, 0.0, 0.0), ("Laplace", 32, 0.1, 0.05, 0.02)]
+    fig = plotting.plot_attack_comparison(rows, true_ratio={"Laplace": lambda n: 1.0})
+    ax = fig.axes[0]
+    data_lines = [line for line in ax.get_lines() if line.get_marker() == "o"]
+    triangles = [line for line in ax.get_lines() if line.get_marker() == "v"]
+    # the solid and the dashed line break at the zero bounds: no point is drawn on a made-up floor
+    ys = np.concatenate([np.asarray(line.get_ydata(), dtype=float) for line in data_lines])
+    assert np.all(np.isnan(ys) | (ys > 0)) and np.isnan(ys).sum() == 3
+    # three zero bounds, drawn as triangles in axes coordinates (at the bottom edge), not in data coordinates
+    assert sum(len(line.get_xdata()) for line in triangles) == 3
+    assert all(line.get_transform() != ax.transData for line in triangles)
+    assert all(0 < y < 0.1 for line in triangles for y in line.get_ydata())
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert any(label.startswith("bound 0") for label in labels)
+    plt.close(fig)
+    # without zero bounds there is no legend entry for them
+    fig = plotting.plot_attack_comparison([("Laplace", 1, 1.0, 0.9, 0.8)])
+    assert not any(t.get_text().startswith("bound 0") for t in fig.legends[0].get_texts())
+    plt.close(fig)
+
+
+def test_plot_attack_comparison_rejects_negative_or_nan_bounds() -> None:
+    for bad in (-0.1, float("nan")):
+        with pytest.raises(ValueError, match="non-negative"):
+            plotting.plot_attack_comparison([("Laplace", 1, 1.0, bad, 0.5)])
