@@ -440,10 +440,7 @@ def _student_cells(path: Path) -> list[Any]:
             source = "".join(source)
         if not isinstance(source, str):
             raise ValueError("a code cell's source is not text")
-        cell["source"], cell["outputs"], cell["execution_count"] = source, [], None
-        if not isinstance(cell.get("metadata"), dict):
-            cell["metadata"] = {}
-        student.append(cell)
+        student.append({"source": source, "metadata": {"tags": _tags(cell)}})
     return student
 
 
@@ -540,13 +537,13 @@ def grade_notebook(path: Path | str, assignment: str, *, timeout: float = 60,
     if not sandbox.isolated:
         result.notes.append("graded WITHOUT a sandbox (--no-sandbox): the notebook ran as the grader's user")
     try:
-        student = _student_cells(path)
+        run_nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c["source"], metadata=c["metadata"])
+                                                 for c in _student_cells(path)])
     except Exception as exc:  # noqa: BLE001 - any way a file can fail to be a notebook
         result.notes.append(f"could not read the notebook: {type(exc).__name__}: {str(exc)[:500]}")
         for q in a.questions:
             result.messages[q.name] = ["not graded: the notebook could not be read"]
         return result
-    run_nb = nbformat.v4.new_notebook(cells=[nbformat.from_dict(c) for c in student])
     student = list(run_nb.cells)  # the grading cells are appended to run_nb only
     run_nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     hidden = secrets.randbits(62) + 2  # never 0 or 1: hidden parameters drawn for this submission
