@@ -247,7 +247,7 @@ for pid in (os.getppid(), 1):
         "attack_escape.md": (notebook(REFERENCE, escape), 4.0),
         "attack_big_files.md": (notebook(STUB, big_files), 0.0),
         "attack_forks.md": (notebook(STUB, forks), 0.0),
-        "attack_kill.md": (notebook(REFERENCE, kill), 0.0),
+        "attack_kill.md": (notebook(REFERENCE, kill), 4.0),
     }
 
 
