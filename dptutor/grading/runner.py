@@ -6,54 +6,62 @@ Each submission runs in a fresh Jupyter kernel (nbclient), cell by cell, with a 
 cell and one for the whole notebook.  Then, for every question, the runner adds one cell that
 *records* what the student's code does on inputs the grader chose (hidden parameters drawn fresh
 for this submission with :mod:`secrets`) and writes it, as plain data (``.npz`` of numeric arrays
-and one JSON string, never a pickle), to a file whose random name appears only in that cell's
-source.  Questions that time a function get extra cells that run just that call; the runner times
-those cells with its own clock, outside the kernel.  When the kernel is gone, the grader parses
+and one JSON string, never a pickle), to a file in the sandbox's work folder whose random name
+appears only in that cell's source.  Questions that time a function get extra cells that run
+just that call; the runner times those cells with its own clock, outside the kernel.  When the kernel is gone, the grader parses
 each file strictly and *replays* the question's check in its own process, against its own
 references (:mod:`dptutor.grading.record`).  Scores are clamped to each question's points.
 
 Threat model: what a student can and cannot do
 ----------------------------------------------
-The student's code runs in the kernel, a separate process with the instructor's user id, and can
-patch anything in that process: ``dptutor`` and its checks, ``numpy``, ``scipy``, ``json``,
-builtins, ``print``, the output streams.
+The student's code runs in the kernel, and the kernel runs in a sandbox of its own, one per
+submission (:mod:`dptutor.grading.sandbox`; bubblewrap by default): new user, PID, IPC, UTS and
+network namespaces, ``/usr``, the Python installation and ``dptutor`` mounted read-only, a private
+writable work folder (the cwd, where the result files are written) and a size-capped private
+``/tmp`` holding ``HOME`` and ``IPYTHONDIR``, limits on memory, file size, open files, CPU time and
+(when the grader is not root) processes.  The grader talks to the kernel over unix sockets in a
+folder shared with the sandbox (Jupyter's ``ipc`` transport; there is no network).
 
-- None of that changes a verdict.  Nothing the kernel prints is read (there is no token to
-  forge), and nothing the kernel *concludes* is used: it only reports data (what the student's
-  functions returned, raised or modified on given inputs, and the student's answer values).  The
-  grader parses it (regular file only, size limits, stored zip members, numeric dtypes, every field
-  type-checked), checks that each recorded call was made with the inputs the grader's own run
-  makes (a digest), and computes every score itself.  A file that cannot be parsed, is missing, or
-  does not match scores 0 for that question, with a message saying so.
-- Forged data is judged as the student's answer.  A kernel that writes *correct* outputs earns
-  what a correct function earns: it had to compute them on inputs drawn fresh for this
-  submission, inside the time limits, which is what a correct function does (copying
-  ``dptutor``'s own sampler is plagiarism, for a human to judge, not a way around the grader).
-- The result file cannot be written early: its name is random and first appears in the source
-  of the cell that writes it; each file is read once, right after its cell.
-- Timing comes from the runner's clock around a cell that only draws the uniforms (from a seed
-  in the cell's source), calls the function and saves the output.  Work cannot be moved out of
-  that cell, because the input is unknown before it runs, and the timed output must agree with
-  what the function returned for the same uniforms earlier.  The reference is timed in the
-  grader's process.  A student *can* make timing noisy by loading the machine (like any other
-  process can); the limit is a factor 10.
-- Reading the grader's files gains nothing: the checks ship with ``dptutor``, but the hidden
-  parameters are drawn when grading, not stored.
-- Process-level attacks are contained only partly, because the kernel runs as your user.  The
-  kernel runs in its own session; at the end of each submission the runner kills that session's
-  process group, so forked helpers die too (unless they start a new session).  Ctrl-C in the
-  terminal does not reach the kernel.  The CSV is rewritten from the runner's memory after every
-  submission.  But code running as your user *can* kill the grader (``os.kill(os.getppid(), 9)``),
-  overwrite your files (the CSV included) or, with a helper that escaped the process group, a
-  later submission's result file.  The CSV keeps every submission finished before such a crash.
-  **Grade in a container or a throw-away account** when this matters.
+- Inside its kernel the student can patch anything: ``dptutor`` and its checks, ``numpy``,
+  ``scipy``, ``json``, builtins, ``print``, the output streams.  None of that changes a verdict.
+  Nothing the kernel prints is read (there is no token to forge), and nothing the kernel
+  *concludes* is used: it only reports data (what the student's functions returned, raised or
+  modified on given inputs, and the student's answer values).  The grader parses it (regular file
+  only, size limits, numeric dtypes, every field type-checked; see :mod:`dptutor.grading.record`),
+  checks that each recorded call was made with the grader's inputs, and computes every score
+  itself.  A file that cannot be parsed, is missing, or does not match scores 0 for that question.
+- Forged data is judged as the student's answer: it earns marks only if it is correct on inputs
+  drawn fresh for this submission, inside the time limits, which is what a correct function does.
+- Outside its kernel the student can reach nothing that matters: the installed package and the
+  Python environment are read-only; the instructor's files, the solutions, the other submissions,
+  the CSV and the grader's processes are not in the sandbox's file system or PID namespace;
+  files written anywhere (``~/.ipython`` startup files included) vanish with the sandbox.  The
+  kernel cannot signal the grader or a later submission.  Everything the submission started,
+  ``start_new_session`` and double-forked helpers included, dies with the sandbox when the
+  submission ends: the grader kills the sandbox's launcher, and ``--die-with-parent`` takes the
+  PID namespace's init, hence every process in it, along (also when the grader itself is killed).
+- The grader keeps at most :attr:`~dptutor.grading.sandbox.Limits.output` characters of the
+  kernel's output and drops any single message over :attr:`~dptutor.grading.sandbox.Limits.message`
+  bytes, so an output flood costs the student's own time, not the grader's memory.
+- Timing comes from the runner's clock around cells that only call the function; a student *can*
+  make timing noisy by loading the CPU (the sandbox does not reserve cores), which only hurts
+  that student's own timing questions; the limit is a factor 10.
+- Not covered (out of scope of a user-space sandbox; grade on a machine you can afford to lose
+  if they matter): kernel exploits and bugs in bubblewrap, CPU side channels, filling the disk
+  through the work folder within the time limit (each file is capped, the folder is deleted
+  after the submission), and, when the grader runs as root, fork bombs (Linux does not apply
+  ``RLIMIT_NPROC`` to root; grade as an ordinary user, or use ``--sandbox podman`` with its
+  ``--pids-limit``).  With ``--no-sandbox`` none of the above holds: the kernel runs as your
+  user, next to the grader, and can read or overwrite your files and kill your processes.
 
 Interrupts
 ----------
-Ctrl-C stops grading cleanly: the kernel in flight is shut down, the submission in flight is not
-scored, and the CSV (rewritten atomically after every finished submission) holds every
-submission graded before.  Rerunning the same command skips the submissions already in the CSV
-(``--regrade`` grades everything again).  The exit code is 130.
+Ctrl-C (or SIGTERM) at any moment, also during a cell, stops grading cleanly: the sandbox in
+flight is killed, the submission in flight is not scored, and the CSV (rewritten atomically after
+every finished submission) holds every submission graded before.  Rerunning the same command
+skips the submissions already in the CSV (``--regrade`` grades everything again).  The exit code
+is 130.  A run killed outright leaves a marker naming the submission in flight (which scores 0 on
+the next run) and its work folder, which the next run deletes.
 """
 
 from __future__ import annotations
