@@ -304,8 +304,8 @@ def _run_coroutine(factory: Callable[[], Any]) -> None:
             loop.remove_signal_handler = lambda sig: False if sig in ours else real_remove(sig)  # type: ignore[method-assign]
         try:
             await factory()
-        except asyncio.CancelledError:
-            if interrupted:
+        except BaseException:
+            if interrupted:  # whatever the cancelled run raised (a dead kernel, ...), it was Ctrl-C
                 raise KeyboardInterrupt from None
             raise
         finally:
@@ -492,6 +492,15 @@ def _workdir_root() -> str:
     return tempfile.mkdtemp(prefix=f"dptutor-grade-{os.getpid()}-")
 
 
+def _remove_tree(root: str) -> None:
+    """Delete a work folder (a few tries: a process of the sandbox may still be dying)."""
+    for _ in range(50):
+        shutil.rmtree(root, ignore_errors=True)
+        if not os.path.lexists(root):
+            return
+        time.sleep(0.1)
+
+
 def remove_stale_workdirs() -> None:
     """Delete the work folders of grading runs that were killed (their process no longer exists)."""
     tmp = Path(tempfile.gettempdir())
@@ -513,6 +522,8 @@ def _resolve_sandbox(sandbox: Sandbox | str | None) -> Sandbox:
     if sandbox is None:
         return find_sandbox("auto")
     if isinstance(sandbox, str):
+        if sandbox not in SANDBOXES:
+            raise ValueError(f"sandbox must be one of {', '.join(SANDBOXES)}, got {sandbox!r}")
         return find_sandbox(sandbox)
     if not isinstance(sandbox, Sandbox):
         raise TypeError(f"sandbox must be a Sandbox, a kind in {SANDBOXES} or None, got {type(sandbox).__name__}")
@@ -592,7 +603,8 @@ def grade_notebook(path: Path | str, assignment: str, *, timeout: float = 60,
                 box.stop(name, getattr(getattr(client.km, "provisioner", None), "pid", None))
 
         async def limited() -> None:
-            await asyncio.wait_for(execute(), timeout=total_timeout)
+            async with asyncio.timeout(total_timeout):  # no extra task: Ctrl-C reaches execute() directly
+                await execute()
 
         started = time.monotonic()
         try:
@@ -607,7 +619,7 @@ def grade_notebook(path: Path | str, assignment: str, *, timeout: float = 60,
                 result.notes.append(f"execution stopped: {type(exc).__name__}: {str(exc)[:500]}")
     finally:
         box.stop(name, run.kernel_pid)
-        shutil.rmtree(root, ignore_errors=True)
+        _remove_tree(root)
     error = _first_error(student)
     if error:
         result.notes.append(error)

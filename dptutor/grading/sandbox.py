@@ -31,6 +31,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +56,8 @@ INSTALL_HINT = "sudo apt-get install bubblewrap"
 #: The default image of the container engines (it only needs a C library compatible with the host's Python).
 DEFAULT_IMAGE = "python:3.11-slim"
 MIB = 1 << 20
+#: The largest process id Linux hands out.
+PID_MAX = 1 << 22
 
 
 class SandboxUnavailable(RuntimeError):
@@ -142,8 +145,11 @@ class Sandbox:
 
     def __post_init__(self) -> None:
         check_choice(self.kind, "kind", SANDBOXES[1:])
+        if self.executable is not None:
+            _check_text(self.executable, "executable")
         if not isinstance(self.limits, Limits):
             raise TypeError(f"limits must be a Limits, got {type(self.limits).__name__}")
+        _check_text(self.image, "image")
 
     @property
     def isolated(self) -> bool:
@@ -152,6 +158,11 @@ class Sandbox:
     def command(self, connection_file: str, workdir: str, kernel_dir: str, name: str,
                 extra: Sequence[str] = ()) -> list[str]:
         """The command that starts one kernel (connection file in ``kernel_dir``, cwd ``workdir``)."""
+        for value, label in ((connection_file, "connection_file"), (workdir, "workdir"), (kernel_dir, "kernel_dir"),
+                             (name, "name")):
+            _check_text(value, label)
+        if isinstance(extra, (str, bytes)) or not isinstance(extra, Sequence) or not all(isinstance(e, str) for e in extra):
+            raise TypeError("extra must be a sequence of str")
         lim = self.limits
         kernel = [sys.executable, "-c", _PRELUDE, str(lim.memory), str(lim.processes), str(lim.file_size),
                   str(lim.open_files), str(lim.cpu_seconds), "-f", connection_file, *extra]
@@ -196,15 +207,65 @@ class Sandbox:
 
     def stop(self, name: str, pid: int | None) -> None:
         """Kill everything the sandbox holds (the submission has ended); safe to call twice."""
+        _check_text(name, "name")
+        if pid is not None:
+            check_int(pid, "pid", minimum=1, maximum=PID_MAX)
         if pid is not None and pid > 1 and pid != os.getpgrp():
+            # bwrap's child is the init of the sandbox's PID namespace: killing it kills every process
+            # in the namespace, and it exits (turns zombie) only once they are all gone.
+            inits = _children(pid) if self.kind == "bwrap" else []
+            for target in inits:
+                _kill(os.kill, target)
             for kill in (os.killpg, os.kill):  # the launcher runs in a session of its own
-                try:
-                    kill(pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
+                _kill(kill, pid)
+            deadline = time.monotonic() + 10
+            while any(_running(p) for p in inits) and time.monotonic() < deadline:
+                time.sleep(0.01)
         if self.kind in ("podman", "docker"):
             subprocess.run([self.executable or self.kind, "rm", "-f", name], stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL, timeout=60, check=False)
+
+
+def _kill(kill: Any, pid: int) -> None:
+    try:
+        kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _stat(pid: int) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command name (state first), or None if it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return text[text.rfind(")") + 2:].split()
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            fields = _stat(int(entry))
+            if fields is not None and len(fields) > 1 and fields[1] == str(pid):
+                found.append(int(entry))
+    return found
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` exists and is not a zombie."""
+    fields = _stat(pid)
+    return fields is not None and fields[0] not in ("Z", "X")
+
+
+def _check_text(value: object, name: str) -> str:
+    """A non-empty str without NUL (a path, a name)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+    if not value or "\0" in value:
+        raise ValueError(f"{name} must be a non-empty text without NUL characters, got {value!r}")
+    return value
 
 
 def _works(cmd: list[str]) -> str | None:
@@ -224,6 +285,7 @@ _PROBED: dict[tuple[str, str], str | None] = {}
 def find_sandbox(kind: str = "auto", *, limits: Limits | None = None, image: str = DEFAULT_IMAGE) -> Sandbox:
     """The sandbox of ``kind`` ("auto" = bubblewrap), checked to work here, or :class:`SandboxUnavailable`."""
     check_choice(kind, "kind", SANDBOXES)
+    _check_text(image, "image")
     limits = Limits() if limits is None else limits
     if not isinstance(limits, Limits):
         raise TypeError(f"limits must be a Limits, got {type(limits).__name__}")
@@ -259,15 +321,16 @@ def find_sandbox(kind: str = "auto", *, limits: Limits | None = None, image: str
 
 def kernel_manager(sandbox: Sandbox, workdir: str, kernel_dir: str, name: str) -> Any:
     """An ``AsyncKernelManager`` whose kernel runs in ``sandbox`` and talks over unix sockets in ``kernel_dir``."""
+    if not isinstance(sandbox, Sandbox):
+        raise TypeError(f"sandbox must be a Sandbox, got {type(sandbox).__name__}")
+    for value, label in ((workdir, "workdir"), (kernel_dir, "kernel_dir"), (name, "name")):
+        _check_text(value, label)
+    for value, label in ((workdir, "workdir"), (kernel_dir, "kernel_dir")):
+        if not os.path.isdir(value):
+            raise ValueError(f"{label} must be an existing folder, got {value!r}")
     import zmq
-    import zmq.asyncio
     from jupyter_client.kernelspec import KernelSpec
     from jupyter_client.manager import AsyncKernelManager
-
-    context = zmq.asyncio.Context()
-    # The grader drops any single message larger than this (ZeroMQ closes that connection), so a
-    # kernel cannot make the grader hold one huge output in memory.
-    context.setsockopt(zmq.MAXMSGSIZE, sandbox.limits.message)
 
     class SandboxedKernelManager(AsyncKernelManager):
         def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
@@ -275,12 +338,14 @@ def kernel_manager(sandbox: Sandbox, workdir: str, kernel_dir: str, name: str) -
                                    list(extra_arguments or []))
 
         def client(self, **kwargs: Any) -> Any:
-            kwargs.setdefault("context", context)
+            kwargs.setdefault("context", self.context)  # the manager's context, closed with the manager
             return super().client(**kwargs)
 
     km = SandboxedKernelManager(transport="ipc", connection_file=os.path.join(kernel_dir, "kernel.json"),
-                                ip=os.path.join(kernel_dir, "k"), kernel_name="python3", context=context,
-                                autorestart=False)
+                                ip=os.path.join(kernel_dir, "k"), kernel_name="python3", autorestart=False)
+    # The grader drops any single message larger than this (ZeroMQ closes that connection), so a
+    # kernel cannot make the grader hold one huge output in memory.
+    km.context.setsockopt(zmq.MAXMSGSIZE, sandbox.limits.message)
     km._kernel_spec = KernelSpec(argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
                                  display_name="Python 3 (dptutor sandbox)", language="python",
                                  interrupt_mode="message")
