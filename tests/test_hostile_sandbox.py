@@ -99,8 +99,9 @@ def rows(path: Path) -> dict[str, dict[str, str]]:
         return {row["file"]: row for row in csv.DictReader(fh)}
 
 
-def grader_workdirs() -> set[str]:
-    return {p.name for p in Path(tempfile.gettempdir()).glob("dptutor-grade-*")}
+def grader_workdirs(*procs: subprocess.Popen) -> set[str]:
+    """The work folders that the graders ``procs`` left in the temporary folder."""
+    return {p.name for proc in procs for p in Path(tempfile.gettempdir()).glob(f"dptutor-grade-{proc.pid}-*")}
 
 
 @pytest.fixture()
@@ -269,8 +270,6 @@ def test_hostile_submissions_gain_nothing_and_touch_nothing(instructor: dict[str
     before = snapshot(home, package, INSTRUCTOR_DIR, skip=outputs)
     before_env = {str(p): p.stat().st_mtime_ns for p in environment}
     before_ipython = snapshot(Path.home() / ".ipython") if (Path.home() / ".ipython").exists() else {}
-    workdirs = grader_workdirs()
-
     started = time.monotonic()
     attacked = grade(subs, csv_path, home)
     alone = grade(alone_home / "subs", alone_home / "scores.csv", alone_home)
@@ -295,7 +294,7 @@ def test_hostile_submissions_gain_nothing_and_touch_nothing(instructor: dict[str
     if before_ipython:
         assert snapshot(Path.home() / ".ipython") == before_ipython
     assert not (Path("/tmp/.ipython").exists() and any(Path("/tmp/.ipython").rglob("00-evil.py")))
-    assert grader_workdirs() <= workdirs
+    assert grader_workdirs(attacked, alone) == set()
     time.sleep(0.5)
     assert helpers_alive() == []
 
@@ -306,7 +305,6 @@ def test_ctrl_c_during_a_cell_stops_grading_and_keeps_finished_rows(instructor: 
     (subs / "s1.md").write_text(notebook(STUB, f"import subprocess, time\nsubprocess.Popen(['sleep', '{SLEEP}'], "
                                                "start_new_session=True)\ntime.sleep(60)"))
     (subs / "s2.md").write_text(notebook(STUB))
-    workdirs = grader_workdirs()
     proc = grade(subs, csv_path, home)
     lines = []
     for line in proc.stdout:
@@ -324,7 +322,7 @@ def test_ctrl_c_during_a_cell_stops_grading_and_keeps_finished_rows(instructor: 
     assert "interrupted: 1 submission(s) graded" in err and "Traceback" not in err, err
     assert list(rows(csv_path)) == ["s0.md"]
     time.sleep(0.5)
-    assert helpers_alive() == [] and grader_workdirs() <= workdirs
+    assert helpers_alive() == [] and grader_workdirs(proc) == set()
 
 
 HOSTILE_NAMES = [" leading space.md", "back\\slash.md", "quo\"te's.md", "=HYPERLINK(1).md", "-2+3.md", "@SUM.md",
@@ -410,3 +408,27 @@ def test_grade_refuses_without_a_sandbox_and_warns_with_no_sandbox(instructor: d
     trusted = subprocess.run(cmd + ["--no-sandbox"], env=env, capture_output=True, text=True, timeout=300)
     assert trusted.returncode == 0 and "warning: --no-sandbox" in trusted.stderr, trusted.stderr
     assert "WITHOUT a sandbox" in rows(csv_path)["s0.md"]["messages"]
+
+
+def test_a_killed_grader_takes_its_sandbox_along_and_the_next_run_cleans_up(instructor: dict[str, Path]) -> None:
+    home, subs, csv_path = instructor["home"], instructor["subs"], instructor["csv"]
+    (subs / " \\=s0.md").write_text(notebook(STUB, f"import subprocess, time\nsubprocess.Popen(['sleep', '{SLEEP}'], "
+                                                     "start_new_session=True)\ntime.sleep(60)"))
+    proc = grade(subs, csv_path, home)
+    deadline = time.monotonic() + 120
+    while not helpers_alive() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert helpers_alive(), "the notebook's cell never started"
+    proc.kill()  # SIGKILL: no clean-up code of the grader runs
+    proc.communicate(timeout=60)
+    deadline = time.monotonic() + 10
+    while helpers_alive() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert helpers_alive() == []  # --die-with-parent: the sandbox died with the grader
+    assert grader_workdirs(proc)  # its work folder is left behind ...
+    rerun = grade(subs, csv_path, home)
+    out, err = rerun.communicate(timeout=300)
+    assert rerun.returncode == 0, out + err
+    assert grader_workdirs(proc, rerun) == set()  # ... until the next run deletes it
+    row = rows(csv_path)[" \\=s0.md"]
+    assert "stopped abruptly" in row["messages"] and float(row["total"]) == 0

@@ -85,6 +85,7 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -241,11 +242,13 @@ _INTERNALS = re.compile(r"dptutor\.grading\.(?!checker\b|AUDIT_EPSILON\b|DIAGNOS
 def _read_notebook(path: Path) -> Any:
     import nbformat
 
-    if path.suffix == ".ipynb":
-        return nbformat.read(path, as_version=4)
-    import jupytext
+    with warnings.catch_warnings():  # nbformat's validation warnings are about the student's file
+        warnings.simplefilter("ignore")
+        if path.suffix == ".ipynb":
+            return nbformat.read(path, as_version=4)
+        import jupytext
 
-    return jupytext.read(path)
+        return jupytext.read(path)
 
 
 def _first_error(cells: Sequence) -> str | None:
