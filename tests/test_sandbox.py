@@ -44,6 +44,10 @@ out["work_writable"] = can(lambda: open("here.txt", "w").write("x"))
 out["tmp_writable"] = can(lambda: open("/tmp/x", "w").write("x"))
 out["network"] = can(lambda: socket.create_connection(("1.1.1.1", 53), timeout=2))
 out["root_writable"] = can(lambda: open("/evil", "w"))
+out["dev_writable"] = can(lambda: open("/dev/evil", "w"))
+out["shm_writable"] = can(lambda: open("/dev/shm/x", "w").write("x"))
+out["shm_size"] = os.statvfs("/dev/shm").f_blocks * os.statvfs("/dev/shm").f_frsize
+out["tmp_size"] = os.statvfs("/tmp").f_blocks * os.statvfs("/tmp").f_frsize
 print(json.dumps(out))
 '''
 
@@ -75,6 +79,8 @@ def test_the_sandbox_shows_nothing_of_the_machine_and_keeps_nothing(tmp_path: Pa
     assert not got["package_writable"] and not got["prefix_writable"] and not got["root_writable"]
     assert not got["sees_solutions"] and not got["sees_repo"] and not got["sees_secret"]
     assert got["work_writable"] and got["tmp_writable"] and not got["network"]
+    assert not got["dev_writable"] and got["shm_writable"]  # only the size-capped /dev/shm and /tmp
+    assert got["shm_size"] <= sandbox.SHM_SIZE and got["tmp_size"] <= box.limits.tmp_size
     assert (tmp_path / "work" / "here.txt").read_text() == "x"
     assert not any(name.startswith(("PYTEST", "VIRTUAL_ENV")) for name in got["env"])
 

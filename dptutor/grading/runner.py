@@ -49,7 +49,9 @@ folder shared with the sandbox (Jupyter's ``ipc`` transport; there is no network
 - Not covered (out of scope of a user-space sandbox; grade on a machine you can afford to lose
   if they matter): kernel exploits and bugs in bubblewrap, CPU side channels, filling the disk
   through the work folder within the time limit (each file is capped, the folder is deleted
-  after the submission), and, when the grader runs as root, fork bombs (Linux does not apply
+  after the submission), memory held outside the address space (in-memory files such as
+  ``memfd``, each under the file-size cap) until the time limit (bubblewrap sets no cgroup
+  limits), and, when the grader runs as root, fork bombs (Linux does not apply
   ``RLIMIT_NPROC`` to root; grade as an ordinary user, or use ``--sandbox podman`` with its
   ``--pids-limit``).  With ``--no-sandbox`` none of the above holds: the kernel runs as your
   user, next to the grader, and can read or overwrite your files and kill your processes.

@@ -56,6 +56,8 @@ INSTALL_HINT = "sudo apt-get install bubblewrap"
 #: The default image of the container engines (it only needs a C library compatible with the host's Python).
 DEFAULT_IMAGE = "python:3.11-slim"
 MIB = 1 << 20
+#: The size of the sandbox's /dev/shm (POSIX shared memory, semaphores).
+SHM_SIZE = 64 * MIB
 #: The largest process id Linux hands out.
 PID_MAX = 1 << 22
 
@@ -186,7 +188,9 @@ class Sandbox:
                     cmd += ["--ro-bind", etc, etc]
             for root in [*_python_roots(), str(_package_root() / "dptutor")]:
                 cmd += ["--ro-bind", root, root]
-            cmd += ["--proc", "/proc", "--dev", "/dev", "--size", str(lim.tmp_size), "--tmpfs", "/tmp",
+            # /dev is a tmpfs as large as half the RAM: only its /dev/shm is writable, and size-capped.
+            cmd += ["--proc", "/proc", "--dev", "/dev", "--size", str(SHM_SIZE), "--tmpfs", "/dev/shm",
+                    "--remount-ro", "/dev", "--size", str(lim.tmp_size), "--tmpfs", "/tmp",
                     "--dir", home, "--bind", workdir, workdir, "--bind", kernel_dir, kernel_dir,
                     "--remount-ro", "/", "--chdir", workdir, "--clearenv"]
             for key, value in env.items():
