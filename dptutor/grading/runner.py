@@ -492,9 +492,16 @@ def _capped_client(limit: int) -> Any:
     return CappedClient
 
 
+def _workdir_parent() -> str:
+    """Where work folders go: the temporary folder, unless its path is too long for the kernel's unix
+    sockets (at most 107 bytes in all on Linux), then /tmp."""
+    tmp = tempfile.gettempdir()
+    return tmp if len(os.fsencode(tmp)) <= 60 else "/tmp"
+
+
 def _workdir_root() -> str:
     """A new private folder for one submission; its name carries this process's id (see :func:`remove_stale_workdirs`)."""
-    return tempfile.mkdtemp(prefix=f"dptutor-grade-{os.getpid()}-")
+    return tempfile.mkdtemp(prefix=f"dptutor-grade-{os.getpid()}-", dir=_workdir_parent())
 
 
 def _remove_tree(root: str) -> None:
@@ -508,7 +515,7 @@ def _remove_tree(root: str) -> None:
 
 def remove_stale_workdirs() -> None:
     """Delete the work folders of grading runs that were killed (their process no longer exists)."""
-    tmp = Path(tempfile.gettempdir())
+    tmp = Path(_workdir_parent())
     for folder in tmp.glob("dptutor-grade-*-*"):
         match = re.fullmatch(r"dptutor-grade-(\d+)-\w+", folder.name)
         if not match or not folder.is_dir() or folder.is_symlink():
