@@ -91,14 +91,15 @@ def test_the_kernel_command_sets_every_limit() -> None:
     for flag in ("--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net",
                  "--die-with-parent", "--new-session", "--clearenv"):
         assert flag in cmd
-    assert cmd[cmd.index("--tmpfs") - 1] == str(16 << 20)
+    tmpfs = {cmd[i + 1]: cmd[i - 1] for i, a in enumerate(cmd) if a == "--tmpfs"}
+    assert tmpfs == {"/dev/shm": str(sandbox.SHM_SIZE), "/tmp": str(16 << 20)}
     kernel = cmd[cmd.index("--") + 1:]
     assert kernel[:2] == [sys.executable, "-c"] and "setrlimit" in kernel[2]
     assert kernel[3:8] == [str(512 << 20), "64", str(8 << 20), "128", "99"] and kernel[8:] == ["-f", "/k/kernel.json"]
     binds = [cmd[i + 1] for i, a in enumerate(cmd) if a == "--bind"]
     assert binds == ["/w", "/k"]  # the only writable folders
-    plain = Sandbox("none").command("/k/kernel.json", "/w", "/k", "x")
-    assert plain[0] == sys.executable and "-f" in plain
+    plain = Sandbox("none", limits=limits).command("/k/kernel.json", "/w", "/k", "x")
+    assert plain[0] == sys.executable and plain[3:8] == [str(512 << 20), "-1", str(8 << 20), "128", "99"]
 
 
 def test_grade_names_the_install_command_when_no_sandbox_exists(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -97,7 +97,11 @@ class Limits:
 #: RLIMIT_NPROC counts only the sandbox's processes), then become the kernel.
 _PRELUDE = ("import os, resource, sys\n"
             "for name, value in zip(('AS', 'NPROC', 'FSIZE', 'NOFILE', 'CPU'), map(int, sys.argv[1:6])):\n"
-            "    resource.setrlimit(getattr(resource, 'RLIMIT_' + name), (value, value))\n"
+            "    limit = getattr(resource, 'RLIMIT_' + name)\n"
+            "    hard = resource.getrlimit(limit)[1]\n"
+            "    if value >= 0:\n"
+            "        value = value if hard == resource.RLIM_INFINITY else min(value, hard)\n"
+            "        resource.setrlimit(limit, (value, value))\n"
             "os.execv(sys.executable, [sys.executable, '-m', 'ipykernel_launcher', *sys.argv[6:]])\n")
 
 
@@ -166,7 +170,10 @@ class Sandbox:
         if isinstance(extra, (str, bytes)) or not isinstance(extra, Sequence) or not all(isinstance(e, str) for e in extra):
             raise TypeError("extra must be a sequence of str")
         lim = self.limits
-        kernel = [sys.executable, "-c", _PRELUDE, str(lim.memory), str(lim.processes), str(lim.file_size),
+        # RLIMIT_NPROC counts the processes of a user in a user namespace: only bwrap makes one of the
+        # sandbox's own (unsandboxed, or in a container without one, it would count all of yours).
+        processes = lim.processes if self.kind == "bwrap" else -1
+        kernel = [sys.executable, "-c", _PRELUDE, str(lim.memory), str(processes), str(lim.file_size),
                   str(lim.open_files), str(lim.cpu_seconds), "-f", connection_file, *extra]
         if self.kind == "none":
             return kernel
