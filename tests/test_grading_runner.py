@@ -354,10 +354,12 @@ threading.Thread(target=_watch, daemon=True).start()
 FORKER = '''
 import os, time
 if os.fork() == 0:  # a helper that outlives the grading of this notebook, unless the grader kills it
-    with open({pidfile!r}, "w") as fh:
-        fh.write(str(os.getpid()))
-    time.sleep(300)
-    os._exit(0)
+    try:  # (in the sandbox it cannot write the file outside its work folder)
+        with open({pidfile!r}, "w") as fh:
+            fh.write(str(os.getpid()))
+        time.sleep(300)
+    finally:
+        os._exit(0)
 '''
 
 

@@ -837,15 +837,6 @@ def run_grade(args: argparse.Namespace) -> int:
     if not args.submissions.is_dir():
         print(f"error: {args.submissions} is not a folder", file=sys.stderr)
         return 2
-    try:
-        sandbox = _sandbox_of(args)
-    except SandboxUnavailable as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if not sandbox.isolated:
-        print("warning: --no-sandbox: every submission runs as your user with access to your files and "
-              "processes; grade this way only notebooks you trust (the CSV notes it in every row)",
-              file=sys.stderr, flush=True)
     problem = _validate_outputs(args.csv, args.feedback)
     if problem is None and args.csv.exists() and not getattr(args, "regrade", False):
         try:
@@ -857,6 +848,15 @@ def run_grade(args: argparse.Namespace) -> int:
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
+    try:
+        sandbox = _sandbox_of(args)
+    except SandboxUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if not sandbox.isolated:
+        print("warning: --no-sandbox: every submission runs as your user with access to your files and "
+              "processes; grade this way only notebooks you trust (the CSV notes it in every row)",
+              file=sys.stderr, flush=True)
     header = _header(a)
     previous = len(rows)
     _write_rows(args.csv, header, rows)  # the CSV exists (and is valid) from the start

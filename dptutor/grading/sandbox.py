@@ -340,6 +340,7 @@ def kernel_manager(sandbox: Sandbox, workdir: str, kernel_dir: str, name: str) -
         if not os.path.isdir(value):
             raise ValueError(f"{label} must be an existing folder, got {value!r}")
     import zmq
+    import zmq.asyncio
     from jupyter_client.kernelspec import KernelSpec
     from jupyter_client.manager import AsyncKernelManager
 
@@ -349,14 +350,17 @@ def kernel_manager(sandbox: Sandbox, workdir: str, kernel_dir: str, name: str) -
                                    list(extra_arguments or []))
 
         def client(self, **kwargs: Any) -> Any:
-            kwargs.setdefault("context", self.context)  # the manager's context, closed with the manager
-            return super().client(**kwargs)
+            # The client's own context (it stops its channels, the heartbeat thread included, before
+            # destroying it), in which the grader drops any single message larger than the limit
+            # (ZeroMQ closes that connection): a kernel cannot make the grader hold one huge output.
+            context = zmq.asyncio.Context()
+            context.setsockopt(zmq.MAXMSGSIZE, sandbox.limits.message)
+            kc = super().client(context=context, **kwargs)
+            kc._created_context = True
+            return kc
 
     km = SandboxedKernelManager(transport="ipc", connection_file=os.path.join(kernel_dir, "kernel.json"),
                                 ip=os.path.join(kernel_dir, "k"), kernel_name="python3", autorestart=False)
-    # The grader drops any single message larger than this (ZeroMQ closes that connection), so a
-    # kernel cannot make the grader hold one huge output in memory.
-    km.context.setsockopt(zmq.MAXMSGSIZE, sandbox.limits.message)
     km._kernel_spec = KernelSpec(argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
                                  display_name="Python 3 (dptutor sandbox)", language="python",
                                  interrupt_mode="message")
