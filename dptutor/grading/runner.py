@@ -298,6 +298,7 @@ def _run_coroutine(factory: Callable[[], Any]) -> None:
                 task.cancel()
 
         ours = (signal.SIGINT, signal.SIGTERM)
+        before = {signum: signal.getsignal(signum) for signum in ours}
         real_add, real_remove = loop.add_signal_handler, loop.remove_signal_handler
         try:
             for signum in ours:
@@ -316,6 +317,7 @@ def _run_coroutine(factory: Callable[[], Any]) -> None:
         finally:
             for signum in ours:
                 real_remove(signum)
+                signal.signal(signum, before[signum])  # e.g. the CLI's SIGTERM handler
             for name in ("add_signal_handler", "remove_signal_handler"):
                 loop.__dict__.pop(name, None)
         if interrupted:
