@@ -435,7 +435,7 @@ verdicts = {"A": "violates", "B": "violates"}'''
         'evidence = {"A": None, "B": None}\nverdicts = {"A": None, "B": None}', forged_evidence).replace(
         "diagnosis = None", 'diagnosis = "l2"'))
 
-    limits = {"sampler": ("5", "40"), "mechanism": ("60", "300"), "audit": ("60", "300")}
+    limits = {"sampler": ("5", "120"), "mechanism": ("60", "300"), "audit": ("60", "300")}
     procs = {
         name: subprocess.Popen(
             [sys.executable, "-m", "dptutor", "grade", name, str(folder), "--csv", str(tmp_path / f"{name}.csv"),
@@ -577,7 +577,7 @@ def test_a_submission_that_kills_the_grader_costs_only_itself(tmp_path: Path, na
     csv_path = tmp_path / "scores.csv"
     first = run_cli("grade", "sampler", str(folder), "--csv", str(csv_path), "--no-sandbox")
     assert first.returncode == -signal.SIGKILL
-    assert [r[0] for r in valid_rows(csv_path)] == ["a.md"]
+    assert [r[0] for r in valid_rows(csv_path)] == [n for n in ["a.md"] if n < name]  # graded in name order
     second = run_cli("grade", "sampler", str(folder), "--csv", str(csv_path), "--no-sandbox")
     assert second.returncode == 0, second.stderr
     rows = {r[0]: r for r in valid_rows(csv_path)}
