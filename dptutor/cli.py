@@ -223,7 +223,8 @@ def _add_grade(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "grade",
         help="grade a folder of submitted assignment notebooks into a CSV",
-        description="Run each submitted notebook (.ipynb or .md) in a fresh kernel with time limits, then the "
+        description="Run each submitted notebook (.ipynb or .md) in a fresh kernel, inside its own sandbox "
+                    "(bubblewrap: sudo apt-get install bubblewrap) with time and resource limits, then the "
                     "assignment's hidden checks; write one CSV row of scores and messages per submission.",
     )
     add_grade_arguments(p)

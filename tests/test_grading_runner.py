@@ -13,6 +13,7 @@ import io
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -32,6 +33,8 @@ from dptutor.grading.record import (Record, RecordError, load_record, load_timed
                                     timed_cell)
 from test_grading import ASSIGNMENT_DIR, INSTRUCTOR_DIR, run_notebook_code
 
+#: Whether the CLI runs here in its default bubblewrap sandbox (else the tests pass --no-sandbox).
+SANDBOXED = shutil.which("bwrap") is not None
 SAMPLER_STUB = '    raise NotImplementedError("Questions 1-3")'
 HIDDEN = 424242
 
@@ -254,6 +257,8 @@ def test_public_functions_name_bad_parameters(tmp_path: Path) -> None:
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
+    if args[:1] == ("grade",) and not SANDBOXED and "--no-sandbox" not in args:
+        args = (*args, "--no-sandbox")
     return subprocess.run([sys.executable, "-m", "dptutor", *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=120)
 
@@ -349,10 +354,12 @@ threading.Thread(target=_watch, daemon=True).start()
 FORKER = '''
 import os, time
 if os.fork() == 0:  # a helper that outlives the grading of this notebook, unless the grader kills it
-    with open({pidfile!r}, "w") as fh:
-        fh.write(str(os.getpid()))
-    time.sleep(300)
-    os._exit(0)
+    try:  # (in the sandbox it cannot write the file outside its work folder)
+        with open({pidfile!r}, "w") as fh:
+            fh.write(str(os.getpid()))
+        time.sleep(300)
+    finally:
+        os._exit(0)
 '''
 
 
@@ -428,12 +435,12 @@ verdicts = {"A": "violates", "B": "violates"}'''
         'evidence = {"A": None, "B": None}\nverdicts = {"A": None, "B": None}', forged_evidence).replace(
         "diagnosis = None", 'diagnosis = "l2"'))
 
-    limits = {"sampler": ("5", "15"), "mechanism": ("60", "300"), "audit": ("60", "300")}
+    limits = {"sampler": ("5", "120"), "mechanism": ("60", "300"), "audit": ("60", "300")}
     procs = {
         name: subprocess.Popen(
             [sys.executable, "-m", "dptutor", "grade", name, str(folder), "--csv", str(tmp_path / f"{name}.csv"),
              "--feedback", str(tmp_path / f"{name}-feedback"), "--timeout", limits.get(name, ("60", "300"))[0],
-             "--total-timeout", limits.get(name, ("60", "300"))[1]],
+             "--total-timeout", limits.get(name, ("60", "300"))[1], *([] if SANDBOXED else ["--no-sandbox"])],
             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         for name, folder in folders.items()
     }
@@ -460,11 +467,15 @@ verdicts = {"A": "violates", "B": "violates"}'''
     assert "review by hand" in s["patched_checks.md"]["messages"]
     assert scores["watcher.md"] <= 4
     assert scores["forker.md"] == 4
-    # The forked helper did not outlive its submission.
-    helper = int(pidfile.read_text())
-    time.sleep(0.5)
-    with pytest.raises(ProcessLookupError):
-        os.kill(helper, 0)
+    # The forked helper could not write outside its sandbox (and tests/test_hostile_sandbox.py checks
+    # that no helper outlives its submission); unsandboxed, it did not outlive its submission either.
+    if SANDBOXED:
+        assert not pidfile.exists()
+    else:
+        helper = int(pidfile.read_text())
+        time.sleep(0.5)
+        with pytest.raises(ProcessLookupError):
+            os.kill(helper, 0)
     assert scores["crash.md"] == 0 and "RuntimeError: boom" in s["crash.md"]["messages"]
     assert scores["loop.md"] == 0 and "longer than 5 s" in s["loop.md"]["messages"]
 
@@ -487,7 +498,7 @@ verdicts = {"A": "violates", "B": "violates"}'''
 def grade_until(folder: Path, csv_path: Path, trigger, delay: float = 0.3) -> tuple[int, str, str]:
     """Run ``grade``, send SIGINT ``delay`` s after ``trigger(line)`` is true for a line of its output."""
     proc = subprocess.Popen([sys.executable, "-u", "-m", "dptutor", "grade", "sampler", str(folder), "--csv",
-                             str(csv_path)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             str(csv_path), *([] if SANDBOXED else ["--no-sandbox"])], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     out = []
     for line in proc.stdout:
         out.append(line)
@@ -554,21 +565,38 @@ def test_sigint_while_a_kernel_starts_prints_no_traceback(tmp_path: Path, delay:
     assert "Traceback" not in err and "exception was never retrieved" not in err, err
 
 
-def test_a_submission_that_kills_the_grader_costs_only_itself(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["b.md", " \\b=.md"])
+def test_a_submission_that_kills_the_grader_costs_only_itself(tmp_path: Path, name: str) -> None:
+    # Only possible without the sandbox (inside it, the kernel's parent is the sandbox's init); the
+    # crash marker must survive any file name (a leading space, a backslash).
+    folder = tmp_path / "subs"
+    folder.mkdir()
+    blank = (ASSIGNMENT_DIR / "sampler.md").read_text()
+    (folder / "a.md").write_text(blank)
+    (folder / name).write_text(blank.replace("import numpy as np", "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nimport numpy as np", 1))
+    csv_path = tmp_path / "scores.csv"
+    first = run_cli("grade", "sampler", str(folder), "--csv", str(csv_path), "--no-sandbox")
+    assert first.returncode == -signal.SIGKILL
+    assert [r[0] for r in valid_rows(csv_path)] == [n for n in ["a.md"] if n < name]  # graded in name order
+    second = run_cli("grade", "sampler", str(folder), "--csv", str(csv_path), "--no-sandbox")
+    assert second.returncode == 0, second.stderr
+    rows = {r[0]: r for r in valid_rows(csv_path)}
+    assert sorted(rows) == sorted(["a.md", name])
+    assert "stopped abruptly" in rows[name][5] and float(rows[name][4]) == 0
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed (sudo apt-get install bubblewrap)")
+def test_in_the_sandbox_killing_the_parent_kills_nothing(tmp_path: Path) -> None:
     folder = tmp_path / "subs"
     folder.mkdir()
     blank = (ASSIGNMENT_DIR / "sampler.md").read_text()
     (folder / "a.md").write_text(blank)
     (folder / "b.md").write_text(blank.replace("import numpy as np", "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nimport numpy as np", 1))
     csv_path = tmp_path / "scores.csv"
-    first = run_cli("grade", "sampler", str(folder), "--csv", str(csv_path))
-    assert first.returncode == -signal.SIGKILL
-    assert [r[0] for r in valid_rows(csv_path)] == ["a.md"]
-    second = run_cli("grade", "sampler", str(folder), "--csv", str(csv_path))
-    assert second.returncode == 0, second.stderr
+    proc = run_cli("grade", "sampler", str(folder), "--csv", str(csv_path))
+    assert proc.returncode == 0, proc.stderr
     rows = {r[0]: r for r in valid_rows(csv_path)}
-    assert sorted(rows) == ["a.md", "b.md"]
-    assert "stopped abruptly" in rows["b.md"][5] and float(rows["b.md"][4]) == 0
+    assert sorted(rows) == ["a.md", "b.md"] and float(rows["b.md"][4]) == 0 and "not implemented" in rows["b.md"][5]
 
 
 # ---------------------------------------------------------------------------------------------

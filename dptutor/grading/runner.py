@@ -6,54 +6,64 @@ Each submission runs in a fresh Jupyter kernel (nbclient), cell by cell, with a 
 cell and one for the whole notebook.  Then, for every question, the runner adds one cell that
 *records* what the student's code does on inputs the grader chose (hidden parameters drawn fresh
 for this submission with :mod:`secrets`) and writes it, as plain data (``.npz`` of numeric arrays
-and one JSON string, never a pickle), to a file whose random name appears only in that cell's
-source.  Questions that time a function get extra cells that run just that call; the runner times
-those cells with its own clock, outside the kernel.  When the kernel is gone, the grader parses
+and one JSON string, never a pickle), to a file in the sandbox's work folder whose random name
+appears only in that cell's source.  Questions that time a function get extra cells that run
+just that call; the runner times those cells with its own clock, outside the kernel.  When the kernel is gone, the grader parses
 each file strictly and *replays* the question's check in its own process, against its own
 references (:mod:`dptutor.grading.record`).  Scores are clamped to each question's points.
 
 Threat model: what a student can and cannot do
 ----------------------------------------------
-The student's code runs in the kernel, a separate process with the instructor's user id, and can
-patch anything in that process: ``dptutor`` and its checks, ``numpy``, ``scipy``, ``json``,
-builtins, ``print``, the output streams.
+The student's code runs in the kernel, and the kernel runs in a sandbox of its own, one per
+submission (:mod:`dptutor.grading.sandbox`; bubblewrap by default): new user, PID, IPC, UTS and
+network namespaces, ``/usr``, the Python installation and ``dptutor`` mounted read-only, a private
+writable work folder (the cwd, where the result files are written) and a size-capped private
+``/tmp`` holding ``HOME`` and ``IPYTHONDIR``, limits on memory, file size, open files, CPU time and
+(when the grader is not root) processes.  The grader talks to the kernel over unix sockets in a
+folder shared with the sandbox (Jupyter's ``ipc`` transport; there is no network).
 
-- None of that changes a verdict.  Nothing the kernel prints is read (there is no token to
-  forge), and nothing the kernel *concludes* is used: it only reports data (what the student's
-  functions returned, raised or modified on given inputs, and the student's answer values).  The
-  grader parses it (regular file only, size limits, stored zip members, numeric dtypes, every field
-  type-checked), checks that each recorded call was made with the inputs the grader's own run
-  makes (a digest), and computes every score itself.  A file that cannot be parsed, is missing, or
-  does not match scores 0 for that question, with a message saying so.
-- Forged data is judged as the student's answer.  A kernel that writes *correct* outputs earns
-  what a correct function earns: it had to compute them on inputs drawn fresh for this
-  submission, inside the time limits, which is what a correct function does (copying
-  ``dptutor``'s own sampler is plagiarism, for a human to judge, not a way around the grader).
-- The result file cannot be written early: its name is random and first appears in the source
-  of the cell that writes it; each file is read once, right after its cell.
-- Timing comes from the runner's clock around a cell that only draws the uniforms (from a seed
-  in the cell's source), calls the function and saves the output.  Work cannot be moved out of
-  that cell, because the input is unknown before it runs, and the timed output must agree with
-  what the function returned for the same uniforms earlier.  The reference is timed in the
-  grader's process.  A student *can* make timing noisy by loading the machine (like any other
-  process can); the limit is a factor 10.
-- Reading the grader's files gains nothing: the checks ship with ``dptutor``, but the hidden
-  parameters are drawn when grading, not stored.
-- Process-level attacks are contained only partly, because the kernel runs as your user.  The
-  kernel runs in its own session; at the end of each submission the runner kills that session's
-  process group, so forked helpers die too (unless they start a new session).  Ctrl-C in the
-  terminal does not reach the kernel.  The CSV is rewritten from the runner's memory after every
-  submission.  But code running as your user *can* kill the grader (``os.kill(os.getppid(), 9)``),
-  overwrite your files (the CSV included) or, with a helper that escaped the process group, a
-  later submission's result file.  The CSV keeps every submission finished before such a crash.
-  **Grade in a container or a throw-away account** when this matters.
+- Inside its kernel the student can patch anything: ``dptutor`` and its checks, ``numpy``,
+  ``scipy``, ``json``, builtins, ``print``, the output streams.  None of that changes a verdict.
+  Nothing the kernel prints is read (there is no token to forge), and nothing the kernel
+  *concludes* is used: it only reports data (what the student's functions returned, raised or
+  modified on given inputs, and the student's answer values).  The grader parses it (regular file
+  only, size limits, numeric dtypes, every field type-checked; see :mod:`dptutor.grading.record`),
+  checks that each recorded call was made with the grader's inputs, and computes every score
+  itself.  A file that cannot be parsed, is missing, or does not match scores 0 for that question.
+- Forged data is judged as the student's answer: it earns marks only if it is correct on inputs
+  drawn fresh for this submission, inside the time limits, which is what a correct function does.
+- Outside its kernel the student can reach nothing that matters: the installed package and the
+  Python environment are read-only; the instructor's files, the solutions, the other submissions,
+  the CSV and the grader's processes are not in the sandbox's file system or PID namespace;
+  files written anywhere (``~/.ipython`` startup files included) vanish with the sandbox.  The
+  kernel cannot signal the grader or a later submission.  Everything the submission started,
+  ``start_new_session`` and double-forked helpers included, dies with the sandbox when the
+  submission ends: the grader kills the sandbox's launcher, and ``--die-with-parent`` takes the
+  PID namespace's init, hence every process in it, along (also when the grader itself is killed).
+- The grader keeps at most :attr:`~dptutor.grading.sandbox.Limits.output` characters of the
+  kernel's output and drops any single message over :attr:`~dptutor.grading.sandbox.Limits.message`
+  bytes, so an output flood costs the student's own time, not the grader's memory.
+- Timing comes from the runner's clock around cells that only call the function; a student *can*
+  make timing noisy by loading the CPU (the sandbox does not reserve cores), which only hurts
+  that student's own timing questions; the limit is a factor 10.
+- Not covered (out of scope of a user-space sandbox; grade on a machine you can afford to lose
+  if they matter): kernel exploits and bugs in bubblewrap, CPU side channels, filling the disk
+  through the work folder within the time limit (each file is capped, the folder is deleted
+  after the submission), memory held outside the address space (in-memory files such as
+  ``memfd``, each under the file-size cap) until the time limit (bubblewrap sets no cgroup
+  limits), and, when the grader runs as root, fork bombs (Linux does not apply
+  ``RLIMIT_NPROC`` to root; grade as an ordinary user, or use ``--sandbox podman`` with its
+  ``--pids-limit``).  With ``--no-sandbox`` none of the above holds: the kernel runs as your
+  user, next to the grader, and can read or overwrite your files and kill your processes.
 
 Interrupts
 ----------
-Ctrl-C stops grading cleanly: the kernel in flight is shut down, the submission in flight is not
-scored, and the CSV (rewritten atomically after every finished submission) holds every
-submission graded before.  Rerunning the same command skips the submissions already in the CSV
-(``--regrade`` grades everything again).  The exit code is 130.
+Ctrl-C (or SIGTERM) at any moment, also during a cell, stops grading cleanly: the sandbox in
+flight is killed, the submission in flight is not scored, and the CSV (rewritten atomically after
+every finished submission) holds every submission graded before.  Rerunning the same command
+skips the submissions already in the CSV (``--regrade`` grades everything again).  The exit code
+is 130.  A run killed outright leaves a marker naming the submission in flight (which scores 0 on
+the next run) and its work folder, which the next run deletes.
 """
 
 from __future__ import annotations
@@ -61,17 +71,23 @@ from __future__ import annotations
 import argparse
 import asyncio
 import csv
+import dataclasses
+import hashlib
 import importlib.util
+import json
 import logging
 import math
 import os
 import re
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,6 +97,8 @@ from dptutor._validate import check_path, check_real, check_sequence
 from dptutor.grading.feedback import Assignment, fmt_points
 from dptutor.grading.record import Record, RecordError, load_record, load_timed, replay_question
 from dptutor.grading.registry import ASSIGNMENTS, get_assignment
+from dptutor.grading.sandbox import (INSTALL_HINT, SANDBOXES, Limits, Sandbox, SandboxUnavailable, find_sandbox,
+                                      kernel_manager)
 
 __all__ = [
     "FEEDBACK_TAG",
@@ -155,19 +173,59 @@ class SubmissionResult:
         return round(sum(self.scores.values()), 2)
 
     def feedback_text(self) -> str:
-        lines = [f"{self.file}: {fmt_points(self.total)} / {fmt_points(sum(self.points.values()))} points"]
-        lines += [f"  note: {n}" for n in self.notes]
+        """The student's report; every text from the submission is shown on one line (no forged lines)."""
+        lines = [f"{one_line(self.file)}: {fmt_points(self.total)} / {fmt_points(sum(self.points.values()))} points"]
+        lines += [f"  note: {one_line(n)}" for n in self.notes]
         for q, score in self.scores.items():
-            lines.append(f"{q}: {fmt_points(score)} / {fmt_points(self.points[q])}")
-            lines += [f"  - {m}" for m in self.messages.get(q, [])]
+            lines.append(f"{one_line(q)}: {fmt_points(score)} / {fmt_points(self.points[q])}")
+            lines += [f"  - {one_line(m)}" for m in self.messages.get(q, [])]
         return "\n".join(lines)
 
     def row(self, assignment: Assignment) -> list[str]:
+        """The CSV row; text cells are escaped against formula injection (see :func:`csv_cell`)."""
         if not isinstance(assignment, Assignment):
             raise TypeError(f"assignment must be an Assignment, got {type(assignment).__name__}")
         messages = list(self.notes) + [f"{q}: {m}" for q, ms in self.messages.items() for m in ms]
-        return [self.file, *(fmt_points(self.scores[q.name]) for q in assignment.questions),
-                fmt_points(self.total), " | ".join(messages)]
+        return [csv_cell(self.file), *(fmt_points(self.scores[q.name]) for q in assignment.questions),
+                fmt_points(self.total), csv_cell(" | ".join(one_line(m) for m in messages))]
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+#: First characters that make a spreadsheet read a cell as a formula (OWASP's CSV injection list),
+#: and the quote that escapes them.
+_FORMULA = ("=", "+", "-", "@", "\t", "\r", "'")
+
+
+def one_line(text: str) -> str:
+    """``text`` with control characters (newlines, terminal escapes) written as ``\\n``, ``\\x1b``, ..."""
+    return _CONTROL.sub(lambda m: _SHORT.get(m.group(), f"\\x{ord(m.group()):02x}" if ord(m.group()) < 256
+                                             else f"\\u{ord(m.group()):04x}"), text)
+
+
+def csv_cell(text: str) -> str:
+    """A CSV cell a spreadsheet shows as text: a quote before a leading ``= + - @``, tab, CR or quote."""
+    return "'" + text if text.startswith(_FORMULA) else text
+
+
+def csv_text(cell: str) -> str:
+    """The text :func:`csv_cell` escaped (its inverse)."""
+    return cell[1:] if cell.startswith("'") else cell
+
+
+def display_name(name: str) -> str:
+    """A file name as text: bytes that are not UTF-8 (surrogate escapes) become ``\\xNN``."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def feedback_name(file: str) -> str:
+    """The feedback file of a submission: ``<stem>.txt``, or a short safe name plus a hash for odd names."""
+    stem = file.rsplit(".", 1)[0] if "." in file[1:] else file
+    if re.fullmatch(r"[\w][\w .,()+-]{0,99}", stem) and not stem.endswith((" ", ".")):
+        return f"{stem}.txt"
+    digest = hashlib.sha256(file.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    safe = re.sub(r"[^\w.-]+", "_", stem, flags=re.ASCII).strip("._")[:60]
+    return f"{safe}-{digest}.txt" if safe else f"{digest}.txt"
 
 
 def _clamp(value: float, points: float) -> float:
@@ -186,11 +244,13 @@ _INTERNALS = re.compile(r"dptutor\.grading\.(?!checker\b|AUDIT_EPSILON\b|DIAGNOS
 def _read_notebook(path: Path) -> Any:
     import nbformat
 
-    if path.suffix == ".ipynb":
-        return nbformat.read(path, as_version=4)
-    import jupytext
+    with warnings.catch_warnings():  # nbformat's validation warnings are about the student's file
+        warnings.simplefilter("ignore")
+        if path.suffix == ".ipynb":
+            return nbformat.read(path, as_version=4)
+        import jupytext
 
-    return jupytext.read(path)
+        return jupytext.read(path)
 
 
 def _first_error(cells: Sequence) -> str | None:
@@ -219,11 +279,49 @@ def _stray_task_errors(loop: asyncio.AbstractEventLoop, context: dict[str, Any])
 
 
 def _run_coroutine(factory: Callable[[], Any]) -> None:
-    """``asyncio.run(factory())``, in a helper thread when an event loop already runs here (Jupyter)."""
+    """``asyncio.run(factory())``, in a helper thread when an event loop already runs here (Jupyter).
+
+    In the main thread, Ctrl-C (SIGINT) and SIGTERM cancel the run and raise ``KeyboardInterrupt``
+    at any moment, also while a cell executes: nbclient's own handlers (which shut the kernel down
+    and let grading go on as if the kernel had died) are never installed.
+    """
 
     async def main() -> None:
-        asyncio.get_running_loop().set_exception_handler(_stray_task_errors)
-        await factory()
+        loop = asyncio.get_running_loop()
+        loop.set_exception_handler(_stray_task_errors)
+        task = asyncio.current_task()
+        interrupted: list[int] = []
+
+        def on_signal(signum: int) -> None:
+            interrupted.append(signum)
+            if task is not None:
+                task.cancel()
+
+        ours = (signal.SIGINT, signal.SIGTERM)
+        before = {signum: signal.getsignal(signum) for signum in ours}
+        real_add, real_remove = loop.add_signal_handler, loop.remove_signal_handler
+        try:
+            for signum in ours:
+                real_add(signum, on_signal, signum)
+        except (RuntimeError, ValueError):  # not the main thread: the caller's own handling applies
+            ours = ()
+        else:
+            loop.add_signal_handler = lambda sig, cb, *args: None if sig in ours else real_add(sig, cb, *args)  # type: ignore[method-assign]
+            loop.remove_signal_handler = lambda sig: False if sig in ours else real_remove(sig)  # type: ignore[method-assign]
+        try:
+            await factory()
+        except BaseException:
+            if interrupted:  # whatever the cancelled run raised (a dead kernel, ...), it was Ctrl-C
+                raise KeyboardInterrupt from None
+            raise
+        finally:
+            for signum in ours:
+                real_remove(signum)
+                signal.signal(signum, before[signum])  # e.g. the CLI's SIGTERM handler
+            for name in ("add_signal_handler", "remove_signal_handler"):
+                loop.__dict__.pop(name, None)
+        if interrupted:
+            raise KeyboardInterrupt
 
     try:
         asyncio.get_running_loop()
@@ -325,60 +423,177 @@ def _unlink(path: str) -> None:
         pass
 
 
-def _kill_group(pid: int | None) -> None:
-    """Kill the kernel's process group (the kernel runs in a session of its own): forked helpers die too.
+#: The largest notebook file the grader reads.
+MAX_NOTEBOOK_BYTES = 16 << 20
 
-    Called while the kernel is still alive, so that the group id cannot belong to anyone else yet.
-    """
-    if pid is None or pid <= 1 or pid == os.getpgrp():
-        return
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+
+def _tags(cell: Any) -> list[str]:
+    """A cell's tags (a malformed ``metadata.tags`` counts as none)."""
+    metadata = cell.get("metadata")
+    tags = metadata.get("tags") if isinstance(metadata, dict) else None
+    return [t for t in tags if isinstance(t, str)] if isinstance(tags, list) else []
+
+
+def _student_cells(path: Path) -> list[Any]:
+    """The submission's code cells, outputs cleared, feedback cells left out (any error: unreadable)."""
+    if path.is_symlink():
+        raise ValueError("it is a symbolic link, not a file")
+    if path.stat().st_size > MAX_NOTEBOOK_BYTES:
+        raise ValueError(f"it is larger than {MAX_NOTEBOOK_BYTES >> 20} MiB")
+    nb = _read_notebook(path)
+    cells = nb.get("cells") if isinstance(nb, dict) else None
+    if not isinstance(cells, list):
+        raise ValueError("it has no list of cells")
+    student = []
+    for cell in cells:
+        if not isinstance(cell, dict) or not isinstance(cell.get("cell_type"), str):
+            raise ValueError("a cell is not a notebook cell")
+        if cell["cell_type"] != "code" or FEEDBACK_TAG in _tags(cell):
+            continue
+        source = cell.get("source", "")
+        if isinstance(source, list) and all(isinstance(line, str) for line in source):
+            source = "".join(source)
+        if not isinstance(source, str):
+            raise ValueError("a code cell's source is not text")
+        student.append({"source": source, "metadata": {"tags": _tags(cell)}})
+    return student
+
+
+def _message_size(content: dict[str, Any]) -> int:
+    """About how many characters an output message carries."""
+    parts = [content.get("text"), content.get("evalue"), *(content.get("traceback") or [])]
+    data = content.get("data")
+    if isinstance(data, dict):
+        parts += list(data.values())
+    return sum(len(p) if isinstance(p, (str, bytes)) else len(str(p)) for p in parts if p is not None)
+
+
+def _capped_client(limit: int) -> Any:
+    """An nbclient ``NotebookClient`` that keeps at most ``limit`` characters of the kernel's output."""
+    from nbclient import NotebookClient
+
+    class CappedClient(NotebookClient):
+        kept = 0
+
+        def output(self, outs: list, msg: dict, display_id: str | None, cell_index: int) -> Any:
+            content = msg.get("content") or {}
+            if msg.get("msg_type") == "error":  # always kept (the grader reads errors), but short
+                content["evalue"] = str(content.get("evalue", ""))[:2000]
+                content["traceback"] = []
+                return super().output(outs, msg, display_id, cell_index)
+            self.kept += _message_size(content)
+            if self.kept > limit:
+                if self.kept - _message_size(content) <= limit:
+                    import nbformat
+
+                    outs.append(nbformat.v4.new_output("stream", name="stderr",
+                                                       text=f"[output over {limit} characters dropped by the grader]"))
+                return None
+            return super().output(outs, msg, display_id, cell_index)
+
+    return CappedClient
+
+
+def _workdir_parent() -> str:
+    """Where work folders go: the temporary folder, unless its path is too long for the kernel's unix
+    sockets (at most 107 bytes in all on Linux), then /tmp."""
+    tmp = tempfile.gettempdir()
+    return tmp if len(os.fsencode(tmp)) <= 60 else "/tmp"
+
+
+def _workdir_root() -> str:
+    """A new private folder for one submission; its name carries this process's id (see :func:`remove_stale_workdirs`)."""
+    return tempfile.mkdtemp(prefix=f"dptutor-grade-{os.getpid()}-", dir=_workdir_parent())
+
+
+def _remove_tree(root: str) -> None:
+    """Delete a work folder (a few tries: a process of the sandbox may still be dying)."""
+    for _ in range(50):
+        shutil.rmtree(root, ignore_errors=True)
+        if not os.path.lexists(root):
+            return
+        time.sleep(0.1)
+
+
+def remove_stale_workdirs() -> None:
+    """Delete the work folders of grading runs that were killed (their process no longer exists)."""
+    tmp = Path(_workdir_parent())
+    for folder in tmp.glob("dptutor-grade-*-*"):
+        match = re.fullmatch(r"dptutor-grade-(\d+)-\w+", folder.name)
+        if not match or not folder.is_dir() or folder.is_symlink():
+            continue
+        pid = int(match.group(1))
+        try:
+            os.kill(pid, 0)
+            continue  # still running (or another user's process)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except PermissionError:
+            continue
+
+
+def _resolve_sandbox(sandbox: Sandbox | str | None) -> Sandbox:
+    if sandbox is None:
+        return find_sandbox("auto")
+    if isinstance(sandbox, str):
+        if sandbox not in SANDBOXES:
+            raise ValueError(f"sandbox must be one of {', '.join(SANDBOXES)}, got {sandbox!r}")
+        return find_sandbox(sandbox)
+    if not isinstance(sandbox, Sandbox):
+        raise TypeError(f"sandbox must be a Sandbox, a kind in {SANDBOXES} or None, got {type(sandbox).__name__}")
+    return sandbox
 
 
 def grade_notebook(path: Path | str, assignment: str, *, timeout: float = 60,
-                   total_timeout: float = 600) -> SubmissionResult:
-    """Execute one submission in a fresh kernel and grade it (see the module docstring).
+                   total_timeout: float = 600, sandbox: Sandbox | str | None = None) -> SubmissionResult:
+    """Execute one submission in a fresh kernel in ``sandbox`` and grade it (see the module docstring).
 
     ``timeout`` limits every cell (seconds; the kernel is interrupted and grading goes on),
-    ``total_timeout`` the whole notebook (the kernel is shut down; questions not recorded by then
-    score 0).  A submission that cannot be read, crashes or loops scores 0 on the questions it
-    affects, with a note saying why; it never raises, except ``KeyboardInterrupt`` (Ctrl-C), after
-    shutting its kernel down.
+    ``total_timeout`` the whole notebook (the sandbox is killed; questions not recorded by then
+    score 0).  ``sandbox`` is a :class:`~dptutor.grading.sandbox.Sandbox`, a kind ("bwrap", ...,
+    "none") or None for bubblewrap (:class:`~dptutor.grading.sandbox.SandboxUnavailable` if it
+    cannot run here).  A submission that cannot be read, crashes or loops scores 0 on the
+    questions it affects, with a note saying why; it never raises, except ``KeyboardInterrupt``
+    (Ctrl-C or SIGTERM), after killing its sandbox.
     """
     a = get_assignment(assignment)
     if not isinstance(path, (str, Path)):
         raise TypeError(f"path must be a path, got {type(path).__name__}")
     timeout, total_timeout = _check_limits(timeout, total_timeout)
+    sandbox = _resolve_sandbox(sandbox)
     check_grade_dependencies()
     import nbformat
-    from nbclient import NotebookClient
 
     path = Path(path)
-    result = SubmissionResult(path.name, a.name, {q.name: 0.0 for q in a.questions},
+    result = SubmissionResult(display_name(path.name), a.name, {q.name: 0.0 for q in a.questions},
                               {q.name: q.points for q in a.questions})
+    if not sandbox.isolated:
+        result.notes.append("graded WITHOUT a sandbox (--no-sandbox): the notebook ran as the grader's user")
     try:
-        nb = _read_notebook(path)
-    except Exception as exc:
-        result.notes.append(f"could not read the notebook: {type(exc).__name__}: {exc}")
+        run_nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c["source"], metadata=c["metadata"])
+                                                 for c in _student_cells(path)])
+    except Exception as exc:  # noqa: BLE001 - any way a file can fail to be a notebook
+        result.notes.append(f"could not read the notebook: {type(exc).__name__}: {str(exc)[:500]}")
         for q in a.questions:
             result.messages[q.name] = ["not graded: the notebook could not be read"]
         return result
-    student = [c for c in nb.cells
-               if c.cell_type == "code" and FEEDBACK_TAG not in c.get("metadata", {}).get("tags", [])]
-    for cell in student:
-        cell.outputs = []
-        cell.execution_count = None
-    run_nb = nbformat.v4.new_notebook(cells=list(student))
+    student = list(run_nb.cells)  # the grading cells are appended to run_nb only
     run_nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     hidden = secrets.randbits(62) + 2  # never 0 or 1: hidden parameters drawn for this submission
     run = _Run()
-    with tempfile.TemporaryDirectory(prefix="dptutor-grade-") as workdir:
-        client = NotebookClient(
-            run_nb, timeout=max(1, int(math.ceil(timeout))), kernel_name="python3", allow_errors=True,
-            interrupt_on_timeout=True, shutdown_kernel="immediate", record_timing=False,
+    root = _workdir_root()
+    workdir, kernel_dir = os.path.join(root, "work"), os.path.join(root, "kernel")
+    os.mkdir(workdir)
+    os.mkdir(kernel_dir)
+    name = f"dptutor-{os.path.basename(root)}"
+    limits = sandbox.limits
+    if limits.cpu_seconds < total_timeout + 30:  # the CPU limit never cuts a run the time limits allow
+        limits = dataclasses.replace(limits, cpu_seconds=int(total_timeout) + 30)
+    box = Sandbox(sandbox.kind, sandbox.executable, limits, sandbox.image)
+    try:
+        client = _capped_client(box.limits.output)(
+            run_nb, km=kernel_manager(box, workdir, kernel_dir, name), timeout=max(1, int(math.ceil(timeout))),
+            allow_errors=True, interrupt_on_timeout=True, shutdown_kernel="immediate", record_timing=False,
             error_on_timeout={"ename": "CellTimeoutError", "evalue": f"the cell ran longer than {timeout:g} s",
                               "traceback": []},
             resources={"metadata": {"path": workdir}},
@@ -388,30 +603,37 @@ def grade_notebook(path: Path | str, assignment: str, *, timeout: float = 60,
         async def execute() -> None:
             # The kernel's own stderr (start-up chatter) is not the student's output: that comes
             # through the kernel's messages.
-            async with client.async_setup_kernel(stderr=subprocess.DEVNULL):
-                run.kernel_pid = getattr(getattr(client.km, "provisioner", None), "pid", None)
-                try:
-                    for index, cell in enumerate(student):
-                        client.timeout = max(1, int(math.ceil(timeout)))
-                        await client.async_execute_cell(cell, index)
-                    await _run_hidden(client, run_nb, a, hidden, workdir, timeout, run)
-                finally:
-                    _kill_group(run.kernel_pid)
+            try:
+                async with client.async_setup_kernel(stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL):
+                    run.kernel_pid = getattr(getattr(client.km, "provisioner", None), "pid", None)
+                    try:
+                        for index, cell in enumerate(student):
+                            client.timeout = max(1, int(math.ceil(timeout)))
+                            await client.async_execute_cell(cell, index)
+                        await _run_hidden(client, run_nb, a, hidden, workdir, timeout, run)
+                    finally:
+                        box.stop(name, run.kernel_pid)
+            finally:
+                box.stop(name, getattr(getattr(client.km, "provisioner", None), "pid", None))
 
         async def limited() -> None:
-            await asyncio.wait_for(execute(), timeout=total_timeout)
+            async with asyncio.timeout(total_timeout):  # no extra task: Ctrl-C reaches execute() directly
+                await execute()
 
         started = time.monotonic()
         try:
             _run_coroutine(limited)
         except (KeyboardInterrupt, asyncio.CancelledError):
-            # The kernel's group was killed (and the kernel shut down) while cancelling execute().
+            # The sandbox was killed (and the kernel shut down) while cancelling execute().
             raise KeyboardInterrupt from None
         except Exception as exc:  # time limit, dead kernel, kernel failed to start, ...
             if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) or time.monotonic() - started >= total_timeout:
                 result.notes.append(f"the notebook was stopped at the total time limit of {total_timeout:g} s")
             else:
-                result.notes.append(f"execution stopped: {type(exc).__name__}: {exc}")
+                result.notes.append(f"execution stopped: {type(exc).__name__}: {str(exc)[:500]}")
+    finally:
+        box.stop(name, run.kernel_pid)
+        _remove_tree(root)
     error = _first_error(student)
     if error:
         result.notes.append(error)
@@ -434,12 +656,13 @@ def grade_notebook(path: Path | str, assignment: str, *, timeout: float = 60,
 def grade_folder(assignment: str, folder: Path | str, *, timeout: float = 60, total_timeout: float = 600,
                  progress: Callable[[str], None] | None = None,
                  on_result: Callable[[SubmissionResult], None] | None = None,
-                 skip: Sequence[str] = ()) -> list[SubmissionResult]:
+                 skip: Sequence[str] = (), sandbox: Sandbox | str | None = None) -> list[SubmissionResult]:
     """Grade every ``.ipynb`` and ``.md`` notebook in ``folder`` (not recursive), in name order.
 
     ``on_result`` is called as soon as each submission is graded (the CLI appends it to the CSV);
-    files named in ``skip`` are left out.  Ctrl-C raises ``KeyboardInterrupt`` after the finished
-    submissions have gone through ``on_result``.
+    files named in ``skip`` (as :func:`display_name` shows them) are left out.  Each submission runs
+    in its own ``sandbox`` (see :func:`grade_notebook`).  Ctrl-C raises ``KeyboardInterrupt`` after
+    the finished submissions have gone through ``on_result``.
     """
     a = get_assignment(assignment)
     if not isinstance(folder, (str, Path)):
@@ -455,13 +678,16 @@ def grade_folder(assignment: str, folder: Path | str, *, timeout: float = 60, to
     skip = check_sequence(skip, "skip", min_len=0)
     if not all(isinstance(s, str) for s in skip):
         raise TypeError("skip must be a sequence of file names")
+    sandbox = _resolve_sandbox(sandbox)
     done = set(skip)
-    paths = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix in (".ipynb", ".md") and p.name not in done)
+    paths = sorted(p for p in folder.iterdir() if p.suffix in (".ipynb", ".md") and display_name(p.name) not in done
+                   and (p.is_symlink() or p.is_file()))
+    remove_stale_workdirs()
     results = []
     for path in paths:
         if progress:
-            progress(path.name)
-        result = grade_notebook(path, a.name, timeout=timeout, total_timeout=total_timeout)
+            progress(display_name(path.name))
+        result = grade_notebook(path, a.name, timeout=timeout, total_timeout=total_timeout, sandbox=sandbox)
         results.append(result)
         if on_result:
             on_result(result)
@@ -536,6 +762,16 @@ def _positive(text: str) -> float:
     return value
 
 
+def _mebibytes(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of MiB, got {text!r}") from None
+    if not 256 <= value <= 1 << 20:
+        raise argparse.ArgumentTypeError(f"expected a number of MiB in [256, {1 << 20}], got {text!r}")
+    return value
+
+
 def add_grade_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of ``python -m dptutor grade``."""
     if not isinstance(parser, argparse.ArgumentParser):
@@ -553,6 +789,18 @@ def add_grade_arguments(parser: argparse.ArgumentParser) -> None:
                         help="time limit per notebook in seconds (default: %(default)s)")
     parser.add_argument("--regrade", action="store_true",
                         help="grade every submission again, even those already in --csv")
+    box = parser.add_mutually_exclusive_group()
+    box.add_argument("--sandbox", choices=[k for k in SANDBOXES if k != "none"], default="auto",
+                     help="isolation of each submission: bwrap (bubblewrap, the tested default; "
+                          f"`{INSTALL_HINT}`), podman or docker (default: %(default)s = bwrap)")
+    box.add_argument("--no-sandbox", action="store_true",
+                     help="run the submissions as your own user, next to the grader: ONLY for notebooks you "
+                          "trust (the CSV says so in every row)")
+    parser.add_argument("--memory", type=_mebibytes, default=Limits().memory >> 20, metavar="MIB",
+                        help="address-space limit of each process in the sandbox, in MiB (default: %(default)s)")
+    parser.add_argument("--image", default=None, metavar="IMAGE",
+                        help="container image for --sandbox podman|docker (default: python:3.11-slim; it must "
+                             "run this Python, which is mounted read-only from the host)")
 
 
 def _validate_outputs(csv_path: Path, feedback: Path | None) -> str | None:
@@ -602,25 +850,36 @@ def run_grade(args: argparse.Namespace) -> int:
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
+    try:
+        sandbox = _sandbox_of(args)
+    except SandboxUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if not sandbox.isolated:
+        print("warning: --no-sandbox: every submission runs as your user with access to your files and "
+              "processes; grade this way only notebooks you trust (the CSV notes it in every row)",
+              file=sys.stderr, flush=True)
     header = _header(a)
     previous = len(rows)
     _write_rows(args.csv, header, rows)  # the CSV exists (and is valid) from the start
     finished: list[SubmissionResult] = []
 
     def save(result: SubmissionResult) -> None:
-        rows.append(result.row(a))
-        _write_rows(args.csv, header, rows)
-        if args.feedback is not None:
-            target = args.feedback / f"{Path(result.file).stem}.txt"
-            tmp = target.with_name(f".{target.name}.tmp")
-            tmp.write_text(result.feedback_text() + "\n", encoding="utf-8")
-            os.replace(tmp, target)
-        finished.append(result)
-        print(f"{result.file}: {fmt_points(result.total)} / {fmt_points(a.points)}", flush=True)
+        with _deferred_interrupts():  # a finished submission is saved whole, Ctrl-C or not
+            rows.append(result.row(a))
+            _write_rows(args.csv, header, rows)
+            if args.feedback is not None:
+                target = args.feedback / feedback_name(result.file)
+                tmp = target.with_name(f".{target.name}.tmp")
+                tmp.write_text(result.feedback_text() + "\n", encoding="utf-8")
+                os.replace(tmp, target)
+            finished.append(result)
+        print(f"{one_line(result.file)}: {fmt_points(result.total)} / {fmt_points(a.points)}", flush=True)
 
     marker = args.csv.with_name(f".{args.csv.name}.inflight")
     crashed = _read_marker(marker)
-    if crashed and crashed not in {r[0] for r in rows} and (args.submissions / crashed).is_file():
+    if (crashed and crashed not in {csv_text(r[0]) for r in rows}
+            and any(display_name(p.name) == crashed for p in args.submissions.iterdir())):
         # The previous run died (SIGKILL, power loss, or this submission killed the grader) while
         # grading it: score it 0 rather than let it kill every rerun.
         dead = SubmissionResult(crashed, a.name, {q.name: 0.0 for q in a.questions}, {q.name: q.points for q in a.questions},
@@ -632,31 +891,73 @@ def run_grade(args: argparse.Namespace) -> int:
 
     def progress(name: str) -> None:
         _write_marker(marker, name)
-        print(f"grading {name} ...", flush=True)
+        print(f"grading {one_line(name)} ...", flush=True)
 
+    previous_term = signal.getsignal(signal.SIGTERM)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _raise_interrupt)  # `kill` stops grading as Ctrl-C does
     try:
         grade_folder(a.name, args.submissions, timeout=args.timeout, total_timeout=args.total_timeout,
-                     progress=progress, on_result=save, skip=[r[0] for r in rows])
+                     progress=progress, on_result=save, skip=[csv_text(r[0]) for r in rows], sandbox=sandbox)
     except KeyboardInterrupt:
         _unlink(str(marker))
         print(f"\ninterrupted: {len(finished)} submission(s) graded in this run, {len(rows)} in {args.csv} "
               "in all; the submission in flight was not scored. Rerun the same command to grade the rest.",
               file=sys.stderr, flush=True)
         return 130
+    finally:
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, previous_term)
     _unlink(str(marker))
     print(f"{len(finished)} submission(s) graded -> {args.csv} ({len(rows)} rows)")
     return 0
 
 
+def _sandbox_of(args: argparse.Namespace) -> Sandbox:
+    """The sandbox the command line asks for (SandboxUnavailable if it cannot run here)."""
+    limits = Limits(memory=int(getattr(args, "memory", Limits().memory >> 20)) << 20)
+    if getattr(args, "no_sandbox", False):
+        return find_sandbox("none", limits=limits)
+    image = getattr(args, "image", None)
+    return find_sandbox(getattr(args, "sandbox", "auto") or "auto", limits=limits,
+                        **({"image": image} if image else {}))
+
+
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+class _deferred_interrupts:
+    """A block that Ctrl-C (or SIGTERM) does not cut: the signal is raised when the block ends."""
+
+    def __enter__(self) -> None:
+        self.pending: list[int] = []
+        self.main = threading.current_thread() is threading.main_thread()
+        if self.main:
+            self.previous = {s: signal.signal(s, lambda signum, frame: self.pending.append(signum))
+                             for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def __exit__(self, *exc: object) -> None:
+        if self.main:
+            for s, handler in self.previous.items():
+                signal.signal(s, handler)
+        if self.pending:
+            raise KeyboardInterrupt
+
+
 def _write_marker(marker: Path, name: str) -> None:
+    """Remember the submission in flight (JSON, so that any file name survives: spaces, backslashes, newlines)."""
     tmp = marker.with_name(marker.name + ".tmp")
-    tmp.write_text(name, encoding="utf-8")
+    tmp.write_text(json.dumps({"file": name}), encoding="utf-8")
     os.replace(tmp, marker)
 
 
 def _read_marker(marker: Path) -> str | None:
     try:
-        text = marker.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError):
+        data = json.loads(marker.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
         return None
-    return text if text and "/" not in text and "\\" not in text else None
+    name = data.get("file") if isinstance(data, dict) else None
+    if not isinstance(name, str) or not name or "/" in name or "\x00" in name or name in (".", ".."):
+        return None
+    return name

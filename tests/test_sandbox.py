@@ -1,0 +1,191 @@
+"""The grader's sandbox (dptutor.grading.sandbox) and the runner's text safety, without kernels.
+
+The sandbox's command is run directly with a short Python script in place of the kernel, which
+checks from inside what the sandbox lets it see and do.  Those tests skip when bubblewrap is
+missing (``sudo apt-get install bubblewrap``; ``.ci/run`` installs it).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from dptutor.grading import runner, sandbox
+from dptutor.grading.sandbox import Limits, Sandbox, SandboxUnavailable, find_sandbox
+
+needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None,
+                                 reason="bubblewrap is not installed (sudo apt-get install bubblewrap); "
+                                        ".ci/run installs it so CI runs these tests")
+
+PROBE = r'''
+import json, os, socket, sys
+out = {"uid": os.getuid(), "pid": os.getpid(), "cwd": os.getcwd(), "home": os.environ.get("HOME"),
+       "ipythondir": os.environ.get("IPYTHONDIR"), "env": sorted(os.environ),
+       "pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit())}
+def can(f):
+    try:
+        f()
+        return True
+    except OSError:
+        return False
+import dptutor
+out["package_writable"] = can(lambda: open(os.path.join(os.path.dirname(dptutor.__file__), "evil.py"), "w"))
+out["prefix_writable"] = can(lambda: open(os.path.join(sys.prefix, "evil"), "w"))
+out["sees_solutions"] = os.path.exists(sys.argv[1])
+out["sees_repo"] = os.path.exists(sys.argv[2])
+out["sees_secret"] = os.path.exists(sys.argv[3])
+out["work_writable"] = can(lambda: open("here.txt", "w").write("x"))
+out["tmp_writable"] = can(lambda: open("/tmp/x", "w").write("x"))
+out["network"] = can(lambda: socket.create_connection(("1.1.1.1", 53), timeout=2))
+out["root_writable"] = can(lambda: open("/evil", "w"))
+out["dev_writable"] = can(lambda: open("/dev/evil", "w"))
+out["shm_writable"] = can(lambda: open("/dev/shm/x", "w").write("x"))
+out["shm_size"] = os.statvfs("/dev/shm").f_blocks * os.statvfs("/dev/shm").f_frsize
+out["tmp_size"] = os.statvfs("/tmp").f_blocks * os.statvfs("/tmp").f_frsize
+print(json.dumps(out))
+'''
+
+
+def run_probe(tmp_path: Path, box: Sandbox) -> dict:
+    work, kernel = tmp_path / "work", tmp_path / "kernel"
+    work.mkdir()
+    kernel.mkdir()
+    secret = tmp_path / "secret.txt"
+    secret.write_text("secret")
+    cmd = box.command(str(kernel / "kernel.json"), str(work), str(kernel), "probe")
+    cut = cmd.index("--")
+    python = cmd.index(sys.executable, cut)
+    cmd = cmd[:python + 1] + ["-c", PROBE, str(ROOT / "book/assignments/instructor/sampler.md"), str(ROOT / "README.md"),
+                              str(secret)]
+    # The probe replaces the kernel (and its prelude, which sets the limits: see the next test).
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+@needs_bwrap
+def test_the_sandbox_shows_nothing_of_the_machine_and_keeps_nothing(tmp_path: Path) -> None:
+    box = find_sandbox("bwrap")
+    got = run_probe(tmp_path, box)
+    assert got["uid"] == 1000 and got["cwd"] == str(tmp_path / "work")
+    assert got["home"] == "/tmp/home" and got["ipythondir"].startswith("/tmp/home")
+    assert max(got["pids"]) <= 3, got["pids"]  # its own PID namespace: init and the probe
+    assert not got["package_writable"] and not got["prefix_writable"] and not got["root_writable"]
+    assert not got["sees_solutions"] and not got["sees_repo"] and not got["sees_secret"]
+    assert got["work_writable"] and got["tmp_writable"] and not got["network"]
+    assert not got["dev_writable"] and got["shm_writable"]  # only the size-capped /dev/shm and /tmp
+    assert got["shm_size"] <= sandbox.SHM_SIZE and got["tmp_size"] <= box.limits.tmp_size
+    assert (tmp_path / "work" / "here.txt").read_text() == "x"
+    assert not any(name.startswith(("PYTEST", "VIRTUAL_ENV")) for name in got["env"])
+
+
+def test_the_kernel_command_sets_every_limit() -> None:
+    limits = Limits(memory=512 << 20, processes=64, file_size=8 << 20, tmp_size=16 << 20, open_files=128, cpu_seconds=99)
+    cmd = Sandbox("bwrap", "/usr/bin/bwrap", limits).command("/k/kernel.json", "/w", "/k", "x")
+    for flag in ("--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net",
+                 "--die-with-parent", "--new-session", "--clearenv"):
+        assert flag in cmd
+    tmpfs = {cmd[i + 1]: cmd[i - 1] for i, a in enumerate(cmd) if a == "--tmpfs"}
+    assert tmpfs == {"/dev/shm": str(sandbox.SHM_SIZE), "/tmp": str(16 << 20)}
+    kernel = cmd[cmd.index("--") + 1:]
+    assert kernel[:2] == [sys.executable, "-c"] and "setrlimit" in kernel[2]
+    assert kernel[3:8] == [str(512 << 20), "64", str(8 << 20), "128", "99"] and kernel[8:] == ["-f", "/k/kernel.json"]
+    binds = [cmd[i + 1] for i, a in enumerate(cmd) if a == "--bind"]
+    assert binds == ["/w", "/k"]  # the only writable folders
+    plain = Sandbox("none", limits=limits).command("/k/kernel.json", "/w", "/k", "x")
+    assert plain[0] == sys.executable and plain[3:8] == [str(512 << 20), "-1", str(8 << 20), "128", "99"]
+
+
+def test_grade_names_the_install_command_when_no_sandbox_exists(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
+    with pytest.raises(SandboxUnavailable, match="sudo apt-get install bubblewrap"):
+        find_sandbox("auto")
+    with pytest.raises(SandboxUnavailable, match="podman"):
+        find_sandbox("podman")
+    assert find_sandbox("none").kind == "none"
+    with pytest.raises(ValueError, match="kind"):
+        find_sandbox("chroot")
+
+
+def test_text_from_a_submission_cannot_forge_lines_or_formulas() -> None:
+    assert runner.one_line("a\nq1: 2 / 2\r\x1b[2J") == "a\\nq1: 2 / 2\\r\\x1b[2J"
+    for text in ("=1+1", "+1", "-1", "@A1", "\tx", "\rx", "'x"):
+        cell = runner.csv_cell(text)
+        assert cell.startswith("'") and runner.csv_text(cell) == text
+    assert runner.csv_cell("plain") == "plain" == runner.csv_text("plain")
+    result = runner.SubmissionResult("a\nb.md", "sampler", {"q1": 0.0}, {"q1": 2.0},
+                                     messages={"q1": ["boom\nq1: 2 / 2\n4 / 4 points"]})
+    lines = result.feedback_text().splitlines()
+    assert len(lines) == 3 and lines[0].startswith("a\\nb.md: 0 / 2")
+
+
+@pytest.mark.parametrize("name", ["reference.md", " x.md", "a\\b.md", "=x.md", "a\nb.md", "a" * 252 + ".md",
+                                  "\udcff.md", ".md", "..md", "CON.md"])
+def test_feedback_file_names_are_safe(tmp_path: Path, name: str) -> None:
+    target = runner.feedback_name(name)
+    assert len(target.encode()) <= 255 and "/" not in target and not target.startswith((".", " ", "-"))
+    (tmp_path / target).write_text("ok")
+    assert runner.feedback_name(name) == target
+    if name == "reference.md":
+        assert target == "reference.txt"
+
+
+@pytest.mark.parametrize("name", [" lead.md", "back\\slash.md", "quo\"te's.md", "=x.md", "new\nline.md",
+                                  "a" * 252 + ".md", "\udcff.md"])
+def test_the_crash_marker_survives_any_file_name(tmp_path: Path, name: str) -> None:
+    marker = tmp_path / ".scores.csv.inflight"
+    runner._write_marker(marker, name)
+    assert runner._read_marker(marker) == name
+    for bad in ("", "../x.md", "a/b.md", "x\0y"):
+        marker.write_text(json.dumps({"file": bad}))
+        assert runner._read_marker(marker) is None
+    marker.write_text("not json")
+    assert runner._read_marker(marker) is None
+
+
+@pytest.mark.parametrize("text", [
+    '{"cells": [',
+    json.dumps({"nbformat": 99, "nbformat_minor": 0, "metadata": {}, "cells": []}),
+    json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": 3}),
+    json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [3]}),
+    json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {},
+                "cells": [{"cell_type": "code", "source": 3, "metadata": {}, "outputs": []}]}),
+    json.dumps([1, 2]),
+    json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {},
+                "cells": [{"cell_type": "code", "source": "x", "metadata": None, "outputs": []}]}),
+])
+def test_malformed_notebooks_are_unreadable(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "bad.ipynb"
+    path.write_text(text)
+    result = runner.grade_notebook(path, "sampler", sandbox="none")
+    assert result.total == 0 and "could not read the notebook" in result.notes[-1]
+
+
+def test_tags_null_is_a_readable_cell(tmp_path: Path) -> None:
+    path = tmp_path / "tags.ipynb"
+    path.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "code", "source": ["x = ", "1"], "metadata": {"tags": None}, "outputs": [], "execution_count": None},
+        {"cell_type": "code", "source": "y = 2", "metadata": {"tags": "dptutor-check"}, "outputs": [], "execution_count": None},
+        {"cell_type": "code", "source": "check()", "metadata": {"tags": ["dptutor-check"]}, "outputs": []},
+        {"cell_type": "markdown", "source": "text", "metadata": {}}]}))
+    cells = runner._student_cells(path)
+    assert [c["source"] for c in cells] == ["x = 1", "y = 2"]
+
+
+def test_stale_work_folders_of_dead_graders_are_removed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runner, "_workdir_parent", lambda: str(tmp_path))
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f"dptutor-grade-{dead.pid}-abc"
+    live = tmp_path / f"dptutor-grade-{os.getpid()}-abc"
+    other = tmp_path / "dptutor-grade-notapid"
+    for folder in (stale, live, other):
+        (folder / "work").mkdir(parents=True)
+    runner.remove_stale_workdirs()
+    assert not stale.exists() and live.exists() and other.exists()
