@@ -169,7 +169,7 @@ def _statistic_check(statistic: Any, *, hidden: bool | int = False) -> list[Find
         findings.append(Finding(False, (
             f"audit_pair with your statistic at {PAIR_TRIALS:,} runs gives a 95% lower bound of "
             f"{result.lower_bound:.3f} <= claimed epsilon {PAIR_EPSILON:g}: no violation shown. Does your statistic "
-            "use every coordinate? Compare the densities of an output under the two counts.")))
+            "use both coordinates? Compare the densities of an output under the two counts.")))
     return findings
 
 
