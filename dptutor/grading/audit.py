@@ -53,7 +53,8 @@ _POWER = {"A": 0.5, "B": 1.0}
 
 
 def _mystery_scale(label: str, n: int, epsilon: float) -> float:
-    return check_positive(n ** _POWER[label] / check_positive(epsilon, "epsilon"), "the noise scale")
+    eps = check_positive(epsilon, "epsilon")
+    return check_positive(n ** _POWER[label] / eps, "the noise scale for this epsilon")
 
 
 def mystery_a(x: NDArray, epsilon: float, rng: np.random.Generator) -> NDArray[np.float64]:

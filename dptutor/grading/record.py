@@ -56,7 +56,7 @@ from typing import Any
 
 import numpy as np
 
-from dptutor._validate import check_callable, check_int, check_positive, check_sequence
+from dptutor._validate import check_callable, check_float_array, check_path, check_positive, check_sequence
 from dptutor.grading.feedback import SpyArray, call
 
 __all__ = [
@@ -166,9 +166,7 @@ def measure(f: Callable, inputs: Sequence[np.ndarray], *args: Any,
     """
     check_callable(f, "f")
     cap = check_positive(cap, "cap")
-    inputs = [np.asarray(u, dtype=np.float64) for u in check_sequence(inputs, "inputs", min_len=1)]
-    if any(u.size > MAX_ARRAY_ELEMENTS for u in inputs):
-        raise ValueError(f"inputs: at most {MAX_ARRAY_ELEMENTS:,} numbers per timed call")
+    inputs = _timing_inputs(inputs)
     args = tuple(_plain(args))
     if isinstance(f, _Proxy):
         return f.session.timed(f.name, inputs, args, cap)
@@ -197,7 +195,7 @@ def measure(f: Callable, inputs: Sequence[np.ndarray], *args: Any,
 def reference_seconds(reference: Callable, inputs: Sequence[np.ndarray], *args: Any) -> float:
     """Best time of the same harness as :func:`measure` with ``reference`` (trusted code), here."""
     check_callable(reference, "reference")
-    inputs = [np.asarray(u, dtype=np.float64) for u in check_sequence(inputs, "inputs", min_len=1)]
+    inputs = _timing_inputs(inputs)
     args = tuple(_plain(args))
     best = math.inf
     with tempfile.TemporaryDirectory(prefix="dptutor-time-") as tmp:
@@ -208,6 +206,14 @@ def reference_seconds(reference: Callable, inputs: Sequence[np.ndarray], *args: 
             _harness(reference, src, out, args)
             best = min(best, time.perf_counter() - t0)
     return best
+
+
+def _timing_inputs(inputs: Any) -> list[np.ndarray]:
+    """The inputs of the timed repeats: 1-D float arrays of at most MAX_ARRAY_ELEMENTS numbers."""
+    out = [check_float_array(u, "inputs", allow_nan=True, ndim=1) for u in check_sequence(inputs, "inputs", min_len=1)]
+    if any(u.size > MAX_ARRAY_ELEMENTS for u in out):
+        raise ValueError(f"inputs: at most {MAX_ARRAY_ELEMENTS:,} numbers per timed call")
+    return [np.array(u, dtype=np.float64) for u in out]
 
 
 def _plain(args: Sequence[Any]) -> list[Any]:
@@ -377,6 +383,9 @@ class KernelCalls:
     def __init__(self, namespace: Mapping[str, Any], request: str, answer: str) -> None:
         if not isinstance(namespace, Mapping):
             raise TypeError(f"namespace must be a mapping (globals()), got {type(namespace).__name__}")
+        request, answer = str(check_path(request, "request")), str(check_path(answer, "answer"))
+        if not os.path.isfile(request):
+            raise ValueError(f"request: no file at {request}")
         self._namespace, self._answer = namespace, answer
         with np.load(request, allow_pickle=False) as npz:
             self._arrays = {name: npz[name] for name in npz.files if name != "meta"}
@@ -445,9 +454,13 @@ def kernel_needs(namespace: Mapping[str, Any], names: Sequence[str], answer: str
     values of the others (as data)."""
     if not isinstance(namespace, Mapping):
         raise TypeError(f"namespace must be a mapping (globals()), got {type(namespace).__name__}")
+    answer = str(check_path(answer, "answer"))
+    names = check_sequence(names, "names", min_len=0)
+    if not all(isinstance(n, str) for n in names):
+        raise TypeError("names must be a sequence of str")
     writer = _Writer()
     needs, missing = {}, []
-    for name in check_sequence(names, "names", min_len=0):
+    for name in names:
         if name not in namespace:
             missing.append(name)
             continue
@@ -866,6 +879,8 @@ async def _fetch_needs(run_cell: RunCell, workdir: str, needs: Sequence[str], ti
     try:
         cell, _ = await run_cell(_NEEDS_CELL.format(names=list(needs), answer=answer), timeout)
         failure = _cell_failure(cell, timeout)
+        if failure == "timeout":
+            raise RecordError(f"the grader's first cell ran longer than {timeout:g} s (is the kernel busy?)")
         try:
             meta, arrays = _load(answer)
         except RecordError:
@@ -890,24 +905,48 @@ def _record_types(assignment: str) -> Mapping[str, Callable[[dict], Any]]:
     return record_types(assignment)
 
 
-async def grade_question(run_cell: RunCell, assignment: str, question: str, workdir: str, *,
-                         timeout: float, timed_cap: float = 5.0) -> Any:
-    """Grade one question of a submission whose kernel runs the cells ``run_cell`` is given: a Feedback.
+class _Deferred:
+    """An awaitable that makes its coroutine only when awaited (so that a call never awaited leaves
+    no "coroutine was never awaited" warning behind)."""
+
+    def __init__(self, factory: Callable[[], Awaitable[Any]]) -> None:
+        self._factory = factory
+
+    def __await__(self) -> Any:
+        return self._factory().__await__()
+
+
+def grade_question(run_cell: RunCell, assignment: str, question: str, workdir: str, *,
+                   timeout: float, timed_cap: float = 5.0) -> Awaitable[Any]:
+    """Grade one question of a submission whose kernel runs the cells ``run_cell`` is given: await it
+    for the Feedback.
 
     The check runs in a worker thread of this process with hidden parameters drawn here; each call
     of a student function becomes a cell (:data:`_CALL_CELL`) limited to ``timeout`` seconds, each
     timed repeat a cell limited to ``timed_cap``.  An unusable answer scores the question 0 with a
     message.  Exceptions of ``run_cell`` (a dead kernel, a cancellation) propagate, after the check
-    thread has been released.
+    thread has been released.  The arguments are checked when this is called, before anything runs.
     """
-    from dptutor.grading.feedback import Feedback, Finding
-    from dptutor.grading.registry import check, get_assignment
+    from dptutor.grading.registry import get_assignment
 
     a = get_assignment(assignment)
     q = a.question(question)
     if not callable(run_cell):
         raise TypeError(f"run_cell must be callable, got {type(run_cell).__name__}")
+    workdir = str(check_path(workdir, "workdir"))
+    if not os.path.isdir(workdir):
+        raise ValueError(f"workdir: {workdir} is not a folder")
     timeout, timed_cap = check_positive(timeout, "timeout"), check_positive(timed_cap, "timed_cap")
+    return _Deferred(lambda: _grade_question(run_cell, a.name, q.name, workdir, timeout, timed_cap))
+
+
+async def _grade_question(run_cell: RunCell, assignment: str, question: str, workdir: str, timeout: float,
+                          timed_cap: float) -> Any:
+    from dptutor.grading.feedback import Feedback, Finding
+    from dptutor.grading.registry import check, get_assignment
+
+    a = get_assignment(assignment)
+    q = a.question(question)
     base = dict(assignment=a.name, question=q.name, title=q.title, points=q.points)
 
     def failed(text: str) -> Any:
@@ -989,6 +1028,7 @@ def grade_in_process(namespace: Mapping[str, Any], assignment: str, *, timeout: 
     a = get_assignment(assignment)
     if not isinstance(namespace, dict):
         raise TypeError(f"namespace must be a dict, got {type(namespace).__name__}")
+    timeout, timed_cap = check_positive(timeout, "timeout"), check_positive(timed_cap, "timed_cap")
 
     async def run_cell(source: str, limit: float) -> tuple[dict[str, Any], float]:
         cell: dict[str, Any] = {"outputs": []}
