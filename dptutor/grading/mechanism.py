@@ -63,7 +63,7 @@ def _mechanism_sensitivity(f: Callable, *, hidden: bool | int = False) -> list[F
 
 
 #: Calls per case of the per-coordinate noise test.
-NOISE_CALLS = 400
+NOISE_CALLS = 800
 
 
 def _noise_cases(hidden: bool | int) -> list[tuple[int, int, float, int, int]]:
@@ -76,7 +76,7 @@ def _noise_cases(hidden: bool | int) -> list[tuple[int, int, float, int, int]]:
     eps = (0.5, 1.0, 2.0)
     return [(int(rng.integers(20, 61)), int(rng.integers(500, 1001)), float(eps[int(rng.integers(3))]), 1,
              int(rng.integers(2**62))),
-            (int(rng.integers(50, 301)), int(rng.integers(2, 7)), float(eps[int(rng.integers(3))]), NOISE_CALLS,
+            (int(rng.integers(50, 301)), int(rng.integers(3, 7)), float(eps[int(rng.integers(3))]), NOISE_CALLS,
              int(rng.integers(2**62)))]
 
 
@@ -95,9 +95,10 @@ def _mechanism_noise(f: Callable, *, hidden: bool | int = False) -> list[Finding
 
     A case with one call tests the pooled coordinates of that call (KS).  A case with many calls
     tests every coordinate on its own across calls (KS, Bonferroni: level ``KS_ALPHA / (k + 1)``
-    each) and the sum of each call's noise against sums of k independent Laplace draws (two-sample
-    KS, same level), so noise that is Laplace only when pooled (stratified, or shared between
-    coordinates) fails.  Each case is run with two independent draws and passes if either passes:
+    each), every pair of coordinates for independence (Kendall's tau) and the sum of each call's
+    noise against sums of k independent Laplace draws (its spread, Levene's test), with a Bonferroni level
+    ``KS_ALPHA / (k + 1 + k (k - 1) / 2)`` for each of these tests, so noise that is Laplace only when
+    pooled (stratified, or shared between coordinates) fails.  Each case is run with two independent draws and passes if either passes:
     a correct mechanism fails with probability at most ``KS_ALPHA**2 = 1e-6``.  All calls of a draw
     go to the student's function in one shuffled batch.
     """
@@ -168,20 +169,28 @@ def _judge_case(case: tuple[int, int, float, int, int], answers: list[Any], data
             return Finding(True, f"{where}: the noise follows the Laplace law with the scale that matches the "
                                  f"sensitivity (KS p-value {p:.2g})")
         return Finding(False, "KS:" + _noise_diagnosis(noise.ravel(), m, k, eps, p, where))
-    level = KS_ALPHA / (k + 1)
+    level = KS_ALPHA / (k + 1 + k * (k - 1) // 2)  # Bonferroni over every test below
     p_coord = [stats.kstest(noise[:, j], law.cdf).pvalue for j in range(k)]
     worst = int(np.argmin(p_coord))
     if p_coord[worst] <= level:
         return Finding(False, "KS:" + _noise_diagnosis(noise[:, worst], m, k, eps, p_coord[worst], where).replace(
             "the noise does not follow", f"across {calls} calls, the noise of coordinate {worst} does not follow", 1))
-    # The sum of one call's noise over its coordinates, against sums of k independent draws.
-    reference = law.rvs(size=(4 * calls, k), random_state=np.random.default_rng(seeds[0])).sum(axis=1)
-    p_sum = stats.ks_2samp(noise.sum(axis=1), reference).pvalue
+    # Independence: Kendall's tau for every pair of coordinates, and the sum of one call's noise over
+    # its coordinates against sums of k independent draws.
+    for j in range(k):
+        for l in range(j + 1, k):
+            tau = stats.kendalltau(noise[:, j], noise[:, l])
+            if tau.pvalue <= level:
+                return Finding(False, (
+                    f"KS:{where}: the noise of coordinates {j} and {l} is not independent across calls (Kendall's "
+                    f"tau {tau.statistic:.2f}, p-value {tau.pvalue:.1e}). Draw every coordinate's noise independently."))
+    reference = law.rvs(size=(10 * calls, k), random_state=np.random.default_rng(seeds[0])).sum(axis=1)
+    p_sum = stats.levene(noise.sum(axis=1), reference).pvalue
     if p_sum <= level:
         return Finding(False, (
             f"KS:{where}: each coordinate's noise looks right on its own, but the coordinates are not independent: "
-            f"the sum of one call's noise does not vary like a sum of {k} independent Laplace draws (two-sample KS "
-            f"p-value {p_sum:.1e}). Draw every coordinate's noise independently (size=k)."))
+            f"the sum of one call's noise does not spread like a sum of {k} independent Laplace draws (Levene's "
+            f"test, p-value {p_sum:.1e}). Draw every coordinate's noise independently (size=k)."))
     return Finding(True, f"{where}: each coordinate's noise follows the Laplace law with the scale that matches "
                          f"the sensitivity, independently ({calls} calls; smallest KS p-value {p_coord[worst]:.2g})")
 

@@ -757,7 +757,7 @@ class _Remote:
                 return results, max(best, cap)
             value, exc = self._apply((u,), {}, entry, False)
             results.append((value, exc))
-            if exc is not None:
+            if exc is not None or seconds > cap:
                 break
         return results, best
 
