@@ -59,7 +59,8 @@ def full(name: str) -> dict[str, float]:
 _ANSWER = re.compile(r"'([^']*/(?:out|needs)-[0-9a-f]{32}\.npz)'")
 
 
-def grade_with_tampering(namespace: dict, assignment: str, tamper, sources: list | None = None) -> dict:
+def grade_with_tampering(namespace: dict, assignment: str, tamper, sources: list | None = None,
+                         questions: tuple[str, ...] | None = None) -> dict:
     """Grade ``namespace`` as the runner does, but after every cell ``tamper(meta, arrays)`` may rewrite
     the answer file (``meta`` the JSON, ``arrays`` the list of arrays); it returns the new pair, or
     ``(bytes, None)`` for raw file contents."""
@@ -86,7 +87,8 @@ def grade_with_tampering(namespace: dict, assignment: str, tamper, sources: list
 
     async def main():
         with tempfile.TemporaryDirectory() as workdir:
-            return {q.name: await grade_question(run_cell, a.name, q.name, workdir, timeout=60) for q in a.questions}
+            return {q.name: await grade_question(run_cell, a.name, q.name, workdir, timeout=60) for q in a.questions
+                    if questions is None or q.name in questions}
 
     return asyncio.run(main())
 
@@ -449,3 +451,31 @@ def test_nan_answer_does_not_void_later_questions_in_a_kernel(tmp_path: Path) ->
     result = grade_notebook(tmp_path / "nan.md", "mechanism", timeout=60, total_timeout=600)
     assert result.scores == {"q1": 0, "q2": 2, "q3": 1}, result.feedback_text()
     assert "kernel died" not in result.feedback_text()
+
+
+# Phrases that would give the mystery mechanisms' answers away (the verdicts, the diagnosis, the true
+# epsilon) if the package that students install contained them; the instructor's notebooks hold them.
+ANSWER_KEY = ("mystery a adds", "mystery b is", "a calibrates its noise", "a does violate", "b shows no violation",
+              "key == \"l2\"", "two copies of the count", "spends its budget twice", "_true_epsilon = 2",
+              "true epsilon is 1.0", "l2 sensitivity sqrt(n)\")")
+
+
+def test_answer_key_is_not_in_what_students_install() -> None:
+    """Everything the wheel packs from ``dptutor/`` (sources and package data), scanned for the key."""
+    from conftest import ROOT
+
+    packaged = [p for p in (ROOT / "dptutor").rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+    assert any(p.name == "audit.py" and p.parent.name == "grading" for p in packaged)
+    for path in packaged:
+        try:
+            text = path.read_text(encoding="utf-8").lower()
+        except UnicodeDecodeError:
+            continue
+        for phrase in ANSWER_KEY:
+            assert phrase not in text, (path, phrase)
+    # The grader still knows the answers: it derives them from the mechanisms.
+    from dptutor.grading.audit import _true_diagnosis, _true_verdict
+    from dptutor.grading.pair_audit import _true_epsilon
+
+    assert (_true_verdict("A"), _true_verdict("B"), _true_diagnosis()) == ("violates", "no evidence", "l2")
+    assert math.isclose(_true_epsilon(), 1.0, rel_tol=1e-9)

@@ -1,0 +1,399 @@
+"""Input checks shared by every dptutor module (in the spirit of scipy's ``_lib/_util.py``).
+
+Each helper takes the value and the parameter's ``name``, returns the value in a canonical form, and
+raises ``TypeError`` (wrong kind of thing) or ``ValueError`` (right kind, bad value) with a message
+that starts with the parameter's name.  The module is private to the package, but its helpers are
+public names: other modules import them as ``from dptutor._validate import check_int``.
+
+Booleans are never accepted where a number is expected (``True`` is an ``int`` to Python, but
+``epsilon=True`` is always a mistake), and arrays are never accepted where a scalar or a string is
+expected (so no "truth value of an array is ambiguous" reaches the user).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = [
+    "MAX_ELEMENTS",
+    "MAX_WORKERS",
+    "is_bool",
+    "check_bool",
+    "check_real",
+    "check_positive",
+    "check_probability",
+    "check_int",
+    "check_choice",
+    "check_callable",
+    "check_rng",
+    "check_seed",
+    "check_size",
+    "check_float_array",
+    "check_workers",
+    "check_str",
+    "check_path",
+    "check_interval",
+    "check_broadcast",
+    "check_mapping",
+    "check_sequence",
+    "check_batch",
+    "immutable_finite_array",
+]
+
+#: The largest array (in elements) that a function allocates on a caller's behalf: 2**28 float64 is
+#: 2 GiB, a tenth of this project's 24 GB machines.  Larger requests get a ValueError naming the
+#: parameter instead of a MemoryError (or a swap storm) halfway through.
+MAX_ELEMENTS: int = 1 << 28
+
+#: More worker processes than this is a mistake, whatever the machine (each costs ~100 MB).
+MAX_WORKERS: int = 256
+
+
+def is_bool(value: object) -> bool:
+    """True for Python and numpy booleans (which ``numbers.Integral`` would otherwise admit)."""
+    return isinstance(value, (bool, np.bool_))
+
+
+def _describe(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def check_bool(value: object, name: str) -> bool:
+    """``value`` as a bool; only ``True``/``False`` (Python or numpy) are accepted."""
+    if not is_bool(value):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__}")
+    return bool(value)
+
+
+def check_real(
+    value: object,
+    name: str,
+    *,
+    low: float = -math.inf,
+    high: float = math.inf,
+    low_open: bool = False,
+    high_open: bool = False,
+    allow_inf: bool = False,
+) -> float:
+    """``value`` as a float: a real, non-bool scalar, never NaN, inside ``[low, high]``.
+
+    ``low_open``/``high_open`` exclude the end points; infinities are refused unless ``allow_inf``.
+    0-d numpy arrays count as scalars.
+    """
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if is_bool(value) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    try:
+        x = float(value)
+    except (OverflowError, ValueError) as exc:  # e.g. a huge Fraction
+        raise ValueError(f"{name} must be representable as a float, got {_describe(value)}") from exc
+    if math.isnan(x):
+        raise ValueError(f"{name} must not be NaN")
+    if math.isinf(x) and not allow_inf:
+        raise ValueError(f"{name} must be finite, got {x}")
+    too_low = x <= low if low_open else x < low
+    too_high = x >= high if high_open else x > high
+    if too_low or too_high:
+        left = "(" if low_open else "["
+        right = ")" if high_open else "]"
+        raise ValueError(f"{name} must lie in {left}{low:g}, {high:g}{right}, got {_describe(value)}")
+    return x
+
+
+def check_positive(value: object, name: str, *, allow_inf: bool = False) -> float:
+    """A real number > 0 (finite unless ``allow_inf``)."""
+    return check_real(value, name, low=0.0, low_open=True, allow_inf=allow_inf)
+
+
+def check_probability(value: object, name: str, *, closed: bool = False) -> float:
+    """A probability in (0, 1), or in [0, 1] with ``closed=True`` (confidence levels, delta, ...)."""
+    return check_real(value, name, low=0.0, high=1.0, low_open=not closed, high_open=not closed)
+
+
+def check_int(value: object, name: str, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    """``value`` as a Python int: an integral, non-bool scalar inside ``[minimum, maximum]``.
+
+    Floats are refused even when whole (``trials=1e6`` is a TypeError: say ``10**6``).
+    """
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if is_bool(value) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+    v = int(value)
+    if minimum is not None and v < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {v}")
+    if maximum is not None and v > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {v}")
+    return v
+
+
+def check_choice(value: object, name: str, choices: Iterable[str]) -> str:
+    """One of the strings in ``choices``."""
+    options = tuple(choices)
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be one of {options}, got {type(value).__name__}")
+    if value not in options:
+        raise ValueError(f"{name} must be one of {options}, got {_describe(value)}")
+    return value
+
+
+def check_callable(value: object, name: str, signature: str = "") -> Any:
+    """A callable; ``signature`` (e.g. ``"mechanism(x, epsilon, rng)"``) goes into the message."""
+    if not callable(value):
+        how = f" as {signature}" if signature else ""
+        raise TypeError(f"{name} must be callable{how}, got {type(value).__name__}")
+    return value
+
+
+def check_rng(value: object, name: str = "rng") -> np.random.Generator:
+    """A ``numpy.random.Generator`` (never the legacy global state or a seed)."""
+    if not isinstance(value, np.random.Generator):
+        raise TypeError(
+            f"{name} must be a numpy.random.Generator (e.g. np.random.default_rng(seed)), "
+            f"got {type(value).__name__}"
+        )
+    return value
+
+
+def check_seed(value: object, name: str = "seed") -> int | tuple[int, ...] | None:
+    """None, a non-negative int, or a non-empty sequence of them (what ``SeedSequence`` takes).
+
+    Floats, bools and ``SeedSequence`` objects are refused: a recorded seed must repeat the run.
+    """
+    if value is None:
+        return None
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if isinstance(value, numbers.Integral) and not is_bool(value):
+        v = int(value)
+        if v < 0:
+            raise ValueError(f"{name} must be non-negative, got {v}")
+        return v
+    if isinstance(value, (list, tuple, np.ndarray)):
+        items = list(np.asarray(value, dtype=object).ravel()) if isinstance(value, np.ndarray) else list(value)
+        if not items:
+            raise ValueError(f"{name} must not be an empty sequence")
+        out = []
+        for item in items:
+            if is_bool(item) or not isinstance(item, numbers.Integral):
+                raise TypeError(f"{name} must hold only integers, got {type(item).__name__}")
+            if int(item) < 0:
+                raise ValueError(f"{name} must hold only non-negative integers, got {int(item)}")
+            out.append(int(item))
+        return tuple(out)
+    raise TypeError(f"{name} must be None, a non-negative int or a sequence of them, got {type(value).__name__}")
+
+
+def check_size(value: object, name: str = "size", *, max_elements: int = MAX_ELEMENTS) -> tuple[int, ...]:
+    """A numpy-style size (an int or a tuple of ints, each >= 0) as a shape tuple.
+
+    The total number of elements may not exceed ``max_elements`` (see :data:`MAX_ELEMENTS`).
+    """
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if isinstance(value, numbers.Integral) and not is_bool(value):
+        shape: tuple[int, ...] = (int(value),)
+    elif isinstance(value, tuple) and all(isinstance(s, numbers.Integral) and not is_bool(s) for s in value):
+        shape = tuple(int(s) for s in value)
+    else:
+        raise TypeError(f"{name} must be a non-negative int or a tuple of them, got {_describe(value)}")
+    if any(s < 0 for s in shape):
+        raise ValueError(f"{name} must be non-negative, got {_describe(value)}")
+    if math.prod(shape) > max_elements:
+        raise ValueError(f"{name} asks for {math.prod(shape):,} elements, more than the limit of {max_elements:,}")
+    return shape
+
+
+def check_float_array(
+    value: object,
+    name: str,
+    *,
+    finite: bool = False,
+    allow_nan: bool = False,
+    ndim: int | Sequence[int] | None = None,
+    min_size: int = 0,
+    low: float | None = None,
+) -> NDArray[np.float64]:
+    """``value`` as a float64 array of real numbers (bools, complex, strings and objects refused).
+
+    NaN is refused unless ``allow_nan``; infinities too when ``finite``.  ``ndim`` restricts the
+    number of dimensions; ``min_size`` the number of elements; ``low`` the smallest value allowed.
+    """
+    if is_bool(value):
+        raise TypeError(f"{name} must be a real number or an array of real numbers, got a bool")
+    if ndim is None and min_size <= 1 and low is None and isinstance(value, (float, int, np.floating, np.integer)):
+        # Scalar fast path (the array path below costs ~10 us a call).
+        x = check_real(value, name, allow_inf=not finite) if not (allow_nan and value != value) else math.nan
+        return np.asarray(x)
+    try:
+        arr = np.asarray(value)
+    except Exception as exc:  # ragged lists and other exotic objects
+        raise TypeError(f"{name} must be array-like of real numbers ({exc})") from exc
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
+    if ndim is not None:
+        allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
+        if arr.ndim not in allowed:
+            raise ValueError(f"{name} must have {' or '.join(map(str, allowed))} dimension(s), got shape {arr.shape}")
+    if arr.size < min_size:
+        raise ValueError(f"{name} must have at least {min_size} element(s), got {arr.size}")
+    if arr.size > MAX_ELEMENTS:
+        raise ValueError(f"{name} has {arr.size:,} elements, more than the limit of {MAX_ELEMENTS:,}")
+    with np.errstate(over="ignore"):  # float128 or huge ints overflowing to inf is caught below
+        arr = arr.astype(np.float64, copy=False)
+    if not allow_nan and np.isnan(arr).any():
+        raise ValueError(f"{name} must not contain NaN")
+    if finite and not np.isfinite(arr[~np.isnan(arr)] if allow_nan else arr).all():
+        raise ValueError(f"{name} must be finite")
+    if low is not None and (arr < low).any():
+        raise ValueError(f"{name} must hold values >= {low:g}")
+    return arr
+
+
+def check_workers(value: object, name: str = "workers", *, tasks: int | None = None) -> int:
+    """A number of worker processes in ``[1, MAX_WORKERS]``, capped at the CPUs and the tasks.
+
+    The returned value is what a pool should use: never more processes than CPUs or tasks.
+    """
+    w = check_int(value, name, minimum=1, maximum=MAX_WORKERS)
+    w = min(w, os.cpu_count() or 1)
+    if tasks is not None:
+        w = min(w, max(1, int(tasks)))
+    return w
+
+
+def check_str(value: object, name: str, *, allow_empty: bool = True) -> str:
+    """A ``str`` (not bytes, not an array of strings)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+    if not allow_empty and not value:
+        raise ValueError(f"{name} must not be empty")
+    return value
+
+
+def check_path(value: object, name: str = "path") -> "os.PathLike[str]":
+    """A file-system path given as ``str`` or ``os.PathLike`` (never an int: ``open(1)`` is stdout).
+
+    Returns a :class:`pathlib.Path`.
+    """
+    from pathlib import Path
+
+    if isinstance(value, bytes) or not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a str or os.PathLike path, got {type(value).__name__}")
+    text = os.fspath(value)
+    if not isinstance(text, str) or not text or "\x00" in text:
+        raise ValueError(f"{name} must be a non-empty path without NUL characters, got {_describe(value)}")
+    return Path(text)
+
+
+def check_interval(value: object, name: str, *, low: float = -math.inf, low_open: bool = False) -> tuple[float, float]:
+    """A pair ``(lo, hi)`` of finite reals with ``lo < hi`` (and ``lo > low``, or ``>=`` unless ``low_open``)."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, (Sequence, np.ndarray)):
+        raise TypeError(f"{name} must be a pair of real numbers (low, high), got {type(value).__name__}")
+    if isinstance(value, np.ndarray) and value.ndim != 1:
+        raise ValueError(f"{name} must be a pair of real numbers (low, high), got an array of shape {value.shape}")
+    items = list(value)
+    if len(items) != 2:
+        raise ValueError(f"{name} must be a pair of real numbers (low, high), got {len(items)} item(s)")
+    lo = check_real(items[0], f"{name}[0]", low=low, low_open=low_open)
+    hi = check_real(items[1], f"{name}[1]")
+    if not lo < hi:
+        raise ValueError(f"{name} must have low < high, got {(lo, hi)!r}")
+    return lo, hi
+
+
+def check_broadcast(arrays: Mapping[str, np.ndarray], shape: tuple[int, ...] | None = None) -> tuple[int, ...]:
+    """The common broadcast shape of ``arrays`` (name -> array); ``ValueError`` naming them if none.
+
+    With ``shape``, every array must broadcast *to* ``shape`` (e.g. a sampler's ``size``).
+    """
+    shapes = {k: np.shape(a) for k, a in arrays.items()}
+    names = ", ".join(shapes)
+    try:
+        out = np.broadcast_shapes(*shapes.values(), *(() if shape is None else (shape,)))
+    except ValueError:
+        out = None
+    if out is None or (shape is not None and out != shape):
+        detail = ", ".join(f"{k} {s}" for k, s in shapes.items())
+        target = "each other" if shape is None else f"size {shape}"
+        raise ValueError(f"{names} must broadcast to {target}, got shapes {detail}")
+    if math.prod(out) > MAX_ELEMENTS:
+        raise ValueError(f"{names} broadcast to {math.prod(out):,} elements, more than the limit of {MAX_ELEMENTS:,}")
+    return out
+
+
+def check_mapping(value: object, name: str, *, min_len: int = 1) -> Mapping:
+    """A mapping with at least ``min_len`` entries."""
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name} must be a mapping, got {type(value).__name__}")
+    if len(value) < min_len:
+        raise ValueError(f"{name} must have at least {min_len} entr{'y' if min_len == 1 else 'ies'}")
+    return value
+
+
+def check_sequence(value: object, name: str, *, min_len: int = 1) -> list:
+    """A list/tuple/1-D array (never a str, a mapping or a one-shot iterator) as a list."""
+    if isinstance(value, np.ndarray):
+        if value.ndim != 1:
+            raise ValueError(f"{name} must be 1-D, got shape {value.shape}")
+        items = list(value)
+    elif isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
+        raise TypeError(f"{name} must be a list or tuple, got {type(value).__name__}")
+    else:
+        items = list(value)
+    if len(items) < min_len:
+        raise ValueError(f"{name} must have at least {min_len} item(s), got {len(items)}")
+    return items
+
+
+def check_batch(value: object, name: str = "x") -> np.ndarray:
+    """A mechanism's input: a 2-D real ``numpy.ndarray`` of shape ``(trials, n)`` with finite values.
+
+    Returned as is (no copy).  Finiteness costs one pass: the sum of finite values is finite unless it
+    overflows, and only then are the values looked at one by one.
+    """
+    if not isinstance(value, np.ndarray):
+        raise TypeError(f"{name} must be a numpy.ndarray of shape (trials, n), got {type(value).__name__}")
+    if value.ndim != 2:
+        raise ValueError(f"{name} must be 2-D of shape (trials, n), got shape {value.shape}")
+    if value.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be real-valued, got dtype {value.dtype}")
+    if value.dtype.kind == "f" and value.size and not _known_finite(value):
+        with np.errstate(over="ignore", invalid="ignore"):
+            total = value.sum()
+        if not math.isfinite(total) and not np.isfinite(value).all():
+            raise ValueError(f"{name} must be finite (no NaN or inf)")
+    return value
+
+
+#: id -> weak reference of the arrays made by :func:`immutable_finite_array` (ndarrays are unhashable).
+_IMMUTABLE_FINITE: dict[int, weakref.ref] = {}
+
+
+def immutable_finite_array(values: np.ndarray) -> np.ndarray:
+    """A read-only float64 copy of ``values`` (all finite) whose memory is an immutable ``bytes``.
+
+    Nothing can make it, or a view of it, writeable (``setflags(write=True)`` raises), so it stays
+    finite: :func:`check_batch` recognises it and its views by identity and skips their finiteness
+    pass.  The auditor's datasets are made this way.
+    """
+    arr = check_float_array(values, "values", finite=True)
+    owner = np.frombuffer(np.ascontiguousarray(arr).tobytes(), dtype=np.float64)
+    _IMMUTABLE_FINITE[id(owner)] = weakref.ref(owner, lambda ref, key=id(owner): _IMMUTABLE_FINITE.pop(key, None))
+    return owner.reshape(arr.shape)
+
+
+def _known_finite(value: np.ndarray) -> bool:
+    owner = value if value.base is None else value.base
+    ref = _IMMUTABLE_FINITE.get(id(owner))
+    return ref is not None and ref() is owner

@@ -1,0 +1,190 @@
+"""Approximate (epsilon, delta)-DP and the Gaussian mechanism, seen through its privacy loss.
+
+- :func:`gaussian_privacy_loss`: the privacy-loss random variable of the Gaussian mechanism,
+  ``L ~ N(mu^2/2, mu^2)`` with ``mu = sensitivity / sigma`` (Dwork and Roth 2014, Appendix A).
+- :func:`delta_from_losses`: ``delta(epsilon) = E[(1 - e^(epsilon - L))_+]`` from loss samples,
+  the identity behind Balle and Wang's (2018) Theorem 8 (:func:`dptutor.mechanisms.gaussian_delta`).
+- :func:`gaussian_epsilon`: the smallest epsilon for a given sigma and delta (inverse of the profile).
+- :func:`gaussian_tradeoff`: the f-DP trade-off curve ``G_mu(alpha) = Phi(Phi^-1(1 - alpha) - mu)``
+  of Dong, Roth and Su (2022).
+- :class:`GaussianRelease`: a scalar or vector query answer plus ``N(0, sigma^2)`` noise, in the
+  ``mechanism(data, size, rng)`` interface of :func:`dptutor.audit.audit_pair`, with constructors
+  for the correct calibration and two buggy ones (:func:`gaussian_release`).
+- :func:`name_and_shame`: the (0, delta)-DP mechanism that publishes each record with probability
+  delta, which shows why delta must be much smaller than 1/n.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dptutor._validate import (
+    check_choice,
+    check_float_array,
+    check_positive,
+    check_probability,
+    check_real,
+    check_rng,
+    check_size,
+)
+from dptutor.mechanisms import gaussian_delta, gaussian_sigma_analytic, gaussian_sigma_classic
+
+__all__ = [
+    "gaussian_privacy_loss",
+    "delta_from_losses",
+    "gaussian_epsilon",
+    "gaussian_tradeoff",
+    "GaussianRelease",
+    "CALIBRATIONS",
+    "gaussian_release",
+    "name_and_shame",
+]
+
+
+def gaussian_privacy_loss(sigma: float, sensitivity: float = 1.0) -> Any:
+    """The privacy-loss random variable of ``N(0, sigma^2)`` noise on a query of l2 sensitivity
+    ``sensitivity``, for the worst pair of neighbours: ``L ~ N(mu^2 / 2, mu^2)``, ``mu = sensitivity / sigma``.
+
+    Returned as a frozen ``scipy.stats.norm`` (so ``.sf(epsilon)`` is P[L > epsilon]).
+    """
+    from scipy import stats
+
+    mu = check_positive(sensitivity, "sensitivity") / check_positive(sigma, "sigma")
+    if not math.isfinite(mu) or mu == 0.0:
+        raise ValueError(f"sensitivity / sigma must be a positive finite number, got {mu!r}")
+    return stats.norm(loc=mu * mu / 2, scale=mu)
+
+
+def delta_from_losses(losses: Any, epsilon: float) -> float:
+    """``mean((1 - exp(epsilon - L))_+)`` over privacy-loss samples ``losses`` drawn under ``x``.
+
+    For any mechanism, the smallest delta at ``epsilon`` for the pair (x, x') is
+    ``E[(1 - e^(epsilon - L))_+]`` with ``L`` the privacy loss of an output of ``M(x)``: the
+    best event is ``{L > epsilon}``, and ``P[M(x) in S] - e^eps P[M(x') in S] = E[(1 - e^(eps - L)) 1{L > eps}]``.
+    """
+    arr = check_float_array(losses, "losses", ndim=1, min_size=1)
+    eps = check_positive(epsilon, "epsilon")
+    gap = eps - arr
+    with np.errstate(over="ignore"):  # exp of a large gap is inf, where the term is 0 anyway
+        terms = np.where(gap < 0.0, -np.expm1(np.minimum(gap, 0.0)), 0.0)
+    return float(terms.mean())
+
+
+def gaussian_epsilon(delta: float, sigma: float, sensitivity: float = 1.0) -> float:
+    """The smallest epsilon for which ``N(0, sigma^2)`` noise is (epsilon, delta)-DP.
+
+    Solves ``gaussian_delta(epsilon, sigma, sensitivity) = delta`` (decreasing in epsilon) with
+    ``scipy.optimize.brentq``; 0.0 when even epsilon -> 0 needs less than ``delta``.
+    """
+    from scipy import optimize
+
+    dlt = check_probability(delta, "delta")
+    sig = check_positive(sigma, "sigma")
+    sens = check_positive(sensitivity, "sensitivity")
+    # delta(0+) = Phi(mu/2) - Phi(-mu/2), the total variation distance
+    from scipy import stats
+
+    mu = sens / sig
+    if not math.isfinite(mu) or mu == 0.0:
+        raise ValueError(f"sensitivity / sigma must be a positive finite number, got {mu!r}")
+    if float(stats.norm.cdf(mu / 2) - stats.norm.cdf(-mu / 2)) <= dlt:
+        return 0.0
+    hi = 1.0
+    while gaussian_delta(hi, sig, sens) > dlt:
+        hi *= 2.0
+        if hi > 1e6:
+            raise ValueError(f"delta={delta!r} needs an epsilon above 1e6 for sigma/sensitivity={1 / mu!r}")
+    return float(optimize.brentq(lambda e: gaussian_delta(e, sig, sens) - dlt, 1e-12, hi, xtol=1e-13, rtol=1e-13))
+
+
+def gaussian_tradeoff(alpha: Any, mu: float) -> NDArray[np.float64]:
+    """``G_mu(alpha) = Phi(Phi^-1(1 - alpha) - mu)``: the smallest type II error of any test of
+    ``N(0, 1)`` against ``N(mu, 1)`` at type I error ``alpha`` (Dong, Roth and Su 2022)."""
+    from scipy import special
+
+    a = check_float_array(alpha, "alpha")
+    if np.any((a < 0) | (a > 1)):
+        raise ValueError("alpha must lie in [0, 1]")
+    m = check_real(mu, "mu", low=0.0)  # mu = 0: perfect privacy, G_0(alpha) = 1 - alpha
+    return special.ndtr(special.ndtri(1.0 - a) - m)
+
+
+@dataclass(frozen=True)
+class GaussianRelease:
+    """``mechanism(data, size, rng)``: ``size`` releases of ``data + N(0, sigma^2)`` noise.
+
+    ``data`` is a real scalar or 1-D vector (the query's exact answer); the result has shape
+    ``(size,)`` or ``(size, len(data))``.  Picklable, so it runs with ``audit_pair(workers=2)``.
+    """
+
+    sigma: float
+    name: str = "gaussian"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sigma", check_positive(self.sigma, "sigma"))
+        if not isinstance(self.name, str):
+            raise TypeError(f"name must be a string, got {type(self.name).__name__}")
+
+    def __call__(self, data: Any, size: int, rng: np.random.Generator) -> NDArray[np.float64]:
+        value = check_float_array(data, "data", finite=True, ndim=(0, 1))
+        (rows,) = check_size(size, "size")
+        rng = check_rng(rng)
+        out = rng.standard_normal((rows,) + value.shape)
+        out *= self.sigma
+        out += value
+        return out
+
+
+#: The calibrations :func:`gaussian_release` knows, and what each computes for ``sigma``.
+CALIBRATIONS: dict[str, str] = {
+    "analytic": "Balle and Wang's exact calibration (correct, least noise)",
+    "classic": "sensitivity * sqrt(2 ln(1.25/delta)) / epsilon (correct for epsilon < 1)",
+    "laplace_rule": "BUG: sensitivity / epsilon, the Laplace mechanism's scale (l1 sensitivity over epsilon)",
+    "dropped_sqrt": "BUG: the analytic variance sigma^2 passed as the standard deviation (np.sqrt forgotten)",
+}
+
+
+def gaussian_release(
+    epsilon: float, delta: float, sensitivity: float, calibration: str = "analytic"
+) -> GaussianRelease:
+    """A :class:`GaussianRelease` whose ``sigma`` comes from ``calibration`` (see :data:`CALIBRATIONS`).
+
+    The two buggy calibrations are there to be audited: ``"laplace_rule"`` takes the Laplace
+    recipe ``b = Delta_1 / epsilon`` as ``sigma`` (for a scalar query Delta_1 = Delta_2); and
+    ``"dropped_sqrt"`` uses ``sigma^2`` where numpy's ``normal(loc, scale)`` wants the standard
+    deviation, which is too little noise whenever ``sigma < 1`` (small sensitivities, e.g. means).
+    """
+    how = check_choice(calibration, "calibration", tuple(CALIBRATIONS))
+    eps = check_positive(epsilon, "epsilon")
+    dlt = check_probability(delta, "delta")
+    sens = check_positive(sensitivity, "sensitivity")
+    if how == "classic":
+        sigma = gaussian_sigma_classic(eps, dlt, sens)
+    elif how == "laplace_rule":
+        sigma = sens / eps
+    else:
+        sigma = gaussian_sigma_analytic(eps, dlt, sens)
+        if how == "dropped_sqrt":
+            sigma = sigma * sigma
+    if not (math.isfinite(sigma) and sigma > 0.0):
+        raise ValueError(f"sensitivity={sensitivity!r} with epsilon={epsilon!r} gives sigma={sigma!r}")
+    return GaussianRelease(sigma, name=f"gaussian[{how}]")
+
+
+def name_and_shame(records: Any, delta: float, rng: np.random.Generator) -> NDArray[np.float64]:
+    """Publish each record (row) independently with probability ``delta``.
+
+    It is (0, delta)-DP: changing one record changes the output distribution only on the event
+    that this record is published, which has probability ``delta``.  Yet with ``delta = 1/n`` it
+    publishes about one whole record per run.
+    """
+    arr = check_float_array(records, "records", ndim=(1, 2))
+    dlt = check_probability(delta, "delta")
+    rng = check_rng(rng)
+    keep = rng.random(arr.shape[0]) < dlt
+    return arr[keep]

@@ -1,0 +1,301 @@
+"""Command line: ``python -m dptutor <subcommand>`` (or the ``dptutor`` script).
+
+Subcommands:
+
+* ``reproduce``: the paper's Section 5 grid (Figure 2), resumable; writes ``results.json``,
+  ``results.csv`` and ``sanity_check.png``/``.svg`` into ``--out``.
+* ``repeat``: one cell over seeds 0..repeats-1 (the paper's footnote 7), prints mean and std.
+* ``grade``: grade submitted assignment notebooks into a CSV (:mod:`dptutor.grading.runner`).
+* ``export-otter``: an otter-grader notebook of an assignment, for Gradescope
+  (:mod:`dptutor.grading.otter`).
+* ``release``: regenerate the student notebooks from the instructor notebooks
+  (:mod:`dptutor.grading.release`).
+
+Adding a subcommand: write one function decorated with ``@subcommand("name")`` that adds its
+parser to the ``subparsers`` it receives and sets ``handler`` (a function ``args -> int``) with
+``set_defaults``.  Nothing else needs to change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+__all__ = ["main", "build_parser", "subcommand", "SUBCOMMANDS"]
+
+#: name -> function adding that subcommand's parser (in registration order).
+SUBCOMMANDS: dict[str, Callable[[argparse._SubParsersAction], None]] = {}
+
+
+def subcommand(name: str) -> Callable:
+    """Register ``fn(subparsers)`` as the builder of subcommand ``name``."""
+
+    def register(fn: Callable[[argparse._SubParsersAction], None]) -> Callable:
+        if name in SUBCOMMANDS:
+            raise ValueError(f"subcommand {name!r} is already registered")
+        SUBCOMMANDS[name] = fn
+        return fn
+
+    return register
+
+
+def _int_at_least(text: str, minimum: int, what: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    return _int_at_least(text, 1, "a positive integer")
+
+
+def _nonnegative_int(text: str) -> int:
+    return _int_at_least(text, 0, "a non-negative integer")
+
+
+def _workers(text: str) -> int:
+    from dptutor._validate import MAX_WORKERS
+
+    value = _int_at_least(text, 1, f"a number of workers from 1 to {MAX_WORKERS}")
+    if value > MAX_WORKERS:
+        raise argparse.ArgumentTypeError(f"expected a number of workers from 1 to {MAX_WORKERS}, got {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not (value > 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"expected a finite positive number, got {text!r}")
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# reproduce
+# ---------------------------------------------------------------------------------------------
+
+
+@subcommand("reproduce")
+def _add_reproduce(subparsers: argparse._SubParsersAction) -> None:
+    from dptutor.experiments import PAPER_DIMS, PAPER_EPSILONS, PAPER_SEED, PAPER_TRIALS
+    from dptutor.mechanisms import MECHANISMS
+
+    p = subparsers.add_parser(
+        "reproduce",
+        help="run the paper's grid (Section 5, Figure 2); resumable",
+        description=(
+            "Audit every (mechanism, epsilon, n) cell with the paper's attack and write results.json, "
+            "results.csv and sanity_check.png/.svg into --out. Cells already in --out/results.csv with "
+            "the same trials and seed are not recomputed, so an interrupted run can simply be restarted."
+        ),
+    )
+    p.add_argument("--trials", type=_positive_int, default=PAPER_TRIALS, help="trials per dataset and cell (default: %(default)s)")
+    p.add_argument("--mechanisms", nargs="+", choices=list(MECHANISMS), default=list(MECHANISMS), metavar="NAME",
+                   help=f"mechanisms to audit (default: all of {', '.join(MECHANISMS)})")
+    p.add_argument("--epsilons", nargs="+", type=_positive_float, default=list(PAPER_EPSILONS), metavar="EPS",
+                   help="privacy budgets (default: %(default)s)")
+    p.add_argument("--dims", nargs="+", type=_positive_int, default=list(PAPER_DIMS), metavar="N",
+                   help="dimensions n (default: %(default)s)")
+    p.add_argument("--workers", type=_workers, default=2,
+                   help="worker processes, at most the CPUs are used (default: %(default)s)")
+    p.add_argument("--seed", type=_nonnegative_int, default=PAPER_SEED, help="run seed; each cell's seed derives from it (default: %(default)s)")
+    p.add_argument("--out", type=Path, default=Path("results"), help="output folder (default: %(default)s)")
+    p.add_argument("--exact", action="store_true", help="fill the grid from the exact closed form instead of Monte Carlo")
+    p.add_argument("--no-exact-overlay", action="store_true", help="do not draw the exact closed form as dashed lines")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(handler=_cmd_reproduce)
+
+
+def _cmd_reproduce(args: argparse.Namespace) -> int:
+    import matplotlib
+
+    if "matplotlib.pyplot" not in sys.modules:
+        matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from dptutor.experiments import run_grid, save_figure
+    from dptutor.plotting import plot_sanity_check
+
+    computed = []
+    invalid: list[str] = []
+
+    def report(message: str) -> None:
+        invalid.append(message)
+        print(f"dptutor reproduce: {message} (recomputed)", file=sys.stderr)
+
+    t0 = time.perf_counter()
+    try:
+        rows = run_grid(
+            args.mechanisms,
+            args.epsilons,
+            args.dims,
+            args.trials,
+            seed=args.seed,
+            workers=args.workers,
+            out=args.out,
+            exact=args.exact,
+            progress=not args.quiet,
+            on_row=computed.append,
+            on_invalid=report,
+        )
+    except (TypeError, ValueError) as exc:  # a bad --out, duplicate --dims, ...: no traceback
+        print(f"dptutor reproduce: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: {len(computed)} cell(s) finished this run are saved in {args.out}/; "
+              "rerun the same command to resume", file=sys.stderr)
+        return 130
+    elapsed = time.perf_counter() - t0
+    title = "exact closed form" if args.exact else f"Monte Carlo, {args.trials:,} trials per dataset"
+    fig = plot_sanity_check(rows, exact=not args.no_exact_overlay, title=title)
+    paths = save_figure(fig, args.out / "sanity_check")
+    plt.close(fig)
+    reused = len(rows) - len(computed)
+    print(f"{len(rows)} cells ({len(computed)} computed, {reused} reused) in {elapsed:.1f} s -> "
+          f"{args.out / 'results.json'}, {args.out / 'results.csv'}, {', '.join(str(p) for p in paths)}")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# repeat
+# ---------------------------------------------------------------------------------------------
+
+
+@subcommand("repeat")
+def _add_repeat(subparsers: argparse._SubParsersAction) -> None:
+    from dptutor.experiments import PAPER_TRIALS
+    from dptutor.mechanisms import MECHANISMS
+
+    p = subparsers.add_parser(
+        "repeat",
+        help="repeat one cell over seeds 0..repeats-1 and print mean and std (footnote 7)",
+        description="Estimate one cell's loss with seeds first-seed, first-seed+1, ...; print mean and std (ddof=0).",
+    )
+    p.add_argument("--mechanism", choices=list(MECHANISMS), default="adept")
+    p.add_argument("--n", type=_positive_int, default=2)
+    p.add_argument("--epsilon", type=_positive_float, default=0.1)
+    p.add_argument("--trials", type=_positive_int, default=PAPER_TRIALS)
+    p.add_argument("--repeats", type=_positive_int, default=100)
+    p.add_argument("--first-seed", type=_nonnegative_int, default=0)
+    p.add_argument("--workers", type=_workers, default=1)
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(handler=_cmd_repeat)
+
+
+def _cmd_repeat(args: argparse.Namespace) -> int:
+    from dptutor.experiments import repeat_loss
+
+    try:
+        res = repeat_loss(
+            args.mechanism, args.n, args.epsilon, args.trials, args.repeats,
+            first_seed=args.first_seed, workers=args.workers, progress=not args.quiet,
+        )
+    except (TypeError, ValueError) as exc:
+        print(f"dptutor repeat: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return 130
+    print(res)
+    print(f"mean {res.mean:.6g}")
+    print(f"std {res.std:.6g}")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# grade and release (the course assignments; all logic in dptutor.grading)
+# ---------------------------------------------------------------------------------------------
+
+
+@subcommand("grade")
+def _add_grade(subparsers: argparse._SubParsersAction) -> None:
+    from dptutor.grading.runner import add_grade_arguments, run_grade
+
+    p = subparsers.add_parser(
+        "grade",
+        help="grade a folder of submitted assignment notebooks into a CSV",
+        description="Run each submitted notebook (.ipynb or .md) in a fresh kernel with time limits, then the "
+                    "assignment's hidden checks; write one CSV row of scores and messages per submission.",
+    )
+    add_grade_arguments(p)
+    p.set_defaults(handler=run_grade)
+
+
+@subcommand("release")
+def _add_release(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "release",
+        help="rewrite book/assignments/*.md from book/assignments/instructor/*.md",
+        description="Regenerate each student notebook from its instructor notebook: solution blocks "
+                    "dropped, STUB lines kept.",
+    )
+    p.add_argument("--folder", type=Path, default=None,
+                   help="the assignments folder, with an instructor/ subfolder (default: the book's)")
+    p.set_defaults(handler=_cmd_release)
+
+
+@subcommand("export-otter")
+def _add_export_otter(subparsers: argparse._SubParsersAction) -> None:
+    from dptutor.grading.registry import ASSIGNMENTS
+
+    p = subparsers.add_parser(
+        "export-otter",
+        help="write an otter-grader 7 master notebook of an assignment (for Gradescope)",
+        description="Write OUTDIR/ASSIGNMENT.ipynb, an otter-grader master notebook whose hidden tests call the "
+                    "same dptutor checks (partial credit, cell time limit); then run `otter assign` on it.",
+    )
+    p.add_argument("assignment", choices=sorted(ASSIGNMENTS))
+    p.add_argument("outdir", type=Path)
+    p.add_argument("--time-limit", type=_positive_float, default=60.0,
+                   help="seconds any cell may run when otter grades (default: %(default)s)")
+    p.set_defaults(handler=_cmd_export_otter)
+
+
+def _cmd_export_otter(args: argparse.Namespace) -> int:
+    from dptutor.grading.otter import export_otter
+
+    if args.outdir.exists() and not args.outdir.is_dir():
+        print(f"error: {args.outdir} exists and is not a folder", file=sys.stderr)
+        return 2
+    target = export_otter(args.assignment, args.outdir, time_limit=args.time_limit)
+    print(f"wrote {target}; next: cd {args.outdir} && otter assign {target.name} dist/")
+    return 0
+
+
+def _cmd_release(args: argparse.Namespace) -> int:
+    from dptutor.grading.release import release
+
+    for path in release(args.folder):
+        print(f"wrote {path}")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# entry point
+# ---------------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m dptutor",
+        description="dptutor: reproduce the empirical sanity check of Habernal (ACL 2022).",
+    )
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="SUBCOMMAND")
+    for add in SUBCOMMANDS.values():
+        add(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv`` (default ``sys.argv[1:]``), run the subcommand, return its exit code."""
+    args = build_parser().parse_args(argv)
+    return int(args.handler(args) or 0)

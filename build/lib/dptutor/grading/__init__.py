@@ -1,0 +1,124 @@
+"""Autograding for the book's course assignments (``book/assignments/``).
+
+Three assignments, each a MyST Markdown notebook that students fill in:
+
+========================  =====================================================================
+``sampler``               inverse-CDF Laplace sampling (Eq. 4/5): law, domain, vectorisation
+``mechanism``             a vector Laplace mechanism for the mean of m records in [0, 1]^k
+``audit``                 audit two mystery mechanisms with :mod:`dptutor.audit` at 95 %
+========================  =====================================================================
+
+Students get feedback in the notebook from small check calls::
+
+    from dptutor.grading import checker
+    check = checker("sampler")
+    check.q1(laplace_inverse_cdf)      # -> a Feedback, shown as a short report
+
+Instructors grade a folder of submissions with ``python -m dptutor grade sampler submissions/``
+(see :mod:`dptutor.grading.runner`) and regenerate the student notebooks with
+``python -m dptutor release``.
+
+Modules, one idea each:
+
+- :mod:`~dptutor.grading.feedback`: :class:`Finding`, :class:`Feedback`, :class:`Question`,
+  :class:`Assignment`, and the helpers checks use to call student code;
+- :mod:`~dptutor.grading.registry`: :data:`ASSIGNMENTS`, :func:`check`, :func:`checker`;
+- :mod:`~dptutor.grading.runner`: the only code that executes student notebooks (its docstring
+  holds the threat model);
+- :mod:`~dptutor.grading.record`: record the student's calls in the kernel as data, replay the
+  checks on that data in the grader;
+- :mod:`~dptutor.grading.release`: instructor notebook -> student notebook;
+- one module per assignment (:mod:`~dptutor.grading.sampler`, :mod:`~dptutor.grading.mechanism`,
+  :mod:`~dptutor.grading.audit`), holding its seeds, parameters and checks.
+
+Adding an assignment (say ``pair_audit``)
+-----------------------------------------
+1. Write ``dptutor/grading/pair_audit.py``.  It defines the checks, plain functions
+   ``check(*objects, hidden=False) -> list[Finding]`` that receive the notebook objects a question
+   needs (``hidden=True`` when grading: use other seeds and parameters than the feedback), and
+   ends with::
+
+       ASSIGNMENT = Assignment("pair_audit", "Auditing a pair of mechanisms", "pair_audit.md", (
+           Question("q1", "a neutral title", 2.0, ("names", "it", "needs"), _check_q1),
+           ...
+       ))
+
+   A check raises :class:`NotAnswered` while the template's placeholder is in place, and returns a
+   ``Finding(None, ...)`` for an answer that the feedback records but only grading judges.
+2. Add one line, ``"pair_audit",``, to :data:`~dptutor.grading.registry.ASSIGNMENT_MODULES`.
+
+When grading, the student's objects reach the check through :mod:`~dptutor.grading.record`:
+functions as recorded calls (their arguments may be numbers, strings, numpy arrays and
+``numpy.random.Generator``; results the same, or lists, dicts and dataclasses of dptutor), values as
+plain data: ``str``, numbers, lists, dicts, numpy arrays, an ``AuditResult`` (rebuilt from its counts)
+or any other dataclass defined in a ``dptutor`` module (rebuilt through its constructor).  Hidden
+parameters come from ``hidden_rng(hidden)`` (:mod:`~dptutor.grading.feedback`): ``hidden`` is an int
+drawn fresh for each submission.
+
+That is all the code: the CLI (``grade pair_audit``), ``release`` and the tests that loop over
+:data:`ASSIGNMENTS` pick it up.  The notebooks are content, not code: write
+``book/assignments/instructor/pair_audit.md`` (solutions between ``BEGIN SOLUTION`` / ``END
+SOLUTION`` markers), run ``python -m dptutor release`` to write ``book/assignments/pair_audit.md``,
+and list that page in ``_toc.yml``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from dptutor._validate import check_sequence
+from dptutor.grading.audit import AUDIT_EPSILON, DIAGNOSES, VERDICTS, mystery_a, mystery_b
+from dptutor.grading.feedback import Assignment, Feedback, Finding, NotAnswered, Question
+from dptutor.grading.registry import ASSIGNMENTS, check, checker, get_assignment
+from dptutor.grading.release import BEGIN_MARKER, release, student_version
+from dptutor.grading.runner import (FEEDBACK_TAG, SubmissionResult, add_grade_arguments, grade_folder,
+                                    grade_notebook, read_csv, run_grade, write_csv)
+
+__all__ = [
+    "Finding",
+    "Feedback",
+    "Question",
+    "Assignment",
+    "NotAnswered",
+    "ASSIGNMENTS",
+    "get_assignment",
+    "checker",
+    "check",
+    "mystery_a",
+    "mystery_b",
+    "AUDIT_EPSILON",
+    "VERDICTS",
+    "DIAGNOSES",
+    "FEEDBACK_TAG",
+    "SubmissionResult",
+    "grade_notebook",
+    "grade_folder",
+    "read_csv",
+    "write_csv",
+    "student_version",
+    "release",
+    "add_grade_arguments",
+    "run_grade",
+    "main",
+]
+
+#: The marker line that opens a solution block (kept under its old name for the student-edition test).
+_BEGIN = BEGIN_MARKER
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m dptutor.grading grade ...`` or ``release``: the same as ``python -m dptutor ...``."""
+    from dptutor.cli import main as cli_main
+
+    if argv is not None and not all(isinstance(a, str) for a in check_sequence(argv, "argv", min_len=0)):
+        raise TypeError("argv must be a sequence of str")
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] not in ("grade", "release", "-h", "--help"):
+        got = repr(args[0]) if args else "nothing"
+        print(f"python -m dptutor.grading: expected 'grade' or 'release', got {got}", file=sys.stderr)
+        return 2
+    try:
+        return cli_main(args)
+    except SystemExit as exc:  # argparse's usage errors and --help: returned as the exit code
+        return exc.code if isinstance(exc.code, int) else 2

@@ -1,0 +1,313 @@
+"""Assignment ``audit``: audit two mystery mechanisms with :mod:`dptutor.audit` at 95 %.
+
+The student's answers are data (verdicts, the ``AuditResult`` evidence, a diagnosis, a
+justification): the checks replay the evidence from its recorded seed, under a size limit checked
+before the replay starts and a time limit while it runs.  The right verdicts and diagnosis are not
+written down anywhere in this package: the grader derives them from the mystery mechanisms' noise
+scales.  The justification is graded by hand, with the rubric in the instructor's edition.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dptutor._validate import check_batch, check_int, check_positive
+from dptutor.audit import AuditResult, estimate_loss
+from dptutor.grading.feedback import Assignment, Finding, NotAnswered, Question
+from dptutor.mechanisms import add_laplace_noise
+
+__all__ = ["ASSIGNMENT", "AUDIT_EPSILON", "AUDIT_CONFIDENCE", "VERDICTS", "DIAGNOSES", "JUSTIFICATION_WORDS",
+           "AUDIT_MAX_WORK", "AUDIT_REPLAY_SECONDS", "BY_HAND", "RECORD_TYPES", "mystery_a", "mystery_b",
+           "separates_candidates"]
+
+#: The privacy budget both mystery mechanisms claim.
+AUDIT_EPSILON = 1.0
+#: Confidence level of the verdicts.
+AUDIT_CONFIDENCE = 0.95
+#: Allowed verdicts.
+VERDICTS = ("violates", "no evidence")
+#: The possible explanations of mystery A's behaviour, by key.
+DIAGNOSES = {
+    "one-sided": "the noise is never negative",
+    "sensitivity-1": "the scale is 1/epsilon whatever n is (sensitivity 1 instead of n)",
+    "l2": "the scale is sqrt(n)/epsilon (the l2 sensitivity instead of the l1 sensitivity n)",
+    "half-scale": "the scale is n/(2 epsilon) (half the noise)",
+}
+_AUDIT_MIN_TRIALS = 100_000
+_AUDIT_MAX_TRIALS = 5_000_000
+#: The grader replays a student's evidence only if n * trials is at most this (decided before the
+#: replay starts; about 20 s on one core), and stops a replay that runs longer than this many seconds.
+AUDIT_MAX_WORK = 2**28
+AUDIT_REPLAY_SECONDS = 60.0
+#: Questions graded by hand (their points are pending in the grader's output).
+BY_HAND = ("q4",)
+# Each mystery's noise scale is n ** power / epsilon.
+_POWER = {"A": 0.5, "B": 1.0}
+
+
+def _mystery_scale(label: str, n: int, epsilon: float) -> float:
+    eps = check_positive(epsilon, "epsilon")
+    return check_positive(n ** _POWER[label] / eps, "the noise scale for this epsilon")
+
+
+def mystery_a(x: NDArray, epsilon: float, rng: np.random.Generator) -> NDArray[np.float64]:
+    """Mystery mechanism A: a local-DP release of ``x`` (shape ``(trials, n)``) claiming epsilon-DP."""
+    return add_laplace_noise(x, _mystery_scale("A", check_batch(x).shape[1], epsilon), rng)
+
+
+def mystery_b(x: NDArray, epsilon: float, rng: np.random.Generator) -> NDArray[np.float64]:
+    """Mystery mechanism B: a local-DP release of ``x`` (shape ``(trials, n)``) claiming epsilon-DP."""
+    return add_laplace_noise(x, _mystery_scale("B", check_batch(x).shape[1], epsilon), rng)
+
+
+# The candidates' noise scales at dimension n (times 1/epsilon), as DIAGNOSES describes them; the
+# one-sided candidate draws |Lap(n/epsilon)|.
+_CANDIDATE_SCALES: dict[str, Callable[[int], float]] = {
+    "one-sided": lambda n: float(n),
+    "sensitivity-1": lambda n: 1.0,
+    "l2": lambda n: math.sqrt(n),
+    "half-scale": lambda n: n / 2,
+}
+
+
+def _true_verdict(label: str) -> str:
+    """A mechanism violates epsilon-DP when its scale is below the l1 calibration n/epsilon at some n."""
+    short = any(_mystery_scale(label, n, AUDIT_EPSILON) < n / AUDIT_EPSILON * (1 - 1e-12) for n in range(1, 129))
+    return VERDICTS[0] if short else VERDICTS[1]
+
+
+def _true_diagnosis() -> str:
+    """The candidate whose two-sided scale equals the broken mechanism's at dimensions that separate them."""
+    broken = next(label for label in _POWER if _true_verdict(label) == VERDICTS[0])
+    dims = [n for n in range(3, 65) if separates_candidates(n)]
+    return next(key for key, scale in _CANDIDATE_SCALES.items() if key != "one-sided" and all(
+        math.isclose(scale(n), _mystery_scale(broken, n, 1.0), rel_tol=1e-12) for n in dims))
+
+
+def _audit_result(fields: dict[str, Any]) -> AuditResult:
+    """The grader's constructor of an ``AuditResult`` from a kernel's data (the only object type this
+    assignment accepts): rebuilt from its counts, so nothing the kernel computed is kept."""
+    seed = fields.get("seed")
+    if isinstance(seed, (list, tuple)):
+        seed = tuple(seed)
+    if not (seed is None or (type(seed) is int) or (isinstance(seed, tuple) and 0 < len(seed) <= 64
+                                                     and all(type(v) is int for v in seed))):
+        raise ValueError("seed must be None, an int or a tuple of ints")
+    if type(fields.get("n")) is not int or not isinstance(fields.get("mechanism", ""), str):
+        raise ValueError("n must be an int and mechanism a str")
+    eps = fields.get("epsilon")
+    if type(eps) not in (int, float):
+        raise ValueError("epsilon must be a number")
+    counts = np.asarray(fields.get("counts"))
+    if counts.shape != (2, 2) or counts.dtype.kind not in "iu":
+        raise ValueError("counts must be a 2x2 table of integers")
+    return AuditResult.from_counts(counts.astype(np.int64), n=fields["n"], epsilon=float(eps), seed=seed,
+                                   mechanism=fields.get("mechanism", "")[:200])
+
+
+#: The object types the grader rebuilds from a kernel's data for this assignment (see the registry).
+RECORD_TYPES = {"AuditResult": _audit_result}
+
+
+class _ReplayTooLong(Exception):
+    pass
+
+
+def _bounded(mechanism: Callable, deadline: float) -> Callable:
+    """``mechanism`` that stops the replay (``_ReplayTooLong``) once ``deadline`` (monotonic) has passed;
+    the auditor calls it once per chunk of trials, so the replay stops within one chunk."""
+
+    def run(x: NDArray, epsilon: float, rng: np.random.Generator) -> NDArray[np.float64]:
+        if time.monotonic() > deadline:
+            raise _ReplayTooLong
+        return mechanism(x, epsilon, rng)
+
+    run.__name__ = mechanism.__name__
+    return run
+
+
+def _verdict(verdicts: Any, key: str) -> str:
+    if not isinstance(verdicts, Mapping):
+        raise NotAnswered(f"verdicts should be a dict like {{'A': ..., 'B': ...}}, got {type(verdicts).__name__}")
+    value = verdicts.get(key)
+    if value is None:
+        raise NotAnswered(f"no verdict for mechanism {key} yet")
+    return str(value).strip().lower()
+
+
+def _replay(result: Any, mechanism: Callable, label: str, minimum_trials: int) -> list[Finding]:
+    """Check that ``result`` is a genuine 95% audit of ``mechanism`` at epsilon = AUDIT_EPSILON."""
+    if result is None:
+        raise NotAnswered(f"no evidence for mechanism {label} yet")
+    if not isinstance(result, AuditResult):
+        return [Finding(False, f"evidence['{label}'] should be the AuditResult returned by estimate_loss, "
+                               f"got {type(result).__name__}")]
+    findings = []
+    if result.epsilon != AUDIT_EPSILON or result.trials < minimum_trials:
+        findings.append(Finding(False, f"audit mechanism {label} at epsilon = {AUDIT_EPSILON:g} (the budget it claims) "
+                                       f"with at least {minimum_trials:,} trials per dataset; your evidence has "
+                                       f"epsilon = {result.epsilon:g} and {result.trials:,} trials"))
+    else:
+        findings.append(Finding(True, f"audited at epsilon = {AUDIT_EPSILON:g} with {result.trials:,} trials"))
+    if result.trials > _AUDIT_MAX_TRIALS or result.n * result.trials > AUDIT_MAX_WORK:
+        findings.append(Finding(False, f"use at most {_AUDIT_MAX_TRIALS:,} trials and n * trials <= {AUDIT_MAX_WORK:,} "
+                                       f"so that the grader can replay your audit (yours: n = {result.n:,}, "
+                                       f"{result.trials:,} trials): not replayed"))
+        return findings
+    seed = list(result.seed) if isinstance(result.seed, tuple) else result.seed
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            replay = estimate_loss(_bounded(mechanism, time.monotonic() + AUDIT_REPLAY_SECONDS), result.n,
+                                   result.epsilon, result.trials, seed=seed)
+    except _ReplayTooLong:
+        findings.append(Finding(False, f"replaying your audit took longer than the grader's limit of "
+                                       f"{AUDIT_REPLAY_SECONDS:g} s: not replayed; use fewer trials or a smaller n"))
+        return findings
+    name = mechanism.__name__
+    if np.array_equal(replay.counts, result.counts):
+        findings.append(Finding(True, f"replaying estimate_loss({name}, n={result.n}, ...) reproduces your counts"))
+    else:
+        findings.append(Finding(False, (
+            f"replaying estimate_loss({name}, n={result.n}, epsilon={result.epsilon:g}, trials={result.trials}, "
+            f"seed={result.seed}) does not reproduce your counts: is evidence['{label}'] an audit of {name}?")))
+    return findings
+
+
+def _pending(what: str, value: str) -> Finding:
+    return Finding(None, f"{what} recorded ({value!r}); graded after submission")
+
+
+def _bound_agrees(result: Any, verdict: str, label: str) -> Finding:
+    lower = result.lower_bound(AUDIT_CONFIDENCE)
+    shows = lower > AUDIT_EPSILON
+    if shows == (verdict == "violates"):
+        return Finding(True, f"your verdict for {label} agrees with your evidence: 95% lower bound {lower:.3g} "
+                             f"{'>' if shows else '<='} epsilon = {AUDIT_EPSILON:g}")
+    if verdict == "violates":
+        return Finding(False, (
+            f"your evidence for {label} has a 95% lower bound of {lower:.3g} <= epsilon = {AUDIT_EPSILON:g}: it "
+            "shows no violation. A violation needs the lower bound above epsilon (an estimate above epsilon is "
+            "not enough); find a dimension n and enough trials where it is, or change the verdict."))
+    return Finding(False, f"your evidence for {label} has a 95% lower bound of {lower:.3g} > epsilon = "
+                          f"{AUDIT_EPSILON:g}, which shows a violation, but your verdict is {verdict!r}")
+
+
+def _evidence(evidence: Any, label: str) -> Any:
+    if not isinstance(evidence, Mapping):
+        raise NotAnswered("evidence should be a dict like {'A': audit_a, 'B': audit_b}")
+    return evidence.get(label)
+
+
+def _verdict_and_replay(verdicts: Any, evidence: Any, label: str, truth: str, wrong_hint: str,
+                        mechanism: Callable, minimum_trials: int, *, hidden: bool) -> tuple[str, Any, list[Finding]]:
+    """What both audit questions check of mechanism ``label``: the verdict (``wrong_hint`` if it is
+    not ``truth``; withheld unless ``hidden``) and a replay of the evidence (:func:`_replay`).
+
+    Returns the normalised verdict, the evidence and the findings.
+    """
+    verdict = _verdict(verdicts, label)
+    if verdict not in VERDICTS:
+        finding = Finding(False, f"verdicts['{label}'] = {verdict!r} is not one of {VERDICTS}")
+    elif not hidden:
+        finding = _pending(f"verdict for {label}", verdict)
+    elif verdict == truth:
+        finding = Finding(True, f"verdict for {label}: {verdict}")
+    else:
+        finding = Finding(False, f"verdict for {label}: {wrong_hint}")
+    result = _evidence(evidence, label)
+    return verdict, result, [finding, *_replay(result, mechanism, label, minimum_trials)]
+
+
+def _audit_a(verdicts: Any, evidence: Any, *, hidden: bool = False) -> list[Finding]:
+    """Mechanism A violates its claim; the evidence must be a replayable audit whose bound shows it."""
+    truth = _true_verdict("A")
+    verdict, result, findings = _verdict_and_replay(verdicts, evidence, "A", truth, (
+        "audits at one dimension can miss what other dimensions show: scan n (the paper scans n = 1 to "
+        "128) and decide from the 95% lower bounds."), mystery_a, 1, hidden=hidden)
+    if isinstance(result, AuditResult) and verdict in VERDICTS:
+        findings.append(_bound_agrees(result, verdict if not hidden else truth, "A"))
+    return findings
+
+
+def _audit_b(verdicts: Any, evidence: Any, *, hidden: bool = False) -> list[Finding]:
+    """Mechanism B is correct; the evidence must be a replayable audit at A's dimension, bound <= epsilon."""
+    verdict, result, findings = _verdict_and_replay(verdicts, evidence, "B", _true_verdict("B"), (
+        "a violation needs a 95% lower bound above epsilon; an estimate above epsilon is not enough "
+        "(sampling error)."), mystery_b, _AUDIT_MIN_TRIALS, hidden=hidden)
+    if isinstance(result, AuditResult):
+        a = _evidence(evidence, "A")
+        if isinstance(a, AuditResult) and result.n != a.n:
+            findings.append(Finding(False, f"compare like with like: audit B at the dimension where you audited A "
+                                           f"(n = {a.n}), not n = {result.n}"))
+        else:
+            findings.append(Finding(True, f"audited at the same dimension as A (n = {result.n})"))
+        if verdict in VERDICTS:
+            findings.append(_bound_agrees(result, verdict, "B"))
+    return findings
+
+
+def _audit_diagnosis(diagnosis: Any, *, hidden: bool = False) -> list[Finding]:
+    if diagnosis is None:
+        raise NotAnswered("no diagnosis yet")
+    key = str(diagnosis).strip().lower()
+    if key not in DIAGNOSES:
+        return [Finding(False, f"diagnosis should be one of {sorted(DIAGNOSES)}, got {diagnosis!r}")]
+    if not hidden:
+        return [_pending("diagnosis", key)]
+    if key == _true_diagnosis():
+        return [Finding(True, f"the broken mechanism's noise: {DIAGNOSES[key]}")]
+    hints = {
+        "one-sided": "one-sided noise gives an infinite loss at every n (like DPText); is that what your audits show?",
+        "sensitivity-1": "with scale 1/epsilon the loss would grow with n without bound (like ADePT); does it?",
+        "half-scale": "half the noise would already violate the claim at n = 1; does it?",
+        "l2": "compare the loss at several dimensions that separate the candidates with this candidate's",
+    }
+    return [Finding(False, f"not {key!r}: {hints[key]} Write the candidate as a mechanism and audit it "
+                           "at the same n to compare the losses, up to sampling error.")]
+
+
+
+#: Words a justification should have, at least and at most.
+JUSTIFICATION_WORDS = (15, 250)
+
+
+def separates_candidates(n: int) -> bool:
+    """Whether the four candidates' noise scales (n, 1, sqrt(n), n/2, times 1/epsilon for the
+    two-sided ones) are pairwise different at dimension ``n``: not at n = 1 (l2 = sensitivity-1),
+    n = 2 (half-scale = sensitivity-1) or n = 4 (half-scale = l2)."""
+    n = check_int(n, "n", minimum=1)
+    return n >= 3 and n != 4
+
+
+
+def _audit_justification(justification: Any, *, hidden: bool | int = False) -> list[Finding]:
+    """Free text, graded by hand after submission with the rubric in the instructor's edition: the
+    grader only checks that it is a text of a sensible length and records it as pending."""
+    if justification is None or (isinstance(justification, str) and not justification.strip()):
+        raise NotAnswered("no justification yet")
+    if not isinstance(justification, str):
+        return [Finding(False, f"justification should be a string (text), got {type(justification).__name__}")]
+    words = len(justification.split())
+    low, high = JUSTIFICATION_WORDS
+    if not low <= words <= high:
+        return [Finding(False, f"the justification has {words} words; write between {low} and {high}")]
+    if not hidden:
+        return [_pending("justification", f"{words} words")]
+    return [Finding(False, f"graded by hand: the instructor reads your justification ({words} words) with the "
+                           "rubric of the instructor's edition; its points are pending, not lost")]
+
+
+ASSIGNMENT = Assignment("audit", "Auditing two mystery mechanisms", "audit.md", (
+    Question("q1", "mechanism A", 2.0, ("verdicts", "evidence"), _audit_a),
+    Question("q2", "mechanism B", 2.0, ("verdicts", "evidence"), _audit_b),
+    Question("q3", "diagnosis", 1.0, ("diagnosis",), _audit_diagnosis),
+    Question("q4", "justification", 1.0, ("justification",), _audit_justification),
+))

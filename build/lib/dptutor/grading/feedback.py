@@ -1,0 +1,323 @@
+"""What a check returns (:class:`Finding`, :class:`Feedback`), the shape of an assignment
+(:class:`Question`, :class:`Assignment`), and the helpers every check uses to call student code.
+
+A check is a plain function ``check(*objects, hidden=False) -> list[Finding]``: it receives the
+student's objects (the names listed in :attr:`Question.needs`), calls or inspects them, and says
+what holds.  Equal weight per finding: the score is ``points * passed / len(findings)``.
+"""
+
+from __future__ import annotations
+
+import numbers
+import textwrap
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dptutor._validate import (MAX_ELEMENTS, check_callable, check_choice, check_float_array, check_int,
+                               check_positive, check_real, check_sequence, is_bool)
+
+__all__ = [
+    "Finding",
+    "Feedback",
+    "Question",
+    "Assignment",
+    "NotAnswered",
+    "REPORT_WIDTH",
+    "KS_ALPHA",
+    "fmt_points",
+    "score",
+    "call",
+    "describe",
+    "as_floats",
+    "expect_value_error",
+    "spy_array",
+    "uniforms",
+    "hidden_rng",
+]
+
+#: Line width of a feedback report (it fits the book's code cells).
+REPORT_WIDTH = 86
+#: Significance level of every Kolmogorov-Smirnov test in the checks.
+KS_ALPHA = 1e-3
+#: What a Feedback's status can be.
+STATUSES = ("graded", "not implemented", "missing", "error", "timeout", "not run")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One property checked: whether it holds, and a sentence for the student.
+
+    ``passed=None`` marks an answer that the notebook's feedback records but does not reveal (a
+    verdict, say): it is graded after submission and earns no points in the feedback.
+    """
+
+    passed: bool | None
+    message: str
+
+    def __post_init__(self) -> None:
+        if self.passed is not None and not is_bool(self.passed):
+            raise TypeError(f"passed must be True, False or None, got {type(self.passed).__name__}")
+        if not isinstance(self.message, str):
+            raise TypeError(f"message must be a str, got {type(self.message).__name__}")
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """The outcome of one question: score out of ``points``, findings, and a status.
+
+    ``status`` is ``"graded"``, ``"not implemented"`` (the template's stub is still there),
+    ``"missing"`` (a name the question needs is not defined), ``"error"`` (the check could not run
+    the student's code), ``"timeout"`` or ``"not run"`` (the grader's time limits).
+    """
+
+    assignment: str
+    question: str
+    title: str
+    score: float
+    points: float
+    findings: tuple[Finding, ...] = ()
+    status: str = "graded"
+
+    def __post_init__(self) -> None:
+        for name in ("assignment", "question", "title"):
+            if not isinstance(getattr(self, name), str):
+                raise TypeError(f"{name} must be a str, got {type(getattr(self, name)).__name__}")
+        points = check_real(self.points, "points", low=0.0)
+        if not 0.0 <= check_real(self.score, "score", low=0.0) <= points:
+            raise ValueError(f"score must lie in [0, points] = [0, {points:g}], got {self.score!r}")
+        if not isinstance(self.findings, tuple) or not all(isinstance(f, Finding) for f in self.findings):
+            raise TypeError("findings must be a tuple of Finding")
+        check_choice(self.status, "status", STATUSES)
+
+    @property
+    def messages(self) -> list[str]:
+        """The sentences a student should read: failed findings, or why nothing was graded."""
+        return [f.message for f in self.findings if f.passed is False]
+
+    @property
+    def pending(self) -> bool:
+        """Whether part of the answer is only recorded here and graded after submission."""
+        return any(f.passed is None for f in self.findings)
+
+    def report(self) -> str:
+        """The text a student reads.  A question with a part graded after submission shows no score
+        (a partial score there would contradict the final grade)."""
+        if self.pending and self.status == "graded":
+            head = f"{self.question} ({self.title}): recorded; graded after submission"
+        else:
+            head = f"{self.question} ({self.title}): {fmt_points(self.score)} / {fmt_points(self.points)} points"
+        if self.status != "graded":
+            head += f" [{self.status}]"
+        lines = [head]
+        for f in self.findings:
+            mark = {True: "✓", False: "✗", None: "?"}[f.passed]
+            lines += textwrap.wrap(f.message, width=REPORT_WIDTH, initial_indent=f"  {mark} ",
+                                   subsequent_indent="    ", break_on_hyphens=False)
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return self.report()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "question": self.question,
+            "score": self.score,
+            "points": self.points,
+            "status": self.status,
+            "messages": self.messages,
+        }
+
+
+@dataclass(frozen=True)
+class Question:
+    """One graded question: the names it reads from the student's notebook, and its check."""
+
+    name: str
+    title: str
+    points: float
+    needs: tuple[str, ...]
+    check: Callable[..., list[Finding]]
+
+    def __post_init__(self) -> None:
+        for name in ("name", "title"):
+            if not isinstance(getattr(self, name), str) or not getattr(self, name):
+                raise TypeError(f"{name} must be a non-empty str, got {getattr(self, name)!r}")
+        check_positive(self.points, "points")
+        if not isinstance(self.needs, tuple) or not self.needs or not all(
+                isinstance(n, str) and n.isidentifier() for n in self.needs):
+            raise TypeError(f"needs must be a non-empty tuple of identifiers, got {self.needs!r}")
+        check_callable(self.check, "check", "check(*objects, hidden=False)")
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """An assignment: its name (the CLI's ``ASSIGNMENT``), title, notebook and questions."""
+
+    name: str
+    title: str
+    notebook: str  # the student notebook, relative to book/assignments/
+    questions: tuple[Question, ...]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.isidentifier():
+            raise TypeError(f"name must be an identifier, got {self.name!r}")
+        if not isinstance(self.title, str) or not isinstance(self.notebook, str) or not self.notebook.endswith(".md"):
+            raise TypeError("title must be a str and notebook a .md file name")
+        if not isinstance(self.questions, tuple) or not self.questions or not all(
+                isinstance(q, Question) for q in self.questions):
+            raise TypeError("questions must be a non-empty tuple of Question")
+        if len({q.name for q in self.questions}) != len(self.questions):
+            raise ValueError("questions must have distinct names")
+
+    @property
+    def points(self) -> float:
+        return sum(q.points for q in self.questions)
+
+    def question(self, name: str) -> Question:
+        if not isinstance(name, str):
+            raise TypeError(f"question name must be a str, got {type(name).__name__}")
+        for q in self.questions:
+            if q.name == name:
+                return q
+        raise ValueError(f"question name: assignment {self.name!r} has no question {name!r} "
+                         f"(it has {[q.name for q in self.questions]})")
+
+
+class NotAnswered(Exception):
+    """Raised by a check when the student left the template's placeholder in place."""
+
+
+def fmt_points(x: float) -> str:
+    """A number of points as printed: ``2``, ``0.67``."""
+    return f"{check_real(x, 'x'):g}"
+
+
+def score(findings: Sequence[Finding], points: float) -> float:
+    """Equal weight per finding, rounded to hundredths of a point."""
+    points = check_real(points, "points", low=0.0)
+    findings = check_sequence(findings, "findings", min_len=0)
+    if not all(isinstance(f, Finding) for f in findings):
+        raise TypeError("findings must be a sequence of Finding")
+    if not findings:
+        return 0.0
+    return round(points * sum(f.passed is True for f in findings) / len(findings), 2)
+
+
+def call(fn: Callable, *args: Any, **kwargs: Any) -> tuple[Any, BaseException | None]:
+    """``fn(*args, **kwargs)`` with warnings silenced; returns ``(value, None)`` or ``(None, exc)``.
+
+    ``NotImplementedError`` propagates: it means the stub is still in place.
+    """
+    check_callable(fn, "fn")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with np.errstate(all="ignore"):
+            try:
+                return fn(*args, **kwargs), None
+            except NotImplementedError:
+                raise
+            except Exception as exc:  # the student's bug: reported, never fatal
+                return None, exc
+
+
+def describe(exc: BaseException) -> str:
+    """``"TypeName: message"`` for a student's exception, with a hint for the commonest numpy slip."""
+    if not isinstance(exc, BaseException):
+        raise TypeError(f"exc must be an exception, got {type(exc).__name__}")
+    text = f"{type(exc).__name__}: {exc}"
+    if "truth value of an array" in str(exc):
+        text += " (an `if` on a whole array: use (u <= 0).any() or np.where)"
+    return text
+
+
+def as_floats(value: Any) -> NDArray[np.float64] | None:
+    """``value`` as a float64 array, or None if it is not numbers (``None`` is not NaN here)."""
+    if value is None:
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return np.asarray(value, dtype=np.float64)
+    except Exception:  # noqa: BLE001 -- a student's object whose conversion raises (or overflows) is not numbers
+        return None
+
+
+def expect_value_error(call: str, value: Any, exc: BaseException | None, why: str) -> Finding:
+    """The finding for a call that had to raise ``ValueError``."""
+    if not isinstance(call, str) or not isinstance(why, str):
+        raise TypeError("call and why must be str")
+    if exc is not None and not isinstance(exc, BaseException):
+        raise TypeError(f"exc must be an exception or None, got {type(exc).__name__}")
+    if isinstance(exc, ValueError):
+        return Finding(True, f"{call} raises ValueError")
+    if exc is not None:
+        return Finding(False, f"{call} raised {type(exc).__name__} ({exc}), expected ValueError: {why}")
+    return Finding(False, f"{call} returned {value!r} instead of raising ValueError: {why}")
+
+
+class SpyArray(np.ndarray):
+    """An array view that notes element-by-element access from Python (a loop, ``u[i]``, ``tolist()``).
+
+    Views and results derived from it share the note (:attr:`touched`).  Made by :func:`spy_array`,
+    never called (hence not in ``__all__``: its constructor is numpy's).
+    """
+
+    def __array_finalize__(self, obj: Any) -> None:
+        self._flag = getattr(obj, "_flag", None) or [False]
+
+    @property
+    def touched(self) -> bool:
+        return self._flag[0]
+
+    def mark_touched(self) -> None:
+        self._flag[0] = True
+
+    def __iter__(self):  # type: ignore[override]
+        self.mark_touched()
+        return super().__iter__()
+
+    def __getitem__(self, key):  # type: ignore[override]
+        if isinstance(key, (numbers.Integral, np.integer)) or (
+            isinstance(key, tuple) and key and all(isinstance(k, (numbers.Integral, np.integer)) for k in key)
+        ):
+            self.mark_touched()
+        return super().__getitem__(key)
+
+    def tolist(self):  # type: ignore[override]
+        self.mark_touched()
+        return super().tolist()
+
+
+def spy_array(values: NDArray[np.float64]) -> SpyArray:
+    """A fresh :class:`SpyArray` view of ``values`` (not touched yet)."""
+    spy = check_float_array(values, "values", allow_nan=True).view(SpyArray)
+    spy._flag = [False]
+    return spy
+
+
+def uniforms(seed: int, size: int) -> NDArray[np.float64]:
+    """``size`` uniforms in the open interval (0, 1) (``rng.random`` can return 0, never 1)."""
+    seed = check_int(seed, "seed", minimum=0)
+    size = check_int(size, "size", minimum=0, maximum=MAX_ELEMENTS)
+    u = np.random.default_rng(seed).random(size)
+    u[u == 0.0] = 0.5  # probability 2^-53 per draw; keeps u inside the open interval
+    return u
+
+
+#: The seed behind ``hidden=True`` (the tests' fixed hidden run).
+DEFAULT_HIDDEN_SEED = 20221105
+
+
+def hidden_rng(hidden: bool | int) -> np.random.Generator | None:
+    """Where a check draws its hidden parameters: None for the notebook's feedback (``hidden`` false),
+    else a Generator seeded by ``hidden`` (an int drawn fresh per submission by the runner; ``True``
+    means a fixed seed, for tests)."""
+    if is_bool(hidden):
+        return np.random.default_rng(DEFAULT_HIDDEN_SEED) if hidden else None
+    hidden = check_int(hidden, "hidden", minimum=0)
+    return np.random.default_rng(hidden) if hidden else None

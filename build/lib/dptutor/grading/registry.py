@@ -1,0 +1,104 @@
+"""The registry of assignments, and the notebook-side feedback (:func:`check`, :func:`checker`).
+
+Each assignment is one module of this package that defines ``ASSIGNMENT`` (an
+:class:`~dptutor.grading.feedback.Assignment`); :data:`ASSIGNMENT_MODULES` lists them, in the order
+the CLI shows them.  See the package docstring for how to add one.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+from dptutor._validate import check_choice, check_int, is_bool
+from dptutor.grading.feedback import Assignment, Feedback, Finding, NotAnswered, Question, describe, score
+
+__all__ = ["ASSIGNMENT_MODULES", "ASSIGNMENTS", "RECORD_TYPES", "get_assignment", "record_types", "check", "checker"]
+
+#: The modules of ``dptutor.grading`` that define an assignment (one line per assignment).
+ASSIGNMENT_MODULES: tuple[str, ...] = (
+    "sampler",
+    "mechanism",
+    "audit",
+    "pair_audit",
+)
+
+ASSIGNMENTS: dict[str, Assignment] = {}
+#: Per assignment, the allow-list of object types the grader rebuilds from a kernel's data: a type's
+#: bare name -> the grader's own constructor, called with the decoded fields (a dict).  Declared by
+#: each assignment module as ``RECORD_TYPES``; anything else a kernel sends stays inert data.
+RECORD_TYPES: dict[str, dict[str, Callable[[dict[str, Any]], Any]]] = {}
+for _module in ASSIGNMENT_MODULES:
+    _mod = importlib.import_module(f"dptutor.grading.{_module}")
+    _a = _mod.ASSIGNMENT
+    if _a.name in ASSIGNMENTS:
+        raise ValueError(f"assignment name {_a.name!r} is defined twice")
+    ASSIGNMENTS[_a.name] = _a
+    RECORD_TYPES[_a.name] = dict(getattr(_mod, "RECORD_TYPES", {}))
+
+
+def get_assignment(name: object) -> Assignment:
+    """The registered assignment called ``name`` (ValueError naming ``assignment`` otherwise)."""
+    return ASSIGNMENTS[check_choice(name, "assignment name", ASSIGNMENTS)]
+
+
+def record_types(assignment: object) -> dict[str, Callable[[dict[str, Any]], Any]]:
+    """The object types ``assignment`` lets the grader rebuild from a kernel's data (a copy)."""
+    return dict(RECORD_TYPES[get_assignment(assignment).name])
+
+
+def check(assignment: str, question: str, *objects: Any, hidden: bool = False) -> Feedback:
+    """Run one question's check on the student's objects and return the :class:`Feedback`.
+
+    Never raises because of the student's code: a stub still in place gives status
+    ``"not implemented"``, any other failure a message.
+    """
+    a = get_assignment(assignment)
+    q = a.question(question)
+    if not is_bool(hidden):
+        check_int(hidden, "hidden", minimum=0)
+    if len(objects) != len(q.needs):
+        raise TypeError(f"objects: {assignment} {question} checks {', '.join(q.needs)}: "
+                        f"pass {len(q.needs)} object(s)")
+    base = dict(assignment=a.name, question=q.name, title=q.title, points=q.points)
+    try:
+        findings = q.check(*objects, hidden=hidden)
+    except NotImplementedError:
+        names = " and ".join(f"`{n}`" for n in q.needs)
+        return Feedback(**base, score=0.0, status="not implemented", findings=(Finding(
+            False, f"not implemented yet: {names} still raises NotImplementedError; replace the "
+                   "`raise NotImplementedError(...)` line with your code"),))
+    except NotAnswered as exc:
+        return Feedback(**base, score=0.0, status="not implemented",
+                        findings=(Finding(False, f"not answered yet: {exc}"),))
+    except Exception as exc:  # a student object that breaks the check itself
+        return Feedback(**base, score=0.0, status="error",
+                        findings=(Finding(False, f"could not check your answer: {describe(exc)}"),))
+    return Feedback(**base, score=score(findings, q.points), findings=tuple(findings))
+
+
+class _Checker:
+    """``checker(name).q1(obj, ...)``: the notebook-side feedback for one assignment."""
+
+    def __init__(self, assignment: Assignment) -> None:
+        self._assignment = assignment
+        for q in assignment.questions:
+            setattr(self, q.name, self._make(q))
+
+    def _make(self, q: Question) -> Callable[..., Feedback]:
+        def run(*objects: Any) -> Feedback:
+            return check(self._assignment.name, q.name, *objects)
+
+        run.__name__ = q.name
+        run.__doc__ = f"Check {q.name} ({q.title}) of {self._assignment.name!r}: pass {', '.join(q.needs)}."
+        return run
+
+    def __repr__(self) -> str:
+        qs = ", ".join(f"{q.name}({', '.join(q.needs)})" for q in self._assignment.questions)
+        return f"checks for {self._assignment.title!r}: {qs}"
+
+
+def checker(assignment: str) -> _Checker:
+    """The feedback checks of ``assignment``, as attributes ``q1``, ``q2``, ...."""
+    return _Checker(get_assignment(assignment))
