@@ -383,7 +383,7 @@ class KernelCalls:
     def __init__(self, namespace: Mapping[str, Any], request: str, answer: str) -> None:
         if not isinstance(namespace, Mapping):
             raise TypeError(f"namespace must be a mapping (globals()), got {type(namespace).__name__}")
-        request, answer = str(check_path(request, "request")), str(check_path(answer, "answer"))
+        request, answer = _here(str(check_path(request, "request"))), _here(str(check_path(answer, "answer")))
         if not os.path.isfile(request):
             raise ValueError(f"request: no file at {request}")
         self._namespace, self._answer = namespace, answer
@@ -454,7 +454,7 @@ def kernel_needs(namespace: Mapping[str, Any], names: Sequence[str], answer: str
     values of the others (as data)."""
     if not isinstance(namespace, Mapping):
         raise TypeError(f"namespace must be a mapping (globals()), got {type(namespace).__name__}")
-    answer = str(check_path(answer, "answer"))
+    answer = _here(str(check_path(answer, "answer")))
     names = check_sequence(names, "names", min_len=0)
     if not all(isinstance(n, str) for n in names):
         raise TypeError("names must be a sequence of str")
@@ -470,6 +470,14 @@ def kernel_needs(namespace: Mapping[str, Any], names: Sequence[str], answer: str
         else:
             needs[name] = writer.encode(obj)
     writer.save(answer, {"version": 2, "needs": needs, "missing": missing})
+
+
+def _here(path: str) -> str:
+    """``path`` as the grader named it, or its base name in the working folder when the grader's folder
+    does not exist here (a sandbox that mounts the grader's work folder elsewhere, as the kernel's
+    working folder)."""
+    folder = os.path.dirname(path)
+    return path if not folder or os.path.isdir(folder) else os.path.basename(path)
 
 
 def _array_args(args: Sequence[Any], kwargs: Mapping[str, Any]) -> Iterator[tuple[str, np.ndarray]]:
@@ -850,7 +858,6 @@ async def _run_calls(run_cell: RunCell, workdir: str, name: str, chunk: Sequence
 
 async def _run_timed(run_cell: RunCell, workdir: str, name: str, u: np.ndarray, args: tuple,
                      cap: float) -> tuple[float, dict[str, Any] | None]:
-    chunk = [((u,), {})]
     writer = _Writer()
     request = os.path.join(workdir, f"in-{secrets.token_hex(16)}.npz")
     answer = os.path.join(workdir, f"out-{secrets.token_hex(16)}.npz")
@@ -861,7 +868,7 @@ async def _run_timed(run_cell: RunCell, workdir: str, name: str, u: np.ndarray, 
         if _cell_failure(cell, cap) == "timeout":
             return max(seconds, cap), None
         meta, arrays = _load(answer)
-        return seconds, _validate_answer(meta, arrays, [((u, *args), {})])[0] if chunk else None
+        return seconds, _validate_answer(meta, arrays, [((u, *args), {})])[0]
     finally:
         _unlink(request)
         _unlink(answer)
