@@ -11,7 +11,6 @@ asserts the score, and that the grader survives (returns a result, imports nothi
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import math
 import re
