@@ -1,5 +1,0 @@
-"""``python -m dptutor``: see :mod:`dptutor.cli`."""
-
-from dptutor.cli import main
-
-raise SystemExit(main())
