@@ -59,7 +59,7 @@ TIMEOUT: float = 10.0
 #: student's value back as it is (a NaN there is what the check then reports to the student).
 NAN_BY_DESIGN: frozenset[tuple[str, str]] = frozenset({
     ("grading.feedback", "call"), ("grading.feedback", "as_floats"), ("grading.feedback", "spy_array"),
-    ("grading.record", "measure"),
+    ("grading.record", "measure"), ("grading.record", "call_many"),
 })
 
 
@@ -134,13 +134,6 @@ class Context:
         return parser.parse_args(["sampler", str(self.tmp / "none"), "--csv", str(self.tmp / "scores.csv"),
                                   "--timeout", "5", "--total-timeout", "30"])
 
-    def grading_record(self):
-        """A record of ``sampler`` q1 written by the kernel-side code, parsed back."""
-        from dptutor.grading.record import load_record, record_cell
-
-        path = str(self.tmp / "record.npz")
-        record_cell({"laplace_inverse_cdf": _student_sampler}, "sampler", "q1", 3, path)
-        return load_record(path, ("laplace_inverse_cdf",))
 
 
 Factory = Callable[[Context], Any]
@@ -321,22 +314,19 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
     "grading.otter.feedback_clean": {"*objects": _const((lambda m, k: 1.0 / m,)), "assignment": _const("mechanism"), "question": _const("q1")},
     "grading.otter_plugin.time_limit_source": {"seconds": _const(60.0)},
     "grading.pair_audit.mystery_pair": {"data": _const(0.0)},
-    "grading.record.measure": {"f": _const(_student_sampler), "spec": _const([(1, 100)])},
-    "grading.record.reference_seconds": {"reference": _const(_student_sampler), "spec": _const([(1, 100)])},
-    "grading.record.make_uniforms": {"spec": _const([(1, 10), (2, 5)])},
-    "grading.record.record_cell": {"namespace": _const({"laplace_inverse_cdf": _student_sampler}),
-                                   "assignment": _const("sampler"), "question": _const("q1"), "hidden": _const(3),
-                                   "path": lambda ctx: str(ctx.tmp / "cell.npz")},
-    "grading.record.timed_cell": {"namespace": _const({"f": _student_sampler}), "name": _const("f"),
-                                  "spec": _const([(1, 10)]), "args": _const((0.0, 1.0)),
-                                  "path": lambda ctx: str(ctx.tmp / "timed.npz")},
-    "grading.record.load_record": {"path": lambda ctx: (ctx.grading_record(), str(ctx.tmp / "record.npz"))[1],
-                                   "needs": _const(("laplace_inverse_cdf",))},
-    "grading.record.load_timed": {"path": lambda ctx: _timed_file(ctx)},
-    "grading.record.replay_question": {"assignment": _const("sampler"), "question": _const("q1"),
-                                       "record": lambda ctx: ctx.grading_record(), "hidden": _const(3)},
-    "grading.record.Record": {"meta": lambda ctx: ctx.grading_record().meta,
-                              "arrays": lambda ctx: ctx.grading_record().arrays},
+    "grading.record.measure": {"f": _const(_student_sampler), "inputs": _const([np.array([0.2, 0.7])])},
+    "grading.record.reference_seconds": {"reference": _const(_student_sampler), "inputs": _const([np.array([0.2, 0.7])])},
+    "grading.record.call_many": {"f": _const(_student_sampler), "calls": _const([((np.array([0.3]), 0.0, 1.0), {})])},
+    "grading.record.flag_for_review": {"text": _const("look at this")},
+    "grading.record.grade_question": {"run_cell": lambda ctx: _run_nothing, "assignment": _const("sampler"),
+                                      "question": _const("q1"), "workdir": lambda ctx: str(ctx.tmp), "timeout": _const(5.0)},
+    "grading.record.grade_in_process": {"namespace": lambda ctx: {"laplace_inverse_cdf": _student_sampler},
+                                        "assignment": _const("sampler")},
+    "grading.record.KernelCalls": {"namespace": lambda ctx: {"f": _student_sampler},
+                                   "request": lambda ctx: _grading_request(ctx), "answer": lambda ctx: str(ctx.tmp / "answer.npz")},
+    "grading.record.kernel_needs": {"namespace": lambda ctx: {"f": _student_sampler}, "names": _const(["f", "g"]),
+                                    "answer": lambda ctx: str(ctx.tmp / "needs.npz")},
+    "grading.registry.record_types": {"assignment": _const("audit")},
     "grading.registry.get_assignment": {"name": _const("sampler")},
     "grading.registry.check": {"*objects": _const((lambda m, k: 1.0 / m,)), "assignment": _const("mechanism"), "question": _const("q1")},
     "grading.registry.checker": {"assignment": _const("sampler")},
@@ -418,11 +408,18 @@ def _scores_csv(ctx: Context) -> Path:
     return path
 
 
-def _timed_file(ctx: Context) -> str:
-    from dptutor.grading.record import timed_cell
+async def _run_nothing(source: str, limit: float) -> tuple[dict, float]:
+    return {"outputs": []}, 0.0
 
-    path = str(ctx.tmp / "timed.npz")
-    timed_cell({"f": _student_sampler}, "f", [(1, 10)], (0.0, 1.0), path)
+
+def _grading_request(ctx: Context) -> str:
+    """A request file of the grader: one call of ``f`` on three uniforms."""
+    from dptutor.grading import record
+
+    path = str(ctx.tmp / "request.npz")
+    writer = record._Writer()
+    writer.save(path, {"version": 2, "calls": [{"fn": "f", "args": [writer.encode(np.array([0.1, 0.5, 0.9]))],
+                                                "kwargs": []}]})
     return path
 
 

@@ -72,11 +72,19 @@ def test_student_version_markers() -> None:
         student_version("x = 1\n# END SOLUTION\n")
 
 
+def by_hand(name: str) -> tuple[str, ...]:
+    """The questions of ``name`` graded by hand (their points stay pending in the grader's output)."""
+    return getattr(grading, name).BY_HAND if name == "audit" else ()
+
+
 @pytest.mark.parametrize("name", sorted(ASSIGNMENTS))
 def test_reference_solutions_get_full_marks(reference: dict, name: str) -> None:
     for q in ASSIGNMENTS[name].questions:
         for hidden in (False, True):
             fb = check(name, q.name, *answers(name, q.name, reference[name]), hidden=hidden)
+            if hidden and q.name in by_hand(name):
+                assert fb.score == 0 and fb.messages and fb.messages[0].startswith("graded by hand"), fb.report()
+                continue
             assert fb.status == "graded" and not fb.messages, fb.report()
             if hidden:  # the notebook feedback withholds verdicts (passed=None), grading does not
                 assert fb.score == q.points, fb.report()
@@ -329,7 +337,8 @@ def test_parts_graded_later_show_no_score(reference: dict) -> None:
                        ("q3", (ns["diagnosis"],)), ("q4", (ns["justification"],))):
         report = check("audit", q, *objects).report()
         assert "recorded; graded after submission" in report.splitlines()[0] and "points" not in report, report
-        assert check("audit", q, *objects, hidden=True).score == ASSIGNMENTS["audit"].question(q).points
+        expected = 0 if q in by_hand("audit") else ASSIGNMENTS["audit"].question(q).points
+        assert check("audit", q, *objects, hidden=True).score == expected
 
 
 def input_kind(value) -> tuple:
@@ -380,14 +389,37 @@ def test_feedback_tries_every_kind_of_input_that_grading_tries(name: str, questi
 ANSWER_TEXT = {
     "mechanism": ("k/m", "k / m", "k/(m", "k / (m", "1/m per coordinate", "(m epsilon)"),
     "sampler": ("log(2u", "log(2 * u", "ln(2u", "1 - 2|u", "np.log(2"),
-    "audit": ("sqrt(n)/epsilon", "l2 sensitivity", "violates its claim", "A is broken", "B is correct"),
+    "audit": ("sqrt(n)/epsilon", "sqrt(n)", "l2 sensitivity", "violates its claim", "A is broken", "B is correct"),
     "pair_audit": ("two releases", "np.clip", "true epsilon 1", "clipped"),
 }
 
 
-def test_no_answer_text_in_any_feedback_message(reference: dict) -> None:
-    from test_grading_runner import wrong_answers
+def wrong_answers(reference: dict) -> list[tuple[str, dict]]:
+    """Plausible wrong submissions of every assignment."""
+    audit = reference["audit"]
 
+    def half_scale_loop(u, mu=0.0, b=1.0):
+        u = np.asarray(u, dtype=float)
+        if np.any((u <= 0) | (u >= 1) | np.isnan(u)) or not (np.isfinite(b) and b > 0):
+            raise ValueError("bad input")
+        return np.array([laplace_ppf(x, mu, b / 2) for x in u.reshape(-1)]).reshape(u.shape)
+
+    def per_coordinate(X, epsilon, *, rng):
+        X = np.asarray(X, dtype=float)
+        return X.mean(axis=0) + rng.laplace(0.0, 1 / (X.shape[0] * epsilon), size=X.shape[1])
+
+    return [
+        ("sampler", {"laplace_inverse_cdf": half_scale_loop}),
+        ("sampler", {"laplace_inverse_cdf": lambda u, mu=0.0, b=1.0: np.zeros_like(np.asarray(u, dtype=float))}),
+        ("mechanism", {"mean_sensitivity": lambda m, k: np.sqrt(k) / m, "private_mean": per_coordinate}),
+        ("audit", {"verdicts": {"A": "no evidence", "B": "violates"},
+                   "evidence": {"A": audit["evidence"]["B"], "B": audit["evidence"]["A"]}, "diagnosis": "half-scale",
+                   "justification": "At n = 2 the half-scale candidate matched the table exactly, digit for digit, so it is that one."}),
+        ("audit", {"verdicts": "violates", "evidence": [1, 2], "diagnosis": 3, "justification": 3}),
+    ]
+
+
+def test_no_answer_text_in_any_feedback_message(reference: dict) -> None:
     cases = [(name, ns) for name, ns in reference.items()] + wrong_answers(reference) + [
         ("sampler", {"laplace_inverse_cdf": dptext_transform}),
         ("mechanism", {"mean_sensitivity": lambda m, k: k, "private_mean": lambda X, epsilon, *, rng: X.mean(axis=0)}),
@@ -409,20 +441,27 @@ def test_question_labels_are_neutral() -> None:
             assert not any(word in q.title.lower() for word in ("broken", "violat", "wrong", " of a", " of b")), q.title
 
 
-def test_justification_is_graded_on_key_facts() -> None:
+def test_justification_is_graded_by_hand_not_by_keywords() -> None:
     from dptutor.grading.audit import separates_candidates
 
-    full = ("At n = 3 all candidates add noise of different scales. The one-sided and half-scale candidates "
-            "give losses outside the 95% confidence interval of the mystery's loss; the ℓ2 candidate, with "
-            "scale √n/ε, matches it.")
-    assert check("audit", "q4", full, hidden=True).score == 1
-    partial = ("I compared the mystery with the candidates at n = 4 and the one-sided one was very different, "
-               "so the answer follows from the tables I printed above.")
-    fb = check("audit", "q4", partial, hidden=True)
-    assert fb.score == 0.0, fb.report()  # n = 4 does not separate; one candidate only; no error; no scale
+    right = ("At n = 3 all candidates add noise of different scales. The one-sided and half-scale candidates "
+             "give losses outside the 95% confidence interval of the mystery's loss; the l2 candidate, with "
+             "scale sqrt(n)/epsilon, matches it.")
+    # Every keyword the old pattern matcher looked for, arguing the wrong answer.
+    stuffed = ("At n = 3, n = 8 the one-sided, sensitivity-1 and half-scale candidates differ; sampling error, "
+               "confidence intervals and lower bounds aside, sqrt and l2 do not fit: the one-sided candidate "
+               "is the answer.")
+    for text in (right, stuffed):
+        fb = check("audit", "q4", text, hidden=True)
+        assert fb.score == 0 and fb.status == "graded", fb.report()
+        assert fb.messages[0].startswith("graded by hand") and "pending" in fb.messages[0], fb.report()
+        assert check("audit", "q4", text).pending  # the notebook's feedback: recorded, no score
     assert check("audit", "q4", None).status == "not implemented"
     assert "between 15 and 250" in check("audit", "q4", "l2 because sqrt").report()
     assert [n for n in range(1, 10) if not separates_candidates(n)] == [1, 2, 4]
+    instructor = (INSTRUCTOR_DIR / "audit.md").read_text(encoding="utf-8")
+    student = (ASSIGNMENT_DIR / "audit.md").read_text(encoding="utf-8")
+    assert "Rubric" in instructor and "Rubric" not in student and "graded by hand" in student
 
 
 def test_make_lab_opens_the_assignments_and_its_environment_executes_a_notebook(tmp_path: Path) -> None:

@@ -1,11 +1,12 @@
 """Autograding for the book's course assignments (``book/assignments/``).
 
-Three assignments, each a MyST Markdown notebook that students fill in:
+Four assignments, each a MyST Markdown notebook that students fill in:
 
 ========================  =====================================================================
 ``sampler``               inverse-CDF Laplace sampling (Eq. 4/5): law, domain, vectorisation
 ``mechanism``             a vector Laplace mechanism for the mean of m records in [0, 1]^k
 ``audit``                 audit two mystery mechanisms with :mod:`dptutor.audit` at 95 %
+``pair_audit``            audit a mystery mechanism with ``audit_pair`` and write the attack
 ========================  =====================================================================
 
 Students get feedback in the notebook from small check calls::
@@ -47,13 +48,20 @@ Adding an assignment (say ``pair_audit``)
    ``Finding(None, ...)`` for an answer that the feedback records but only grading judges.
 2. Add one line, ``"pair_audit",``, to :data:`~dptutor.grading.registry.ASSIGNMENT_MODULES`.
 
-When grading, the student's objects reach the check through :mod:`~dptutor.grading.record`:
-functions as recorded calls (their arguments may be numbers, strings, numpy arrays and
-``numpy.random.Generator``; results the same, or lists, dicts and dataclasses of dptutor), values as
-plain data: ``str``, numbers, lists, dicts, numpy arrays, an ``AuditResult`` (rebuilt from its counts)
-or any other dataclass defined in a ``dptutor`` module (rebuilt through its constructor).  Hidden
-parameters come from ``hidden_rng(hidden)`` (:mod:`~dptutor.grading.feedback`): ``hidden`` is an int
-drawn fresh for each submission.
+When grading, every check runs in the grader's process (:mod:`~dptutor.grading.record`); the
+student's kernel only answers calls.  A student function reaches the check as a proxy: each call's
+inputs (numbers, strings, numpy arrays, a ``numpy.random.Generator``'s state, lists and dicts of
+these) go to the kernel as data, and what it returned or raised comes back as data.  Values reach the
+check as plain data too: ``str``, numbers (NaN and infinity included: the check judges them), lists,
+dicts, numpy arrays, and objects only of the types the assignment module lists in ``RECORD_TYPES``
+(a bare type name -> the grader's own constructor; ``audit`` allows ``AuditResult``); anything else
+stays an inert placeholder.  Send many independent calls in one kernel cell with
+:func:`~dptutor.grading.record.call_many`, time with :func:`~dptutor.grading.record.measure` (fresh
+inputs per repeat), and note what a human should look at with
+:func:`~dptutor.grading.record.flag_for_review`.  Hidden parameters come from ``hidden_rng(hidden)``
+(:mod:`~dptutor.grading.feedback`): ``hidden`` is an int drawn fresh for each question, in the
+grader; it never reaches the kernel.  Bound every replay of student data (a size limit checked
+before it starts, a time limit while it runs: see :mod:`~dptutor.grading.audit`).
 
 That is all the code: the CLI (``grade pair_audit``), ``release`` and the tests that loop over
 :data:`ASSIGNMENTS` pick it up.  The notebooks are content, not code: write

@@ -1,15 +1,16 @@
 """Assignment ``audit``: audit two mystery mechanisms with :mod:`dptutor.audit` at 95 %.
 
-Mystery A adds Laplace noise of scale sqrt(n)/epsilon (the l2 sensitivity); mystery B is the
-correct Laplace mechanism.  The student's answers are data (verdicts, the ``AuditResult`` evidence,
-a diagnosis): the checks replay the evidence from its recorded seed.
+The student's answers are data (verdicts, the ``AuditResult`` evidence, a diagnosis, a
+justification): the checks replay the evidence from its recorded seed, under a size limit checked
+before the replay starts and a time limit while it runs.  The right verdicts and diagnosis are not
+written down anywhere in this package: the grader derives them from the mystery mechanisms' noise
+scales.  The justification is graded by hand, with the rubric in the instructor's edition.
 """
 
 from __future__ import annotations
 
 import math
-import re
-import unicodedata
+import time
 import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -23,7 +24,8 @@ from dptutor.grading.feedback import Assignment, Finding, NotAnswered, Question
 from dptutor.mechanisms import add_laplace_noise
 
 __all__ = ["ASSIGNMENT", "AUDIT_EPSILON", "AUDIT_CONFIDENCE", "VERDICTS", "DIAGNOSES", "JUSTIFICATION_WORDS",
-           "mystery_a", "mystery_b", "separates_candidates"]
+           "AUDIT_MAX_WORK", "AUDIT_REPLAY_SECONDS", "BY_HAND", "RECORD_TYPES", "mystery_a", "mystery_b",
+           "separates_candidates"]
 
 #: The privacy budget both mystery mechanisms claim.
 AUDIT_EPSILON = 1.0
@@ -40,18 +42,95 @@ DIAGNOSES = {
 }
 _AUDIT_MIN_TRIALS = 100_000
 _AUDIT_MAX_TRIALS = 5_000_000
+#: The grader replays a student's evidence only if n * trials is at most this (decided before the
+#: replay starts; about 20 s on one core), and stops a replay that runs longer than this many seconds.
+AUDIT_MAX_WORK = 2**28
+AUDIT_REPLAY_SECONDS = 60.0
+#: Questions graded by hand (their points are pending in the grader's output).
+BY_HAND = ("q4",)
+# Each mystery's noise scale is n ** power / epsilon.
+_POWER = {"A": 0.5, "B": 1.0}
+
+
+def _mystery_scale(label: str, n: int, epsilon: float) -> float:
+    eps = check_positive(epsilon, "epsilon")
+    return check_positive(n ** _POWER[label] / eps, "the noise scale for this epsilon")
 
 
 def mystery_a(x: NDArray, epsilon: float, rng: np.random.Generator) -> NDArray[np.float64]:
     """Mystery mechanism A: a local-DP release of ``x`` (shape ``(trials, n)``) claiming epsilon-DP."""
-    b = math.sqrt(check_batch(x).shape[1]) / check_positive(epsilon, "epsilon")
-    return add_laplace_noise(x, check_positive(b, "the scale sqrt(n) / epsilon"), rng)
+    return add_laplace_noise(x, _mystery_scale("A", check_batch(x).shape[1], epsilon), rng)
 
 
 def mystery_b(x: NDArray, epsilon: float, rng: np.random.Generator) -> NDArray[np.float64]:
     """Mystery mechanism B: a local-DP release of ``x`` (shape ``(trials, n)``) claiming epsilon-DP."""
-    b = check_batch(x).shape[1] / check_positive(epsilon, "epsilon")
-    return add_laplace_noise(x, check_positive(b, "the scale n / epsilon"), rng)
+    return add_laplace_noise(x, _mystery_scale("B", check_batch(x).shape[1], epsilon), rng)
+
+
+# The candidates' noise scales at dimension n (times 1/epsilon), as DIAGNOSES describes them; the
+# one-sided candidate draws |Lap(n/epsilon)|.
+_CANDIDATE_SCALES: dict[str, Callable[[int], float]] = {
+    "one-sided": lambda n: float(n),
+    "sensitivity-1": lambda n: 1.0,
+    "l2": lambda n: math.sqrt(n),
+    "half-scale": lambda n: n / 2,
+}
+
+
+def _true_verdict(label: str) -> str:
+    """A mechanism violates epsilon-DP when its scale is below the l1 calibration n/epsilon at some n."""
+    short = any(_mystery_scale(label, n, AUDIT_EPSILON) < n / AUDIT_EPSILON * (1 - 1e-12) for n in range(1, 129))
+    return VERDICTS[0] if short else VERDICTS[1]
+
+
+def _true_diagnosis() -> str:
+    """The candidate whose two-sided scale equals the broken mechanism's at dimensions that separate them."""
+    broken = next(label for label in _POWER if _true_verdict(label) == VERDICTS[0])
+    dims = [n for n in range(3, 65) if separates_candidates(n)]
+    return next(key for key, scale in _CANDIDATE_SCALES.items() if key != "one-sided" and all(
+        math.isclose(scale(n), _mystery_scale(broken, n, 1.0), rel_tol=1e-12) for n in dims))
+
+
+def _audit_result(fields: dict[str, Any]) -> AuditResult:
+    """The grader's constructor of an ``AuditResult`` from a kernel's data (the only object type this
+    assignment accepts): rebuilt from its counts, so nothing the kernel computed is kept."""
+    seed = fields.get("seed")
+    if isinstance(seed, (list, tuple)):
+        seed = tuple(seed)
+    if not (seed is None or (type(seed) is int) or (isinstance(seed, tuple) and 0 < len(seed) <= 64
+                                                     and all(type(v) is int for v in seed))):
+        raise ValueError("seed must be None, an int or a tuple of ints")
+    if type(fields.get("n")) is not int or not isinstance(fields.get("mechanism", ""), str):
+        raise ValueError("n must be an int and mechanism a str")
+    eps = fields.get("epsilon")
+    if type(eps) not in (int, float):
+        raise ValueError("epsilon must be a number")
+    counts = np.asarray(fields.get("counts"))
+    if counts.shape != (2, 2) or counts.dtype.kind not in "iu":
+        raise ValueError("counts must be a 2x2 table of integers")
+    return AuditResult.from_counts(counts.astype(np.int64), n=fields["n"], epsilon=float(eps), seed=seed,
+                                   mechanism=fields.get("mechanism", "")[:200])
+
+
+#: The object types the grader rebuilds from a kernel's data for this assignment (see the registry).
+RECORD_TYPES = {"AuditResult": _audit_result}
+
+
+class _ReplayTooLong(Exception):
+    pass
+
+
+def _bounded(mechanism: Callable, deadline: float) -> Callable:
+    """``mechanism`` that stops the replay (``_ReplayTooLong``) once ``deadline`` (monotonic) has passed;
+    the auditor calls it once per chunk of trials, so the replay stops within one chunk."""
+
+    def run(x: NDArray, epsilon: float, rng: np.random.Generator) -> NDArray[np.float64]:
+        if time.monotonic() > deadline:
+            raise _ReplayTooLong
+        return mechanism(x, epsilon, rng)
+
+    run.__name__ = mechanism.__name__
+    return run
 
 
 def _verdict(verdicts: Any, key: str) -> str:
@@ -77,14 +156,21 @@ def _replay(result: Any, mechanism: Callable, label: str, minimum_trials: int) -
                                        f"epsilon = {result.epsilon:g} and {result.trials:,} trials"))
     else:
         findings.append(Finding(True, f"audited at epsilon = {AUDIT_EPSILON:g} with {result.trials:,} trials"))
-    if result.trials > _AUDIT_MAX_TRIALS:
-        findings.append(Finding(False, f"use at most {_AUDIT_MAX_TRIALS:,} trials so that the grader can replay "
-                                       "your audit"))
+    if result.trials > _AUDIT_MAX_TRIALS or result.n * result.trials > AUDIT_MAX_WORK:
+        findings.append(Finding(False, f"use at most {_AUDIT_MAX_TRIALS:,} trials and n * trials <= {AUDIT_MAX_WORK:,} "
+                                       f"so that the grader can replay your audit (yours: n = {result.n:,}, "
+                                       f"{result.trials:,} trials): not replayed"))
         return findings
     seed = list(result.seed) if isinstance(result.seed, tuple) else result.seed
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        replay = estimate_loss(mechanism, result.n, result.epsilon, result.trials, seed=seed)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            replay = estimate_loss(_bounded(mechanism, time.monotonic() + AUDIT_REPLAY_SECONDS), result.n,
+                                   result.epsilon, result.trials, seed=seed)
+    except _ReplayTooLong:
+        findings.append(Finding(False, f"replaying your audit took longer than the grader's limit of "
+                                       f"{AUDIT_REPLAY_SECONDS:g} s: not replayed; use fewer trials or a smaller n"))
+        return findings
     name = mechanism.__name__
     if np.array_equal(replay.counts, result.counts):
         findings.append(Finding(True, f"replaying estimate_loss({name}, n={result.n}, ...) reproduces your counts"))
@@ -133,7 +219,7 @@ def _verdict_and_replay(verdicts: Any, evidence: Any, label: str, truth: str, wr
     elif not hidden:
         finding = _pending(f"verdict for {label}", verdict)
     elif verdict == truth:
-        finding = Finding(True, f"verdict for {label}: {truth}")
+        finding = Finding(True, f"verdict for {label}: {verdict}")
     else:
         finding = Finding(False, f"verdict for {label}: {wrong_hint}")
     result = _evidence(evidence, label)
@@ -142,19 +228,20 @@ def _verdict_and_replay(verdicts: Any, evidence: Any, label: str, truth: str, wr
 
 def _audit_a(verdicts: Any, evidence: Any, *, hidden: bool = False) -> list[Finding]:
     """Mechanism A violates its claim; the evidence must be a replayable audit whose bound shows it."""
-    verdict, result, findings = _verdict_and_replay(verdicts, evidence, "A", "violates", (
-        "A does violate its claim. At n = 1 the attack sees nothing wrong, so audit it at other "
-        "dimensions n too (the paper scans n = 1 to 128)."), mystery_a, 1, hidden=hidden)
+    truth = _true_verdict("A")
+    verdict, result, findings = _verdict_and_replay(verdicts, evidence, "A", truth, (
+        "audits at one dimension can miss what other dimensions show: scan n (the paper scans n = 1 to "
+        "128) and decide from the 95% lower bounds."), mystery_a, 1, hidden=hidden)
     if isinstance(result, AuditResult) and verdict in VERDICTS:
-        findings.append(_bound_agrees(result, verdict if not hidden else "violates", "A"))
+        findings.append(_bound_agrees(result, verdict if not hidden else truth, "A"))
     return findings
 
 
 def _audit_b(verdicts: Any, evidence: Any, *, hidden: bool = False) -> list[Finding]:
     """Mechanism B is correct; the evidence must be a replayable audit at A's dimension, bound <= epsilon."""
-    verdict, result, findings = _verdict_and_replay(verdicts, evidence, "B", "no evidence", (
-        "B shows no violation. A violation needs a 95% lower bound above epsilon; an estimate above "
-        "epsilon is not enough (sampling error)."), mystery_b, _AUDIT_MIN_TRIALS, hidden=hidden)
+    verdict, result, findings = _verdict_and_replay(verdicts, evidence, "B", _true_verdict("B"), (
+        "a violation needs a 95% lower bound above epsilon; an estimate above epsilon is not enough "
+        "(sampling error)."), mystery_b, _AUDIT_MIN_TRIALS, hidden=hidden)
     if isinstance(result, AuditResult):
         a = _evidence(evidence, "A")
         if isinstance(a, AuditResult) and result.n != a.n:
@@ -175,16 +262,21 @@ def _audit_diagnosis(diagnosis: Any, *, hidden: bool = False) -> list[Finding]:
         return [Finding(False, f"diagnosis should be one of {sorted(DIAGNOSES)}, got {diagnosis!r}")]
     if not hidden:
         return [_pending("diagnosis", key)]
-    if key == "l2":
-        return [Finding(True, "A calibrates its noise with the l2 sensitivity sqrt(n)")]
+    if key == _true_diagnosis():
+        return [Finding(True, f"the broken mechanism's noise: {DIAGNOSES[key]}")]
     hints = {
-        "one-sided": "one-sided noise gives an infinite loss at every n (like DPText); what does A give at n = 1?",
-        "sensitivity-1": "with scale 1/epsilon the loss would grow with n without bound (like ADePT); does A's?",
-        "half-scale": "half the noise would already violate the claim at n = 1; does A at n = 1?",
+        "one-sided": "one-sided noise gives an infinite loss at every n (like DPText); is that what your audits show?",
+        "sensitivity-1": "with scale 1/epsilon the loss would grow with n without bound (like ADePT); does it?",
+        "half-scale": "half the noise would already violate the claim at n = 1; does it?",
+        "l2": "compare the loss at several dimensions that separate the candidates with this candidate's",
     }
     return [Finding(False, f"not {key!r}: {hints[key]} Write the candidate as a mechanism and audit it "
-                           "at the same n and seed to compare the count tables.")]
+                           "at the same n to compare the losses, up to sampling error.")]
 
+
+
+#: Words a justification should have, at least and at most.
+JUSTIFICATION_WORDS = (15, 250)
 
 
 def separates_candidates(n: int) -> bool:
@@ -195,33 +287,10 @@ def separates_candidates(n: int) -> bool:
     return n >= 3 and n != 4
 
 
-#: Words a justification should have, at least and at most.
-JUSTIFICATION_WORDS = (15, 250)
-
-# The key facts a justification of the diagnosis must state, each with a neutral description (what
-# the grader looked for, without the answer) and the ways of saying it that are accepted.  Matching
-# is case-insensitive on a normalised text (unicode roots and ells spelled out), generous with
-# synonyms, and every fact earns the same share; the CSV lists the facts found so that an
-# instructor can read the text and override.
-_FACTS: tuple[tuple[str, Callable[[str], bool]], ...] = (
-    ("a dimension n at which the candidates' scales all differ (not n = 1, 2 or 4)",
-     lambda text: any(separates_candidates(int(m)) for m in re.findall(r"\bn\s*(?:=|==|of)\s*(\d{1,4})\b", text))),
-    ("a comparison with at least two of the other candidates",
-     lambda text: sum(bool(re.search(p, text)) for p in (r"one[- ]sided", r"sensitivity[- ]?1", r"half[- ]scale|half the")) >= 2),
-    ("that the count tables or losses agree only up to sampling error (confidence intervals, bounds)",
-     lambda text: bool(re.search(r"confidence|interval|sampling|statistic|lower bound|upper bound|error|significan|noise in the estimate", text))),
-    ("which noise scale the broken mechanism's losses fit",
-     lambda text: bool(re.search(r"sqrt|square root|\bl2\b|l_2|l-2", text))),
-)
-
-
-def _normalise(text: str) -> str:
-    text = unicodedata.normalize("NFKC", text).lower()
-    return text.replace("√", " sqrt ").replace("ℓ", "l").replace("\u2082", "2")
-
 
 def _audit_justification(justification: Any, *, hidden: bool | int = False) -> list[Finding]:
-    """Free text, graded after submission on required key facts (:data:`_FACTS`)."""
+    """Free text, graded by hand after submission with the rubric in the instructor's edition: the
+    grader only checks that it is a text of a sensible length and records it as pending."""
     if justification is None or (isinstance(justification, str) and not justification.strip()):
         raise NotAnswered("no justification yet")
     if not isinstance(justification, str):
@@ -232,9 +301,8 @@ def _audit_justification(justification: Any, *, hidden: bool | int = False) -> l
         return [Finding(False, f"the justification has {words} words; write between {low} and {high}")]
     if not hidden:
         return [_pending("justification", f"{words} words")]
-    text = _normalise(justification)
-    return [Finding(True, f"states {what}") if found(text) else Finding(False, f"does not state {what}")
-            for what, found in _FACTS]
+    return [Finding(False, f"graded by hand: the instructor reads your justification ({words} words) with the "
+                           "rubric of the instructor's edition; its points are pending, not lost")]
 
 
 ASSIGNMENT = Assignment("audit", "Auditing two mystery mechanisms", "audit.md", (

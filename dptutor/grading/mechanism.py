@@ -15,10 +15,12 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import stats
 
+from dptutor.distributions import standard_laplace_fill
 from dptutor.grading.feedback import (KS_ALPHA, Assignment, Finding, Question, as_floats, call, describe,
                                       expect_value_error, hidden_rng)
+from dptutor.grading.record import call_many, flag_for_review, grading
 
-__all__ = ["ASSIGNMENT"]
+__all__ = ["ASSIGNMENT", "NOISE_CALLS"]
 
 
 def _sensitivity_cases(hidden: bool | int) -> list[tuple[int, int]]:
@@ -60,66 +62,151 @@ def _mechanism_sensitivity(f: Callable, *, hidden: bool | int = False) -> list[F
     return findings
 
 
-def _mechanism_noise(f: Callable, *, hidden: bool | int = False) -> list[Finding]:
-    """KS tests of the noise (output minus the true mean) against Lap(0, k / (m epsilon)).
+#: Calls per case of the per-coordinate noise test.
+NOISE_CALLS = 800
 
-    Each case is run with two independent seeds and passes if either KS test passes at level
-    ``KS_ALPHA``: a correct mechanism then fails with probability ``KS_ALPHA**2 = 1e-6`` whatever
-    way it draws its noise, while a wrong scale (factor 2 or more, 1000+ draws) gives p-values
-    far below 1e-6 with both seeds.
+
+def _noise_cases(hidden: bool | int) -> list[tuple[int, int, float, int, int]]:
+    """``(m, k, epsilon, calls, seed)``: one call with many coordinates (the noise's scale within a
+    call), and many calls with a few coordinates (each coordinate's own law, across calls).  Grading
+    draws the sizes and seeds fresh, so no shape or value marks a grading call."""
+    rng = hidden_rng(hidden)
+    if rng is None:
+        return [(40, 1000, 0.5, 1, 400), (200, 3, 2.0, NOISE_CALLS, 410)]
+    eps = (0.5, 1.0, 2.0)
+    return [(int(rng.integers(20, 61)), int(rng.integers(500, 1001)), float(eps[int(rng.integers(3))]), 1,
+             int(rng.integers(2**62))),
+            (int(rng.integers(50, 301)), int(rng.integers(3, 7)), float(eps[int(rng.integers(3))]), NOISE_CALLS,
+             int(rng.integers(2**62)))]
+
+
+def _case_calls(case: tuple[int, int, float, int, int], rep: int) -> tuple[list, list[np.ndarray], list[int]]:
+    """The calls of one case: a fresh dataset and a fresh generator for every call."""
+    m, k, eps, calls, seed = case
+    seeds = np.random.SeedSequence([seed, rep]).generate_state(2 * calls, dtype=np.uint64).tolist()
+    datasets = [np.random.default_rng(seeds[2 * i]).random((m, k)) for i in range(calls)]
+    rng_seeds = [int(s) for s in seeds[1::2]]
+    return ([((X.copy(), eps), {"rng": np.random.default_rng(s)}) for X, s in zip(datasets, rng_seeds)],
+            datasets, rng_seeds)
+
+
+def _mechanism_noise(f: Callable, *, hidden: bool | int = False) -> list[Finding]:
+    """The noise (output minus the true mean) against Lap(0, k / (m epsilon)).
+
+    A case with one call tests the pooled coordinates of that call (KS).  A case with many calls
+    tests every coordinate on its own across calls (KS, Bonferroni: level ``KS_ALPHA / (k + 1)``
+    each), every pair of coordinates for independence (Kendall's tau) and the sum of each call's
+    noise against sums of k independent Laplace draws (its spread, Levene's test), with a Bonferroni level
+    ``KS_ALPHA / (k + 1 + k (k - 1) / 2)`` for each of these tests, so noise that is Laplace only when
+    pooled (stratified, or shared between coordinates) fails.  Each case is run with two independent draws and passes if either passes:
+    a correct mechanism fails with probability at most ``KS_ALPHA**2 = 1e-6``.  All calls of a draw
+    go to the student's function in one shuffled batch.
     """
-    rng_hidden = hidden_rng(hidden)
-    base = 400 if rng_hidden is None else int(rng_hidden.integers(0, 2**32))
-    cases = (
-        # (m, k, epsilon, calls): one call with many coordinates, and many calls with few.
-        (40, 1000, 0.5, 1),
-        (200, 3, 2.0, 400),
-    )
+    cases = _noise_cases(hidden)
+    outcomes: dict[int, list[Finding]] = {i: [] for i in range(len(cases))}
+    todo = list(range(len(cases)))
+    order_rng = np.random.default_rng([c[4] for c in cases])
+    for rep in range(2):
+        batch, where = [], []
+        built = {}
+        for i in todo:
+            calls, datasets, seeds = _case_calls(cases[i], rep)
+            built[i] = (datasets, seeds)
+            batch += calls
+            where += [(i, j) for j in range(len(calls))]
+        order = order_rng.permutation(len(batch))
+        answers = call_many(f, [batch[j] for j in order])
+        results: dict[int, list[Any]] = {i: [None] * cases[i][3] for i in todo}
+        for position, j in enumerate(order):
+            i, index = where[j]
+            results[i][index] = answers[position]
+        for i in todo:
+            outcomes[i].append(_judge_case(cases[i], results[i], *built[i]))
+        todo = [i for i in todo if not outcomes[i][-1].passed and outcomes[i][-1].message.startswith("KS:")]
+        if not todo:
+            break
     findings = []
-    for index, (m, k, eps, calls) in enumerate(cases):
-        data_rng = np.random.default_rng(base + 10 * index)
-        X = data_rng.random((m, k))
-        b = k / (m * eps)
-        where = f"private_mean(X, epsilon={eps:g}) with X of shape ({m}, {k})"
-        outcomes: list[Finding] = []
-        for rep in range(2):
-            rng = np.random.default_rng(base + 10 * index + 1 + rep)
-            noise_parts = []
-            failure = None
-            for _ in range(calls):
-                value, exc = call(f, X.copy(), eps, rng=rng)
-                if exc is not None:
-                    failure = f"{where} raised {describe(exc)}"
-                    break
-                out = as_floats(value)
-                if out is None or out.shape != (k,):
-                    failure = (f"{where} returned shape {getattr(out, 'shape', None)}, expected ({k},): "
-                               "one noisy value per coordinate of the mean")
-                    break
-                noise_parts.append(out - X.mean(axis=0))
-            if failure:
-                outcomes.append(Finding(False, failure))
-                break
-            noise = np.concatenate(noise_parts)
-            if not np.isfinite(noise).all():
-                outcomes.append(Finding(False, f"{where} returned NaN or infinite values"))
-                break
-            if np.all(np.abs(noise) < 1e-12 * max(1.0, b)):
-                outcomes.append(Finding(False, f"{where} returned the exact mean: no noise was added"))
-                break
-            if k > 1 and calls == 1 and np.ptp(noise) == 0:
-                outcomes.append(Finding(False, (
-                    f"{where}: every coordinate got the same noise value; the Laplace mechanism (Eq. 2-3) "
-                    "adds an independent Lap(0, b) draw to each coordinate (size=k).")))
-                break
-            p = stats.kstest(noise, stats.laplace(loc=0.0, scale=b).cdf).pvalue
-            if p > KS_ALPHA:
-                outcomes.append(Finding(True, f"{where}: the noise follows the Laplace law with the scale "
-                                              f"that matches the sensitivity (KS p-value {p:.2g})"))
-                break
-            outcomes.append(Finding(False, _noise_diagnosis(noise, m, k, eps, p, where)))
-        findings.append(next((o for o in outcomes if o.passed), outcomes[-1]))
+    for i in range(len(cases)):
+        best = next((o for o in outcomes[i] if o.passed), outcomes[i][-1])
+        findings.append(Finding(best.passed, best.message.removeprefix("KS:")))
+    if findings[0].passed and not findings[1].passed:
+        # Noise that is Laplace only when pooled (stratified, or coordinates that share their noise)
+        # protects nobody: the pooled test's pass does not count then.
+        findings[0] = Finding(False, "the noise of one call looks Laplace only when its coordinates are pooled; "
+                                     "see the test of each coordinate across calls")
     return findings
+
+
+def _judge_case(case: tuple[int, int, float, int, int], answers: list[Any], datasets: list[np.ndarray],
+                seeds: list[int]) -> Finding:
+    """One case's finding; a message starting with ``KS:`` is a statistical failure (worth a retry)."""
+    m, k, eps, calls, _ = case
+    b = k / (m * eps)
+    where = f"private_mean(X, epsilon={eps:g}) with X of shape ({m}, {k})"
+    rows = []
+    for (value, exc), X in zip(answers, datasets):
+        if exc is not None:
+            return Finding(False, f"{where} raised {describe(exc)}")
+        out = as_floats(value)
+        if out is None or out.shape != (k,):
+            return Finding(False, f"{where} returned shape {getattr(out, 'shape', None)}, expected ({k},): "
+                                  "one noisy value per coordinate of the mean")
+        rows.append(out - X.mean(axis=0))
+    noise = np.array(rows)
+    if not np.isfinite(noise).all():
+        return Finding(False, f"{where} returned NaN or infinite values")
+    if np.all(np.abs(noise) < 1e-12 * max(1.0, b)):
+        return Finding(False, f"{where} returned the exact mean: no noise was added")
+    if k > 1 and np.all(np.ptp(noise, axis=1) == 0):
+        return Finding(False, (
+            f"{where}: every coordinate got the same noise value; the Laplace mechanism (Eq. 2-3) "
+            "adds an independent Lap(0, b) draw to each coordinate (size=k)."))
+    _flag_reference(noise, b, k, seeds)
+    law = stats.laplace(loc=0.0, scale=b)
+    if calls == 1:
+        p = stats.kstest(noise.ravel(), law.cdf).pvalue
+        if p > KS_ALPHA:
+            return Finding(True, f"{where}: the noise follows the Laplace law with the scale that matches the "
+                                 f"sensitivity (KS p-value {p:.2g})")
+        return Finding(False, "KS:" + _noise_diagnosis(noise.ravel(), m, k, eps, p, where))
+    level = KS_ALPHA / (k + 1 + k * (k - 1) // 2)  # Bonferroni over every test below
+    p_coord = [stats.kstest(noise[:, j], law.cdf).pvalue for j in range(k)]
+    worst = int(np.argmin(p_coord))
+    if p_coord[worst] <= level:
+        return Finding(False, "KS:" + _noise_diagnosis(noise[:, worst], m, k, eps, p_coord[worst], where).replace(
+            "the noise does not follow", f"across {calls} calls, the noise of coordinate {worst} does not follow", 1))
+    # Independence: Kendall's tau for every pair of coordinates, and the sum of one call's noise over
+    # its coordinates against sums of k independent draws.
+    for j in range(k):
+        for l in range(j + 1, k):
+            tau = stats.kendalltau(noise[:, j], noise[:, l])
+            if tau.pvalue <= level:
+                return Finding(False, (
+                    f"KS:{where}: the noise of coordinates {j} and {l} is not independent across calls (Kendall's "
+                    f"tau {tau.statistic:.2f}, p-value {tau.pvalue:.1e}). Draw every coordinate's noise independently."))
+    reference = law.rvs(size=(10 * calls, k), random_state=np.random.default_rng(seeds[0])).sum(axis=1)
+    p_sum = stats.levene(noise.sum(axis=1), reference).pvalue
+    if p_sum <= level:
+        return Finding(False, (
+            f"KS:{where}: each coordinate's noise looks right on its own, but the coordinates are not independent: "
+            f"the sum of one call's noise does not spread like a sum of {k} independent Laplace draws (Levene's "
+            f"test, p-value {p_sum:.1e}). Draw every coordinate's noise independently (size=k)."))
+    return Finding(True, f"{where}: each coordinate's noise follows the Laplace law with the scale that matches "
+                         f"the sensitivity, independently ({calls} calls; smallest KS p-value {p_coord[worst]:.2g})")
+
+
+def _flag_reference(noise: NDArray[np.float64], b: float, k: int, seeds: list[int]) -> None:
+    """Flag (for a human, not a score) noise that is exactly what dptutor's own Laplace samplers draw
+    from the same generator: the question asks the student to write the mechanism."""
+    if not grading():
+        return
+    # numpy's rng.laplace is Eq. 4 on rng.random(), draw for draw the stream of dptutor's inverse-CDF
+    # sampler: only the fast sampler (exponential and a random sign bit) is distinguishable.
+    fast = [b * standard_laplace_fill(np.empty(k), rng=np.random.default_rng(s)) for s in seeds]
+    if all(np.allclose(row, ref, rtol=1e-9, atol=1e-12 * b) for row, ref in zip(noise, fast)):
+        flag_for_review("private_mean's noise is exactly what dptutor's own Laplace sampler (add_laplace_noise, "
+                        "laplace_mechanism, sample_laplace(method='fast')) draws from the same generator: does it "
+                        "call the package instead of drawing the noise itself?")
 
 
 def _noise_diagnosis(noise: NDArray[np.float64], m: int, k: int, eps: float, p: float, where: str) -> str:
@@ -150,35 +237,6 @@ def _mechanism_interface(f: Callable, *, hidden: bool | int = False) -> list[Fin
     rng_hidden = hidden_rng(hidden)
     seed = 16 if rng_hidden is None else int(rng_hidden.integers(0, 2**32))
     data = np.random.default_rng(seed).random((30, 4))
-    # shapes
-    shapes_ok = True
-    for X in (data, data[:, :1]):
-        value, exc = call(f, X.copy(), 1.0, rng=np.random.default_rng(0))
-        if exc is not None or getattr(value, "shape", None) != (X.shape[1],):
-            shapes_ok = False
-            got = describe(exc) if exc is not None else f"shape {getattr(value, 'shape', None)}"
-            findings.append(Finding(False, f"private_mean(X of shape {X.shape}) should return an array of shape "
-                                           f"({X.shape[1]},), got {got}"))
-            break
-    if shapes_ok:
-        findings.append(Finding(True, "returns one value per coordinate, shape (k,)"))
-    # X untouched
-    X = data.copy()
-    call(f, X, 1.0, rng=np.random.default_rng(1))
-    findings.append(Finding(True, "leaves X unchanged") if np.array_equal(X, data)
-                    else Finding(False, "private_mean modified its input X in place: compute on a copy"))
-    # reproducible with the rng it is given
-    calls = [call(f, data.copy(), 1.0, rng=np.random.default_rng(s)) for s in (seed + 5, seed + 5, seed + 6)]
-    a, b, c = (as_floats(value) for value, _ in calls)
-    if any(exc is not None for _, exc in calls) or a is None or b is None or c is None:
-        findings.append(Finding(False, "private_mean failed on a valid dataset"))
-    elif not np.array_equal(a, b):
-        findings.append(Finding(False, "two calls with the same seed gave different outputs: draw the noise "
-                                       "from the rng argument (rng.laplace or rng.random), not np.random"))
-    elif np.array_equal(a, c):
-        findings.append(Finding(False, "two different seeds gave the same output: is any noise drawn from rng?"))
-    else:
-        findings.append(Finding(True, "uses the rng it is given (reproducible)"))
     # bad input: each kind of input the proof does not cover, with one value for the feedback and
     # another for grading.  epsilon = inf is refused: it would release the exact mean (b = 0).
     other = np.full((1, 4), 0.5)
@@ -195,9 +253,40 @@ def _mechanism_interface(f: Callable, *, hidden: bool | int = False) -> list[Fin
         ("a 1-D X", (data[:, 0], 1.0), (data[0], 1.0)),
         ("an empty dataset (m = 0)", (np.empty((0, 4)), 1.0), (np.empty((0, 2)), 1.0)),
     ]
-    for label, shown, secret in kinds:
-        X, eps = secret if hidden else shown
-        value, exc = call(f, np.array(X, copy=True), eps, rng=np.random.default_rng(seed + 2))
+    # Every call in one batch: two shapes, X left unchanged, the same seed twice and another seed,
+    # then the inputs outside the proof.
+    untouched = data.copy()
+    batch = [((data.copy(), 1.0), {"rng": np.random.default_rng(0)}),
+             ((data[:, :1].copy(), 1.0), {"rng": np.random.default_rng(0)}),
+             ((untouched, 1.0), {"rng": np.random.default_rng(1)})]
+    batch += [((data.copy(), 1.0), {"rng": np.random.default_rng(s)}) for s in (seed + 5, seed + 5, seed + 6)]
+    bad = [secret if hidden else shown for _, shown, secret in kinds]
+    batch += [((np.array(X, copy=True), eps), {"rng": np.random.default_rng(seed + 2)}) for X, eps in bad]
+    answers = call_many(f, batch)
+    # shapes
+    for (value, exc), X in zip(answers[:2], (data, data[:, :1])):
+        if exc is not None or getattr(value, "shape", None) != (X.shape[1],):
+            got = describe(exc) if exc is not None else f"shape {getattr(value, 'shape', None)}"
+            findings.append(Finding(False, f"private_mean(X of shape {X.shape}) should return an array of shape "
+                                           f"({X.shape[1]},), got {got}"))
+            break
+    else:
+        findings.append(Finding(True, "returns one value per coordinate, shape (k,)"))
+    findings.append(Finding(True, "leaves X unchanged") if np.array_equal(untouched, data)
+                    else Finding(False, "private_mean modified its input X in place: compute on a copy"))
+    # reproducible with the rng it is given
+    calls = answers[3:6]
+    a, b, c = (as_floats(value) for value, _ in calls)
+    if any(exc is not None for _, exc in calls) or a is None or b is None or c is None:
+        findings.append(Finding(False, "private_mean failed on a valid dataset"))
+    elif a.shape != b.shape or not np.array_equal(a, b):
+        findings.append(Finding(False, "two calls with the same seed gave different outputs: draw the noise "
+                                       "from the rng argument (rng.laplace or rng.random), not np.random"))
+    elif a.shape == c.shape and np.array_equal(a, c):
+        findings.append(Finding(False, "two different seeds gave the same output: is any noise drawn from rng?"))
+    else:
+        findings.append(Finding(True, "uses the rng it is given (reproducible)"))
+    for (label, _, _), (value, exc) in zip(kinds, answers[6:]):
         findings.append(expect_value_error(f"private_mean with {label}", value, exc,
                                            "the proof only covers records in [0, 1]^k, X of shape (m, k) with "
                                            "m >= 1, and a finite epsilon > 0"))

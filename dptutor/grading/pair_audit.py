@@ -1,10 +1,14 @@
 """Assignment ``pair_audit``: audit a mystery mechanism with :func:`dptutor.audit.audit_pair` and write the attack.
 
-The mystery mechanism releases a noisy count as a row of two reals and claims epsilon = 0.5.  It adds
-``Lap(1/epsilon)`` to *two* copies of the count, so it spends its budget twice: its true epsilon is 1.0
-(sequential composition).  Students write a statistic that makes ``audit_pair`` flag it (q1), the
-attack itself as an event (q2), and the true epsilon (q3).  Each check draws the mechanism's runs with
-seeds fixed for the feedback and drawn per submission for grading.
+The mystery mechanism releases a noisy count as a row of reals and claims epsilon = 0.5.  Students
+write a statistic that makes ``audit_pair`` flag it (q1), the attack itself as an event (q2), and the
+true epsilon (q3), which the grader derives from the mechanism's noise law.  Each check draws the
+mechanism's runs with seeds fixed for the feedback and drawn per question for grading.
+
+The statistic and the attack must be functions of one output: the checks pool the runs of both
+datasets, shuffle them, split them into batches in two different ways and call the student's
+function on every batch; a function whose value for an output changes with the batch it comes in
+(one that looks at the whole batch, or keeps state between calls) fails.
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ from scipy import stats
 
 from dptutor._validate import check_int, check_real, check_rng
 from dptutor.audit import audit_pair
-from dptutor.grading.feedback import Assignment, Finding, NotAnswered, Question, as_floats, call, describe, hidden_rng
+from dptutor.grading.feedback import Assignment, Finding, NotAnswered, Question, call, describe, hidden_rng
+from dptutor.grading.record import call_many
 
 __all__ = [
     "ASSIGNMENT",
@@ -36,9 +41,10 @@ PAIR_X, PAIR_X_PRIME = 0.0, 1.0
 #: Runs per dataset in each check, and the confidence of every bound.
 PAIR_TRIALS = 200_000
 PAIR_CONFIDENCE = 0.95
-#: The true epsilon (two releases at epsilon each), and how close an answer must be.
-_TRUE_EPSILON = 2 * PAIR_EPSILON
+#: How close an answer for the true epsilon must be.
 _TOLERANCE = 0.1
+_COLUMNS = 2
+_SCALE = 1.0 / PAIR_EPSILON
 _FEEDBACK_SEEDS = {"q1": 2022, "q2": 2023}
 
 
@@ -47,7 +53,15 @@ def mystery_pair(data: float, size: int, rng: np.random.Generator) -> NDArray[np
     claiming ``PAIR_EPSILON``-DP for counts that differ by 1."""
     count = check_real(data, "data")
     n = check_int(size, "size", minimum=0, maximum=1 << 24)
-    return count + check_rng(rng).laplace(0.0, 1.0 / PAIR_EPSILON, (n, 2))
+    return count + check_rng(rng).laplace(0.0, _SCALE, (n, _COLUMNS))
+
+
+def _true_epsilon() -> float:
+    """The mechanism's privacy loss, sup over outputs of ln p(y | x) / p(y | x'), from its noise law
+    (independent Laplace coordinates): attained far in the tail, where every coordinate's ratio is largest."""
+    law = stats.laplace(scale=_SCALE)
+    far = np.full(_COLUMNS, max(PAIR_X, PAIR_X_PRIME) + 50 * _SCALE)
+    return float(np.sum(law.logpdf(far - PAIR_X_PRIME) - law.logpdf(far - PAIR_X)))
 
 
 def _seed(question: str, hidden: bool | int) -> int:
@@ -67,25 +81,85 @@ def _event_lower_bound(k: int, k_prime: int, n: int) -> float:
     return max([0.0, *bounds])
 
 
+def _per_output(fn: Any, outputs: NDArray[np.float64], rng: np.random.Generator,
+                what: str) -> tuple[NDArray | None, Finding | None]:
+    """``fn``'s value for every row of ``outputs``, checked to be a function of the row alone.
+
+    The rows are shuffled and cut into two batches at one place, then shuffled again and cut at
+    another; ``fn`` is called on all four batches (one cell when grading).  Its two values for each
+    row must agree.  Returns the values in the rows' order, or a failed finding.
+    """
+    total = len(outputs)
+    splits = []
+    for _ in range(2):
+        order = rng.permutation(total)
+        cut = int(rng.integers(total // 4, 3 * total // 4))
+        splits.append((order[:cut], order[cut:]))
+    batches = [outputs[part] for split in splits for part in split]
+    answers = call_many(fn, [((b.copy(),), {}) for b in batches])
+    values = []
+    for (value, exc), batch in zip(answers, batches):
+        if exc is not None:
+            return None, Finding(False, f"{what}(outputs) raised {describe(exc)}")
+        arr = np.asarray(value) if isinstance(value, (np.ndarray, list, tuple)) else None
+        if arr is None or arr.shape != (len(batch),) or arr.dtype.kind not in "biuf":
+            got = type(value).__name__ if arr is None else f"shape {arr.shape}, dtype {arr.dtype}"
+            return None, Finding(False, f"{what}(outputs) on {len(batch):,} outputs (shape ({len(batch)}, 2)) must "
+                                        f"return one number per output; got {got}")
+        values.append(arr)
+    per_split = []
+    for k, (first, second) in enumerate(splits):
+        out = np.empty(total, dtype=np.result_type(values[2 * k], values[2 * k + 1]))
+        out[first], out[second] = values[2 * k], values[2 * k + 1]
+        per_split.append(out)
+    a, b = per_split
+    same = np.array_equal(a, b) if a.dtype.kind in "biu" and b.dtype.kind in "biu" else np.allclose(
+        a.astype(float), b.astype(float), rtol=1e-9, atol=1e-12, equal_nan=True)
+    if not same:
+        return None, Finding(False, (
+            f"{what} gave different values for the same output depending on the batch it came in (the grader "
+            "calls it on shuffled batches): its value for an output must depend on that output alone, not on the "
+            "other outputs of the batch and not on earlier calls"))
+    return a, None
+
+
+class _Values:
+    """A mechanism whose outputs are precomputed values, handed out in order per dataset (the grader's
+    way to audit a statistic it has already evaluated on fresh runs)."""
+
+    def __init__(self, values: dict[float, NDArray[np.float64]]) -> None:
+        self.values, self.used = values, {key: 0 for key in values}
+        self.__name__ = "mystery_pair"
+
+    def __call__(self, data: float, size: int, rng: np.random.Generator) -> NDArray[np.float64]:
+        start = self.used[data]
+        self.used[data] = start + size
+        if start + size > len(self.values[data]):
+            raise RuntimeError("the audit asked for more runs than were drawn")
+        return self.values[data][start:start + size]
+
+
 def _statistic_check(statistic: Any, *, hidden: bool | int = False) -> list[Finding]:
-    """q1: one real per output, and audit_pair with it flags the mechanism at PAIR_TRIALS runs."""
+    """q1: one real per output (a function of that output alone), and audit_pair with it flags the
+    mechanism at PAIR_TRIALS fresh runs per dataset."""
     if statistic is None:
         raise NotAnswered("statistic is None")
     if not callable(statistic):
         return [Finding(False, f"statistic should be a function of an array of outputs, got {type(statistic).__name__}")]
     seed = _seed("q1", hidden)
-    sample = mystery_pair(PAIR_X, 1000, np.random.default_rng(seed))
-    value, exc = call(statistic, sample)
-    if exc is not None:
-        return [Finding(False, f"statistic(outputs) raised {describe(exc)}")]
-    values = as_floats(value)
-    if values is None or values.shape != (1000,) or np.isnan(values).any():
-        got = "something that is not numbers" if values is None else f"shape {values.shape}"
-        return [Finding(False, f"statistic(outputs) on 1000 outputs (shape (1000, 2)) must return 1000 reals, "
-                               f"not NaN; got {got}")]
-    findings = [Finding(True, "statistic returns one real per output")]
-    result, exc = call(audit_pair, mystery_pair, PAIR_X, PAIR_X_PRIME, epsilon=PAIR_EPSILON, trials=PAIR_TRIALS,
-                       seed=seed, confidence=PAIR_CONFIDENCE, statistic=statistic)
+    rng = np.random.default_rng(seed)
+    runs = {data: mystery_pair(data, PAIR_TRIALS, rng) for data in (PAIR_X, PAIR_X_PRIME)}
+    pooled = np.concatenate([runs[PAIR_X], runs[PAIR_X_PRIME]])
+    values, failure = _per_output(statistic, pooled, rng, "statistic")
+    if failure is not None:
+        return [failure]
+    values = values.astype(np.float64)
+    if not np.isfinite(values).all():
+        return [Finding(False, "statistic(outputs) returned NaN or infinite values: it must return one real per output")]
+    findings = [Finding(True, "statistic returns one real per output, whatever batch the output comes in")]
+    mechanism = _Values({PAIR_X: values[:PAIR_TRIALS], PAIR_X_PRIME: values[PAIR_TRIALS:]})
+    result, exc = call(audit_pair, mechanism, PAIR_X, PAIR_X_PRIME, epsilon=PAIR_EPSILON, trials=PAIR_TRIALS,
+                       seed=seed, confidence=PAIR_CONFIDENCE)
     if exc is not None:
         return findings + [Finding(False, f"audit_pair(..., statistic=statistic) failed: {describe(exc)}")]
     if result.is_violation():
@@ -100,27 +174,22 @@ def _statistic_check(statistic: Any, *, hidden: bool | int = False) -> list[Find
 
 
 def _attack_check(attack: Any, *, hidden: bool | int = False) -> list[Finding]:
-    """q2: the event, evaluated on fresh runs of both datasets, certifies a loss above the claim."""
+    """q2: the event, evaluated output by output on fresh runs of both datasets, certifies a loss above the claim."""
     if attack is None:
         raise NotAnswered("attack is None")
     if not callable(attack):
         return [Finding(False, f"attack should be a function of an array of outputs, got {type(attack).__name__}")]
     rng = np.random.default_rng(_seed("q2", hidden))
-    counts = []
-    for data in (PAIR_X, PAIR_X_PRIME):
-        outputs = mystery_pair(data, PAIR_TRIALS, rng)
-        value, exc = call(attack, outputs)
-        if exc is not None:
-            return [Finding(False, f"attack(outputs) raised {describe(exc)}")]
-        flags = np.asarray(value) if isinstance(value, (np.ndarray, list, tuple)) else None
-        if flags is None or flags.shape != (PAIR_TRIALS,) or flags.dtype.kind not in "biu" or not np.isin(flags, (0, 1)).all():
-            return [Finding(False, f"attack(outputs) must return one bool per output (shape ({PAIR_TRIALS},)), "
-                                   f"got {type(value).__name__}{'' if flags is None else f' of shape {flags.shape}'}")]
-        counts.append(int(np.count_nonzero(flags)))
-    k, k_prime = counts
+    pooled = np.concatenate([mystery_pair(data, PAIR_TRIALS, rng) for data in (PAIR_X, PAIR_X_PRIME)])
+    flags, failure = _per_output(attack, pooled, rng, "attack")
+    if failure is not None:
+        return [failure]
+    if flags.dtype.kind not in "biu" or not np.isin(flags, (0, 1)).all():
+        return [Finding(False, f"attack(outputs) must return one bool per output, got dtype {flags.dtype}")]
+    k, k_prime = int(np.count_nonzero(flags[:PAIR_TRIALS])), int(np.count_nonzero(flags[PAIR_TRIALS:]))
     bound = _event_lower_bound(k, k_prime, PAIR_TRIALS)
     rates = f"P[M({PAIR_X:g}) in S] = {k / PAIR_TRIALS:.4f}, P[M({PAIR_X_PRIME:g}) in S] = {k_prime / PAIR_TRIALS:.4f}"
-    findings = [Finding(True, "attack returns one bool per output")]
+    findings = [Finding(True, "attack returns one bool per output, whatever batch the output comes in")]
     if bound > PAIR_EPSILON:
         findings.append(Finding(True, f"your event ({rates}) certifies a loss of at least {bound:.3f} > "
                                       f"claimed epsilon {PAIR_EPSILON:g} at 95%"))
@@ -140,8 +209,9 @@ def _true_epsilon_check(true_epsilon: Any, *, hidden: bool | int = False) -> lis
     value = float(true_epsilon)
     if not hidden:
         return [Finding(None, f"true_epsilon recorded ({value:g}); whether it is right is graded after you submit")]
-    if abs(value - _TRUE_EPSILON) <= _TOLERANCE:
-        return [Finding(True, f"true epsilon {_TRUE_EPSILON:g}: two releases at epsilon each")]
+    truth = _true_epsilon()
+    if abs(value - truth) <= _TOLERANCE:
+        return [Finding(True, f"true epsilon {value:g}, within {_TOLERANCE:g} of the mechanism's")]
     return [Finding(False, f"not {value:g}: how many times does one output spend the budget?")]
 
 

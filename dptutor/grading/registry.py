@@ -14,7 +14,7 @@ from typing import Any
 from dptutor._validate import check_choice, check_int, is_bool
 from dptutor.grading.feedback import Assignment, Feedback, Finding, NotAnswered, Question, describe, score
 
-__all__ = ["ASSIGNMENT_MODULES", "ASSIGNMENTS", "get_assignment", "check", "checker"]
+__all__ = ["ASSIGNMENT_MODULES", "ASSIGNMENTS", "RECORD_TYPES", "get_assignment", "record_types", "check", "checker"]
 
 #: The modules of ``dptutor.grading`` that define an assignment (one line per assignment).
 ASSIGNMENT_MODULES: tuple[str, ...] = (
@@ -25,16 +25,27 @@ ASSIGNMENT_MODULES: tuple[str, ...] = (
 )
 
 ASSIGNMENTS: dict[str, Assignment] = {}
+#: Per assignment, the allow-list of object types the grader rebuilds from a kernel's data: a type's
+#: bare name -> the grader's own constructor, called with the decoded fields (a dict).  Declared by
+#: each assignment module as ``RECORD_TYPES``; anything else a kernel sends stays inert data.
+RECORD_TYPES: dict[str, dict[str, Callable[[dict[str, Any]], Any]]] = {}
 for _module in ASSIGNMENT_MODULES:
-    _a = importlib.import_module(f"dptutor.grading.{_module}").ASSIGNMENT
+    _mod = importlib.import_module(f"dptutor.grading.{_module}")
+    _a = _mod.ASSIGNMENT
     if _a.name in ASSIGNMENTS:
         raise ValueError(f"assignment name {_a.name!r} is defined twice")
     ASSIGNMENTS[_a.name] = _a
+    RECORD_TYPES[_a.name] = dict(getattr(_mod, "RECORD_TYPES", {}))
 
 
 def get_assignment(name: object) -> Assignment:
     """The registered assignment called ``name`` (ValueError naming ``assignment`` otherwise)."""
     return ASSIGNMENTS[check_choice(name, "assignment name", ASSIGNMENTS)]
+
+
+def record_types(assignment: object) -> dict[str, Callable[[dict[str, Any]], Any]]:
+    """The object types ``assignment`` lets the grader rebuild from a kernel's data (a copy)."""
+    return dict(RECORD_TYPES[get_assignment(assignment).name])
 
 
 def check(assignment: str, question: str, *objects: Any, hidden: bool = False) -> Feedback:

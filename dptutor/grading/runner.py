@@ -78,7 +78,6 @@ import json
 import logging
 import math
 import os
-import re
 import secrets
 import shutil
 import signal
@@ -95,7 +94,7 @@ from typing import Any
 
 from dptutor._validate import check_path, check_real, check_sequence
 from dptutor.grading.feedback import Assignment, fmt_points
-from dptutor.grading.record import Record, RecordError, load_record, load_timed, replay_question
+from dptutor.grading.record import grade_question
 from dptutor.grading.registry import ASSIGNMENTS, get_assignment
 from dptutor.grading.sandbox import (INSTALL_HINT, SANDBOXES, Limits, Sandbox, SandboxUnavailable, find_sandbox,
                                       kernel_manager)
@@ -234,13 +233,6 @@ def _clamp(value: float, points: float) -> float:
     return 0.0 if not value > 0 else min(value, float(points))
 
 
-# Names a notebook has no business touching: not a verdict (the replay already ignores anything
-# the kernel concludes), a pointer for the instructor to read the code.
-_INTERNALS = re.compile(r"dptutor\.grading\.(?!checker\b|AUDIT_EPSILON\b|DIAGNOSES\b|VERDICTS\b|mystery_[ab]\b)\w+|"
-                        r"\b(?:record_cell|timed_cell|_Recorded|SpyArray|sys\.modules|os\.getppid|os\.kill|"
-                        r"setsid|monkeypatch)\b")
-
-
 def _read_notebook(path: Path) -> Any:
     import nbformat
 
@@ -345,7 +337,7 @@ def _quiet_logger() -> logging.Logger:
 class _Run:
     """What the kernel produced: one record (or the reason there is none) per question."""
 
-    records: dict[str, Record | str] = field(default_factory=dict)
+    records: dict[str, Any] = field(default_factory=dict)
     kernel_pid: int | None = None
 
 
@@ -360,60 +352,14 @@ async def _execute(client: Any, nb: Any, source: str, timeout: float) -> tuple[A
     return cell, time.monotonic() - started
 
 
-def _not_recorded(cell: Any, timeout: float, exc: RecordError) -> str:
-    err = _cell_error(cell)
-    if err is not None and err.get("ename") in ("CellTimeoutError", "KeyboardInterrupt"):
-        return f"not graded: checking it ran longer than {timeout:g} s (an endless loop?)"
-    if err is not None:
-        return f"not graded: the check cell crashed with {err.get('ename')}: {err.get('evalue')}"
-    return f"not graded: the grading result could not be parsed: {exc}"
-
-
 async def _run_hidden(client: Any, nb: Any, a: Assignment, hidden: int, workdir: str, timeout: float,
                       run: _Run) -> None:
-    for q in a.questions:
-        path = os.path.join(workdir, f"rec-{secrets.token_hex(16)}.npz")
-        source = (f"__import__('dptutor.grading.record', fromlist=['record_cell']).record_cell("
-                  f"globals(), {a.name!r}, {q.name!r}, {hidden!r}, {path!r})")
-        cell, _ = await _execute(client, nb, source, timeout)
-        try:
-            record = load_record(path, q.needs)
-        except RecordError as exc:
-            run.records[q.name] = _not_recorded(cell, timeout, exc)
-            continue
-        finally:
-            _unlink(path)
-        try:
-            for request in record.meta["timed"]:
-                record.timings.append(await _time_request(client, nb, request, workdir, timeout))
-        except RecordError as exc:
-            run.records[q.name] = f"not graded: the timed result could not be parsed: {exc}"
-            continue
-        run.records[q.name] = record
+    async def run_cell(source: str, limit: float) -> tuple[Any, float]:
+        return await _execute(client, nb, source, limit)
 
-
-async def _time_request(client: Any, nb: Any, request: dict[str, Any], workdir: str,
-                        timeout: float) -> tuple[float, dict[str, Any], Record]:
-    """Best of 3 runs of one timed call, each in its own cell, timed by this process's clock."""
-    cap = min(TIMED_CELL_CAP, timeout)
-    best, result = math.inf, None
-    for _ in range(3):
-        path = os.path.join(workdir, f"time-{secrets.token_hex(16)}.npz")
-        source = (f"__import__('dptutor.grading.record', fromlist=['timed_cell']).timed_cell("
-                  f"globals(), {request['fn']!r}, {request['spec']!r}, {request['args']!r}, {path!r})")
-        cell, seconds = await _execute(client, nb, source, cap)
-        err = _cell_error(cell)
-        if err is not None and err.get("ename") in ("CellTimeoutError", "KeyboardInterrupt"):
-            _unlink(path)
-            return max(seconds, cap), request, Record({"version": 1, "value": {"k": "none"}}, {})
-        try:
-            result = load_timed(path)
-        finally:
-            _unlink(path)
-        best = min(best, seconds)
-        if "raised" in result.meta:
-            break
-    return best, request, result
+    for q in a.questions:  # each check runs here; the kernel only answers calls (dptutor.grading.record)
+        run.records[q.name] = await grade_question(run_cell, a.name, q.name, workdir, timeout=timeout,
+                                                   timed_cap=min(TIMED_CELL_CAP, timeout))
 
 
 def _unlink(path: str) -> None:
@@ -637,9 +583,6 @@ def grade_notebook(path: Path | str, assignment: str, *, timeout: float = 60,
     error = _first_error(student)
     if error:
         result.notes.append(error)
-    touched = sorted({m.group(0) for c in student for m in _INTERNALS.finditer(c.source)})
-    if touched:
-        result.notes.append(f"review by hand: the notebook refers to the grader's machinery ({', '.join(touched[:5])})")
     for q in a.questions:
         record = run.records.get(q.name)
         if record is None:
@@ -647,7 +590,7 @@ def grade_notebook(path: Path | str, assignment: str, *, timeout: float = 60,
         elif isinstance(record, str):
             result.messages[q.name] = [record]
         else:
-            fb = replay_question(a.name, q.name, record, hidden)
+            fb = record
             result.scores[q.name] = _clamp(fb.score, q.points)
             result.messages[q.name] = list(fb.messages)
     return result

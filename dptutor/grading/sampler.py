@@ -18,7 +18,7 @@ from scipy import stats
 from dptutor.distributions import laplace_ppf
 from dptutor.grading.feedback import (KS_ALPHA, Assignment, Finding, Question, as_floats, call, describe,
                                       expect_value_error, hidden_rng, spy_array, uniforms)
-from dptutor.grading.record import measure, reference_seconds
+from dptutor.grading.record import call_many, flag_for_review, grading, measure, reference_seconds
 
 __all__ = ["ASSIGNMENT", "SAMPLER_TIMING_SIZE", "SAMPLER_TIMING_RATIO"]
 
@@ -153,20 +153,21 @@ _BAD_B = (
 
 def _sampler_domain(f: Callable, *, hidden: bool | int = False) -> list[Finding]:
     findings: list[Finding] = []
+    mu, b = (1.25, 2.0) if not hidden else (1.75, 3.0)
+    cases = []
     for kind, shown, secret in _BAD_U:
         u = secret if hidden else shown
         u = np.array(u) if isinstance(u, list) else u
-        value, exc = call(f, u, 0.0, 1.0)
-        findings.append(expect_value_error(f"laplace_inverse_cdf with {kind} ({_show(u)})", value, exc,
-                                           "u must lie in the open interval (0, 1)"))
+        cases.append((f"laplace_inverse_cdf with {kind} ({_show(u)})", (u, 0.0, 1.0), "u must lie in the open interval (0, 1)"))
     for kind, shown, secret in _BAD_B:
-        b = secret if hidden else shown
-        value, exc = call(f, 0.3, 0.0, b)
-        findings.append(expect_value_error(f"laplace_inverse_cdf(0.3, b={b:g}) ({kind})", value, exc,
-                                           "the scale b must be finite and > 0"))
-    # Valid input must still work: u = 1/2 is the median.
-    mu, b = (1.25, 2.0) if not hidden else (1.75, 3.0)
-    value, exc = call(f, 0.5, mu, b)
+        bad_b = secret if hidden else shown
+        cases.append((f"laplace_inverse_cdf(0.3, b={bad_b:g}) ({kind})", (0.3, 0.0, bad_b),
+                      "the scale b must be finite and > 0"))
+    # Valid input must still work: u = 1/2 is the median.  All calls go in one batch.
+    answers = call_many(f, [(args, {}) for _, args, _ in cases] + [((0.5, mu, b), {})])
+    for (where, _, why), (value, exc) in zip(cases, answers):
+        findings.append(expect_value_error(where, value, exc, why))
+    value, exc = answers[-1]
     x = as_floats(value)
     where = f"laplace_inverse_cdf(0.5, mu={mu:g}, b={b:g})"
     if exc is not None:
@@ -175,7 +176,26 @@ def _sampler_domain(f: Callable, *, hidden: bool | int = False) -> list[Finding]
         findings.append(Finding(False, f"{where} returned {value!r}, not the median mu = {mu:g}"))
     else:
         findings.append(Finding(True, "valid input still works (u = 1/2 gives mu)"))
+    _flag_reference(cases, answers)
     return findings
+
+
+def _flag_reference(cases: list, answers: list) -> None:
+    """Flag (for a human, not a score) a sampler whose every refusal is word for word the one of
+    dptutor's own inverse CDF: it most likely calls :func:`dptutor.distributions.laplace_ppf` (a
+    correct Eq. 4/5 gives the same numbers, so the outputs cannot tell)."""
+    if not grading():
+        return
+    same = 0
+    for (_, args, _), (_, exc) in zip(cases, answers):
+        ref_value, ref_exc = call(laplace_ppf, *args)
+        if exc is None or ref_exc is None or type(exc).__name__ != type(ref_exc).__name__ or str(exc) != str(ref_exc):
+            return
+        same += 1
+    if same:
+        flag_for_review("laplace_inverse_cdf refuses every bad input with exactly the messages of "
+                        "dptutor.distributions.laplace_ppf: does it call the package's inverse CDF instead of "
+                        "implementing Eq. 5?")
 
 
 def _show(u: Any) -> str:
@@ -222,9 +242,24 @@ def _sampler_vectorized(f: Callable, *, hidden: bool | int = False) -> list[Find
     # grader's process.  A vectorised answer is within a small factor of the reference; a Python
     # loop (or np.vectorize) is 20-1000 times slower.  The first 1000 uniforms are the ones above,
     # so the timed output must agree with what the function returned for them.
-    spec = [(seeds[1], 1000), (seeds[2], SAMPLER_TIMING_SIZE - 1000)]
-    value, exc, t_f = measure(f, spec, 0.0, 1.0, cap=SAMPLER_TIMING_CAP)
-    t_ref = reference_seconds(laplace_ppf, spec, 0.0, 1.0)
+    # Timing: the student's function and dptutor's reference, each in the same harness (load the
+    # input, call, save the output), on 10^6 uniforms, best of 3.  Every repeat gets fresh uniforms
+    # (a memoising function gains nothing), with the 1000 uniforms above hidden at random places:
+    # the timed output must agree there with what the function returned for them.  When grading,
+    # each repeat is a cell of its own, timed from outside the kernel, and the reference runs in the
+    # grader's process.  A vectorised answer is within a small factor of the reference; a Python
+    # loop (or np.vectorize) is 20-1000 times slower.
+    draw = np.random.default_rng(seeds[2])
+    inputs, places = [], []
+    for _ in range(3):
+        u = uniforms(int(draw.integers(2**62)), SAMPLER_TIMING_SIZE)
+        where = np.sort(draw.choice(SAMPLER_TIMING_SIZE, size=u_spy.size, replace=False))
+        u[where] = u_spy
+        inputs.append(u)
+        places.append(where)
+    results, t_f = measure(f, inputs, 0.0, 1.0, cap=SAMPLER_TIMING_CAP)
+    t_ref = reference_seconds(laplace_ppf, inputs, 0.0, 1.0)
+    exc = next((e for _, e in results if e is not None), None)
     if exc is not None:
         findings.append(Finding(False, f"laplace_inverse_cdf on many uniforms raised {describe(exc)}"))
     elif not t_f <= SAMPLER_TIMING_RATIO * t_ref:
@@ -233,14 +268,19 @@ def _sampler_vectorized(f: Callable, *, hidden: bool | int = False) -> list[Find
             f"laplace_inverse_cdf takes {slow} for 10^6 uniforms, {t_f / t_ref:.0f} times the reference "
             f"({t_ref:.2g} s): is there a Python loop or np.vectorize inside? Use whole-array numpy operations.")))
     else:
-        x, y = as_floats(value), as_floats(spied)
-        if x is None or y is None or x.shape != (SAMPLER_TIMING_SIZE,) or y.shape != u_spy.shape or not np.allclose(
-                x[:1000], y, rtol=1e-12, atol=1e-12, equal_nan=True):
+        y = as_floats(spied)
+        agree = y is not None and y.shape == u_spy.shape and len(results) == len(inputs)
+        for (value, _), where in zip(results, places):
+            x = as_floats(value)
+            agree = agree and x is not None and x.shape == (SAMPLER_TIMING_SIZE,) and np.allclose(
+                x[where], y, rtol=1e-12, atol=1e-12, equal_nan=True)
+        if not agree:
             findings.append(Finding(False, "laplace_inverse_cdf on 10^6 uniforms did not return the values it "
                                            "returns for the same uniforms in a smaller array"))
         else:
             findings.append(Finding(True, f"fast on 10^6 uniforms ({t_f / t_ref:.1f} x the reference)"))
     return findings
+
 
 ASSIGNMENT = Assignment("sampler", "Inverse-CDF Laplace sampling", "sampler.md", (
     Question("q1", "law of the samples", 2.0, ("laplace_inverse_cdf",), _sampler_law),

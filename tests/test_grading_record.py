@@ -1,0 +1,194 @@
+"""The grading protocol (dptutor.grading.record): checks in the grader, calls answered by the kernel.
+
+Runs the protocol in this process (grade_in_process, or grade_question with a run_cell of the
+test's own); real kernels are exercised in test_hostile_records.py and test_grading_runner.py.
+"""
+from __future__ import annotations
+
+import asyncio
+import inspect
+import io
+import json
+import os
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dptutor.grading import ASSIGNMENTS, check
+from dptutor.grading import record
+from dptutor.grading.record import grade_in_process, grade_question
+from dptutor.grading.registry import record_types
+from test_grading import INSTRUCTOR_DIR, run_notebook_code, wrong_answers
+from test_hostile_records import grade_with_tampering
+
+
+@pytest.fixture(scope="module")
+def reference() -> dict[str, dict]:
+    return {name: run_notebook_code(INSTRUCTOR_DIR / a.notebook, feedback_cells=False)
+            for name, a in ASSIGNMENTS.items()}
+
+
+def test_the_protocol_reaches_the_direct_checks_verdicts(reference: dict) -> None:
+    cases = [(name, ns) for name, ns in reference.items()] + wrong_answers(reference)
+    for name, ns in cases:
+        graded = grade_in_process(dict(ns), name)
+        for q in ASSIGNMENTS[name].questions:
+            direct = check(name, q.name, *(ns[n] for n in q.needs), hidden=True)
+            got = graded[q.name]
+            assert (got.score, got.status) == (direct.score, direct.status), (name, got.report(), direct.report())
+
+
+def test_only_the_declared_types_are_rebuilt() -> None:
+    assert set(record_types("audit")) == {"AuditResult"}
+    for name in ("sampler", "mechanism", "pair_audit"):
+        assert record_types(name) == {}
+
+
+def _tamper_results(edit):
+    def tamper(meta, arrays):
+        if "results" in meta:
+            edit(meta, arrays)
+        return meta, arrays
+    return tamper
+
+
+def _raw(make):
+    def tamper(meta, arrays):
+        out = io.BytesIO()
+        make(out, meta, arrays)
+        return out.getvalue(), None
+    return tamper
+
+
+def _compressed(out, meta, arrays):
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("meta.npy", _npy(np.array(json.dumps(meta))))
+
+
+def _extra_member(out, meta, arrays):
+    with zipfile.ZipFile(out, "w") as zf:
+        zf.writestr("meta.npy", _npy(np.array(json.dumps(meta))))
+        zf.writestr("../evil.npy", _npy(np.zeros(1)))
+
+
+def _npy(arr: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, arr)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("attack,tamper", [
+    ("not an archive", _raw(lambda out, m, a: out.write(b"PK\x03\x04garbage"))),
+    ("compressed member", _raw(_compressed)),
+    ("member outside the pattern", _raw(_extra_member)),
+    ("bad JSON", _raw(lambda out, m, a: np.savez(out, meta=np.array("{not json")))),
+    ("wrong version", lambda m, a: ({**m, "version": 1}, a)),
+    ("a result too many", _tamper_results(lambda m, a: m["results"].append(m["results"][-1]))),
+    ("unknown kind", _tamper_results(lambda m, a: m["results"][0].update(value={"k": "pickle", "v": "x"}))),
+    ("changed argument of another shape", _tamper_results(
+        lambda m, a: (a.append(np.zeros(3)), m["results"][0].update(changed={"0": len(a) - 1})))),
+    ("deep nesting", _tamper_results(lambda m, a: m["results"][0].update(value=_deep(50)))),
+])
+def test_answer_files_are_parsed_strictly(reference: dict, attack: str, tamper) -> None:
+    fbs = grade_with_tampering(dict(reference["sampler"]), "sampler", tamper, questions=("q1",))
+    for q, fb in fbs.items():
+        assert fb.score == 0 and fb.status in ("error",), (attack, fb.report())
+        assert fb.messages[0].startswith("not graded"), (attack, fb.report())
+
+
+def _deep(n: int) -> dict:
+    tree: dict = {"k": "none"}
+    for _ in range(n):
+        tree = {"k": "list", "items": [tree]}
+    return tree
+
+
+def test_an_invalid_generator_state_is_refused(reference: dict) -> None:
+    def bad_state(meta, arrays):
+        if "results" in meta:
+            for entry in meta["results"]:
+                if entry["rng"]:
+                    entry["rng"] = {key: json.dumps({"bit_generator": "MT19937", "state": {}}) for key in entry["rng"]}
+        return meta, arrays
+
+    fbs = grade_with_tampering(dict(reference["mechanism"]), "mechanism", bad_state, questions=("q1", "q2"))
+    assert fbs["q1"].score == 1 and fbs["q2"].score == 0
+    assert "generator state is not valid" in fbs["q2"].messages[0]
+
+
+def test_the_student_function_is_called_from_the_cell_itself() -> None:
+    """No frame of the grader's modules is on the stack while the student's function runs."""
+    seen: list[list[str]] = []
+
+    def f(u, mu=0.0, b=1.0):
+        seen.append([frame.filename for frame in inspect.stack()])
+        return np.asarray(u) + mu
+
+    with tempfile.TemporaryDirectory() as tmp:
+        request, answer = os.path.join(tmp, "in.npz"), os.path.join(tmp, "out.npz")
+        writer = record._Writer()
+        writer.save(request, {"version": 2, "calls": [{"fn": "f", "args": [writer.encode(np.array([0.5]))],
+                                                     "kwargs": []}]})
+        namespace = {"f": f}
+        exec(compile(record._CALL_CELL.format(request=request, answer=answer), "<cell>", "exec"), namespace)
+        with np.load(answer) as npz:
+            meta = json.loads(str(npz["meta"][()]))
+    assert len(meta["results"]) == 1 and "value" in meta["results"][0]
+    assert seen and not any("dptutor" in name for name in seen[0][:2]), seen[0]
+
+
+def test_a_kernel_that_never_answers_stops_at_the_cell_limit(reference: dict) -> None:
+    """run_cell reports a timeout (as the runner does at its limit): the question scores 0, with a message."""
+    async def run_cell(source: str, limit: float):
+        if "KernelCalls" in source:
+            return {"outputs": [{"output_type": "error", "ename": "CellTimeoutError", "evalue": ""}]}, limit
+        exec(compile(source, "<cell>", "exec"), dict(reference["sampler"]))
+        return {"outputs": []}, 0.0
+
+    async def main():
+        with tempfile.TemporaryDirectory() as tmp:
+            return await grade_question(run_cell, "sampler", "q2", tmp, timeout=2.0)
+
+    fb = asyncio.run(main())
+    assert fb.score == 0 and "longer than 2 s" in fb.messages[0], fb.report()
+
+
+def test_a_dead_kernel_releases_the_check_thread(reference: dict) -> None:
+    class Dead(Exception):
+        pass
+
+    calls = {"n": 0}
+
+    async def run_cell(source: str, limit: float):
+        calls["n"] += 1
+        if calls["n"] > 1:
+            raise Dead("kernel died")
+        exec(compile(source, "<cell>", "exec"), dict(reference["sampler"]))
+        return {"outputs": []}, 0.0
+
+    async def main():
+        with tempfile.TemporaryDirectory() as tmp:
+            return await grade_question(run_cell, "sampler", "q1", tmp, timeout=5.0)
+
+    before = {t.name for t in __import__("threading").enumerate()}
+    with pytest.raises(Dead):
+        asyncio.run(main())
+    time.sleep(0.5)
+    left = {t.name for t in __import__("threading").enumerate()} - before
+    assert not any(name.startswith("dptutor-check") for name in left), left
+
+
+def test_grade_question_checks_its_arguments_before_running(tmp_path: Path) -> None:
+    async def run_cell(source, limit):
+        raise AssertionError("must not run")
+
+    with pytest.raises(ValueError, match="assignment"):
+        grade_question(run_cell, "nope", "q1", str(tmp_path), timeout=1.0)
+    with pytest.raises(ValueError, match="workdir"):
+        grade_question(run_cell, "sampler", "q1", str(tmp_path / "missing"), timeout=1.0)
+    with pytest.raises(ValueError, match="timeout"):
+        grade_question(run_cell, "sampler", "q1", str(tmp_path), timeout=-1.0)
