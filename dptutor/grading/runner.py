@@ -78,6 +78,7 @@ import json
 import logging
 import math
 import os
+import re
 import secrets
 import shutil
 import signal
