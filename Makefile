@@ -2,7 +2,9 @@
 #   make book   -> create/refresh .venv, install pinned requirements, build the site into _build/html
 #                  (the build also makes the dptutor wheel, _build/wheel/, and offers it on the site)
 #   make test   -> unit tests, a full -W -n book build into a temporary folder, and the browser test
-#   make lab    -> JupyterLab (installed into .venv on first use) on book/assignments
+#   make lab    -> JupyterLab (installed into .venv on first use) on book/assignments;
+#                  extra flags with LAB_ARGS, e.g. make lab LAB_ARGS="--port 8899 --no-browser"
+#   make solutions -> the teaching assistants' edition (solutions + the assignments' instructor notebooks)
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -10,7 +12,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.requirements-installed
 JB_FLAGS := -W -n --keep-going
 
-.PHONY: all book student test venv clean lab lab-check
+.PHONY: all book student solutions test venv clean lab lab-check
 
 all: book
 
@@ -39,8 +41,12 @@ $(LAB_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check $(JUPYTERLAB) jupytext
 	@touch $(LAB_STAMP)
 
+# Jupyter refuses to start as root without --allow-root (e.g. in a container): pass it only then.
+LAB_ARGS ?=
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
+
 lab: $(LAB_STAMP)
-	$(BIN)/jupyter lab --notebook-dir=book/assignments
+	$(BIN)/jupyter lab --notebook-dir=book/assignments $(ALLOW_ROOT) $(LAB_ARGS)
 
 lab-check: $(LAB_STAMP)
 	$(BIN)/jupyter lab --version
