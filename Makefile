@@ -32,6 +32,13 @@ book: $(STAMP)
 student: $(STAMP)
 	$(BIN)/python book/_ext/student_edition.py --out _build/student --cache _build/.jupyter_cache
 
+# The teaching assistants' edition: the full site in which each assignment page is rendered from its
+# instructor notebook (book/assignments/instructor/*.md, with the reference solutions), into
+# _build/solutions (-W -n). Same Jupyter cache: only the four instructor notebooks execute, once.
+# Never publish it to students.
+solutions: $(STAMP)
+	$(BIN)/python book/_ext/student_edition.py --edition solutions --out _build/solutions --cache _build/.jupyter_cache
+
 # The assignments in JupyterLab (optional: JupyterLab is not in requirements.txt; this version
 # installs beside the pins without changing any). `make lab-check` tests the setup without a browser.
 JUPYTERLAB := jupyterlab==4.6.6
