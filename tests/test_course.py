@@ -128,12 +128,13 @@ def test_every_page_has_one_search_box_and_no_placeholder_link(book_build: BookB
     narrow screens, where the sidebar is folded), no top navigation bar holding a second one, and no
     repository button while the address is empty."""
     assert book_build.returncode == 0, "the book did not build"
-    pages = sorted(book_build.html.rglob("*.html"))
+    pages = [p for p in sorted(book_build.html.rglob("*.html"))
+             if not p.relative_to(book_build.html).parts[0].startswith("_")]  # not _static's templates
     assert len(pages) > 15
     for page in pages:
-        if page.name in ("search.html", "genindex.html"):
-            continue
         html = page.read_text()
+        if 'http-equiv="Refresh"' in html:  # index.html: a redirect to the intro
+            continue
         assert html.count('class="btn search-button-field') == 1, page
         assert "navbar-persistent" not in html, page
         assert "source-repository-button" not in html and "OWNER" not in html, page
