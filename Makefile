@@ -34,10 +34,11 @@ student: $(STAMP)
 
 # The teaching assistants' edition: the full site in which each assignment page is rendered from its
 # instructor notebook (book/assignments/instructor/*.md, with the reference solutions), into
-# _build/solutions (-W -n). Same Jupyter cache: only the four instructor notebooks execute, once.
+# _build/solutions/html (-W -n; its executed notebooks stay in _build/solutions/jupyter_execute, away from
+# the other editions' downloads). Same Jupyter cache: only the four instructor notebooks execute, once.
 # Never publish it to students.
 solutions: $(STAMP)
-	$(BIN)/python book/_ext/student_edition.py --edition solutions --out _build/solutions --cache _build/.jupyter_cache
+	$(BIN)/python book/_ext/student_edition.py --edition solutions --out _build/solutions/html --cache _build/.jupyter_cache
 
 # The assignments in JupyterLab (optional: JupyterLab is not in requirements.txt; this version
 # installs beside the pins without changing any). `make lab-check` tests the setup without a browser.

@@ -4,6 +4,7 @@ assistants') with their edition-specific text, the course pages, and the Makefil
 ``solutions`` targets."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -329,7 +330,7 @@ def test_staff_notes_are_in_the_full_edition_only(book_build: BookBuild, student
 
 
 def test_solutions_edition_shows_the_reference_solutions(solutions_build: BookBuild) -> None:
-    from test_student_edition import page_text, reference_solution_lines
+    from test_student_edition import normalise, notebook_text, page_text, reference_solution_lines
 
     assert solutions_build.returncode == 0, solutions_build.log[-6000:]
     site = solutions_build.html
@@ -341,6 +342,12 @@ def test_solutions_edition_shows_the_reference_solutions(solutions_build: BookBu
         source = (site / "_sources" / "book" / "assignments" / f"{stem}.md").read_text()
         assert "BEGIN SOLUTION" in source, stem
     assert SOLUTIONS_BANNER[:40] in (site / "book" / "intro.html").read_text()
+    # Nothing of it reaches the executed notebooks that the full and the student edition offer.
+    shared = solutions_build.html.parents[1] / "jupyter_execute" / "book" / "assignments"
+    assert shared.is_dir()
+    for name, text in reference_solution_lines():
+        notebook = json.loads((shared / f"{Path(name).stem}.ipynb").read_text())
+        assert text not in normalise(notebook_text(notebook)), name
     assert 'class="solution' in (site / "book" / "laplace_mechanism.html").read_text()
 
 
@@ -357,7 +364,17 @@ def _make_n(*args: str) -> str:
 
 def test_make_solutions_runs_the_edition_script() -> None:
     out = _make_n("solutions")
-    assert "book/_ext/student_edition.py --edition solutions --out _build/solutions --cache _build/.jupyter_cache" in out
+    assert ("book/_ext/student_edition.py --edition solutions --out _build/solutions/html "
+            "--cache _build/.jupyter_cache") in out
+
+
+def test_solutions_edition_refuses_a_build_folder_shared_with_the_other_editions(tmp_path: Path) -> None:
+    """The executed instructor notebooks go to <out>/../jupyter_execute: beside _build/html or
+    _build/student they would become those editions' notebook downloads."""
+    from student_edition import build
+
+    (tmp_path / "html").mkdir()
+    assert build(ROOT, tmp_path / "solutions", tmp_path / "cache", edition="solutions") == 2
 
 
 def test_make_lab_passes_flags_and_allows_root() -> None:

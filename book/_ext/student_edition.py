@@ -27,7 +27,10 @@ Three editions come from the same sources, chosen by the Sphinx setting ``dptuto
 * ``solutions`` (``make solutions``, ``--edition solutions``): the teaching assistants' edition, the full
   edition in which each assignment page is rendered from its instructor notebook
   (``book/assignments/instructor/<name>.md``, with the reference solutions), under the same page
-  name, so every link and label stays valid.  An announcement on every page says what it is.
+  name, so every link and label stays valid.  An announcement on every page says what it is.  It is
+  built into ``_build/solutions/html``, not beside the other editions: myst-nb keeps the executed
+  notebooks in ``<output>/../jupyter_execute``, and the downloads of the full and the student edition
+  come from ``_build/jupyter_execute``, which must never hold an instructor notebook.
 
 **Edition-specific text.** Each build sets the Sphinx tag ``<edition>_edition`` (``full_edition``,
 ``student_edition`` or ``solutions_edition``), so Sphinx's own ``only`` directive keeps or drops a
@@ -356,6 +359,16 @@ def build(source: Path, out: Path, cache: Path, *, strict: bool = True, edition:
     from jupyter_book.sphinx import build_sphinx
 
     source, out, cache = source.resolve(), out.resolve(), cache.resolve()
+    if edition == "solutions":
+        # myst-nb writes the executed notebooks to <out>/../jupyter_execute, and each edition offers the
+        # ones it finds there for download: the instructor notebooks must not land where the full or the
+        # student edition would pick them up.
+        shared = [name for name in ("html", "student") if (out.parent / name).is_dir()]
+        if shared:
+            print(f"The solutions edition needs a build folder of its own: {out.parent} also holds "
+                  f"{', '.join(shared)}, whose downloads would offer the instructor notebooks "
+                  f"(use e.g. --out {out.parent / 'solutions' / 'html'})", file=sys.stderr)
+            return 2
     result = build_sphinx(
         source,
         out,
@@ -382,13 +395,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="student (default, `make student`) or solutions (`make solutions`)")
     parser.add_argument("--source", type=Path, default=root, help="the book's folder (with _config.yml)")
     parser.add_argument("--out", type=Path, default=None,
-                        help="HTML output folder (default: _build/student or _build/solutions)")
+                        help="HTML output folder (default: _build/student, or _build/solutions/html: the solutions "
+                             "edition keeps its executed notebooks in a folder of its own)")
     parser.add_argument("--cache", type=Path, default=root / "_build" / ".jupyter_cache",
                         help="Jupyter cache shared with `make book`")
     parser.add_argument("--no-strict", dest="strict", action="store_false",
                         help="do not fail on warnings (default: -W -n like `make book`)")
     args = parser.parse_args(argv)
-    out = args.out if args.out is not None else root / "_build" / args.edition
+    default = root / "_build" / "student" if args.edition == "student" else root / "_build" / "solutions" / "html"
+    out = args.out if args.out is not None else default
     status = build(args.source, out, args.cache, strict=args.strict, edition=args.edition)
     if status == 0:
         label = "Student edition" if args.edition == "student" else "Teaching assistants' edition"
