@@ -2,7 +2,9 @@
 #   make book   -> create/refresh .venv, install pinned requirements, build the site into _build/html
 #                  (the build also makes the dptutor wheel, _build/wheel/, and offers it on the site)
 #   make test   -> unit tests, a full -W -n book build into a temporary folder, and the browser test
-#   make lab    -> JupyterLab (installed into .venv on first use) on book/assignments
+#   make lab    -> JupyterLab (installed into .venv on first use) on book/assignments;
+#                  extra flags with LAB_ARGS, e.g. make lab LAB_ARGS="--port 8899 --no-browser"
+#   make solutions -> the teaching assistants' edition (solutions + the assignments' instructor notebooks)
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -10,7 +12,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.requirements-installed
 JB_FLAGS := -W -n --keep-going
 
-.PHONY: all book student test venv clean lab lab-check
+.PHONY: all book student solutions test venv clean lab lab-check
 
 all: book
 
@@ -30,6 +32,14 @@ book: $(STAMP)
 student: $(STAMP)
 	$(BIN)/python book/_ext/student_edition.py --out _build/student --cache _build/.jupyter_cache
 
+# The teaching assistants' edition: the full site in which each assignment page is rendered from its
+# instructor notebook (book/assignments/instructor/*.md, with the reference solutions), into
+# _build/solutions/html (-W -n; its executed notebooks stay in _build/solutions/jupyter_execute, away from
+# the other editions' downloads). Same Jupyter cache: only the four instructor notebooks execute, once.
+# Never publish it to students.
+solutions: $(STAMP)
+	$(BIN)/python book/_ext/student_edition.py --edition solutions --out _build/solutions/html --cache _build/.jupyter_cache
+
 # The assignments in JupyterLab (optional: JupyterLab is not in requirements.txt; this version
 # installs beside the pins without changing any). `make lab-check` tests the setup without a browser.
 JUPYTERLAB := jupyterlab==4.6.6
@@ -39,8 +49,12 @@ $(LAB_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check $(JUPYTERLAB) jupytext
 	@touch $(LAB_STAMP)
 
+# Jupyter refuses to start as root without --allow-root (e.g. in a container): pass it only then.
+LAB_ARGS ?=
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
+
 lab: $(LAB_STAMP)
-	$(BIN)/jupyter lab --notebook-dir=book/assignments
+	$(BIN)/jupyter lab --notebook-dir=book/assignments $(ALLOW_ROOT) $(LAB_ARGS)
 
 lab-check: $(LAB_STAMP)
 	$(BIN)/jupyter lab --version

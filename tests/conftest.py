@@ -50,3 +50,13 @@ def student_build(book_build: BookBuild) -> BookBuild:
     cache = book_build.html.parent / ".jupyter_cache"
     return _build([sys.executable, str(ROOT / "book" / "_ext" / "student_edition.py"),
                    "--out", str(out), "--cache", str(cache)], out)
+
+
+@pytest.fixture(scope="session")
+def solutions_build(book_build: BookBuild) -> BookBuild:
+    """The teaching assistants' edition (``make solutions``), built from the Jupyter cache of ``book_build``
+    (only the four instructor notebooks execute)."""
+    out = book_build.html.parent / "solutions" / "html"  # its own jupyter_execute, as `make solutions`
+    cache = book_build.html.parent / ".jupyter_cache"
+    return _build([sys.executable, str(ROOT / "book" / "_ext" / "student_edition.py"), "--edition", "solutions",
+                   "--out", str(out), "--cache", str(cache)], out)

@@ -60,6 +60,9 @@ TIMEOUT: float = 10.0
 NAN_BY_DESIGN: frozenset[tuple[str, str]] = frozenset({
     ("grading.feedback", "call"), ("grading.feedback", "as_floats"), ("grading.feedback", "spy_array"),
     ("grading.record", "measure"), ("grading.record", "call_many"),
+    # An otter plugin hook returns the submission it was given; TimeLimit changes only a notebook and hands
+    # anything else (otter also passes non-notebook submissions) back as it is, a NaN included.
+    ("grading.otter_plugin", "TimeLimit.before_execution"),
 })
 
 
@@ -313,6 +316,12 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
     "grading.otter.reaches": {"*objects": _const((lambda m, k: 1.0 / m,)), "assignment": _const("mechanism"), "question": _const("q1"), "step": _const(1)},
     "grading.otter.feedback_clean": {"*objects": _const((lambda m, k: 1.0 / m,)), "assignment": _const("mechanism"), "question": _const("q1")},
     "grading.otter_plugin.time_limit_source": {"seconds": _const(60.0)},
+    # With the otter extra installed, TimeLimit is otter's AbstractOtterPlugin, constructed by otter with
+    # these three (its __init__ stores them; without otter the stand-in raises ImportError and the test skips).
+    "grading.otter_plugin.TimeLimit": {"submission_path": lambda ctx: str(ctx.tmp / "submission.ipynb"),
+                                       "submission_metadata": lambda ctx: {},
+                                       "plugin_config": lambda ctx: {"seconds": 60}},
+    "grading.otter_plugin.TimeLimit.before_execution": {"submission": lambda ctx: _otter_submission()},
     "grading.pair_audit.mystery_pair": {"data": _const(0.0)},
     "grading.record.measure": {"f": _const(_student_sampler), "inputs": _const([np.array([0.2, 0.7])])},
     "grading.record.reference_seconds": {"reference": _const(_student_sampler), "inputs": _const([np.array([0.2, 0.7])])},
@@ -380,6 +389,13 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
                                      "factorizes": _const(True), "bound_gap": lambda ctx: _sympy_zero(),
                                      "bounded": _const(True), "region_gaps": _const(())},
 }
+
+
+def _otter_submission():
+    """What otter hands the plugin before executing a submission: the notebook, one code cell."""
+    import nbformat
+
+    return nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")])
 
 
 def _finding():

@@ -18,6 +18,29 @@ Two parts:
   no notebook is executed twice.  Jupyter Book 1's command line has no option to override one
   Sphinx setting, so the script calls the same function as ``jupyter-book build`` does
   (``jupyter_book.sphinx.build_sphinx``) with two overrides on top of ``_config.yml``.
+
+Three editions come from the same sources, chosen by the Sphinx setting ``dptutor_edition``:
+
+* ``full`` (``make book``): every chapter with its exercises' solutions in dropdowns; the assignment
+  pages are the blank student notebooks.
+* ``student`` (``make student``, ``--edition student``): no solution anywhere.
+* ``solutions`` (``make solutions``, ``--edition solutions``): the teaching assistants' edition, the full
+  edition in which each assignment page is rendered from its instructor notebook
+  (``book/assignments/instructor/<name>.md``, with the reference solutions), under the same page
+  name, so every link and label stays valid.  An announcement on every page says what it is.  It is
+  built into ``_build/solutions/html``, not beside the other editions: myst-nb keeps the executed
+  notebooks in ``<output>/../jupyter_execute``, and the downloads of the full and the student edition
+  come from ``_build/jupyter_execute``, which must never hold an instructor notebook.
+
+**Edition-specific text.** Each build sets the Sphinx tag ``<edition>_edition`` (``full_edition``,
+``student_edition`` or ``solutions_edition``), so Sphinx's own ``only`` directive keeps or drops a
+passage, e.g. in MyST::
+
+    :::{only} not student_edition
+    Solutions are folded: try the exercise before you click.
+    :::
+
+Blocks whose condition is false are also removed from the page sources copied to ``_sources/``.
 """
 from __future__ import annotations
 
@@ -26,7 +49,7 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from docutils import nodes
 from sphinx.application import Sphinx
@@ -40,6 +63,17 @@ _SOLUTION_OPEN = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>solution-start|s
 _SOLUTION_END = re.compile(r"^(?P<fence>`{3,}|:{3,})\{solution-end\}")
 #: What a removed solution block becomes in the student edition's page sources.
 OMITTED = "(The solution is not part of the student edition.)"
+
+#: The editions (``dptutor_edition``), each also a Sphinx tag ``<edition>_edition``.
+EDITIONS = ("full", "student", "solutions")
+#: The assignment pages and the instructor notebooks that the solutions edition renders in their place.
+ASSIGNMENTS_DIR = "book/assignments"
+INSTRUCTOR_DIR = "book/assignments/instructor"
+#: The announcement at the top of every page of the solutions edition.
+SOLUTIONS_BANNER = ("Teaching assistants' edition: the assignment pages show the reference solutions. "
+                    "Do not publish it to students.")
+
+_ONLY_OPEN = re.compile(r"^(?P<fence>`{3,}|:{3,})\{only\}\s*(?P<expr>.*?)\s*$")
 
 
 class _SolutionStripper:
@@ -107,6 +141,48 @@ def strip_solutions_notebook(nb: dict) -> dict:
     return {**nb, "cells": cells}
 
 
+def strip_only_blocks(text: str, keep: Callable[[str], bool]) -> str:
+    """Remove each ``{only} EXPR`` block (fenced with backticks or colons) for which ``keep(EXPR)`` is
+    false: its opening line through the line that repeats its fence.  Blocks that are kept stay as
+    they are (Sphinx evaluates them on the page; this is for the page sources offered for download)."""
+    out: list[str] = []
+    fence = ""
+    for line in text.splitlines(keepends=True):
+        if fence:
+            if line.strip() == fence:
+                fence = ""
+            continue
+        match = _ONLY_OPEN.match(line)
+        if match and not keep(match["expr"]):
+            fence = match["fence"]
+            continue
+        out.append(line)
+    if fence:
+        raise ValueError("an {only} block is never closed")
+    return "".join(out)
+
+
+def edition(config: Any) -> str:
+    """The edition a build makes: ``dptutor_edition``, or ``student`` when ``hide_solutions`` is set."""
+    name = getattr(config, "dptutor_edition", "full") or "full"
+    if name not in EDITIONS:
+        raise ValueError(f"dptutor_edition must be one of {', '.join(EDITIONS)}, not {name!r}")
+    if getattr(config, "hide_solutions", False):
+        if name == "solutions":
+            raise ValueError("dptutor_edition 'solutions' shows the solutions: hide_solutions must be false")
+        return "student"
+    return name
+
+
+def instructor_source(app: Sphinx, docname: str) -> Path | None:
+    """The instructor notebook rendered in place of ``docname`` in the solutions edition, if any."""
+    folder, _, stem = docname.rpartition("/")
+    if folder != ASSIGNMENTS_DIR or not stem:
+        return None
+    path = Path(app.srcdir) / INSTRUCTOR_DIR / f"{stem}.md"
+    return path if path.is_file() else None
+
+
 class hidden_solution(nodes.Element):
     """Placeholder for a ``{solution-start}`` in the student edition; removed before writing."""
 
@@ -152,31 +228,95 @@ class RemoveHiddenSolutions(SphinxTransform):
                 parent.remove(child)
 
 
+def _set_edition(app: Sphinx, config: Any) -> None:
+    """Check the edition, set its tag, and give the solutions edition its announcement."""
+    try:
+        name = edition(config)
+    except ValueError as exc:
+        from sphinx.errors import ConfigError
+
+        raise ConfigError(str(exc)) from None
+    app.tags.add(f"{name}_edition")
+    if name == "solutions":
+        options = dict(config.html_theme_options or {})
+        options["announcement"] = SOLUTIONS_BANNER
+        config.html_theme_options = options
+
+
+def _render_instructor_notebooks(app: Sphinx, docname: str, source: list[str]) -> None:
+    """In the solutions edition, read each assignment page from its instructor notebook."""
+    if edition(app.config) != "solutions":
+        return
+    path = instructor_source(app, docname)
+    if path is not None:
+        source[0] = path.read_text(encoding="utf-8")
+
+
 def _strip_copied_sources(app: Sphinx, exception: Exception | None) -> None:
-    """Remove solution blocks from the sources copied to ``_sources/`` (the download button)."""
-    if exception is not None or not app.config.hide_solutions:
+    """Make the sources copied to ``_sources/`` (the download button) match the edition: no solution
+    blocks in the student edition, no ``{only}`` block meant for another edition, and the instructor
+    notebooks' sources behind the assignment pages of the solutions edition."""
+    if exception is not None or app.builder.format != "html":
         return
     sources = Path(app.outdir) / "_sources"
     if not sources.is_dir():
         return
+    name = edition(app.config)
+    if name == "solutions":
+        suffix = app.config.html_sourcelink_suffix or ""
+        for docname in app.env.found_docs:
+            path = instructor_source(app, docname)
+            target = sources / f"{docname}.md"
+            if suffix and not target.name.endswith(suffix):
+                target = target.with_name(target.name + suffix)
+            if path is not None and target.is_file():
+                target.write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    keep = app.tags.eval_condition
     for path in sources.rglob("*"):
-        if not path.is_file():
+        if not path.is_file() or path.suffix == ".whl":
             continue
         try:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError:
             continue
-        if "{solution" not in text:
+        solutions = name == "student" and "{solution" in text
+        only = "{only}" in text
+        if not (solutions or only):
             continue
         if path.suffix == ".ipynb":  # the executed notebook offered for download
-            nb = strip_solutions_notebook(json.loads(text))
+            nb = json.loads(text)
+            if solutions:
+                nb = strip_solutions_notebook(nb)
+            if only:
+                nb = _strip_only_notebook(nb, keep)
             path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         else:
-            path.write_text(strip_solutions(text), encoding="utf-8")
+            if solutions:
+                text = strip_solutions(text)
+            if only:
+                text = strip_only_blocks(text, keep)
+            path.write_text(text, encoding="utf-8")
+
+
+def _strip_only_notebook(nb: dict, keep: Callable[[str], bool]) -> dict:
+    cells = []
+    for cell in nb.get("cells", []):
+        source = cell.get("source", "")
+        text = source if isinstance(source, str) else "".join(source)
+        if cell.get("cell_type") == "markdown" and "{only}" in text:
+            text = strip_only_blocks(text, keep)
+            if not text.strip():
+                continue
+            cell = {**cell, "source": text.splitlines(keepends=True)}
+        cells.append(cell)
+    return {**nb, "cells": cells}
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
     app.setup_extension("sphinx_exercise")
+    app.add_config_value("dptutor_edition", "full", "env", [str])
+    app.connect("config-inited", _set_edition)
+    app.connect("source-read", _render_instructor_notebooks)
     app.add_node(hidden_solution)
     app.add_directive("solution-start", _solution_start_directive(), override=True)
     app.add_transform(RemoveHiddenSolutions)
@@ -189,55 +329,85 @@ def setup(app: Sphinx) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 
 
-def build(source: Path, out: Path, cache: Path, *, strict: bool = True) -> int:
-    """Build the student edition of the book in ``source`` into ``out``; return 0 on success.
+def build_overrides(source: Path, cache: Path, edition: str = "student", *, strict: bool = True) -> dict[str, Any]:
+    """The Sphinx settings that turn ``_config.yml``'s full edition into ``edition``."""
+    if edition not in ("student", "solutions"):
+        raise ValueError(f"edition must be 'student' or 'solutions', not {edition!r}")
+    overrides: dict[str, Any] = {
+        "external_toc_path": (source / "_toc.yml").as_posix(),
+        "latex_individualpages": False,
+        "hide_solutions": edition == "student",
+        "dptutor_edition": edition,
+        "nb_execution_cache_path": str(cache),
+    }
+    if strict:
+        overrides["nitpicky"] = True
+    return overrides
+
+
+def build(source: Path, out: Path, cache: Path, *, strict: bool = True, edition: str = "student") -> int:
+    """Build the student (or the solutions) edition of the book in ``source`` into ``out``; return 0
+    on success.
 
     ``cache`` is the Jupyter cache to execute notebooks with (``make book`` keeps its cache in
     ``_build/.jupyter_cache``).  Sphinx's doctrees go to ``<out>.doctrees`` next to ``out``, so an
     incremental rebuild only re-reads changed pages and never mixes with the full edition's.
     ``strict`` turns warnings into errors and enables nit-picky references, like ``make book``.
+    The solutions edition executes the four instructor notebooks (their code differs from the
+    student notebooks'), once: the results go into the same cache.
     """
     from jupyter_book.sphinx import build_sphinx
 
     source, out, cache = source.resolve(), out.resolve(), cache.resolve()
-    overrides: dict[str, Any] = {
-        "external_toc_path": (source / "_toc.yml").as_posix(),
-        "latex_individualpages": False,
-        "hide_solutions": True,
-        "nb_execution_cache_path": str(cache),
-    }
-    if strict:
-        overrides["nitpicky"] = True
+    if edition == "solutions":
+        # myst-nb writes the executed notebooks to <out>/../jupyter_execute, and each edition offers the
+        # ones it finds there for download: the instructor notebooks must not land where the full or the
+        # student edition would pick them up.
+        shared = [name for name in ("html", "student") if (out.parent / name).is_dir()]
+        if shared:
+            print(f"The solutions edition needs a build folder of its own: {out.parent} also holds "
+                  f"{', '.join(shared)}, whose downloads would offer the instructor notebooks "
+                  f"(use e.g. --out {out.parent / 'solutions' / 'html'})", file=sys.stderr)
+            return 2
     result = build_sphinx(
         source,
         out,
         noconfig=True,
         path_config=str(source / "_config.yml"),
-        confoverrides=overrides,
+        confoverrides=build_overrides(source, cache, edition, strict=strict),
         doctreedir=out.with_name(f".{out.name}.doctrees"),
         builder="html",
         warningiserror=strict,
         keep_going=strict,
     )
     if isinstance(result, Exception):
-        print(f"The student edition did not build: {result!r}", file=sys.stderr)
+        print(f"The {edition} edition did not build: {result!r}", file=sys.stderr)
         return 1
     return int(result or 0)
 
 
 def main(argv: list[str] | None = None) -> int:
     root = Path(__file__).resolve().parents[2]
-    parser = argparse.ArgumentParser(description="Build the student edition (no solutions) of the book.")
+    parser = argparse.ArgumentParser(
+        description="Build the student edition (no solutions) or the teaching assistants' edition (the "
+                    "assignments' solutions too) of the book.")
+    parser.add_argument("--edition", choices=("student", "solutions"), default="student",
+                        help="student (default, `make student`) or solutions (`make solutions`)")
     parser.add_argument("--source", type=Path, default=root, help="the book's folder (with _config.yml)")
-    parser.add_argument("--out", type=Path, default=root / "_build" / "student", help="HTML output folder")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="HTML output folder (default: _build/student, or _build/solutions/html: the solutions "
+                             "edition keeps its executed notebooks in a folder of its own)")
     parser.add_argument("--cache", type=Path, default=root / "_build" / ".jupyter_cache",
                         help="Jupyter cache shared with `make book`")
     parser.add_argument("--no-strict", dest="strict", action="store_false",
                         help="do not fail on warnings (default: -W -n like `make book`)")
     args = parser.parse_args(argv)
-    status = build(args.source, args.out, args.cache, strict=args.strict)
+    default = root / "_build" / "student" if args.edition == "student" else root / "_build" / "solutions" / "html"
+    out = args.out if args.out is not None else default
+    status = build(args.source, out, args.cache, strict=args.strict, edition=args.edition)
     if status == 0:
-        print(f"Student edition: {args.out.resolve() / 'index.html'}")
+        label = "Student edition" if args.edition == "student" else "Teaching assistants' edition"
+        print(f"{label}: {out.resolve() / 'index.html'}")
     return status
 
 
