@@ -316,7 +316,7 @@ def term_names(head: str) -> list[str]:
 def term_pattern(names: list[str]) -> re.Pattern:
     alternatives = []
     for name in names:
-        escaped = re.escape(name)
+        escaped = re.sub(r"(?:\\ )+", r"\\s+", re.escape(name))     # a term may break across lines
         if re.search(r"[A-Za-z]$", name):
             escaped += r"s?"            # plural
         alternatives.append(escaped)
@@ -477,6 +477,8 @@ def test_order_check_catches_a_use_before_the_definition() -> None:
     # Bare L and a c with no index are other symbols than \hat L and c_{dy}; \mathrm{Lap} holds no L.
     assert [atom.base for atom in atoms(r"\mathrm{Lap}(\mu, b) + \mathcal{X}_1")] == [r"\mu", "b", "⟨mathcal:X⟩"]
     assert atoms(r"\hat{L}") == atoms(r"\hat L") == [Atom("hat", "L", None)]
+    # A term broken across two lines is still a use of it.
+    assert term_pattern(["group privacy"]).search("the sparse vector technique and group\n   privacy, the")
     assert atoms(r"X' = X^\prime_2") == [Atom("", "X", None), Atom("", "X", "2")]
     # An index stands for its values (c_{01}, c_{1y}), not for a dataset's or a variable's name: p_X and p_{X'}
     # are another symbol than p_d, the bare p's when the appendix lists one (and unlisted when it does not).
