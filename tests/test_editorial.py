@@ -279,13 +279,19 @@ def is_index(sub: str | None) -> bool:
     return sub is not None and re.fullmatch(r"[a-z]+", sub) is not None
 
 
+def names_a_variable(sub: str) -> bool:
+    """A subscript that is one capital letter, primed or marked (p_X, p_{X'}, p_{X^-}, p_Y), names a dataset or a
+    random variable: it is part of the symbol (the FORMAT), never a value of an index such as c_{dy}'s."""
+    return re.fullmatch(r"[A-Z](?:'|\\prime|\^[-+'])*", sub) is not None
+
+
 def symbol_of(atom: Atom, entries: list[Atom]) -> Atom | None:
     """The entry that a use belongs to: the same base and decoration, the most specific subscript."""
     same = [e for e in entries if e.base == atom.base and e.decoration == atom.decoration]
     for e in same:                                  # a literal subscript: Delta_2, L_A, mu_G
         if e.sub is not None and not is_index(e.sub) and e.sub == atom.sub:
             return e
-    if atom.sub is not None:
+    if atom.sub is not None and not names_a_variable(atom.sub):
         for e in same:                              # an index: c_{dy} stands for c_{01}, c_{1y}, ...
             if is_index(e.sub):
                 return e
@@ -310,7 +316,7 @@ def term_names(head: str) -> list[str]:
 def term_pattern(names: list[str]) -> re.Pattern:
     alternatives = []
     for name in names:
-        escaped = re.escape(name)
+        escaped = re.sub(r"(?:\\ )+", r"\\s+", re.escape(name))     # a term may break across lines
         if re.search(r"[A-Za-z]$", name):
             escaped += r"s?"            # plural
         alternatives.append(escaped)
@@ -471,7 +477,18 @@ def test_order_check_catches_a_use_before_the_definition() -> None:
     # Bare L and a c with no index are other symbols than \hat L and c_{dy}; \mathrm{Lap} holds no L.
     assert [atom.base for atom in atoms(r"\mathrm{Lap}(\mu, b) + \mathcal{X}_1")] == [r"\mu", "b", "⟨mathcal:X⟩"]
     assert atoms(r"\hat{L}") == atoms(r"\hat L") == [Atom("hat", "L", None)]
+    # A term broken across two lines is still a use of it.
+    assert term_pattern(["group privacy"]).search("the sparse vector technique and group\n   privacy, the")
     assert atoms(r"X' = X^\prime_2") == [Atom("", "X", None), Atom("", "X", "2")]
+    # An index stands for its values (c_{01}, c_{1y}), not for a dataset's or a variable's name: p_X and p_{X'}
+    # are another symbol than p_d, the bare p's when the appendix lists one (and unlisted when it does not).
+    symbols = [Atom("", "p", "d"), Atom("", "c", "dy")]
+    assert [symbol_of(a, symbols) for a in atoms(r"p_0 + p_{1} + c_{01} + c_{1y}")] == [
+        Atom("", "p", "d"), Atom("", "p", "d"), Atom("", "c", "dy"), Atom("", "c", "dy")]
+    densities = [a for a in atoms(r"p_X(y) / p_{X'}(y) + p_{X^-} + p_Y") if a.base == "p"]
+    assert len(densities) == 4 and [symbol_of(a, symbols) for a in densities] == [None] * 4
+    with_bare = [*symbols, Atom("", "p", None)]
+    assert {symbol_of(a, with_bare) for a in densities} == {Atom("", "p", None)}
 
 
 # ---------------------------------------------------------------------------------------------
