@@ -2,15 +2,20 @@
 
 How a submission is graded
 --------------------------
-Each submission runs in a fresh Jupyter kernel (nbclient), cell by cell, with a time limit per
-cell and one for the whole notebook.  Then, for every question, the runner adds one cell that
-*records* what the student's code does on inputs the grader chose (hidden parameters drawn fresh
-for this submission with :mod:`secrets`) and writes it, as plain data (``.npz`` of numeric arrays
-and one JSON string, never a pickle), to a file in the sandbox's work folder whose random name
-appears only in that cell's source.  Questions that time a function get extra cells that run
-just that call; the runner times those cells with its own clock, outside the kernel.  When the kernel is gone, the grader parses
-each file strictly and *replays* the question's check in its own process, against its own
-references (:mod:`dptutor.grading.record`).  Scores are clamped to each question's points.
+Each submission runs in a fresh Jupyter kernel (nbclient) in a sandbox of its own, cell by cell,
+with a time limit per cell and one for the whole notebook.  Then every question is graded by its
+check, which runs *here*, in the grader's process, with hidden parameters drawn fresh for that
+question with :mod:`secrets` (:func:`dptutor.grading.record.grade_question`).  The kernel never
+sees a check, a seed or a hidden parameter: whenever a check calls a student function, the grader
+writes that call's inputs as data (``.npz`` of numeric arrays and one JSON string, never a
+pickle) to a file in the work folder, runs a cell that only calls the function on them, and reads
+back what it returned, raised or modified.  Those cells name their files by a random base name
+in the kernel's working folder, which is the work folder in every sandbox.  The grader parses each
+answer strictly and rebuilds only the types its assignment allow-lists (never importing a module
+or resolving a name taken from the kernel).  Timed questions time cells that make one call each,
+with fresh inputs per repeat, by the runner's clock.  Replays the grader does itself (the audit's
+evidence) are bounded in work and time before they start.  Scores are clamped to each question's
+points.
 
 Threat model: what a student can and cannot do
 ----------------------------------------------
@@ -25,11 +30,11 @@ folder shared with the sandbox (Jupyter's ``ipc`` transport; there is no network
 - Inside its kernel the student can patch anything: ``dptutor`` and its checks, ``numpy``,
   ``scipy``, ``json``, builtins, ``print``, the output streams.  None of that changes a verdict.
   Nothing the kernel prints is read (there is no token to forge), and nothing the kernel
-  *concludes* is used: it only reports data (what the student's functions returned, raised or
-  modified on given inputs, and the student's answer values).  The grader parses it (regular file
-  only, size limits, numeric dtypes, every field type-checked; see :mod:`dptutor.grading.record`),
-  checks that each recorded call was made with the grader's inputs, and computes every score
-  itself.  A file that cannot be parsed, is missing, or does not match scores 0 for that question.
+  *concludes* is used: it only answers calls (what the student's functions returned, raised or
+  modified on the grader's inputs) and reports the student's answer values.  The grader parses
+  each answer (regular file only, size limits, numeric dtypes, allow-listed types, every field
+  type-checked; see :mod:`dptutor.grading.record`) and computes every score itself.  An answer
+  that cannot be parsed, is missing or does not fit the call scores 0 for that question.
 - Forged data is judged as the student's answer: it earns marks only if it is correct on inputs
   drawn fresh for this submission, inside the time limits, which is what a correct function does.
 - Outside its kernel the student can reach nothing that matters: the installed package and the
