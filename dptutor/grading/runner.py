@@ -56,9 +56,12 @@ folder shared with the sandbox (Jupyter's ``ipc`` transport; there is no network
   through the work folder within the time limit (each file is capped, the folder is deleted
   after the submission), memory held outside the address space (in-memory files such as
   ``memfd``, each under the file-size cap) until the time limit (bubblewrap sets no cgroup
-  limits), and, when the grader runs as root, fork bombs (Linux does not apply
-  ``RLIMIT_NPROC`` to root; grade as an ordinary user, or use ``--sandbox podman`` with its
-  ``--pids-limit``).  With ``--no-sandbox`` none of the above holds: the kernel runs as your
+  limits; as root the grader adds its own, below), and, when the grader runs as root on a machine
+  whose cgroup pids controller it cannot write, fork bombs (Linux does not apply ``RLIMIT_NPROC``
+  to root; ``grade`` then warns once: grade as an ordinary user, or use ``--sandbox podman`` with
+  its ``--pids-limit``).  When the grader is root and a pids controller (cgroup v1 or v2) is
+  writable, each sandbox runs in a cgroup of its own with ``pids.max`` = the process limit and a
+  memory limit of ``--memory`` for the whole sandbox, removed when the submission ends.  With ``--no-sandbox`` none of the above holds: the kernel runs as your
   user, next to the grader, and can read or overwrite your files and kill your processes.
 
 Interrupts
@@ -75,6 +78,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import csv
 import dataclasses
 import hashlib
@@ -223,10 +227,12 @@ def display_name(name: str) -> str:
     return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
-def feedback_name(file: str) -> str:
-    """The feedback file of a submission: ``<stem>.txt``, or a short safe name plus a hash for odd names."""
+def feedback_name(file: str, *, shared: bool = False) -> str:
+    """The feedback file of a submission: ``<stem>.txt``, or a short safe name plus a hash of the
+    whole file name for odd names and for a stem that ``shared`` says another submission also has
+    (``a.md`` and ``a.ipynb`` get different files)."""
     stem = file.rsplit(".", 1)[0] if "." in file[1:] else file
-    if re.fullmatch(r"[\w][\w .,()+-]{0,99}", stem) and not stem.endswith((" ", ".")):
+    if not shared and re.fullmatch(r"[\w][\w .,()+-]{0,99}", stem) and not stem.endswith((" ", ".")):
         return f"{stem}.txt"
     digest = hashlib.sha256(file.encode("utf-8", "surrogateescape")).hexdigest()[:16]
     safe = re.sub(r"[^\w.-]+", "_", stem, flags=re.ASCII).strip("._")[:60]
@@ -818,13 +824,16 @@ def run_grade(args: argparse.Namespace) -> int:
             rows.append(result.row(a))
             _write_rows(args.csv, header, rows)
             if args.feedback is not None:
-                target = args.feedback / feedback_name(result.file)
+                target = args.feedback / feedback_name(result.file, shared=stems[feedback_name(result.file)] > 1)
                 tmp = target.with_name(f".{target.name}.tmp")
                 tmp.write_text(result.feedback_text() + "\n", encoding="utf-8")
                 os.replace(tmp, target)
             finished.append(result)
         print(f"{one_line(result.file)}: {fmt_points(result.total)} / {fmt_points(a.points)}", flush=True)
 
+    # Submissions whose plain feedback names would collide (a.md and a.ipynb) get hashed names.
+    stems = collections.Counter(feedback_name(display_name(p.name)) for p in args.submissions.iterdir()
+                                if p.suffix in (".ipynb", ".md"))
     marker = args.csv.with_name(f".{args.csv.name}.inflight")
     crashed = _read_marker(marker)
     if (crashed and crashed not in {csv_text(r[0]) for r in rows}
