@@ -332,9 +332,9 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
     "grading.record.grade_in_process": {"namespace": lambda ctx: {"laplace_inverse_cdf": _student_sampler},
                                         "assignment": _const("sampler")},
     "grading.record.KernelCalls": {"namespace": lambda ctx: {"f": _student_sampler},
-                                   "request": lambda ctx: _grading_request(ctx), "answer": lambda ctx: str(ctx.tmp / "answer.npz")},
+                                   "request": lambda ctx: _grading_request(ctx), "answer": _const("answer.npz")},
     "grading.record.kernel_needs": {"namespace": lambda ctx: {"f": _student_sampler}, "names": _const(["f", "g"]),
-                                    "answer": lambda ctx: str(ctx.tmp / "needs.npz")},
+                                    "answer": _const("needs.npz")},  # bare names: the test runs in ctx.tmp
     "grading.registry.record_types": {"assignment": _const("audit")},
     "grading.registry.get_assignment": {"name": _const("sampler")},
     "grading.registry.check": {"*objects": _const((lambda m, k: 1.0 / m,)), "assignment": _const("mechanism"), "question": _const("q1")},
@@ -429,14 +429,15 @@ async def _run_nothing(source: str, limit: float) -> tuple[dict, float]:
 
 
 def _grading_request(ctx: Context) -> str:
-    """A request file of the grader: one call of ``f`` on three uniforms."""
+    """A request file of the grader: one call of ``f`` on three uniforms, named as the grader names
+    it to the kernel (a bare name in the working folder, ``ctx.tmp``)."""
     from dptutor.grading import record
 
     path = str(ctx.tmp / "request.npz")
     writer = record._Writer()
     writer.save(path, {"version": 2, "calls": [{"fn": "f", "args": [writer.encode(np.array([0.1, 0.5, 0.9]))],
                                                 "kwargs": []}]})
-    return path
+    return "request.npz"
 
 
 def _zoo_count_fn():

@@ -6,6 +6,7 @@ test's own); real kernels are exercised in test_hostile_records.py and test_grad
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import io
 import json
@@ -129,13 +130,14 @@ def test_the_student_function_is_called_from_the_cell_itself() -> None:
         return np.asarray(u) + mu
 
     with tempfile.TemporaryDirectory() as tmp:
-        request, answer = os.path.join(tmp, "in.npz"), os.path.join(tmp, "out.npz")
+        request, answer = "in.npz", "out.npz"  # bare names, in the kernel's working folder
         writer = record._Writer()
-        writer.save(request, {"version": 2, "calls": [{"fn": "f", "args": [writer.encode(np.array([0.5]))],
-                                                     "kwargs": []}]})
         namespace = {"f": f}
-        exec(compile(record._CALL_CELL.format(request=request, answer=answer), "<cell>", "exec"), namespace)
-        with np.load(answer) as npz:
+        with contextlib.chdir(tmp):
+            writer.save(request, {"version": 2, "calls": [{"fn": "f", "args": [writer.encode(np.array([0.5]))],
+                                                         "kwargs": []}]})
+            exec(compile(record._CALL_CELL.format(request=request, answer=answer), "<cell>", "exec"), namespace)
+        with np.load(os.path.join(tmp, answer)) as npz:
             meta = json.loads(str(npz["meta"][()]))
     assert len(meta["results"]) == 1 and "value" in meta["results"][0]
     assert seen and not any("dptutor" in name for name in seen[0][:2]), seen[0]
@@ -150,7 +152,7 @@ def test_a_kernel_that_never_answers_stops_at_the_cell_limit(reference: dict) ->
         return {"outputs": []}, 0.0
 
     async def main():
-        with tempfile.TemporaryDirectory() as tmp:
+        with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):  # the kernel's working folder
             return await grade_question(run_cell, "sampler", "q2", tmp, timeout=2.0)
 
     fb = asyncio.run(main())
@@ -171,7 +173,7 @@ def test_a_dead_kernel_releases_the_check_thread(reference: dict) -> None:
         return {"outputs": []}, 0.0
 
     async def main():
-        with tempfile.TemporaryDirectory() as tmp:
+        with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):  # the kernel's working folder
             return await grade_question(run_cell, "sampler", "q1", tmp, timeout=5.0)
 
     before = {t.name for t in __import__("threading").enumerate()}
@@ -192,3 +194,18 @@ def test_grade_question_checks_its_arguments_before_running(tmp_path: Path) -> N
         grade_question(run_cell, "sampler", "q1", str(tmp_path / "missing"), timeout=1.0)
     with pytest.raises(ValueError, match="timeout"):
         grade_question(run_cell, "sampler", "q1", str(tmp_path), timeout=-1.0)
+
+
+def test_the_kernel_is_told_bare_file_names_in_its_working_folder(reference: dict, tmp_path: Path) -> None:
+    """By design the grader's cells name their files without a folder: the kernel runs in the work
+    folder (every sandbox mounts it and starts the kernel there), so no path of the grader's reaches
+    the kernel, and a cell naming a file elsewhere is refused by the kernel's side."""
+    sources: list[str] = []
+    fbs = grade_with_tampering(dict(reference["sampler"]), "sampler", lambda m, a: (m, a), sources, questions=("q2",))
+    assert fbs["q2"].score == ASSIGNMENTS["sampler"].question("q2").points, fbs["q2"].report()
+    assert sources and not any("/" in s for s in sources), sources[:2]
+    for bad in (str(tmp_path / "in.npz"), "../in.npz", "..", "sub/in.npz"):
+        with pytest.raises(ValueError, match="request"):
+            record.KernelCalls({}, bad, "out.npz")
+        with pytest.raises(ValueError, match="answer"):
+            record.kernel_needs({}, ["f"], bad)

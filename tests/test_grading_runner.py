@@ -1,15 +1,16 @@
-"""The grader's trust model, its interrupts and its command line (dptutor.grading.runner, .record).
+"""The grader's runner: its command line, interrupts, names, time limits and sandbox.
 
-Fast tests run the record/replay protocol in this process (the kernel side and the grader side are
-ordinary functions); the slower ones grade folders of adversarial notebooks in real kernels through
-``python -m dptutor grade``, three folders at once to save wall time, and interrupt the command
-with SIGINT at several moments.  Each forged notebook must score no more than its functions earn
-when checked honestly.
+The checks and the call protocol between the grader and the kernel (dptutor.grading.record) are
+tested in tests/test_grading_record.py and tests/test_hostile_records.py, the sandbox itself in
+tests/test_sandbox.py and tests/test_hostile_sandbox.py.  Here ``python -m dptutor grade`` grades
+folders of notebooks in real kernels (in bubblewrap when it is installed), three folders at once to
+save wall time: correct notebooks get full marks and untouched stubs 0 in all four assignments,
+forged notebooks no more than their functions earn when checked honestly, and SIGINT at several
+moments keeps every finished row.
 """
 from __future__ import annotations
 
 import csv
-import io
 import json
 import math
 import os
@@ -17,9 +18,7 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -29,47 +28,12 @@ from conftest import ROOT
 from dptutor.audit import AuditResult
 from dptutor.grading import ASSIGNMENTS, check
 from dptutor.grading import runner
-from dptutor.grading.record import (Record, RecordError, load_record, load_timed, record_cell, replay_question,
-                                    timed_cell)
+from dptutor.grading.audit import BY_HAND as AUDIT_BY_HAND
 from test_grading import ASSIGNMENT_DIR, INSTRUCTOR_DIR, run_notebook_code
 
 #: Whether the CLI runs here in its default bubblewrap sandbox (else the tests pass --no-sandbox).
 SANDBOXED = shutil.which("bwrap") is not None
 SAMPLER_STUB = '    raise NotImplementedError("Questions 1-3")'
-HIDDEN = 424242
-
-
-def simulate_grading(name: str, namespace: dict, hidden: int = HIDDEN) -> dict:
-    """The runner's pipeline in this process: record each question, time its requests, replay it."""
-    out = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for q in ASSIGNMENTS[name].questions:
-            path = os.path.join(tmp, f"{q.name}.npz")
-            record_cell(namespace, name, q.name, hidden, path)
-            record = load_record(path, q.needs)
-            for request in record.meta["timed"]:
-                record.timings.append(time_in_process(namespace, request, os.path.join(tmp, "timed.npz")))
-            out[q.name] = replay_question(name, q.name, record, hidden)
-    return out
-
-
-def time_in_process(namespace: dict, request: dict, path: str) -> tuple:
-    """A timed cell as the runner runs it: interrupted at the runner's cap, timed from outside."""
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGALRM, interrupt)
-    signal.setitimer(signal.ITIMER_REAL, runner.TIMED_CELL_CAP)
-    t0 = time.perf_counter()
-    try:
-        timed_cell(namespace, request["fn"], request["spec"], request["args"], path)
-        seconds = time.perf_counter() - t0
-    except KeyboardInterrupt:
-        return runner.TIMED_CELL_CAP, request, Record({"version": 1, "value": {"k": "none"}}, {})
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-    return seconds, request, load_timed(path)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -103,132 +67,6 @@ def mutating(X, epsilon, *, rng):  # correct noise, but clips X in place and tak
     np.clip(X, 0, 1, out=X)
     m, k = X.shape
     return X.mean(axis=0) + rng.laplace(0.0, k / (m * epsilon), size=k)
-
-
-@pytest.fixture(scope="module")
-def reference() -> dict[str, dict]:
-    return {name: run_notebook_code(INSTRUCTOR_DIR / a.notebook, feedback_cells=False)
-            for name, a in ASSIGNMENTS.items()}
-
-
-def wrong_answers(reference: dict) -> list[tuple[str, dict]]:
-    audit = reference["audit"]
-    return [
-        ("sampler", {"laplace_inverse_cdf": half_scale_loop}),
-        ("sampler", {"laplace_inverse_cdf": zeros}),
-        ("mechanism", {"mean_sensitivity": lambda m, k: np.sqrt(k) / m, "private_mean": per_coordinate}),
-        ("mechanism", {"mean_sensitivity": lambda m, k: k / m, "private_mean": mutating}),
-        ("audit", {"verdicts": {"A": "no evidence", "B": "violates"},
-                   "evidence": {"A": audit["evidence"]["B"], "B": audit["evidence"]["A"]}, "diagnosis": "half-scale",
-                   "justification": "At n = 2 the half-scale candidate matched the table exactly, digit for digit, so it is that one."}),
-        ("audit", {"verdicts": "violates", "evidence": [1, 2], "diagnosis": 3, "justification": 3}),
-    ]
-
-
-# ---------------------------------------------------------------------------------------------
-# the protocol, in this process
-# ---------------------------------------------------------------------------------------------
-
-
-def test_replay_reaches_the_same_verdicts_as_the_direct_checks(reference: dict) -> None:
-    cases = [(name, ns) for name, ns in reference.items()] + wrong_answers(reference)
-    for name, ns in cases:
-        replayed = simulate_grading(name, ns)
-        for q in ASSIGNMENTS[name].questions:
-            direct = check(name, q.name, *(ns[n] for n in q.needs), hidden=HIDDEN)
-            got = replayed[q.name]
-            assert (got.score, got.status) == (direct.score, direct.status), (name, got.report(), direct.report())
-            assert [f.passed for f in got.findings] == [f.passed for f in direct.findings], (name, got.report())
-        if ns is reference[name]:
-            assert all(fb.score == q.points for fb, q in zip(replayed.values(), ASSIGNMENTS[name].questions))
-
-
-def good_record(tmp_path: Path, reference: dict) -> Path:
-    path = tmp_path / "good.npz"
-    record_cell(reference["sampler"], "sampler", "q2", HIDDEN, str(path))
-    load_record(str(path), ("laplace_inverse_cdf",))  # valid as written
-    return path
-
-
-def rezip(source: Path, target: Path, *, compression: int = zipfile.ZIP_STORED,
-          replace: dict[str, bytes] | None = None) -> None:
-    with zipfile.ZipFile(source) as zin, zipfile.ZipFile(target, "w", compression) as zout:
-        for info in zin.infolist():
-            zout.writestr(info.filename, (replace or {}).get(info.filename, zin.read(info)))
-
-
-def npy_bytes(arr: np.ndarray, allow_pickle: bool = False) -> bytes:
-    buf = io.BytesIO()
-    np.save(buf, arr, allow_pickle=allow_pickle)
-    return buf.getvalue()
-
-
-def test_result_files_are_parsed_strictly(tmp_path: Path, reference: dict) -> None:
-    good = good_record(tmp_path, reference)
-    needs = ("laplace_inverse_cdf",)
-    meta = json.loads(str(np.load(good)["meta"][()]))
-    bad: dict[str, Path] = {}
-    bad["not a zip"] = tmp_path / "text.npz"
-    bad["not a zip"].write_text("score: 1000")
-    bad["symlink"] = tmp_path / "link.npz"
-    bad["symlink"].symlink_to(good)
-    bad["fifo"] = tmp_path / "fifo.npz"
-    os.mkfifo(bad["fifo"])
-    bad["deflated members"] = tmp_path / "deflated.npz"
-    rezip(good, bad["deflated members"], compression=zipfile.ZIP_DEFLATED)
-    bad["a pickled object array"] = tmp_path / "pickle.npz"
-    rezip(good, bad["a pickled object array"], replace={"a0.npy": npy_bytes(np.array([{}], dtype=object), True)})
-    bad["metadata that is not JSON"] = tmp_path / "json.npz"
-    rezip(good, bad["metadata that is not JSON"], replace={"meta.npy": npy_bytes(np.array("{'score': 1000"))})
-    for label, change in {
-        "a score in the metadata": {"version": 2, "score": 1000},
-        "a call of another function": {"calls": [{**meta["calls"][0], "fn": "print"}]},
-        "a malformed exception": {"calls": [{**meta["calls"][0], "raised": {"type": "os.system('x')"}}]},
-        "too many timed requests": {"timed": [{"fn": "laplace_inverse_cdf", "spec": [[1, 10]], "args": []}] * 9},
-        "a huge timed request": {"timed": [{"fn": "laplace_inverse_cdf", "spec": [[1, 10**12]], "args": []}]},
-    }.items():
-        bad[label] = tmp_path / f"{len(bad)}.npz"
-        rezip(good, bad[label], replace={"meta.npy": npy_bytes(np.array(json.dumps({**meta, **change})))})
-    bad["too large"] = tmp_path / "large.npz"
-    with open(bad["too large"], "wb") as fh:
-        fh.truncate(200 * 2**20)  # sparse: no disk used
-    bad["missing"] = tmp_path / "never-written.npz"
-    for label, path in bad.items():
-        with pytest.raises(RecordError):
-            load_record(str(path), needs)
-        print(label, "rejected")
-
-
-def test_a_record_that_does_not_match_the_graders_inputs_scores_zero(tmp_path: Path, reference: dict) -> None:
-    good = good_record(tmp_path, reference)
-    meta = json.loads(str(np.load(good)["meta"][()]))
-    meta["calls"][0]["digest"] = "0" * 64  # recorded for other inputs than the grader's
-    forged = tmp_path / "forged.npz"
-    rezip(good, forged, replace={"meta.npy": npy_bytes(np.array(json.dumps(meta)))})
-    fb = replay_question("sampler", "q2", load_record(str(forged), ("laplace_inverse_cdf",)), HIDDEN)
-    assert fb.score == 0 and fb.status == "error" and "does not match" in fb.report()
-
-
-def test_result_objects_of_dptutor_are_rebuilt_through_their_constructor(tmp_path: Path) -> None:
-    from dptutor.grading.feedback import Finding
-    from dptutor.grading.record import _Writer, load_timed
-
-    writer = _Writer()
-    value = {"ok": Finding(True, "fine"), "forged": {"k": "dataclass"}}
-    writer.save(str(tmp_path / "r.npz"), {"version": 1, "value": writer.encode(value)})
-    got = _decode_value(load_timed(str(tmp_path / "r.npz")))
-    assert got == value
-    # A forged tree naming a class outside dptutor is refused by the parser.
-    meta = {"version": 1, "value": {"k": "dataclass", "module": "os", "name": "system", "fields": []}}
-    writer.save(str(tmp_path / "f.npz"), meta)
-    with pytest.raises(RecordError):
-        load_timed(str(tmp_path / "f.npz"))
-
-
-def _decode_value(record):
-    from dptutor.grading import record as rec
-
-    return getattr(rec, "_decode")(record.meta["value"], record.arrays)
 
 
 def test_scores_are_clamped_to_the_points() -> None:
@@ -388,8 +226,13 @@ REFERENCE_SAMPLER = '''    u = np.asarray(u, dtype=float)
 
 
 def honest_total(name: str, namespace: dict) -> float:
-    return sum(check(name, q.name, *(namespace[n] for n in q.needs), hidden=True).score
-               for q in ASSIGNMENTS[name].questions)
+    """What the functions earn when checked directly, rounded up to the CSV's two decimals."""
+    return math.ceil(100 * sum(fb.score for fb in _honest(name, namespace)) - 1e-6) / 100
+
+
+def _honest(name: str, namespace: dict) -> list:
+    return [check(name, q.name, *(namespace[n] for n in q.needs), hidden=True)
+            for q in ASSIGNMENTS[name].questions]
 
 
 def read_scores(path: Path) -> dict[str, dict[str, str]]:
@@ -397,7 +240,7 @@ def read_scores(path: Path) -> dict[str, dict[str, str]]:
         return {row["file"]: row for row in csv.DictReader(fh)}
 
 
-def test_adversarial_submissions(tmp_path: Path, reference: dict) -> None:
+def test_adversarial_submissions(tmp_path: Path) -> None:
     folders = {name: tmp_path / name for name in ASSIGNMENTS}
     for folder in folders.values():
         folder.mkdir()
@@ -452,7 +295,8 @@ verdicts = {"A": "violates", "B": "violates"}'''
     # Correct submissions get full marks and blank ones 0, in every assignment.
     for name, a in ASSIGNMENTS.items():
         for q in a.questions:
-            assert float(rows[name]["reference.md"][q.name]) == q.points, (name, rows[name]["reference.md"])
+            by_hand = name == "audit" and q.name in AUDIT_BY_HAND  # recorded, its points pending
+            assert float(rows[name]["reference.md"][q.name]) == (0 if by_hand else q.points), (name, rows[name]["reference.md"])
             assert float(rows[name]["blank.md"][q.name]) == 0
         assert "not implemented yet" in rows[name]["blank.md"]["messages"] or "not answered yet" in rows[name]["blank.md"]["messages"]
         assert (tmp_path / f"{name}-feedback" / "reference.txt").is_file()
@@ -464,7 +308,6 @@ verdicts = {"A": "violates", "B": "violates"}'''
     assert scores["forged_token.md"] <= honest_total("sampler", {"laplace_inverse_cdf": zeros}) < 2
     assert scores["patched_checks.md"] <= honest_total("sampler", {"laplace_inverse_cdf": half_scale_loop}) < 3
     assert float(s["patched_checks.md"]["q1"]) < 1 and float(s["patched_checks.md"]["q3"]) < 1
-    assert "review by hand" in s["patched_checks.md"]["messages"]
     assert scores["watcher.md"] <= 4
     assert scores["forker.md"] == 4
     # The forked helper could not write outside its sandbox (and tests/test_hostile_sandbox.py checks

@@ -11,6 +11,7 @@ asserts the score, and that the grader survives (returns a result, imports nothi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
 import re
@@ -55,7 +56,7 @@ def full(name: str) -> dict[str, float]:
 # a kernel that forges its answers: run each cell, then rewrite the answer file it wrote
 # ---------------------------------------------------------------------------------------------
 
-_ANSWER = re.compile(r"'([^']*/(?:out|needs)-[0-9a-f]{32}\.npz)'")
+_ANSWER = re.compile(r"'((?:out|needs)-[0-9a-f]{32}\.npz)'")  # a bare name in the working folder
 
 
 def grade_with_tampering(namespace: dict, assignment: str, tamper, sources: list | None = None,
@@ -85,7 +86,7 @@ def grade_with_tampering(namespace: dict, assignment: str, tamper, sources: list
         return cell, time.perf_counter() - t0
 
     async def main():
-        with tempfile.TemporaryDirectory() as workdir:
+        with tempfile.TemporaryDirectory() as workdir, contextlib.chdir(workdir):  # the kernel's working folder
             return {q.name: await grade_question(run_cell, a.name, q.name, workdir, timeout=60) for q in a.questions
                     if questions is None or q.name in questions}
 

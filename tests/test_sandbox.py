@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -189,3 +190,58 @@ def test_stale_work_folders_of_dead_graders_are_removed(tmp_path: Path, monkeypa
         (folder / "work").mkdir(parents=True)
     runner.remove_stale_workdirs()
     assert not stale.exists() and live.exists() and other.exists()
+
+
+def _cgroup_counts() -> list[int]:
+    """pids.current of every submission cgroup that exists now (cgroup v1 or v2)."""
+    counts = []
+    for pattern in ("pids/dptutor-*/pids.current", "pids/*/dptutor-*/pids.current", "unified/**/dptutor-*/pids.current",
+                    "dptutor-*/pids.current"):
+        for path in Path(sandbox.CGROUP_ROOT).glob(pattern):
+            try:
+                counts.append(int(path.read_text()))
+            except (OSError, ValueError):
+                pass
+    return counts
+
+
+@needs_bwrap
+@pytest.mark.skipif(sandbox._cgroup_parents() is None,
+                    reason="needs root and a writable cgroup pids controller (v1 or v2) under /sys/fs/cgroup")
+def test_a_fork_bomb_as_root_stops_at_the_cgroup_process_limit(tmp_path: Path) -> None:
+    """As root RLIMIT_NPROC does not bind, so each sandbox gets a cgroup with pids.max (and a memory
+    limit): a fork bomb (bounded at 2**11 processes, should the limit fail) stays under the limit,
+    ends at the cell's time limit, and the grader survives and removes the cgroup."""
+    folder = tmp_path / "subs"
+    folder.mkdir()
+    bomb = "import os, time\nfor _ in range(11):\n    try:\n        os.fork()\n    except OSError:\n        break\ntime.sleep(60)\n"
+    stub = (ROOT / "book" / "assignments" / "sampler.md").read_text()
+    (folder / "bomb.md").write_text(stub.replace("import numpy as np", bomb + "import numpy as np", 1))
+    limit = Limits().processes
+
+    def system_processes() -> int:
+        return sum(1 for p in os.listdir("/proc") if p.isdigit())
+
+    before = system_processes()
+    proc = subprocess.Popen([sys.executable, "-m", "dptutor", "grade", "sampler", str(folder), "--csv",
+                             str(tmp_path / "s.csv"), "--timeout", "8", "--total-timeout", "60"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    peak_cgroup, peak_system = 0, 0
+    while proc.poll() is None:
+        peak_cgroup = max([peak_cgroup, *_cgroup_counts()])
+        peak_system = max(peak_system, system_processes())
+        time.sleep(0.05)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    print("processes before", before, "peak", peak_system, "cgroup peak", peak_cgroup)
+    assert limit * 0.8 <= peak_cgroup <= limit, peak_cgroup        # the bomb ran, and hit the limit
+    assert peak_system <= before + limit + 150                     # margin: other users of this machine
+    rows = runner.read_csv(tmp_path / "s.csv", "sampler")
+    assert [r[0] for r in rows] == ["bomb.md"] and float(rows[0][4]) == 0
+    assert _cgroup_counts() == [] and "cgroup" not in err, err
+
+
+def test_submissions_with_the_same_stem_get_different_feedback_files() -> None:
+    plain = runner.feedback_name("a.md")
+    shared = {runner.feedback_name(name, shared=True) for name in ("a.md", "a.ipynb")}
+    assert plain == "a.txt" and len(shared) == 2 and plain not in shared

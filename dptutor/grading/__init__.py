@@ -15,8 +15,8 @@ Students get feedback in the notebook from small check calls::
     check = checker("sampler")
     check.q1(laplace_inverse_cdf)      # -> a Feedback, shown as a short report
 
-Instructors grade a folder of submissions with ``python -m dptutor grade sampler submissions/``
-(see :mod:`dptutor.grading.runner`) and regenerate the student notebooks with
+Instructors grade a folder of submissions with ``python -m dptutor grade sampler submissions/``,
+each submission in a sandbox of its own (see :mod:`dptutor.grading.runner`) and regenerate the student notebooks with
 ``python -m dptutor release``.
 
 Modules, one idea each:
@@ -26,11 +26,13 @@ Modules, one idea each:
 - :mod:`~dptutor.grading.registry`: :data:`ASSIGNMENTS`, :func:`check`, :func:`checker`;
 - :mod:`~dptutor.grading.runner`: the only code that executes student notebooks (its docstring
   holds the threat model);
-- :mod:`~dptutor.grading.record`: record the student's calls in the kernel as data, replay the
-  checks on that data in the grader;
+- :mod:`~dptutor.grading.record`: the checks run in the grader; the kernel only answers calls whose
+  inputs are written as data, and the grader rebuilds only allow-listed types from its answers;
+- :mod:`~dptutor.grading.sandbox`: one bubblewrap sandbox (or podman/docker container) per
+  submission's kernel, with its resource limits;
 - :mod:`~dptutor.grading.release`: instructor notebook -> student notebook;
 - one module per assignment (:mod:`~dptutor.grading.sampler`, :mod:`~dptutor.grading.mechanism`,
-  :mod:`~dptutor.grading.audit`), holding its seeds, parameters and checks.
+  :mod:`~dptutor.grading.audit`, :mod:`~dptutor.grading.pair_audit`), holding its seeds, parameters and checks.
 
 Adding an assignment (say ``pair_audit``)
 -----------------------------------------

@@ -383,7 +383,7 @@ class KernelCalls:
     def __init__(self, namespace: Mapping[str, Any], request: str, answer: str) -> None:
         if not isinstance(namespace, Mapping):
             raise TypeError(f"namespace must be a mapping (globals()), got {type(namespace).__name__}")
-        request, answer = _here(str(check_path(request, "request"))), _here(str(check_path(answer, "answer")))
+        request, answer = _kernel_file(request, "request"), _kernel_file(answer, "answer")
         if not os.path.isfile(request):
             raise ValueError(f"request: no file at {request}")
         self._namespace, self._answer = namespace, answer
@@ -454,7 +454,7 @@ def kernel_needs(namespace: Mapping[str, Any], names: Sequence[str], answer: str
     values of the others (as data)."""
     if not isinstance(namespace, Mapping):
         raise TypeError(f"namespace must be a mapping (globals()), got {type(namespace).__name__}")
-    answer = _here(str(check_path(answer, "answer")))
+    answer = _kernel_file(answer, "answer")
     names = check_sequence(names, "names", min_len=0)
     if not all(isinstance(n, str) for n in names):
         raise TypeError("names must be a sequence of str")
@@ -472,12 +472,18 @@ def kernel_needs(namespace: Mapping[str, Any], names: Sequence[str], answer: str
     writer.save(answer, {"version": 2, "needs": needs, "missing": missing})
 
 
-def _here(path: str) -> str:
-    """``path`` as the grader named it, or its base name in the working folder when the grader's folder
-    does not exist here (a sandbox that mounts the grader's work folder elsewhere, as the kernel's
-    working folder)."""
-    folder = os.path.dirname(path)
-    return path if not folder or os.path.isdir(folder) else os.path.basename(path)
+def _kernel_file(name: Any, label: str) -> str:
+    """A file the grader exchanges with the kernel: a bare name in the kernel's working folder.
+
+    By design the grader names these files without a folder: the kernel's working folder is the
+    submission's work folder in every case (bubblewrap and the container engines mount it and start
+    the kernel in it; without a sandbox the kernel is started there), so the kernel needs no path of
+    the grader's, and a path in a cell could only point somewhere else.
+    """
+    name = str(check_path(name, label))
+    if name in (".", "..") or os.path.basename(name) != name or (os.altsep and os.altsep in name):
+        raise ValueError(f"{label} must be a file name in the working folder, without a folder, got {name!r}")
+    return name
 
 
 def _array_args(args: Sequence[Any], kwargs: Mapping[str, Any]) -> Iterator[tuple[str, np.ndarray]]:
@@ -840,7 +846,8 @@ async def _run_calls(run_cell: RunCell, workdir: str, name: str, chunk: Sequence
     answer = os.path.join(workdir, f"out-{secrets.token_hex(16)}.npz")
     writer.save(request, {"version": 2, "calls": calls})
     try:
-        cell, _ = await run_cell(_CALL_CELL.format(request=request, answer=answer), timeout)
+        cell, _ = await run_cell(_CALL_CELL.format(request=os.path.basename(request), answer=os.path.basename(answer)),
+                                 timeout)
         failure = _cell_failure(cell, timeout)
         if failure == "timeout":
             raise RecordError(f"checking it ran longer than {timeout:g} s (an endless loop?)")
@@ -864,7 +871,8 @@ async def _run_timed(run_cell: RunCell, workdir: str, name: str, u: np.ndarray, 
     writer.save(request, {"version": 2, "calls": [{"fn": name, "args": [writer.encode(u)] + [
         writer.encode(a) for a in args], "kwargs": []}]})
     try:
-        cell, seconds = await run_cell(_CALL_CELL.format(request=request, answer=answer), cap)
+        cell, seconds = await run_cell(_CALL_CELL.format(request=os.path.basename(request),
+                                                         answer=os.path.basename(answer)), cap)
         if _cell_failure(cell, cap) == "timeout":
             return max(seconds, cap), None
         meta, arrays = _load(answer)
@@ -884,7 +892,7 @@ def _unlink(path: str) -> None:
 async def _fetch_needs(run_cell: RunCell, workdir: str, needs: Sequence[str], timeout: float) -> tuple[dict[str, Any], list[str]]:
     answer = os.path.join(workdir, f"needs-{secrets.token_hex(16)}.npz")
     try:
-        cell, _ = await run_cell(_NEEDS_CELL.format(names=list(needs), answer=answer), timeout)
+        cell, _ = await run_cell(_NEEDS_CELL.format(names=list(needs), answer=os.path.basename(answer)), timeout)
         failure = _cell_failure(cell, timeout)
         if failure == "timeout":
             raise RecordError(f"the grader's first cell ran longer than {timeout:g} s (is the kernel busy?)")
@@ -930,7 +938,9 @@ def grade_question(run_cell: RunCell, assignment: str, question: str, workdir: s
 
     The check runs in a worker thread of this process with hidden parameters drawn here; each call
     of a student function becomes a cell (:data:`_CALL_CELL`) limited to ``timeout`` seconds, each
-    timed repeat a cell limited to ``timed_cap``.  An unusable answer scores the question 0 with a
+    timed repeat a cell limited to ``timed_cap``.  The cells name the files they read and write in
+    ``workdir`` by their base names only: ``run_cell`` must run them with the kernel's working
+    folder being ``workdir`` (as the sandbox mounts it).  An unusable answer scores the question 0 with a
     message.  Exceptions of ``run_cell`` (a dead kernel, a cancellation) propagate, after the check
     thread has been released.  The arguments are checked when this is called, before anything runs.
     """
@@ -1037,17 +1047,25 @@ def grade_in_process(namespace: Mapping[str, Any], assignment: str, *, timeout: 
         raise TypeError(f"namespace must be a dict, got {type(namespace).__name__}")
     timeout, timed_cap = check_positive(timeout, "timeout"), check_positive(timed_cap, "timed_cap")
 
-    async def run_cell(source: str, limit: float) -> tuple[dict[str, Any], float]:
-        cell: dict[str, Any] = {"outputs": []}
-        t0 = time.perf_counter()
-        try:
-            exec(compile(source, "<grader cell>", "exec"), namespace)  # noqa: S102 -- trusted by contract
-        except Exception as exc:  # noqa: BLE001 -- a cell error, as a kernel reports it
-            cell["outputs"].append({"output_type": "error", "ename": type(exc).__name__, "evalue": str(exc)})
-        return cell, time.perf_counter() - t0
+    def cell_runner(workdir: str) -> RunCell:
+        async def run_cell(source: str, limit: float) -> tuple[dict[str, Any], float]:
+            # As a kernel does, the cell runs in the work folder (the grader names its files there).
+            cell: dict[str, Any] = {"outputs": []}
+            here = os.getcwd()
+            t0 = time.perf_counter()
+            try:
+                os.chdir(workdir)
+                exec(compile(source, "<grader cell>", "exec"), namespace)  # noqa: S102 -- trusted by contract
+            except Exception as exc:  # noqa: BLE001 -- a cell error, as a kernel reports it
+                cell["outputs"].append({"output_type": "error", "ename": type(exc).__name__, "evalue": str(exc)})
+            finally:
+                os.chdir(here)
+            return cell, time.perf_counter() - t0
+        return run_cell
 
     async def main() -> dict[str, Any]:
         with tempfile.TemporaryDirectory(prefix="dptutor-grade-") as workdir:
+            run_cell = cell_runner(workdir)
             return {q.name: await grade_question(run_cell, a.name, q.name, workdir, timeout=timeout,
                                                  timed_cap=timed_cap) for q in a.questions}
 

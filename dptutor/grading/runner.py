@@ -2,15 +2,20 @@
 
 How a submission is graded
 --------------------------
-Each submission runs in a fresh Jupyter kernel (nbclient), cell by cell, with a time limit per
-cell and one for the whole notebook.  Then, for every question, the runner adds one cell that
-*records* what the student's code does on inputs the grader chose (hidden parameters drawn fresh
-for this submission with :mod:`secrets`) and writes it, as plain data (``.npz`` of numeric arrays
-and one JSON string, never a pickle), to a file in the sandbox's work folder whose random name
-appears only in that cell's source.  Questions that time a function get extra cells that run
-just that call; the runner times those cells with its own clock, outside the kernel.  When the kernel is gone, the grader parses
-each file strictly and *replays* the question's check in its own process, against its own
-references (:mod:`dptutor.grading.record`).  Scores are clamped to each question's points.
+Each submission runs in a fresh Jupyter kernel (nbclient) in a sandbox of its own, cell by cell,
+with a time limit per cell and one for the whole notebook.  Then every question is graded by its
+check, which runs *here*, in the grader's process, with hidden parameters drawn fresh for that
+question with :mod:`secrets` (:func:`dptutor.grading.record.grade_question`).  The kernel never
+sees a check, a seed or a hidden parameter: whenever a check calls a student function, the grader
+writes that call's inputs as data (``.npz`` of numeric arrays and one JSON string, never a
+pickle) to a file in the work folder, runs a cell that only calls the function on them, and reads
+back what it returned, raised or modified.  Those cells name their files by a random base name
+in the kernel's working folder, which is the work folder in every sandbox.  The grader parses each
+answer strictly and rebuilds only the types its assignment allow-lists (never importing a module
+or resolving a name taken from the kernel).  Timed questions time cells that make one call each,
+with fresh inputs per repeat, by the runner's clock.  Replays the grader does itself (the audit's
+evidence) are bounded in work and time before they start.  Scores are clamped to each question's
+points.
 
 Threat model: what a student can and cannot do
 ----------------------------------------------
@@ -25,11 +30,11 @@ folder shared with the sandbox (Jupyter's ``ipc`` transport; there is no network
 - Inside its kernel the student can patch anything: ``dptutor`` and its checks, ``numpy``,
   ``scipy``, ``json``, builtins, ``print``, the output streams.  None of that changes a verdict.
   Nothing the kernel prints is read (there is no token to forge), and nothing the kernel
-  *concludes* is used: it only reports data (what the student's functions returned, raised or
-  modified on given inputs, and the student's answer values).  The grader parses it (regular file
-  only, size limits, numeric dtypes, every field type-checked; see :mod:`dptutor.grading.record`),
-  checks that each recorded call was made with the grader's inputs, and computes every score
-  itself.  A file that cannot be parsed, is missing, or does not match scores 0 for that question.
+  *concludes* is used: it only answers calls (what the student's functions returned, raised or
+  modified on the grader's inputs) and reports the student's answer values.  The grader parses
+  each answer (regular file only, size limits, numeric dtypes, allow-listed types, every field
+  type-checked; see :mod:`dptutor.grading.record`) and computes every score itself.  An answer
+  that cannot be parsed, is missing or does not fit the call scores 0 for that question.
 - Forged data is judged as the student's answer: it earns marks only if it is correct on inputs
   drawn fresh for this submission, inside the time limits, which is what a correct function does.
 - Outside its kernel the student can reach nothing that matters: the installed package and the
@@ -51,9 +56,12 @@ folder shared with the sandbox (Jupyter's ``ipc`` transport; there is no network
   through the work folder within the time limit (each file is capped, the folder is deleted
   after the submission), memory held outside the address space (in-memory files such as
   ``memfd``, each under the file-size cap) until the time limit (bubblewrap sets no cgroup
-  limits), and, when the grader runs as root, fork bombs (Linux does not apply
-  ``RLIMIT_NPROC`` to root; grade as an ordinary user, or use ``--sandbox podman`` with its
-  ``--pids-limit``).  With ``--no-sandbox`` none of the above holds: the kernel runs as your
+  limits; as root the grader adds its own, below), and, when the grader runs as root on a machine
+  whose cgroup pids controller it cannot write, fork bombs (Linux does not apply ``RLIMIT_NPROC``
+  to root; ``grade`` then warns once: grade as an ordinary user, or use ``--sandbox podman`` with
+  its ``--pids-limit``).  When the grader is root and a pids controller (cgroup v1 or v2) is
+  writable, each sandbox runs in a cgroup of its own with ``pids.max`` = the process limit and a
+  memory limit of ``--memory`` for the whole sandbox, removed when the submission ends.  With ``--no-sandbox`` none of the above holds: the kernel runs as your
   user, next to the grader, and can read or overwrite your files and kill your processes.
 
 Interrupts
@@ -70,6 +78,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import csv
 import dataclasses
 import hashlib
@@ -218,10 +227,12 @@ def display_name(name: str) -> str:
     return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
-def feedback_name(file: str) -> str:
-    """The feedback file of a submission: ``<stem>.txt``, or a short safe name plus a hash for odd names."""
+def feedback_name(file: str, *, shared: bool = False) -> str:
+    """The feedback file of a submission: ``<stem>.txt``, or a short safe name plus a hash of the
+    whole file name for odd names and for a stem that ``shared`` says another submission also has
+    (``a.md`` and ``a.ipynb`` get different files)."""
     stem = file.rsplit(".", 1)[0] if "." in file[1:] else file
-    if re.fullmatch(r"[\w][\w .,()+-]{0,99}", stem) and not stem.endswith((" ", ".")):
+    if not shared and re.fullmatch(r"[\w][\w .,()+-]{0,99}", stem) and not stem.endswith((" ", ".")):
         return f"{stem}.txt"
     digest = hashlib.sha256(file.encode("utf-8", "surrogateescape")).hexdigest()[:16]
     safe = re.sub(r"[^\w.-]+", "_", stem, flags=re.ASCII).strip("._")[:60]
@@ -813,13 +824,16 @@ def run_grade(args: argparse.Namespace) -> int:
             rows.append(result.row(a))
             _write_rows(args.csv, header, rows)
             if args.feedback is not None:
-                target = args.feedback / feedback_name(result.file)
+                target = args.feedback / feedback_name(result.file, shared=stems[feedback_name(result.file)] > 1)
                 tmp = target.with_name(f".{target.name}.tmp")
                 tmp.write_text(result.feedback_text() + "\n", encoding="utf-8")
                 os.replace(tmp, target)
             finished.append(result)
         print(f"{one_line(result.file)}: {fmt_points(result.total)} / {fmt_points(a.points)}", flush=True)
 
+    # Submissions whose plain feedback names would collide (a.md and a.ipynb) get hashed names.
+    stems = collections.Counter(feedback_name(display_name(p.name)) for p in args.submissions.iterdir()
+                                if p.suffix in (".ipynb", ".md"))
     marker = args.csv.with_name(f".{args.csv.name}.inflight")
     crashed = _read_marker(marker)
     if (crashed and crashed not in {csv_text(r[0]) for r in rows}

@@ -232,9 +232,121 @@ class Sandbox:
             deadline = time.monotonic() + 10
             while any(_running(p) for p in inits) and time.monotonic() < deadline:
                 time.sleep(0.01)
+        for folder in _CGROUPS.pop(name, []):
+            _cgroup_remove(folder)
         if self.kind in ("podman", "docker"):
             subprocess.run([self.executable or self.kind, "rm", "-f", name], stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL, timeout=60, check=False)
+
+
+#: Where the cgroup file systems are mounted (v1: one folder per controller; v2: the root or ``unified``).
+CGROUP_ROOT = "/sys/fs/cgroup"
+_CGROUPS: dict[str, list[str]] = {}
+_CGROUP_WARNED: list[bool] = []
+
+
+def _own_cgroups() -> dict[str, str]:
+    """This process's cgroup per v1 controller (``"0"`` for the v2 hierarchy)."""
+    own: dict[str, str] = {}
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return own
+    for line in lines:
+        number, _, rest = line.partition(":")
+        controllers, _, path = rest.partition(":")
+        if number == "0" and not controllers:
+            own["0"] = path
+        for c in controllers.split(","):
+            if c:
+                own[c] = path
+    return own
+
+
+def _cgroup_parents() -> dict[str, str] | None:
+    """The folders under which a submission's cgroups are made: ``{"pids": ..., "memory": ...}`` for
+    cgroup v1 (memory optional), ``{"v2": ...}`` for a v2 hierarchy with the pids controller; None
+    when the grader cannot limit processes with cgroups here (not root, or nothing writable)."""
+    if os.geteuid() != 0:
+        return None
+    own = _own_cgroups()
+    found: dict[str, str] = {}
+    for controller in ("pids", "memory"):
+        folder = os.path.join(CGROUP_ROOT, controller, own.get(controller, "/").lstrip("/"))
+        if controller in own and os.path.isdir(folder) and os.access(folder, os.W_OK):
+            found[controller] = folder
+    if "pids" in found:
+        return found
+    for root in (os.path.join(CGROUP_ROOT, "unified"), CGROUP_ROOT):
+        folder = os.path.join(root, own.get("0", "/").lstrip("/"))
+        try:
+            available = Path(folder, "cgroup.subtree_control").read_text().split()
+        except OSError:
+            continue
+        if "pids" in available and os.access(folder, os.W_OK):
+            return {"v2": folder}
+    return None
+
+
+def _cgroup_create(name: str, limits: "Limits") -> list[str]:
+    """Make the cgroups of one submission (pids.max and a memory limit); their ``cgroup.procs``
+    files, or [] (with a warning, once, when the grader is root) when cgroups are not usable."""
+    parents = _cgroup_parents()
+    made: list[str] = []
+    try:
+        if parents is None:
+            raise OSError("no writable pids controller")
+        for controller, parent in parents.items():
+            folder = os.path.join(parent, f"dptutor-{name}")
+            os.mkdir(folder)
+            made.append(folder)
+            if controller in ("pids", "v2"):
+                Path(folder, "pids.max").write_text(str(limits.processes))
+            if controller == "memory":
+                Path(folder, "memory.limit_in_bytes").write_text(str(limits.memory))
+            if controller == "v2" and Path(folder, "memory.max").exists():
+                Path(folder, "memory.max").write_text(str(limits.memory))
+    except OSError as exc:
+        for folder in reversed(made):
+            _cgroup_remove(folder)
+        if os.geteuid() == 0 and not _CGROUP_WARNED:
+            _CGROUP_WARNED.append(True)
+            print(f"warning: grading as root without a cgroup process limit ({exc}): Linux does not apply "
+                  "RLIMIT_NPROC to root, so a fork bomb can load this machine until the notebook's time limit; "
+                  "grade as an ordinary user, or where /sys/fs/cgroup's pids controller is writable",
+                  file=sys.stderr, flush=True)
+        return []
+    _CGROUPS[name] = made
+    return [os.path.join(folder, "cgroup.procs") for folder in made]
+
+
+def _cgroup_remove(folder: str) -> None:
+    """Kill what is left in ``folder``'s cgroup and remove it (waits up to 10 s for it to empty)."""
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            pids = [int(p) for p in Path(folder, "cgroup.procs").read_text().split()]
+        except (OSError, ValueError):
+            pids = []
+        for pid in pids:
+            _kill(os.kill, pid)
+        try:
+            os.rmdir(folder)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.01)
+
+
+def _in_cgroups(procs: Sequence[str], cmd: list[str]) -> list[str]:
+    """``cmd``, started by a shell that first moves itself into the cgroups (children inherit them)."""
+    if not procs:
+        return cmd
+    script = 'for f in "$@"; do [ "$f" = -- ] && break; echo $$ > "$f" || exit 126; shift; done; shift; exec "$@"'
+    return ["/bin/sh", "-c", script, "sh", *procs, "--", *cmd]
 
 
 def _kill(kill: Any, pid: int) -> None:
@@ -346,8 +458,11 @@ def kernel_manager(sandbox: Sandbox, workdir: str, kernel_dir: str, name: str) -
 
     class SandboxedKernelManager(AsyncKernelManager):
         def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
-            return sandbox.command(os.path.realpath(self.connection_file), workdir, kernel_dir, name,
-                                   list(extra_arguments or []))
+            cmd = sandbox.command(os.path.realpath(self.connection_file), workdir, kernel_dir, name,
+                                  list(extra_arguments or []))
+            # bubblewrap sets no cgroup limits: as root, RLIMIT_NPROC does not bind, so the sandbox
+            # gets cgroups of its own (pids.max, memory) when this machine lets the grader make them.
+            return _in_cgroups(_cgroup_create(name, sandbox.limits), cmd) if sandbox.kind == "bwrap" else cmd
 
         def client(self, **kwargs: Any) -> Any:
             # The client's own context (it stops its channels, the heartbeat thread included, before
