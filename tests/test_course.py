@@ -369,7 +369,7 @@ def test_make_solutions_runs_the_edition_script() -> None:
 
 
 def test_solutions_edition_refuses_a_build_folder_shared_with_the_other_editions(tmp_path: Path) -> None:
-    """The executed instructor notebooks go to <out>/../jupyter_execute: beside _build/html or
+    """The executed instructor notebooks go to the jupyter_execute folder beside <out>: beside _build/html or
     _build/student they would become those editions' notebook downloads."""
     from student_edition import build
 

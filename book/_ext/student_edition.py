@@ -29,7 +29,7 @@ Three editions come from the same sources, chosen by the Sphinx setting ``dptuto
   (``book/assignments/instructor/<name>.md``, with the reference solutions), under the same page
   name, so every link and label stays valid.  An announcement on every page says what it is.  It is
   built into ``_build/solutions/html``, not beside the other editions: myst-nb keeps the executed
-  notebooks in ``<output>/../jupyter_execute``, and the downloads of the full and the student edition
+  notebooks in the ``jupyter_execute`` folder beside ``<output>``, and the downloads of the full and the student edition
   come from ``_build/jupyter_execute``, which must never hold an instructor notebook.
 
 **Edition-specific text.** Each build sets the Sphinx tag ``<edition>_edition`` (``full_edition``,
@@ -360,7 +360,7 @@ def build(source: Path, out: Path, cache: Path, *, strict: bool = True, edition:
 
     source, out, cache = source.resolve(), out.resolve(), cache.resolve()
     if edition == "solutions":
-        # myst-nb writes the executed notebooks to <out>/../jupyter_execute, and each edition offers the
+        # myst-nb writes the executed notebooks to the jupyter_execute folder beside <out>, and each edition offers the
         # ones it finds there for download: the instructor notebooks must not land where the full or the
         # student edition would pick them up.
         shared = [name for name in ("html", "student") if (out.parent / name).is_dir()]

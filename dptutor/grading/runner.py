@@ -40,7 +40,7 @@ folder shared with the sandbox (Jupyter's ``ipc`` transport; there is no network
 - Outside its kernel the student can reach nothing that matters: the installed package and the
   Python environment are read-only; the instructor's files, the solutions, the other submissions,
   the CSV and the grader's processes are not in the sandbox's file system or PID namespace;
-  files written anywhere (``~/.ipython`` startup files included) vanish with the sandbox.  The
+  files written anywhere (IPython startup files in the home folder included) vanish with the sandbox.  The
   kernel cannot signal the grader or a later submission.  Everything the submission started,
   ``start_new_session`` and double-forked helpers included, dies with the sandbox when the
   submission ends: the grader kills the sandbox's launcher, and ``--die-with-parent`` takes the
