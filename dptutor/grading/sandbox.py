@@ -182,7 +182,10 @@ class Sandbox:
         if self.kind == "bwrap":
             cmd = [self.executable or "bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
                    "--unshare-net", "--unshare-cgroup-try", "--die-with-parent", "--new-session",
-                   "--uid", "1000", "--gid", "1000", "--hostname", "sandbox", "--ro-bind", "/usr", "/usr"]
+                   "--uid", "1000", "--gid", "1000", "--hostname", "sandbox",
+                   # The private /tmp first: the binds below may lie under the host's /tmp (a clone or a
+                   # virtual environment there) and must be mounted on top of it, not hidden by it.
+                   "--size", str(lim.tmp_size), "--tmpfs", "/tmp", "--ro-bind", "/usr", "/usr"]
             for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
                 path = Path("/") / top
                 if path.is_symlink():
@@ -197,7 +200,7 @@ class Sandbox:
                 cmd += ["--ro-bind", root, root]
             # /dev is a tmpfs as large as half the RAM: only its /dev/shm is writable, and size-capped.
             cmd += ["--proc", "/proc", "--dev", "/dev", "--size", str(SHM_SIZE), "--tmpfs", "/dev/shm",
-                    "--remount-ro", "/dev", "--size", str(lim.tmp_size), "--tmpfs", "/tmp",
+                    "--remount-ro", "/dev",
                     "--dir", home, "--bind", workdir, workdir, "--bind", kernel_dir, kernel_dir,
                     "--remount-ro", "/", "--chdir", workdir, "--clearenv"]
             for key, value in env.items():
