@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -151,12 +152,18 @@ def optimal_composition_epsilon(epsilon: float, k: int, delta_total: float, delt
     hi = k * eps
     if optimal_composition_delta(eps, k, hi, dlt) > target:
         return math.inf
-    lo = 0.0
-    if optimal_composition_delta(eps, k, lo, dlt) <= target:
+    if optimal_composition_delta(eps, k, 0.0, dlt) <= target:
         return 0.0
+    return _smallest_epsilon(lambda e: optimal_composition_delta(eps, k, e, dlt), target, hi)
+
+
+def _smallest_epsilon(delta_of: Callable[[float], float], target: float, hi: float) -> float:
+    """Bisection for the smallest epsilon in (0, ``hi``] with ``delta_of(epsilon) <= target``, for a
+    non-increasing ``delta_of`` with ``delta_of(0) > target >= delta_of(hi)``; to 1e-12 relative."""
+    lo = 0.0
     for _ in range(200):
         mid = 0.5 * (lo + hi)
-        if optimal_composition_delta(eps, k, mid, dlt) <= target:
+        if delta_of(mid) <= target:
             hi = mid
         else:
             lo = mid
@@ -345,16 +352,7 @@ class PrivacyLossDistribution:
             return math.inf
         if self.delta(0.0) <= target:
             return 0.0
-        lo, hi = 0.0, float(self.losses[-1])
-        for _ in range(200):
-            mid = 0.5 * (lo + hi)
-            if self.delta(mid) <= target:
-                hi = mid
-            else:
-                lo = mid
-            if hi - lo <= 1e-12 * hi:
-                break
-        return hi
+        return _smallest_epsilon(self.delta, target, float(self.losses[-1]))
 
     def compose(self, k: int, *, tail: float = 1e-15) -> "PrivacyLossDistribution":
         """The PLD of k independent releases (the k-fold convolution), by FFT and binary powers.
