@@ -548,6 +548,7 @@ def grade_notebook(path: Path | str, assignment: str, *, timeout: float = 60,
     if limits.cpu_seconds < total_timeout + 30:  # the CPU limit never cuts a run the time limits allow
         limits = dataclasses.replace(limits, cpu_seconds=int(total_timeout) + 30)
     box = Sandbox(sandbox.kind, sandbox.executable, limits, sandbox.image)
+    client: Any = None
     try:
         client = _capped_client(box.limits.output)(
             run_nb, km=kernel_manager(box, workdir, kernel_dir, name), timeout=max(1, int(math.ceil(timeout))),
@@ -562,7 +563,10 @@ def grade_notebook(path: Path | str, assignment: str, *, timeout: float = 60,
             # The kernel's own stderr (start-up chatter) is not the student's output: that comes
             # through the kernel's messages.
             try:
-                async with client.async_setup_kernel(stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL):
+                # cleanup_kc: nbclient stops the client's channels only when it made the kernel manager
+                # itself; ours comes from the sandbox, so ask for it (else their sockets leak).
+                async with client.async_setup_kernel(cleanup_kc=True, stderr=subprocess.DEVNULL,
+                                                     stdout=subprocess.DEVNULL):
                     run.kernel_pid = getattr(getattr(client.km, "provisioner", None), "pid", None)
                     try:
                         for index, cell in enumerate(student):
@@ -591,6 +595,9 @@ def grade_notebook(path: Path | str, assignment: str, *, timeout: float = 60,
                 result.notes.append(f"execution stopped: {type(exc).__name__}: {str(exc)[:500]}")
     finally:
         box.stop(name, run.kernel_pid)
+        kc = getattr(client, "kc", None)
+        if kc is not None:  # start-up failed part-way: nbclient left the client's channels open
+            kc.stop_channels()
         _remove_tree(root)
     error = _first_error(student)
     if error:
