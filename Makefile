@@ -62,8 +62,11 @@ lab-check: $(LAB_STAMP)
 	$(BIN)/jupyter-execute --inplace $(VENV)/lab-check.ipynb
 	@echo "lab-check: JupyterLab is installed and the environment's kernel executed book/assignments/sampler.md"
 
+# Two pytest-xdist workers (one per core of CI's machine): the book build and the tests that read it
+# run on one, every other module on whichever is free (tests/conftest.py). TEST_WORKERS=0 runs serially.
+TEST_WORKERS ?= 2
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadscope)
 
 clean:
 	rm -rf _build .jupyter_cache jupyter_execute .pytest_cache .hypothesis

@@ -60,3 +60,49 @@ def solutions_build(book_build: BookBuild) -> BookBuild:
     cache = book_build.html.parent / ".jupyter_cache"
     return _build([sys.executable, str(ROOT / "book" / "_ext" / "student_edition.py"), "--edition", "solutions",
                    "--out", str(out), "--cache", str(cache)], out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Parallel runs: `make test` runs pytest-xdist with two workers and the scheduler below
+# ---------------------------------------------------------------------------------------------
+
+#: The fixtures that build the book, and the test modules that use them. Those modules form one unit
+#: of work, run on one worker, so that the book is built once per run, as in a serial run.
+BOOK_FIXTURES = frozenset({"book_build", "student_build", "solutions_build"})
+BOOK_MODULES = frozenset({"test_book.py", "test_browser.py", "test_course.py", "test_editorial.py",
+                          "test_student_edition.py", "test_wheel.py"})
+
+
+def _scope(nodeid: str) -> str:
+    """The unit of work of a test: "book" for the modules that use the book build, else its module."""
+    module = nodeid.split("::", 1)[0]
+    return "book" if Path(module).name in BOOK_MODULES else module
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Put the book's modules first (their unit is the longest: under xdist one worker starts it at
+    once, while the other runs the rest), and refuse a book test outside ``BOOK_MODULES``."""
+    for item in items:
+        if BOOK_FIXTURES & set(getattr(item, "fixturenames", ())) and _scope(item.nodeid) != "book":
+            raise pytest.UsageError(f"{item.nodeid} uses the book build: add its module to BOOK_MODULES "
+                                    "in tests/conftest.py (else a parallel run builds the book twice)")
+    items.sort(key=lambda item: _scope(item.nodeid) != "book")  # stable: keeps the order within each
+
+
+try:
+    from xdist.scheduler import LoadScopeScheduling
+except ImportError:  # pytest-xdist is pinned in requirements.txt; without it, tests run serially
+    LoadScopeScheduling = None
+else:
+    class _BookScheduling(LoadScopeScheduling):
+        """xdist's per-module scheduling, with every module of the book build in one unit: a module's
+        tests run on one worker, so its module-scoped fixtures are computed once, as serially."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return _scope(nodeid)
+
+    def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> LoadScopeScheduling | None:
+        if config.getvalue("dist") in ("loadscope", "loadfile"):
+            config.option.loadscopereorder = False  # collection order: the book's unit first
+            return _BookScheduling(config, log)
+        return None
