@@ -1,4 +1,4 @@
-"""Exact sampling of the discrete Laplace distribution with integer arithmetic only.
+"""Exact sampling of the discrete Laplace and discrete Gaussian distributions.
 
 The discrete Laplace distribution with scale ``t > 0`` puts mass ``P(k) ∝ exp(-|k| / t)`` on every
 integer ``k`` (scipy calls it ``dlaplace`` with ``a = 1 / t``).  Canonne, Kamath and Steinke (2020)
@@ -18,11 +18,26 @@ output is impossible.  Their three steps, for ``t = s / d`` in lowest terms:
    has ``P(Y = y) ∝ exp(-y d / s) = exp(-y / t)``.  A fair sign ``B`` makes it two-sided; the
    outcome ``(B = 1, Y = 0)`` is rejected so that 0 is not counted twice.
 
-:func:`sample_discrete_laplace` runs these steps on whole numpy arrays at once (every lane of a
-loop shares the same ``k``, so each round is one call of ``rng.integers`` with a scalar bound);
-:func:`sample_discrete_laplace_python` is the same algorithm one draw at a time in plain Python,
-the reference and the baseline of ``benchmarks/bench_exact.py``.  Randomness comes only from
-``rng.integers``, so a seed reproduces the draws on every platform.
+:func:`sample_discrete_laplace_python` is this algorithm one draw at a time in plain Python, the
+reference and the baseline of ``benchmarks/bench_exact.py``.  :func:`sample_discrete_laplace`
+samples the same law on whole numpy arrays.  For scales ``1 <= t <= 2^24`` it takes a shorter exact
+route (the *fast path*, see "the fast path" below): a fair sign and the magnitude ``X = floor(t E)``
+with ``E = -ln U`` for a uniform real ``U`` (inversion: ``P(X >= x) = P(U < exp(-x / t)) = exp(-x / t)``),
+where ``X`` is read off 53 random bits of ``U`` and a float interval around ``t E`` that provably
+contains it, and the rare lanes whose interval straddles an integer are settled in exact integer
+arithmetic.  Other scales run the three steps above on arrays (every lane of a loop shares the same
+``k``, so each round is one call of ``rng.integers`` with a scalar bound).  The discrete Gaussian
+(Algorithm 3, below) uses the same fast path for its proposal and for its acceptance test.
+Randomness comes only from ``rng.integers``, so a seed reproduces the draws on every platform.
+
+Why the fast path is exact (the *lazy comparison* of a random real with a number ``c``): a uniform
+real ``U`` in [0, 1) is an infinite string of fair bits; its first ``b`` bits, the integer ``P``, put
+it in ``[P / 2^b, (P + 1) / 2^b)``.  If ``lo <= c <= hi`` is proven and ``(P + 1) / 2^b <= lo``, then
+``U < c`` whatever the later bits are; if ``P / 2^b >= hi``, then ``U >= c``.  Either way the answer
+is the value of the event ``{U < c}`` for the whole string, so ``P(answer is yes) = c`` exactly.  Only
+when ``P / 2^b`` falls in the short gap is the answer open; then more bits are drawn and ``c`` is
+bounded more tightly with integers (:func:`_exp_neg_bounds`), which ends with probability 1 since
+``exp(-gamma)`` is irrational for rational ``gamma > 0``.  Floats only choose how many bits are read.
 """
 
 from __future__ import annotations
@@ -175,9 +190,10 @@ def _acceptance(t: Fraction) -> float:
 def sample_discrete_laplace(scale: int | Fraction, size: int | tuple[int, ...], rng: np.random.Generator) -> NDArray[np.int64]:
     """Exact discrete Laplace draws, ``P(k) ∝ exp(-|k| / scale)``, as an int64 array of shape ``size``.
 
-    Canonne, Kamath and Steinke (2020), Algorithm 2, vectorised (see the module docstring).
-    ``scale`` is a positive int or :class:`~fractions.Fraction` (numerator below 2**53);
-    randomness comes only from ``rng.integers``.
+    The law of Canonne, Kamath and Steinke (2020), Algorithm 2, vectorised: by exact inversion with lazy
+    comparison for ``1 <= scale <= 2^24`` (:func:`_sample_discrete_laplace_fast`), by the algorithm's own
+    steps otherwise (see the module docstring).  ``scale`` is a positive int or
+    :class:`~fractions.Fraction` (numerator below 2**53); randomness comes only from ``rng.integers``.
     """
     t = check_scale(scale)
     shape = check_size(size)
@@ -485,7 +501,8 @@ def _sample_discrete_gaussian_fast(
     """Algorithm 3 with the discrete Laplace proposal by exact inversion and the test by lazy bits.
 
     One 64-bit word per proposal: its top 53 bits are the prefix of ``U`` (the magnitude, see
-    :func:`_fast_magnitude`), bit 10 the sign, bits 0-9 the first 10 bits ``a`` of the test's ``U'``.
+    :func:`_fast_magnitude`), bit 10 the sign, bits 0-9 the first 10 bits ``a`` of the test's ``U'``
+    (disjoint bits of a uniform word are independent fair bits).
     Stage 1 decides the test from ``a`` and the table (open with probability about 2^-10); stage 2
     draws 53 more bits of ``U'`` for the open lanes and compares them with float bounds of
     ``exp(-gamma) 2^10 - a``; stage 3 settles what is left (about 2^-26 of those), and every lane whose
@@ -503,7 +520,7 @@ def _sample_discrete_gaussian_fast(
         m = min(_CHUNK, int((total - filled) / accept * 1.01) + 64)
         w = rng.integers(0, 1 << 64, size=m, dtype=np.uint64)
         v = (w >> 11).view(np.int64)
-        low = (w & 2047).view(np.int64)
+        low = (w & ((2 << _TEST_BITS) - 1)).view(np.int64)  # bits 0 .. _TEST_BITS (<= 10)
         sign = low >> _TEST_BITS
         low &= (1 << _TEST_BITS) - 1  # a: the first bits of U'
         x, decided = _fast_magnitude(v, tf)
@@ -632,8 +649,11 @@ def sample_discrete_gaussian(sigma: int | Fraction, size: int | tuple[int, ...],
     """Exact discrete Gaussian draws, ``P(k) ∝ exp(-k^2 / (2 sigma^2))`` on the integers, as int64.
 
     Canonne, Kamath and Steinke (2020), Algorithm 3, vectorised: propose ``Y`` discrete Laplace of
-    scale ``t = floor(sigma) + 1`` (:func:`sample_discrete_laplace`) and keep it with probability
-    ``exp(-(|Y| - sigma^2 / t)^2 / (2 sigma^2))``, decided with integers only (:func:`_gauss_accept`).
+    scale ``t = floor(sigma) + 1`` and keep it with probability ``exp(-(|Y| - sigma^2 / t)^2 / (2 sigma^2))``.
+    When the acceptance table fits (``sigma`` up to about 10^5, :func:`_gauss_table`), both steps take the
+    exact fast path (:func:`_sample_discrete_gaussian_fast`: inversion and lazy comparison of random bits,
+    exact integer fallback); otherwise the proposal is :func:`sample_discrete_laplace` and the test runs
+    the Bernoulli(exp(-gamma)) loops on integers (:func:`_gauss_accept`).  Same law either way.
     ``sigma`` is a positive int or :class:`~fractions.Fraction` (see :func:`check_sigma`); ``sigma`` is
     the scale parameter (the variance of the discrete law is slightly below ``sigma^2``).
     """
