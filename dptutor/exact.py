@@ -397,15 +397,17 @@ def _fast_magnitude(v: NDArray[np.int64], t: float) -> tuple[NDArray[np.int64], 
     computed below, so when ``floor(hi) <= lo`` the integer ``floor(hi)`` is ``X``.  ``v = 0`` is
     computed as ``v = 1``, whose interval has width ``t >= 1`` and is never decided.
     """
-    vf = np.maximum(v, 1).astype(np.float64)
-    b = np.log(vf * 2.0**-_PREFIX_BITS)  # = -b (<= 0)
-    c_hi = -t * (1.0 + _MARGIN)
-    hi = b * c_hi
-    lo = b * (-t * (1.0 - _MARGIN))
-    lo -= (t * (1.0 + _MARGIN)) / vf
-    xf = np.floor(hi)
-    decided = lo >= xf
-    return xf.astype(np.int64), decided
+    vf = v.astype(np.float64)
+    np.maximum(vf, 1.0, out=vf)
+    width = (t * (1.0 + _MARGIN)) / vf  # >= t / v
+    vf *= 2.0**-_PREFIX_BITS  # exact: a power of two
+    neg_b = np.log(vf, out=vf)  # -b, relative error below FLOAT_REL_ERR
+    hi = neg_b * (-t * (1.0 + _MARGIN))  # >= t b
+    neg_b *= -t * (1.0 - _MARGIN)
+    neg_b -= width  # lo <= t (b - 1 / v)
+    np.floor(hi, out=hi)
+    decided = neg_b >= hi
+    return hi.astype(np.int64), decided
 
 
 def _fast_laplace_ok(s: int, d: int) -> bool:
