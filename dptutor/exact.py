@@ -1,4 +1,4 @@
-"""Exact sampling of the discrete Laplace distribution with integer arithmetic only.
+"""Exact sampling of the discrete Laplace and discrete Gaussian distributions.
 
 The discrete Laplace distribution with scale ``t > 0`` puts mass ``P(k) ∝ exp(-|k| / t)`` on every
 integer ``k`` (scipy calls it ``dlaplace`` with ``a = 1 / t``).  Canonne, Kamath and Steinke (2020)
@@ -18,11 +18,26 @@ output is impossible.  Their three steps, for ``t = s / d`` in lowest terms:
    has ``P(Y = y) ∝ exp(-y d / s) = exp(-y / t)``.  A fair sign ``B`` makes it two-sided; the
    outcome ``(B = 1, Y = 0)`` is rejected so that 0 is not counted twice.
 
-:func:`sample_discrete_laplace` runs these steps on whole numpy arrays at once (every lane of a
-loop shares the same ``k``, so each round is one call of ``rng.integers`` with a scalar bound);
-:func:`sample_discrete_laplace_python` is the same algorithm one draw at a time in plain Python,
-the reference and the baseline of ``benchmarks/bench_exact.py``.  Randomness comes only from
-``rng.integers``, so a seed reproduces the draws on every platform.
+:func:`sample_discrete_laplace_python` is this algorithm one draw at a time in plain Python, the
+reference and the baseline of ``benchmarks/bench_exact.py``.  :func:`sample_discrete_laplace`
+samples the same law on whole numpy arrays.  For scales ``1 <= t <= 2^24`` it takes a shorter exact
+route (the *fast path*, see "the fast path" below): a fair sign and the magnitude ``X = floor(t E)``
+with ``E = -ln U`` for a uniform real ``U`` (inversion: ``P(X >= x) = P(U < exp(-x / t)) = exp(-x / t)``),
+where ``X`` is read off 53 random bits of ``U`` and a float interval around ``t E`` that provably
+contains it, and the rare lanes whose interval straddles an integer are settled in exact integer
+arithmetic.  Other scales run the three steps above on arrays (every lane of a loop shares the same
+``k``, so each round is one call of ``rng.integers`` with a scalar bound).  The discrete Gaussian
+(Algorithm 3, below) uses the same fast path for its proposal and for its acceptance test.
+Randomness comes only from ``rng.integers``, so a seed reproduces the draws on every platform.
+
+Why the fast path is exact (the *lazy comparison* of a random real with a number ``c``): a uniform
+real ``U`` in [0, 1) is an infinite string of fair bits; its first ``b`` bits, the integer ``P``, put
+it in ``[P / 2^b, (P + 1) / 2^b)``.  If ``lo <= c <= hi`` is proven and ``(P + 1) / 2^b <= lo``, then
+``U < c`` whatever the later bits are; if ``P / 2^b >= hi``, then ``U >= c``.  Either way the answer
+is the value of the event ``{U < c}`` for the whole string, so ``P(answer is yes) = c`` exactly.  Only
+when ``P / 2^b`` falls in the short gap is the answer open; then more bits are drawn and ``c`` is
+bounded more tightly with integers (:func:`_exp_neg_bounds`), which ends with probability 1 since
+``exp(-gamma)`` is irrational for rational ``gamma > 0``.  Floats only choose how many bits are read.
 """
 
 from __future__ import annotations
@@ -175,15 +190,18 @@ def _acceptance(t: Fraction) -> float:
 def sample_discrete_laplace(scale: int | Fraction, size: int | tuple[int, ...], rng: np.random.Generator) -> NDArray[np.int64]:
     """Exact discrete Laplace draws, ``P(k) ∝ exp(-|k| / scale)``, as an int64 array of shape ``size``.
 
-    Canonne, Kamath and Steinke (2020), Algorithm 2, vectorised (see the module docstring).
-    ``scale`` is a positive int or :class:`~fractions.Fraction` (numerator below 2**53);
-    randomness comes only from ``rng.integers``.
+    The law of Canonne, Kamath and Steinke (2020), Algorithm 2, vectorised: by exact inversion with lazy
+    comparison for ``1 <= scale <= 2^24`` (:func:`_sample_discrete_laplace_fast`), by the algorithm's own
+    steps otherwise (see the module docstring).  ``scale`` is a positive int or
+    :class:`~fractions.Fraction` (numerator below 2**53); randomness comes only from ``rng.integers``.
     """
     t = check_scale(scale)
     shape = check_size(size)
     rng = check_rng(rng)
     s, d = t.numerator, t.denominator
     total = math.prod(shape)
+    if _fast_laplace_ok(s, d):
+        return _sample_discrete_laplace_fast(s, d, total, rng).reshape(shape)
     out = np.empty(total, dtype=np.int64)
     accept = _acceptance(t)
     filled = 0
@@ -261,6 +279,295 @@ def _discrete_laplace_one(s: int, d: int, rng: np.random.Generator) -> int:
         if negative and y == 0:
             continue
         return -y if negative else y
+
+
+# ---------------------------------------------------------------------------------------------
+# the fast path: a uniform real, 53 of its bits, and a float interval around the threshold
+# ---------------------------------------------------------------------------------------------
+#
+# Every decision of Algorithms 1-3 is "is U below exp(-gamma)?" for a uniform real U in [0, 1) and a
+# rational gamma >= 0 (U < exp(-gamma) has probability exp(-gamma)), or a function of such
+# comparisons: the magnitude of the discrete Laplace noise is X = floor(t E) with E = -ln U, that is
+# the x with exp(-(x + 1) / t) < U <= exp(-x / t) (inversion: P(X >= x) = P(U < exp(-x / t)) = exp(-x / t)).
+# U is an infinite string of fair random bits, drawn lazily.  Knowing its first b bits, the integer P,
+# places U in [P / 2^b, (P + 1) / 2^b).  If a number c is known to lie in [lo, hi] and
+# (P + 1) / 2^b <= lo, then U < c whatever the other bits are; if P / 2^b >= hi, then U >= c.  Only
+# when P / 2^b lands in the gap between the two tests is the answer open, and then more bits are
+# drawn and c is bounded more tightly (in exact integer arithmetic, :func:`_exp_neg_bounds`).  The
+# result is the comparison of the whole infinite string with c, so its probability is exactly c:
+# the shortcut changes how many bits are looked at, never the answer.
+#
+# The vectorised samplers take b = 53 and bound c in floating point: numpy's exp and log have a
+# relative error far below _FLOAT_REL_ERR (tests check this against mpmath on many arguments), and
+# the few roundings around them (each at most 2^-53 relative, IEEE round to nearest) fit in the gap
+# between _FLOAT_REL_ERR and _MARGIN.  A lane whose 53 bits fall inside [lo, hi] (probability about
+# 2^-36 times a small factor) goes to the exact fallback, one lane at a time in Python integers.
+
+#: Bound on the relative error of ``np.exp`` and ``np.log`` where the fast path uses them (tested).
+FLOAT_REL_ERR: float = 2.0**-40
+#: Relative margin of the fast path's float intervals: FLOAT_REL_ERR plus room for the roundings.
+_MARGIN: float = 2.0**-36
+_PREFIX_BITS: int = 53
+_PREFIX_ONE: int = 1 << _PREFIX_BITS
+#: The fast discrete Laplace magnitude serves scales 1 <= t <= 2^24 (a float t E has 29 bits to spare).
+_MAX_FAST_SCALE: int = 1 << 24
+#: Largest acceptance table of the fast discrete Gaussian (entries), and the int64 bound on its integers.
+_MAX_TABLE: int = 1 << 20
+_MAX_FAST_INT: int = 1 << 53
+
+
+def _exp_neg_bounds(num: int, den: int, bits: int) -> tuple[int, int]:
+    """Integers ``lo <= exp(-num / den) 2^bits <= hi``, a few units apart (``num >= 0``, ``den >= 1``).
+
+    ``exp(-gamma) = exp(-x)^n`` with ``n = ceil(gamma)`` and ``x = gamma / n`` in (0, 1].  The series
+    ``sum_k (-x)^k / k!`` alternates with decreasing terms, so ``exp(-x)`` is within the next term of each
+    partial sum.  Each term is bounded from below and above in fixed point with ``w`` fractional bits
+    (floor and ceiling divisions); the sum stops when a term's upper bound is at most ``2^-w``.  The
+    ``n``-th powers of the two bounds, floored and ceiled to ``bits`` bits, bound ``exp(-gamma)``.
+    """
+    if num == 0:
+        return 1 << bits, 1 << bits
+    n = -(-num // den)
+    dn = den * n
+    w = bits + n.bit_length() + 16
+    one = 1 << w
+    term_lo = term_hi = s_lo = s_hi = one
+    k = 0
+    while term_hi > 1:
+        k += 1
+        term_lo = term_lo * num // (dn * k)
+        term_hi = -(-term_hi * num // (dn * k))
+        if k % 2:
+            s_lo, s_hi = s_lo - term_hi, s_hi - term_lo
+        else:
+            s_lo, s_hi = s_lo + term_lo, s_hi + term_hi
+    lo, hi = max(s_lo - 1, 0), s_hi + 1  # the remainder after term k is at most term k <= 2^-w
+    shift = w * n - bits
+    return (lo**n) >> shift, -((-(hi**n)) >> shift)
+
+
+class _LazyUniform:
+    """A uniform real ``U`` in [0, 1) of which the first ``bits`` bits (the integer ``prefix``) are drawn.
+
+    :meth:`below_exp_neg` decides ``U < exp(-num / den)`` exactly, drawing 64 more bits at a time
+    while the bits so far do not settle it (see the comment above).
+    """
+
+    def __init__(self, prefix: int, bits: int, rng: np.random.Generator) -> None:
+        self.prefix, self.bits, self.rng = prefix, bits, rng
+
+    def extend(self) -> None:
+        self.prefix = (self.prefix << 64) | int(self.rng.integers(0, 1 << 64, dtype=np.uint64))
+        self.bits += 64
+
+    def below_exp_neg(self, num: int, den: int) -> bool:
+        while True:
+            lo, hi = _exp_neg_bounds(num, den, self.bits)
+            if self.prefix + 1 <= lo:  # U < (prefix + 1) / 2^bits <= exp(-gamma)
+                return True
+            if self.prefix >= hi:  # U >= prefix / 2^bits >= exp(-gamma)
+                return False
+            self.extend()
+
+
+def _geometric_exact(u: _LazyUniform, s: int, d: int) -> int:
+    """``X = floor(t E)`` with ``E = -ln U`` and ``t = s / d``: the ``x`` with ``exp(-(x+1)/t) < U <= exp(-x/t)``.
+
+    Exact: every step is :meth:`_LazyUniform.below_exp_neg`.  A float estimate only picks where the
+    search starts (after enough bits that it is off by at most a step or two).
+    """
+    while u.prefix * d <= 2 * s:  # then t / P < 1/2: the bits so far pin t E down to within 1/2
+        u.extend()
+    guess = (s / d) * (u.bits * math.log(2.0) - math.log(u.prefix))
+    x = max(0, int(guess) - 1)
+    while x > 0 and not u.below_exp_neg(x * d, s):  # U >= exp(-x / t): X < x
+        x -= 1
+    while u.below_exp_neg((x + 1) * d, s):  # U < exp(-(x + 1) / t): X > x
+        x += 1
+    return x
+
+
+def _fast_magnitude(v: NDArray[np.int64], t: float) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
+    """``X = floor(t E)``, ``E = -ln U``, for each 53-bit prefix ``v`` of ``U``, and whether the float
+    interval decided it (scale ``1 <= t <= 2^24``; undecided lanes go to :func:`_geometric_exact`).
+
+    ``U`` in ``[v / 2^53, (v + 1) / 2^53)`` puts ``t E`` in ``(t a, t b]`` with ``b = -ln(v / 2^53)`` and
+    ``a = -ln((v + 1) / 2^53) >= b - 1 / v``.  With ``b`` from ``np.log`` (relative error below
+    FLOAT_REL_ERR) and margins of _MARGIN, ``hi >= t b`` and ``lo <= t (b - 1 / v)`` for the floats
+    computed below, so when ``floor(hi) <= lo`` the integer ``floor(hi)`` is ``X``.  ``v = 0`` is
+    computed as ``v = 1``, whose interval has width ``t >= 1`` and is never decided.
+    """
+    vf = v.astype(np.float64)
+    np.maximum(vf, 1.0, out=vf)
+    width = (t * (1.0 + _MARGIN)) / vf  # >= t / v
+    vf *= 2.0**-_PREFIX_BITS  # exact: a power of two
+    neg_b = np.log(vf, out=vf)  # -b, relative error below FLOAT_REL_ERR
+    hi = neg_b * (-t * (1.0 + _MARGIN))  # >= t b
+    neg_b *= -t * (1.0 - _MARGIN)
+    neg_b -= width  # lo <= t (b - 1 / v)
+    np.floor(hi, out=hi)
+    decided = neg_b >= hi
+    return hi.astype(np.int64), decided
+
+
+def _fast_laplace_ok(s: int, d: int) -> bool:
+    """Whether the scale ``t = s / d`` is in the fast path's range ``1 <= t <= 2^24``."""
+    return d <= s <= _MAX_FAST_SCALE * d
+
+
+def _draw_signed_prefixes(m: int, rng: np.random.Generator) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """``m`` 53-bit prefixes ``v`` of uniform reals and ``m`` independent fair sign bits, from one draw."""
+    w = rng.integers(0, 1 << (_PREFIX_BITS + 1), size=m, dtype=np.int64)
+    return w >> 1, w & 1
+
+
+def _sample_discrete_laplace_fast(s: int, d: int, total: int, rng: np.random.Generator) -> NDArray[np.int64]:
+    """Discrete Laplace of scale ``t = s / d`` (``1 <= t <= 2^24``) by exact inversion: a fair sign and
+    ``X = floor(t E)`` (:func:`_fast_magnitude`), the outcome (negative, 0) rejected so that 0 is not
+    counted twice.  Chunks of _CHUNK lanes keep the arrays in cache."""
+    t = s / d
+    out = np.empty(total, dtype=np.int64)
+    accept = (1.0 + math.exp(-1.0 / t)) / 2.0  # P(not (negative, 0)); sizes the chunks only
+    filled = 0
+    while filled < total:
+        m = min(_CHUNK, int((total - filled) / accept * 1.01) + 64)
+        v, sign = _draw_signed_prefixes(m, rng)
+        x, decided = _fast_magnitude(v, t)
+        for i in np.flatnonzero(~decided):  # rare: exact, in Python integers
+            x[i] = _geometric_exact(_LazyUniform(int(v[i]), _PREFIX_BITS, rng), s, d)
+        keep = (x - sign) != -1  # not (x = 0 and negative); x >= 0
+        x ^= -sign
+        x += sign  # x -> -x where the sign bit is set
+        y = np.compress(keep, x)
+        take = min(total - filled, y.size)
+        out[filled : filled + take] = y[:take]
+        filled += take
+    return out
+
+
+#: Lanes per round of the fast samplers (their arrays stay in the CPU cache).
+_CHUNK: int = 1 << 16
+#: Bits of the test's uniform ``U'`` that the first stage of the fast discrete Gaussian looks at.
+_TEST_BITS: int = 10
+#: Sentinel threshold: the proposal (negative, 0) is never kept and never open.
+_NEVER: int = -(1 << 62)
+
+
+@dataclass(frozen=True)
+class _GaussTable:
+    """Thresholds for Algorithm 3's test ``U' < exp(-gamma(x))``, ``gamma(x) = (q t x - p)^2 / (2 p q t^2)``.
+
+    ``scaled[x]`` is the float ``exp(-gamma(x)) 2^53`` (relative error below 2^-39 where it is normal);
+    ``first[2 x + s]`` (sign bit ``s``) is ``floor(A[x] / 2^43)`` with ``A[x] = floor(scaled[x] (1 - _MARGIN))``,
+    a lower bound of ``exp(-gamma(x)) 2^10``; ``first[1]`` (the proposal (negative, 0)) is _NEVER.
+    For the first 10 bits ``a`` of ``U'``: ``a < first`` proves acceptance, ``a >= first + width`` proves
+    rejection (``width`` bounds ``ceil(B[x] / 2^43) - first`` for every ``x``, ``B[x] >= exp(-gamma(x)) 2^53``).
+    """
+
+    scaled: NDArray[np.float64]
+    first: NDArray[np.int64]
+    width: int
+
+
+def _gauss_table(p: int, q: int, t: int) -> _GaussTable | None:
+    """The thresholds of :class:`_GaussTable` for ``x = 0, ..., M - 1`` (None out of the fast range).
+
+    ``M - 1 >= sigma^2 / t + 9 sigma + 1``, so for every ``x >= M - 1`` the exponent is at least 40.5 and
+    ``exp(-gamma(x)) 2^53 < 1``: the last entry (``A = 0``, ``B = 1``) serves every larger ``x``.
+    The float ``gamma`` has three roundings (``gap^2``, ``den``, the quotient; ``gap`` is exact), so
+    ``exp(-gamma_float) = exp(-gamma) (1 + r)`` with ``|r| < gamma 2^-51 + FLOAT_REL_ERR``, below 2^-39 for
+    ``gamma <= 700``; beyond, ``exp(-gamma) 2^53 < 1`` and ``B = max(., 1)`` covers it.
+    """
+    m = p // (q * t) + 9 * (math.isqrt(p // q) + 1) + 3  # isqrt(floor(sigma^2)) + 1 > sigma
+    if t > _MAX_FAST_SCALE or m > _MAX_TABLE or q * t * m + p >= _MAX_FAST_INT:
+        return None
+    gap = np.arange(m, dtype=np.int64) * (q * t) - p
+    gapf = gap.astype(np.float64)
+    gamma = (gapf * gapf) / float(2 * p * q * t * t)
+    scaled = np.exp(-gamma) * float(_PREFIX_ONE)
+    a = np.floor(scaled * (1.0 - _MARGIN)).astype(np.int64)
+    b = np.maximum(np.ceil(scaled * (1.0 + _MARGIN)), 1.0).astype(np.int64)
+    if a[-1] != 0 or b[-1] != 1 or (m - 1) * q * t < p:
+        raise AssertionError("discrete Gaussian table too short")  # cannot happen: see the bound on M
+    shift = _PREFIX_BITS - _TEST_BITS
+    first = a >> shift
+    width = int((-((-b) >> shift) - first).max())
+    doubled = np.repeat(first, 2)
+    doubled[1] = _NEVER
+    return _GaussTable(scaled, doubled, width)
+
+
+def _sample_discrete_gaussian_fast(
+    p: int, q: int, t: int, total: int, table: _GaussTable, rng: np.random.Generator, accept: float
+) -> NDArray[np.int64]:
+    """Algorithm 3 with the discrete Laplace proposal by exact inversion and the test by lazy bits.
+
+    One 64-bit word per proposal: its top 53 bits are the prefix of ``U`` (the magnitude, see
+    :func:`_fast_magnitude`), bit 10 the sign, bits 0-9 the first 10 bits ``a`` of the test's ``U'``
+    (disjoint bits of a uniform word are independent fair bits).
+    Stage 1 decides the test from ``a`` and the table (open with probability about 2^-10); stage 2
+    draws 53 more bits of ``U'`` for the open lanes and compares them with float bounds of
+    ``exp(-gamma) 2^10 - a``; stage 3 settles what is left (about 2^-26 of those), and every lane whose
+    magnitude was open, one at a time in Python integers.  Open lanes are settled in place before the
+    kept lanes are selected, so which lanes are kept never depends on which were open.
+    """
+    first, width, scaled = table.first, table.width, table.scaled
+    last = scaled.size - 1
+    den = 2 * p * q * t * t
+    tf = float(t)
+    shift = _PREFIX_BITS - _TEST_BITS
+    out = np.empty(total, dtype=np.int64)
+    filled = 0
+    while filled < total:
+        m = min(_CHUNK, int((total - filled) / accept * 1.01) + 64)
+        w = rng.integers(0, 1 << 64, size=m, dtype=np.uint64)
+        v = (w >> 11).view(np.int64)
+        low = (w & ((2 << _TEST_BITS) - 1)).view(np.int64)  # bits 0 .. _TEST_BITS (<= 10)
+        sign = low >> _TEST_BITS
+        low &= (1 << _TEST_BITS) - 1  # a: the first bits of U'
+        x, decided = _fast_magnitude(v, tf)
+        idx = np.minimum(x, last)
+        idx <<= 1
+        idx |= sign
+        diff = low - first[idx]  # < 0 keeps, >= width rejects
+        keep = diff < 0
+        keep &= decided
+        open_test = diff.view(np.uint64) < np.uint64(width)
+        open_test &= decided
+        lanes = np.flatnonzero(open_test)
+        if lanes.size:  # stage 2: 53 more bits of U' for the lanes the first 10 bits left open
+            xs = x[lanes]
+            a = low[lanes]
+            r = rng.integers(0, _PREFIX_ONE, size=lanes.size, dtype=np.int64)
+            e10 = scaled[np.minimum(xs, last)] * 2.0**-shift  # exp(-gamma) 2^10, relative error < 2^-39
+            c_lo = e10 * (1.0 - _MARGIN) - a  # <= exp(-gamma) 2^10 - a
+            c_hi = e10 * (1.0 + _MARGIN) - a + 2.0**-60  # >= it (2^-60: exp(-gamma) underflowed to 0)
+            rf = r.astype(np.float64)
+            yes = (rf + 1.0) * 2.0**-_PREFIX_BITS <= c_lo
+            no = rf * 2.0**-_PREFIX_BITS >= c_hi
+            keep[lanes] = yes
+            still = ~(yes | no) | (xs >= last)  # beyond the table: exact arithmetic
+            for j in np.flatnonzero(still):
+                prefix = (int(a[j]) << _PREFIX_BITS) | int(r[j])
+                keep[lanes[j]] = _gauss_test_exact(int(xs[j]), prefix, _TEST_BITS + _PREFIX_BITS, p, q, t, den, rng)
+        for i in np.flatnonzero(~decided):  # the magnitude itself was open (rare)
+            xi = _geometric_exact(_LazyUniform(int(v[i]), _PREFIX_BITS, rng), t, 1)
+            x[i] = xi
+            keep[i] = not (sign[i] and xi == 0) and _gauss_test_exact(xi, int(low[i]), _TEST_BITS, p, q, t, den, rng)
+        x ^= -sign
+        x += sign  # x -> -x where the sign bit is set
+        y = np.compress(keep, x)
+        take = min(total - filled, y.size)
+        out[filled : filled + take] = y[:take]
+        filled += take
+    return out
+
+
+def _gauss_test_exact(x: int, prefix: int, bits: int, p: int, q: int, t: int, den: int, rng: np.random.Generator) -> bool:
+    """Algorithm 3's test for magnitude ``x``, exactly: ``U' < exp(-(q t x - p)^2 / den)`` given ``bits``
+    bits of ``U'`` (:meth:`_LazyUniform.below_exp_neg`)."""
+    gap = q * t * x - p
+    return _LazyUniform(prefix, bits, rng).below_exp_neg(gap * gap, den)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -344,8 +651,11 @@ def sample_discrete_gaussian(sigma: int | Fraction, size: int | tuple[int, ...],
     """Exact discrete Gaussian draws, ``P(k) ∝ exp(-k^2 / (2 sigma^2))`` on the integers, as int64.
 
     Canonne, Kamath and Steinke (2020), Algorithm 3, vectorised: propose ``Y`` discrete Laplace of
-    scale ``t = floor(sigma) + 1`` (:func:`sample_discrete_laplace`) and keep it with probability
-    ``exp(-(|Y| - sigma^2 / t)^2 / (2 sigma^2))``, decided with integers only (:func:`_gauss_accept`).
+    scale ``t = floor(sigma) + 1`` and keep it with probability ``exp(-(|Y| - sigma^2 / t)^2 / (2 sigma^2))``.
+    When the acceptance table fits (``sigma`` up to about 10^5, :func:`_gauss_table`), both steps take the
+    exact fast path (:func:`_sample_discrete_gaussian_fast`: inversion and lazy comparison of random bits,
+    exact integer fallback); otherwise the proposal is :func:`sample_discrete_laplace` and the test runs
+    the Bernoulli(exp(-gamma)) loops on integers (:func:`_gauss_accept`).  Same law either way.
     ``sigma`` is a positive int or :class:`~fractions.Fraction` (see :func:`check_sigma`); ``sigma`` is
     the scale parameter (the variance of the discrete law is slightly below ``sigma^2``).
     """
@@ -354,9 +664,13 @@ def sample_discrete_gaussian(sigma: int | Fraction, size: int | tuple[int, ...],
     rng = check_rng(rng)
     p, q, t = _gauss_parameters(sig)
     total = math.prod(shape)
-    out = np.empty(total, dtype=np.int64)
     # A float is fine here: the acceptance probability only sizes the batches, never decides a draw.
     accept = _gauss_acceptance(float(sig), t)
+    table = _gauss_table(p, q, t)
+    if table is not None:
+        per_candidate = accept * (1.0 + math.exp(-1.0 / t)) / 2.0  # the proposal's own (negative, 0) rejection
+        return _sample_discrete_gaussian_fast(p, q, t, total, table, rng, per_candidate).reshape(shape)
+    out = np.empty(total, dtype=np.int64)
     filled = 0
     while filled < total:
         need = total - filled

@@ -279,9 +279,11 @@ def test_discrete_gaussian_python_reference_matches_its_exact_law(sigma):
 
 
 def test_discrete_gaussian_big_parameters_take_the_exact_python_path():
-    """sigma = 20000: 2 p q t^2 is above 2^56, so every acceptance runs on Python integers."""
-    sigma = 20_000
+    """sigma = 200000: the fast path's table would be too long, and 2 p q t^2 is above 2^56, so the proposal
+    runs Algorithm 2 on arrays and every acceptance runs on Python integers."""
+    sigma = 200_000
     p, q, t = exact._gauss_parameters(Fraction(sigma))
+    assert exact._gauss_table(p, q, t) is None
     assert 2 * p * q * t * t >= exact._MAX_GAUSS_DEN
     draws = exact.sample_discrete_gaussian(sigma, 2_000, np.random.default_rng(5))
     # mean 0, sd sigma: 5 standard errors
@@ -388,3 +390,187 @@ def test_uniform_below_is_uniform_beyond_int64():
     assert min(draws) >= 0 and max(draws) < n
     thirds = np.bincount([d // 2**70 for d in draws], minlength=3)
     assert stats.chisquare(thirds).pvalue > ALPHA
+
+
+# ---------------------------------------------------------------------------------------------
+# the fast path: lazy comparison of random bits with float bounds, exact integer fallback
+# ---------------------------------------------------------------------------------------------
+
+
+def _mp_exp_neg(num: int, den: int, dps: int = 80):
+    import mpmath
+
+    with mpmath.workdps(dps):
+        return mpmath.exp(-mpmath.mpf(num) / den)
+
+
+@pytest.mark.parametrize("bits", [0, 10, 53, 117])
+def test_exp_neg_bounds_bracket_the_exact_value(bits):
+    """lo <= exp(-num/den) 2^bits <= hi (mpmath at 80 digits), and the bracket is a few units wide."""
+    import mpmath
+
+    rng = np.random.default_rng(40 + bits)
+    cases = [(0, 1), (1, 1), (1, 2**60), (2**60 - 1, 2**60), (700, 1), (5, 7)]
+    cases += [(int(rng.integers(0, 10**6)), int(rng.integers(1, 10**5))) for _ in range(300)]
+    for num, den in cases:
+        lo, hi = exact._exp_neg_bounds(num, den, bits)
+        with mpmath.workdps(80):
+            scaled = _mp_exp_neg(num, den) * mpmath.mpf(2) ** bits
+            assert lo <= scaled <= hi, (num, den, bits)
+        assert 0 <= hi - lo <= 6
+
+
+def test_numpy_exp_and_log_are_within_the_claimed_error():
+    """The fast path assumes np.exp and np.log have relative error below FLOAT_REL_ERR = 2^-40 where it uses
+    them: exp on [-745, 0] (the table) and log on k / 2^53, k = 1, ..., 2^53 - 1 (the magnitude).  Checked
+    against mpmath on 20,000 arguments each, including the ends of both ranges."""
+    import mpmath
+
+    rng = np.random.default_rng(41)
+    gammas = np.concatenate([rng.uniform(0, 700, 10_000), rng.exponential(1.0, 9_990),
+                             [0.0, 1e-300, 2.0**-60, 1.0, 36.7, 40.5, 699.9, 700.0, 5e-324, 1e-17]])
+    ks = np.concatenate([rng.integers(1, 2**53, 10_000), 2**53 - rng.integers(1, 2**20, 5_000),
+                         rng.integers(1, 2**20, 4_990), [1, 2, 3, 2**52, 2**52 + 1, 2**53 - 1, 2**53 - 2, 7, 2**26, 2**40]])
+    worst = 0.0
+    with mpmath.workdps(40):
+        for g, e in zip(gammas.tolist(), np.exp(-gammas).tolist()):
+            exact_e = mpmath.exp(-mpmath.mpf(g))
+            worst = max(worst, float(abs(mpmath.mpf(e) / exact_e - 1)))
+        xs = ks.astype(np.float64) * 2.0**-53
+        for k, lg in zip(ks.tolist(), np.log(xs).tolist()):
+            exact_l = mpmath.log(mpmath.mpf(k) / mpmath.mpf(2) ** 53)
+            worst = max(worst, float(abs(mpmath.mpf(lg) / exact_l - 1)))
+    assert worst < exact.FLOAT_REL_ERR
+
+
+@pytest.mark.parametrize("sigma", [Fraction(1, 3), 1, Fraction(3, 2), 10, Fraction(1001, 1000), 1000])
+def test_gauss_table_brackets_exp_minus_gamma(sigma):
+    """Every entry of the fast table is a proven bracket: first[2x] 2^43 <= exp(-gamma(x)) 2^53 <=
+    (first[2x] + width) 2^43, checked with the exact integer bounds; the float entries are within 2^-39."""
+    p, q, t = exact._gauss_parameters(Fraction(sigma))
+    table = exact._gauss_table(p, q, t)
+    shift = exact._PREFIX_BITS - exact._TEST_BITS
+    den = 2 * p * q * t * t
+    xs = range(table.scaled.size) if table.scaled.size < 3000 else range(0, table.scaled.size, 7)
+    for x in xs:
+        lo, hi = exact._exp_neg_bounds((q * t * x - p) ** 2, den, 53)
+        first = int(table.first[2 * x])
+        assert first << shift <= lo and hi <= (first + table.width) << shift
+        if lo > 2**60:  # the float is normal: relative error below 2^-39
+            assert abs(Fraction(float(table.scaled[x])) / Fraction(lo) - 1) < 2.0**-39
+    assert table.first[1] == exact._NEVER and table.width <= 2
+
+
+def test_lazy_uniform_is_a_bernoulli_exp_minus_gamma():
+    """From zero known bits every call extends (the first 0 bits decide nothing): the frequency of yes is
+    exp(-gamma) within 5 standard errors, for gamma below and above 1."""
+    rng = np.random.default_rng(42)
+    n = 20_000
+    for num, den in [(3, 7), (5, 2), (1, 1)]:
+        ones = np.mean([exact._LazyUniform(0, 0, rng).below_exp_neg(num, den) for _ in range(n)])
+        p = math.exp(-num / den)
+        assert abs(ones - p) < 5 * math.sqrt(p * (1 - p) / n)
+
+
+def test_lazy_uniform_settles_a_straddling_prefix_by_its_later_bits():
+    """A 53-bit prefix that contains exp(-3/7) is settled by the next 64 bits, as mpmath says."""
+    import mpmath
+
+    e = _mp_exp_neg(3, 7)
+    prefix = int(mpmath.floor(e * 2**53))  # [prefix, prefix + 1) / 2^53 contains exp(-3/7)
+    for seed in range(20):
+        u = exact._LazyUniform(prefix, 53, np.random.default_rng(seed))
+        answer = u.below_exp_neg(3, 7)
+        assert u.bits >= 117
+        with mpmath.workdps(80):
+            assert answer == (mpmath.mpf(u.prefix + 1) / mpmath.mpf(2) ** u.bits <= e)
+            assert answer != (mpmath.mpf(u.prefix) / mpmath.mpf(2) ** u.bits >= e)
+
+
+@pytest.mark.parametrize("s, d", [(1, 1), (11, 1), (1001, 1), (7, 3), (2**24, 1)])
+def test_geometric_exact_is_certified_by_its_bits(s, d):
+    """_geometric_exact returns x with exp(-(x+1) d/s) < U <= exp(-x d/s) for the whole cell of the bits it
+    drew (mpmath), that is X = floor(t E) for every U with those bits, including the prefix 0."""
+    import mpmath
+
+    rng = np.random.default_rng(43)
+    prefixes = [0, 1, 2, 2**53 - 1] + rng.integers(0, 2**53, 40).tolist()
+    for v in prefixes:
+        u = exact._LazyUniform(int(v), 53, rng)
+        x = exact._geometric_exact(u, s, d)
+        with mpmath.workdps(80):
+            cell_lo = mpmath.mpf(u.prefix) / mpmath.mpf(2) ** u.bits
+            cell_hi = mpmath.mpf(u.prefix + 1) / mpmath.mpf(2) ** u.bits
+            assert _mp_exp_neg((x + 1) * d, s) <= cell_lo and cell_hi <= _mp_exp_neg(x * d, s)
+
+
+@pytest.mark.parametrize("t", [1.0, 11.0, 1001.0, Fraction(7, 3), float(2**24)])
+def test_fast_magnitude_decides_only_what_the_bits_determine(t):
+    """Wherever the float interval decides, its answer is the exact X of the 53-bit cell (_geometric_exact
+    from the same prefix); at the default margins almost every lane is decided, and v = 0 never is."""
+    rng = np.random.default_rng(44)
+    v = np.concatenate([[0, 1, 2, 2**53 - 1], rng.integers(0, 2**53, 4_000)]).astype(np.int64)
+    x, decided = exact._fast_magnitude(v, float(t))
+    assert not decided[0]
+    s, d = Fraction(t).numerator, Fraction(t).denominator
+    for i in range(v.size):
+        if decided[i]:
+            assert x[i] == exact._geometric_exact(exact._LazyUniform(int(v[i]), 53, rng), s, d)
+    assert decided[4:].mean() > 0.99
+
+
+class _Counting:
+    """Wraps an exact fallback of dptutor.exact and counts its calls."""
+
+    def __init__(self, fn):
+        self.fn, self.calls = fn, 0
+
+    def __call__(self, *args, **kwargs):
+        self.calls += 1
+        return self.fn(*args, **kwargs)
+
+
+def test_fast_discrete_gaussian_rarely_falls_back(monkeypatch):
+    """At the default margins a lane reaches the Python fallback with probability about 2^-35 t per proposal
+    (magnitude; the test's second stage leaves about 2^-26 of 2^-10 open): over 10^6 draws at sigma = 1000
+    the expected number is below 0.1, so more than 3 would be a defect (Poisson tail below 1e-5)."""
+    geometric = _Counting(exact._geometric_exact)
+    test = _Counting(exact._gauss_test_exact)
+    monkeypatch.setattr(exact, "_geometric_exact", geometric)
+    monkeypatch.setattr(exact, "_gauss_test_exact", test)
+    exact.sample_discrete_gaussian(1000, 1_000_000, np.random.default_rng(45))
+    assert geometric.calls + test.calls <= 3
+
+
+@pytest.mark.parametrize("sigma", [Fraction(3, 2), 10])
+def test_fast_discrete_gaussian_with_forced_fallbacks_has_the_exact_law(monkeypatch, sigma):
+    """Margins of 2^-7 and a 2-bit first stage send many lanes through stage 2 and the exact Python fallback
+    (both counted); the draws still pass the chi-square test against the exact law."""
+    monkeypatch.setattr(exact, "_MARGIN", 2.0**-7)
+    monkeypatch.setattr(exact, "_TEST_BITS", 2)
+    geometric = _Counting(exact._geometric_exact)
+    test = _Counting(exact._gauss_test_exact)
+    monkeypatch.setattr(exact, "_geometric_exact", geometric)
+    monkeypatch.setattr(exact, "_gauss_test_exact", test)
+    draws = exact.sample_discrete_gaussian(sigma, 60_000, np.random.default_rng(46))
+    assert geometric.calls > 500 and test.calls > 500
+    statistic, threshold = _dg_chi2(draws, sigma)
+    assert statistic < threshold
+
+
+@pytest.mark.parametrize("scale", [1, Fraction(7, 3), 10])
+def test_fast_discrete_laplace_with_forced_fallbacks_has_the_exact_law(monkeypatch, scale):
+    monkeypatch.setattr(exact, "_MARGIN", 2.0**-7)
+    geometric = _Counting(exact._geometric_exact)
+    monkeypatch.setattr(exact, "_geometric_exact", geometric)
+    draws = sample_discrete_laplace(scale, 60_000, np.random.default_rng(47))
+    assert geometric.calls > 100
+    statistic, threshold = _chi2_test(draws, scale)
+    assert statistic < threshold
+
+
+def test_discrete_gaussian_randomness_comes_only_from_integers():
+    rng = _IntegersOnly(np.random.PCG64(2))
+    _IntegersOnly.calls = 0
+    exact.sample_discrete_gaussian(Fraction(7, 3), 500, rng)
+    assert _IntegersOnly.calls > 0
