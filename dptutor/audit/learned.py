@@ -94,7 +94,8 @@ class LearnedStatistic:
         rows = _as_rows(outputs, "outputs")
         if rows.shape[1] != self.width:
             raise ValueError(f"outputs must have {self.width} value(s) per output, got {rows.shape[1]}")
-        score = np.asarray(self.model.decision_function(_features(rows, self.infinite)), dtype=np.float64)
+        with _one_thread():
+            score = np.asarray(self.model.decision_function(_features(rows, self.infinite)), dtype=np.float64)
         return np.nan_to_num(score.reshape(rows.shape[0]), nan=0.0, posinf=1e300, neginf=-1e300)
 
     def __repr__(self) -> str:
@@ -140,13 +141,20 @@ def fit_statistic(outputs_x: Any, outputs_x_prime: Any, *, model: str = "auto", 
         from sklearn.ensemble import HistGradientBoostingClassifier
 
         est = HistGradientBoostingClassifier(max_iter=200, early_stopping=True, random_state=seed)
-    with np.errstate(all="ignore"):
-        import warnings
+    import warnings
 
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # convergence chatter: the score is used as it is, never trusted
-            est.fit(features, labels)
+    with np.errstate(all="ignore"), warnings.catch_warnings(), _one_thread():
+        warnings.simplefilter("ignore")  # convergence chatter: the score is used as it is, never trusted
+        est.fit(features, labels)
     return LearnedStatistic(model=est, kind=model, width=a.shape[1], infinite=infinite)
+
+
+def _one_thread() -> Any:
+    """One OpenMP/BLAS thread while fitting or scoring: the audit parallelises over blocks, and OpenMP's
+    busy-waiting threads cost many times their work on a machine whose cores are already busy."""
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=1)
 
 
 class _ConstantScore:

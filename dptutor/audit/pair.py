@@ -679,20 +679,27 @@ def audit_pair(
         sel, est = totals
         keys: list[Any] = []
     else:
-        # Order the values by their likelihood ratio on the selection half only (add-1/2 smoothing
-        # keeps values seen under one dataset finite); ties in the order of the values.  Values never
-        # seen in the selection half (only in the estimation half) go last, whatever their count: no
-        # candidate prefix reaches them (a prefix holding every seen value is never chosen), so every
-        # candidate event S is a set of seen values and S^c is everything else, both fixed by the
-        # selection half alone, as the soundness argument needs.
-        keys = sorted(table, key=lambda k: (k,) if not isinstance(k, tuple) else k)
-        arr = np.array([table[k] for k in keys], dtype=np.int64).reshape(-1, 4)
-        ratio = np.log(arr[:, 0] + 0.5) - np.log(arr[:, 1] + 0.5)
-        unseen = (arr[:, 0] + arr[:, 1]) == 0
-        order = np.lexsort((-ratio, unseen))  # stable: seen first, then by ratio, ties by value
-        keys = [keys[i] for i in order]
-        sel, est = arr[order, 0:2].T, arr[order, 2:4].T
+        keys, sel, est = _discrete_order(table)
     return _bound_from_counts(sel, est, n_sel_blocks, n_est, layout, keys, eps, dlt, conf, trials, recorded_seed, name, n_fit)
+
+
+def _discrete_order(table: dict[Any, NDArray[np.int64]]) -> tuple[list[Any], NDArray[np.int64], NDArray[np.int64]]:
+    """The distinct output values in the order whose prefixes are the candidate events, with their counts.
+
+    ``table[value]`` holds ``(selection x, selection x', estimation x, estimation x')`` counts.  Values are
+    ordered by their likelihood ratio on the selection half only (add-1/2 smoothing keeps values seen under
+    one dataset finite), ties in the order of the values.  Values never seen in the selection half (only
+    in the estimation half) go last, whatever their counts: no candidate prefix reaches them (a prefix
+    holding every seen value is never chosen), so every candidate event S is a set of seen values and S^c
+    is everything else, both fixed by the selection half alone, as the soundness argument needs.
+    Returns ``(keys, sel, est)``, the counts as ``(2, values)`` arrays in that order.
+    """
+    keys = sorted(table, key=lambda k: (k,) if not isinstance(k, tuple) else k)
+    arr = np.array([table[k] for k in keys], dtype=np.int64).reshape(-1, 4)
+    ratio = np.log(arr[:, 0] + 0.5) - np.log(arr[:, 1] + 0.5)
+    unseen = (arr[:, 0] + arr[:, 1]) == 0
+    order = np.lexsort((-ratio, unseen))  # stable: seen values first, then by ratio, ties by value
+    return [keys[i] for i in order], arr[order, 0:2].T, arr[order, 2:4].T
 
 
 def _learned_statistic(
