@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dptutor._validate import check_float_array, check_int, check_real, check_rng
+from dptutor._validate import check_choice, check_float_array, check_int, check_real, check_rng
 from dptutor.zoo import (
     PRIVACY,
     ZooEntry,
@@ -81,11 +81,24 @@ def _vector(data: object) -> NDArray[np.float64]:
     return check_float_array(data, "data", finite=True, ndim=1, min_size=1)
 
 
-def _integer(data: object, low: int, high: int) -> int:
-    value = check_real(data, "data")
+def _integer(data: object, low: int, high: int, name: str = "data") -> int:
+    value = check_real(data, name)
     if value != round(value) or not low <= value <= high:
-        raise ValueError(f"data must be an integer in [{low}, {high}], got {data!r}")
+        raise ValueError(f"{name} must be an integer in [{low}, {high}], got {data!r}")
     return int(value)
+
+
+#: The largest epsilon the exact-probability functions integrate at (beyond it the noise is a spike
+#: narrower than the quadrature can resolve), and the largest query answer in absolute value.
+_MAX_EXACT_EPSILON = 50.0
+_MAX_EXACT_ANSWER = 1e6
+
+
+def _exact_inputs(data: object, epsilon: object) -> tuple[NDArray[np.float64], float]:
+    q = _vector(data)
+    if np.abs(q).max() > _MAX_EXACT_ANSWER:
+        raise ValueError(f"data must hold answers of at most {_MAX_EXACT_ANSWER:g} in absolute value")
+    return q, check_real(epsilon, "epsilon", low=_MIN_EPSILON, high=_MAX_EXACT_EPSILON)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -95,6 +108,8 @@ def _integer(data: object, low: int, high: int) -> int:
 
 def _geometric_parameters(epsilon: float, n: int) -> tuple[int, int]:
     """Balcer and Vadhan's (2018) ``k = ceil(ln(2 / epsilon))`` and ``d = (2^(k+1) + 1)(2^k + 1)^(n-1)``."""
+    if not epsilon < 2.0:
+        raise ValueError(f"epsilon must be below 2 for the truncated geometric (k = ceil(ln(2/epsilon)) >= 1), got {epsilon!r}")
     k = math.ceil(math.log(2.0 / epsilon))
     if k > 60 or n * k > 4000:
         raise ValueError(f"epsilon = {epsilon!r} and n = {n} make the truncated geometric's integers too large")
@@ -217,7 +232,7 @@ def _murmur3_32(data: bytes, seed: int) -> int:
 def bloom_bits(value: int, *, hashes: int = 4, bits: int = 20) -> tuple[int, ...]:
     """The Bloom-filter positions set for the integer ``value``: MurmurHash3 of its decimal string with
     seeds 0..hashes-1, modulo ``bits`` (RAPPOR's step 1 as DP-Sniper implements it)."""
-    value = _integer(value, -(2**62), 2**62) if not isinstance(value, int) or isinstance(value, bool) else value
+    value = _integer(value, -(2**62), 2**62, "value")
     hashes = check_int(hashes, "hashes", minimum=1, maximum=64)
     bits = check_int(bits, "bits", minimum=1, maximum=1 << 12)
     return tuple(sorted({_murmur3_32(str(value).encode(), i) % bits for i in range(hashes)}))
@@ -236,9 +251,9 @@ def one_time_rappor(
     with ``f``.  Each differing bit costs ``ln((1 - f/2) / (f/2))`` (DP-Sniper's OneTimeRappor)."""
     size, rng = check_int(size, "size", minimum=0, maximum=1 << 28), check_rng(rng)
     f = check_real(f, "f", low=0.0, high=1.0, low_open=True)
-    value = _integer(data, -(2**62), 2**62)
-    filt = np.zeros((size, bits), dtype=bool)
-    filt[:, list(bloom_bits(value, hashes=hashes, bits=bits))] = True
+    positions = list(bloom_bits(_integer(data, -(2**62), 2**62), hashes=hashes, bits=bits))
+    filt = np.zeros((size, int(bits)), dtype=bool)
+    filt[:, positions] = True
     return _permanent(filt, rng, f).astype(np.int8)
 
 
@@ -252,9 +267,9 @@ def rappor(
     f = check_real(f, "f", low=0.0, high=1.0, low_open=True)
     p = check_real(p, "p", low=0.0, high=1.0)
     q = check_real(q, "q", low=0.0, high=1.0)
-    value = _integer(data, -(2**62), 2**62)
-    filt = np.zeros((size, bits), dtype=bool)
-    filt[:, list(bloom_bits(value, hashes=hashes, bits=bits))] = True
+    positions = list(bloom_bits(_integer(data, -(2**62), 2**62), hashes=hashes, bits=bits))
+    filt = np.zeros((size, int(bits)), dtype=bool)
+    filt[:, positions] = True
     perm = _permanent(filt, rng, f)
     return (rng.random(perm.shape) < np.where(perm, q, p)).astype(np.int8)
 
@@ -295,10 +310,8 @@ def _integrate(fn: Any, kinks: list[float], scale: float) -> float:
 def rnm_index_probabilities(data: Any, *, epsilon: float, noise: str = "laplace") -> NDArray[np.float64]:
     """``P(index i is reported)`` for :func:`dptutor.zoo.report_noisy_max` on the answers ``data``:
     ``int f(t - q_i) prod_{j != i} F(t - q_j) dt``, integrated numerically (noise scale ``2/epsilon``)."""
-    q = _vector(data)
-    eps = check_real(epsilon, "epsilon", low=_MIN_EPSILON)
-    if noise not in ("laplace", "exponential"):
-        raise ValueError(f"noise must be 'laplace' or 'exponential', got {noise!r}")
+    q, eps = _exact_inputs(data, epsilon)
+    noise = check_choice(noise, "noise", ("laplace", "exponential"))
     b = 2.0 / eps
     cdf = _laplace_cdf if noise == "laplace" else _exp_cdf
 
@@ -324,12 +337,11 @@ def svt_pattern_probabilities(
     """Exact probabilities of every output of :func:`dptutor.zoo.svt` with cut-off ``c = 1`` (Algorithms 1,
     2 and 4; Algorithm 2 equals 1 at ``c = 1``) on the answers ``data``: for the first answer "above" at
     query ``k``, ``int f_rho(r) prod_{i<k} F(t + r - q_i) (1 - F(t + r - q_k)) dr``, integrated numerically."""
-    q = _vector(data)
-    eps = check_real(epsilon, "epsilon", low=_MIN_EPSILON)
+    q, eps = _exact_inputs(data, epsilon)
     algorithm = check_int(algorithm, "algorithm", minimum=1, maximum=6)
     if algorithm not in (1, 2, 4):
         raise ValueError(f"algorithm must be 1, 2 or 4 (the cut-off variants at c = 1), got {algorithm}")
-    t = check_real(threshold, "threshold")
+    t = check_real(threshold, "threshold", low=-_MAX_EXACT_ANSWER, high=_MAX_EXACT_ANSWER)
     eps1 = eps / 4.0 if algorithm == 4 else eps / 2.0
     b_rho = 1.0 / eps1
     b_nu = 1.0 / (eps - eps1) if algorithm == 4 else 2.0 / (eps - eps1)

@@ -83,10 +83,13 @@ class LearnedStatistic:
 
     def __post_init__(self) -> None:
         check_choice(self.kind, "kind", MODELS[1:])
-        width = check_int(self.width, "width", minimum=1)
+        width = check_int(self.width, "width", minimum=1, maximum=1 << 24)
         infinite = np.asarray(self.infinite)
         if infinite.dtype != np.bool_ or infinite.shape != (width,):
-            raise ValueError(f"infinite must be a boolean array of shape ({width},), got {infinite.dtype} {infinite.shape}")
+            raise ValueError(
+                f"infinite must be a boolean array with one entry per output value (width {width}), "
+                f"got {infinite.dtype} {infinite.shape}"
+            )
         if not callable(getattr(self.model, "decision_function", None)):
             raise TypeError(f"model must be a fitted classifier with decision_function, got {type(self.model).__name__}")
 

@@ -18,6 +18,7 @@ the reported bound.  The pilot bounds themselves are ranking scores, not confide
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -92,6 +93,9 @@ class PairSearch:
         check_int(self.index, "index", minimum=0, maximum=bounds.size - 1)
         if not isinstance(self.pair, tuple) or len(self.pair) != 2:
             raise TypeError(f"pair must be a tuple (x, x_prime), got {type(self.pair).__name__}")
+        for item in self.pair:
+            if isinstance(item, (numbers.Real, np.ndarray, tuple, list)) and not isinstance(item, bool):
+                check_float_array(item, "pair", finite=True)
         check_probability(self.confidence, "confidence")
 
     @property
