@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/bench_blackbox.py --full          # 10^7 runs per dataset (about an hour on 2 cores)
     .venv/bin/python benchmarks/bench_blackbox.py --search        # also search the pair (StatDP's candidates)
     .venv/bin/python benchmarks/bench_blackbox.py --trials 220000000 --only SVT1   # DP-Sniper's own budget
+    .venv/bin/python benchmarks/bench_blackbox.py --soundness 20  # 20 seeds on every entry with an exact epsilon
 
 Every audit uses no hand-written statistic: ``audit_pair`` counts discrete outputs one by one, thresholds real
 scalars, and learns a statistic (a classifier fitted on its selection half) for vectors.  For each mechanism
@@ -55,9 +56,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--search", action="store_true", help="search the pair instead of using DP-Sniper's")
     parser.add_argument("--only", nargs="*", default=None, help="mechanism names (default: all 20)")
     parser.add_argument("--seed", type=int, default=2021)
+    parser.add_argument("--soundness", type=int, default=0, metavar="SEEDS",
+                        help="instead: audit every entry with a known exact epsilon with SEEDS seeds, count bounds above it")
     args = parser.parse_args(argv)
     trials = 10**7 if args.full else args.trials
     entries = benchmark()
+    if args.soundness:
+        return soundness(entries, trials, args.soundness)
     names = args.only or list(entries)
     unknown = [n for n in names if n not in entries]
     if unknown:
@@ -88,6 +93,22 @@ def main(argv: list[str] | None = None) -> int:
               f"{'yes' if bound >= entry.dpsniper else 'no':>6s} {cpu:7.1f}  {pair} {result.event[:50]}", flush=True)
     print(f"at least DP-Sniper's published bound on {ahead} of {len(names)}; at most the exact epsilon on "
           f"{sound} of {known} with a known exact epsilon; {total_cpu:.0f} CPU s in all")
+    return 0
+
+
+def soundness(entries: dict, trials: int, seeds: int) -> int:
+    """Audit every entry with a known exact epsilon with ``seeds`` seeds; print how many bounds exceed it."""
+    known = [e for e in entries.values() if e.true_epsilon is not None]
+    print(f"bench_blackbox --soundness: {len(known)} entries x {seeds} seeds at {trials:,} runs per dataset")
+    above = 0
+    start = time.process_time()
+    for entry in known:
+        bounds = [entry.audit(trials, seed=s).lower_bound for s in range(seeds)]
+        bad = sum(b > entry.true_epsilon for b in bounds)
+        above += bad
+        print(f"{entry.name:20s} exact {_fmt(entry.true_epsilon):>8s}  largest bound {max(bounds):.4f}  above exact: {bad}",
+              flush=True)
+    print(f"{above} of {len(known) * seeds} bounds above the exact epsilon ({time.process_time() - start:.0f} CPU s)")
     return 0
 
 
