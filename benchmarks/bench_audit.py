@@ -42,7 +42,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from dptutor import audit  # noqa: E402
+from dptutor.audit import sanity as audit  # noqa: E402  (the module whose constants the sweep changes)
 from dptutor.audit import estimate_loss  # noqa: E402
 from dptutor.experiments import PAPER_DIMS, PAPER_EPSILONS, PAPER_TRIALS  # noqa: E402
 from dptutor.mechanisms import MECHANISMS  # noqa: E402

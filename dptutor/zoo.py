@@ -621,8 +621,11 @@ class ZooEntry:
             raise TypeError(f"options must be a tuple of (name, value) pairs, got {type(self.options).__name__}")
 
     def release(self) -> Callable[..., Any]:
-        """The mechanism as ``release(data, size, rng)``, with the claimed epsilon (and delta) bound in."""
-        kwargs = dict(self.options, epsilon=self.epsilon)
+        """The mechanism as ``release(data, size, rng)``, with the claimed epsilon (and delta) bound in
+        (epsilon only if the mechanism takes it: RAPPOR's privacy is set by its own parameters)."""
+        kwargs = dict(self.options)
+        if _takes(self.mechanism, "epsilon"):
+            kwargs["epsilon"] = self.epsilon
         if self.delta:
             kwargs["delta"] = self.delta
         return functools.partial(self.mechanism, **kwargs)
@@ -633,6 +636,17 @@ class ZooEntry:
             self.release(), self.x, self.x_prime, epsilon=self.epsilon, delta=self.delta, trials=trials,
             seed=seed, statistic=self.statistic, **kwargs,
         )
+
+
+def _takes(fn: Callable[..., Any], name: str) -> bool:
+    """True when ``fn`` has a parameter ``name`` (or ``**kwargs``, or a signature that cannot be read)."""
+    import inspect
+
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return True
+    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
 def _entries(epsilon: float = 0.1) -> dict[str, ZooEntry]:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dptutor import audit
+from dptutor.audit import sanity as audit
 from dptutor.audit import (
     BLOCK_TRIALS,
     AuditResult,

@@ -213,7 +213,7 @@ VALID_FOR_MODULE: dict[str, dict[str, Factory]] = {
 VALID_FOR: dict[str, dict[str, Factory]] = {
     "distributions.standard_laplace_fill": {"out": lambda ctx: np.empty(5)},
     "distributions.sample_dptext": {"nan": _const("zero")},  # "keep" returns NaN by design
-    "audit.estimate_losses": {"cells": lambda ctx: [_audit_cell()]},
+    "audit.sanity.estimate_losses": {"cells": lambda ctx: [_audit_cell()]},
     "experiments.GridRow": {"mechanism": _const("laplace"), "counts": _const((3, 7, 7, 3)), "trials": _const(10)},
     "experiments.RepeatResult": {"mechanism": _const("adept"), "trials": _const(10)},
     "experiments.cell_seed": {"mechanism": _const("laplace")},
@@ -221,8 +221,8 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
     "experiments.write_results": {"out": lambda ctx: ctx.tmp / "written"},
     "experiments.atomic_write_text": {"path": lambda ctx: ctx.tmp / "note.txt"},
     "experiments.run_grid": {"out": lambda ctx: ctx.tmp / "grid"},
-    "audit.AuditResult": {"trials": _const(10)},
-    "audit.AuditResult.from_counts": {},
+    "audit.sanity.AuditResult": {"trials": _const(10)},
+    "audit.sanity.AuditResult.from_counts": {},
     "symbolic.laplace_pdf_expr": {},
     "symbolic.Symbols": {name: (lambda ctx, name=name: getattr(_symbols(), name))
                          for name in ("x", "mu", "b", "u", "v", "epsilon", "y", "t", "Delta")},
@@ -242,8 +242,28 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
     "floating.snap": {"x": _const(np.array([0.0, 1.0])), "u": _const(np.array([0.25, 0.75])),
                       "negative": _const(np.array([True, False]))},
     "floating.log_ratio": {"p": _const(fractions.Fraction(1, 3)), "q": _const(fractions.Fraction(1, 4))},
-    "audit.audit_pair": {"mechanism": lambda ctx: _zoo_count(), "x": _const(0.0), "x_prime": _const(1.0)},
-    "audit.PairAudit": {"lower_bound": _const(0.1), "estimate": _const(0.2), "event": _const("output >= 1"),
+    "audit.pair.audit_pair": {"mechanism": lambda ctx: _zoo_count(), "x": _const(0.0), "x_prime": _const(1.0)},
+    "audit.learned.fit_statistic": {"outputs_x": _const(np.zeros((4, 2))), "outputs_x_prime": _const(np.ones((4, 2)))},
+    "audit.learned.LearnedStatistic": {"model": lambda ctx: _learned().model, "kind": _const("logistic"),
+                                       "width": _const(2), "infinite": _const(np.zeros(2, dtype=bool))},
+    "audit.search.candidate_pairs": {"k": _const(3)},
+    "audit.search.search_pairs": {"mechanism": lambda ctx: _zoo_count(), "candidates": _const([(0.0, 1.0), (1.0, 0.0)]),
+                                  "trials": _const(40), "pilot_trials": _const(20)},
+    "audit.search.PairSearch": {"best": lambda ctx: _pair_audit(), "index": _const(0), "pair": _const((0.0, 1.0)),
+                                "pilot_bounds": _const(np.array([0.1])), "confirmed": lambda ctx: (_pair_audit(),),
+                                "confidence": _const(0.95)},
+    "dpsniper.truncated_geometric": {"data": _const(2)},
+    "dpsniper.truncated_geometric_pmf": {"data": _const(2)},
+    "dpsniper.laplace_parallel": {"data": _const(1.0)},
+    "dpsniper.prefix_sum": {"data": _const((1.0, 0.0, 1.0))},
+    "dpsniper.numerical_svt": {"data": _const((1.0, 0.0, 1.0))},
+    "dpsniper.svt34_parallel": {"data": _const((1.0, 0.0, 1.0))},
+    "dpsniper.rappor": {"data": _const(1)},
+    "dpsniper.one_time_rappor": {"data": _const(1)},
+    "dpsniper.bloom_bits": {"value": _const(1)},
+    "dpsniper.rnm_index_probabilities": {"data": _const((1.0, 0.0, 1.0))},
+    "dpsniper.svt_pattern_probabilities": {"data": _const((1.0, 0.0, 1.0)), "algorithm": _const(1)},
+    "audit.pair.PairAudit": {"lower_bound": _const(0.1), "estimate": _const(0.2), "event": _const("output >= 1"),
                         "counts": _const([[3, 7], [2, 8]]), "trials": _const(20)},
     "zoo.ZooEntry": {"name": _const("count"), "mechanism": lambda ctx: _zoo_count_fn(), "x": _const(0.0),
                      "x_prime": _const(1.0), "private": _const(True), "true_epsilon": _const(1.0),
@@ -450,6 +470,18 @@ def _zoo_count():
     from dptutor.zoo import ZOO
 
     return ZOO["laplace_count"].release()
+
+
+def _learned():
+    from dptutor.audit import fit_statistic
+
+    return fit_statistic(np.zeros((4, 2)), np.ones((4, 2)))
+
+
+def _pair_audit():
+    from dptutor.audit import PairAudit
+
+    return PairAudit(lower_bound=0.1, estimate=0.2, event="output >= 1", counts=[[3, 7], [2, 8]], trials=20, epsilon=1.0)
 
 
 def _sympy_zero():

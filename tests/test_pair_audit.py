@@ -250,10 +250,6 @@ def changing_shape(data, size, rng):
     return rng.random((size, 1 + int(data == 1)))
 
 
-def real_vectors(data, size, rng):
-    return rng.random((size, 3))
-
-
 def strings(data, size, rng):
     return np.array(["a"] * size)
 
@@ -268,7 +264,6 @@ def changes_type(data, size, rng):
         (wrong_count, "wrong_count"),
         (returns_nan, "returns_nan.*NaN"),
         (changing_shape, "changing_shape.*shape"),
-        (real_vectors, "real_vectors.*statistic"),
         (strings, "strings.*non-numeric"),
         (changes_type, "changes_type"),
         (lambda d, size, rng: 1.0, "lambda.*scalar"),

@@ -1,0 +1,25 @@
+"""Audits: estimate and bound the privacy loss of a mechanism from its outputs.
+
+One module per idea:
+
+- :mod:`dptutor.audit.sanity`: the paper's empirical sanity check (Habernal, ACL 2022, Section 4),
+  :func:`estimate_loss` with exact closed forms (:func:`exact_loss`) and Clopper-Pearson bounds;
+- :mod:`dptutor.audit.pair`: :func:`audit_pair`, a sound lower bound on epsilon from one pair of
+  neighbouring datasets, for any mechanism;
+- :mod:`dptutor.audit.learned`: a statistic learned from samples (a classifier of "which dataset
+  produced this output"), which :func:`audit_pair` fits on its selection half when none is given;
+- :mod:`dptutor.audit.search`: :func:`search_pairs`, which ranks candidate pairs on a pilot budget
+  and confirms the best on fresh runs.
+
+Every public name of these modules is importable from ``dptutor.audit``.
+"""
+
+from __future__ import annotations
+
+from dptutor.audit import learned, pair, sanity, search
+from dptutor.audit.learned import *  # noqa: F401,F403
+from dptutor.audit.pair import *  # noqa: F401,F403
+from dptutor.audit.sanity import *  # noqa: F401,F403
+from dptutor.audit.search import *  # noqa: F401,F403
+
+__all__ = [*sanity.__all__, *pair.__all__, *learned.__all__, *search.__all__]

@@ -1,0 +1,290 @@
+"""Tests for the black-box auditor: discrete-mode event order, the learned statistic, pair search, and
+DP-Sniper's benchmark (its mechanisms, their exact epsilons on their pairs, checked against Monte Carlo).
+
+Every statistical test is seeded.  Monte Carlo frequencies are compared with exact probabilities within
+5 standard errors (sqrt(p (1 - p) / m)) per cell: with a few dozen cells, a false failure has probability
+below 1e-5.  Soundness checks compare 95% lower bounds with exact epsilons at sample sizes where the
+bound sits many standard errors below the exact value, so only an unsound bound can fail them.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import pickle
+
+import numpy as np
+import pytest
+
+from dptutor.audit import LearnedStatistic, audit_pair, candidate_pairs, fit_statistic, search_pairs
+from dptutor.audit import pair as pair_module
+from dptutor.dpsniper import (
+    PUBLISHED,
+    benchmark,
+    bloom_bits,
+    rnm_index_probabilities,
+    svt_pattern_probabilities,
+    truncated_geometric,
+    truncated_geometric_pmf,
+)
+from dptutor.zoo import ZOO, report_noisy_max, report_noisy_max_value, svt
+
+
+@pytest.fixture(scope="module")
+def bench():
+    return benchmark()
+
+
+# ---------------------------------------------------------------------------------------------
+# discrete mode: values never seen in the selection half are never in the event
+# ---------------------------------------------------------------------------------------------
+
+
+def test_values_never_seen_in_the_selection_half_come_last():
+    # (selection x, selection x', estimation x, estimation x')
+    table = {
+        0: np.array([10, 50, 11, 49]),  # ratio far below 0: seen, would sort after an unseen value of ratio 0
+        1: np.array([50, 10, 48, 12]),
+        7: np.array([0, 0, 900, 0]),  # never seen when choosing: only in the estimation half
+        -3: np.array([0, 0, 0, 5]),
+        2: np.array([5, 5, 5, 5]),
+    }
+    keys, sel, est = pair_module._discrete_order(table)
+    assert keys[:3] == [1, 2, 0] and set(keys[3:]) == {7, -3}
+    assert sel[:, 3:].sum() == 0 and est[0, keys.index(7)] == 900
+
+
+def rare_values(data, size, rng):
+    """0/1 with a bias, and one time in fifty a value from a huge range (nearly always new)."""
+    out = (rng.random(size) < (0.3 if data == 0 else 0.6)).astype(np.int64)
+    rare = rng.random(size) < 0.02
+    out[rare] = rng.integers(100, 10**12, rare.sum())
+    return out
+
+
+def test_an_event_never_holds_a_value_seen_only_in_the_estimation_half():
+    result = audit_pair(rare_values, 0, 1, epsilon=0.1, trials=4000, seed=5)
+    # Every candidate prefix is made of values seen in the selection half; the rare values seen only in
+    # the estimation half fall in the complement.  The event shown is S or S^c: never a set of unseen values.
+    assert result.lower_bound > 0.1
+    if "in {" in result.event:
+        shown = result.event.split("{")[1].split("}")[0].split(", ")
+        assert all(int(v) < 100 for v in shown[:8] if not v.endswith("...")) or "set of" in result.event
+
+
+# ---------------------------------------------------------------------------------------------
+# the learned statistic
+# ---------------------------------------------------------------------------------------------
+
+
+def test_fit_statistic_models_and_picklable():
+    rng = np.random.default_rng(0)
+    a = rng.laplace(0.0, 1.0, (2000, 3))
+    b = rng.laplace(0.0, 1.0, (2000, 3)) + np.array([1.0, 0.0, 0.0])
+    for model in ("logistic", "boosting", "auto"):
+        stat = fit_statistic(a, b, model=model, seed=1)
+        values = stat(np.concatenate([a, b]))
+        assert values.shape == (4000,) and np.isfinite(values).all()
+        assert values[2000:].mean() > values[:2000].mean()  # higher log-odds for the second dataset
+        again = pickle.loads(pickle.dumps(stat))
+        np.testing.assert_array_equal(again(a), stat(a))
+    assert fit_statistic(a, b).kind == "logistic"
+    with_atoms = np.where(rng.random((2000, 3)) < 0.3, -np.inf, a)
+    assert fit_statistic(with_atoms, b).kind == "boosting"
+    constant = fit_statistic(np.zeros((5, 2)), np.zeros((5, 2)))
+    np.testing.assert_array_equal(constant(np.ones((3, 2))), 0.0)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, name",
+    [
+        (dict(outputs_x=None), TypeError, "outputs_x"),
+        (dict(outputs_x=np.array([])), ValueError, "outputs_x"),
+        (dict(outputs_x=np.array([np.nan, 1.0])), ValueError, "outputs_x"),
+        (dict(outputs_x_prime=np.zeros((4, 3))), ValueError, "outputs_x_prime"),
+        (dict(model="forest"), ValueError, "model"),
+        (dict(seed=-1), ValueError, "seed"),
+    ],
+)
+def test_fit_statistic_names_bad_parameters(kwargs, error, name):
+    args = dict(outputs_x=np.zeros((4, 2)), outputs_x_prime=np.ones((4, 2)))
+    args.update(kwargs)
+    with pytest.raises(error, match=name):
+        fit_statistic(**args)
+
+
+def test_learned_statistic_names_bad_outputs():
+    stat = fit_statistic(np.zeros((4, 2)), np.ones((4, 2)))
+    with pytest.raises(ValueError, match="outputs"):
+        stat(np.zeros((4, 3)))
+    with pytest.raises(TypeError, match="outputs"):
+        stat("abc")
+    with pytest.raises(ValueError, match="kind"):
+        LearnedStatistic(model=stat.model, kind="forest", width=2, infinite=np.zeros(2, dtype=bool))
+
+
+def test_statistic_must_be_callable_or_learned():
+    with pytest.raises(ValueError, match="statistic"):
+        audit_pair(report_noisy_max, (1.0,) * 3, (0.0,) * 3, epsilon=0.1, trials=100, statistic="magic")
+
+
+#: Entries with a known exact epsilon whose outputs need a learned statistic (real or wide bit vectors).
+LEARNED_KNOWN = ["NoisyHist1", "NoisyHist2", "PrefixSum", "LaplaceParallel", "OneTimeRappor", "Rappor"]
+
+
+@pytest.mark.parametrize("name", LEARNED_KNOWN)
+def test_the_learned_bound_never_exceeds_the_exact_epsilon(bench, name):
+    entry = bench[name]
+    for seed in range(4):
+        result = entry.audit(20_000, seed=seed)
+        assert result.selection_trials == 10_000 and result.estimation_trials == 10_000
+        assert "LearnedStatistic" in result.event
+        assert result.lower_bound <= entry.true_epsilon, (name, seed, result)
+
+
+@pytest.mark.parametrize(
+    "entry, trials",
+    [(ZOO["adept_vector"], 20_000), (ZOO["dptext_vector"], 20_000), ("NoisyHist2", 4_000), ("PrefixSum", 100_000)],
+)
+def test_the_learned_statistic_finds_the_classic_bugs(bench, entry, trials):
+    entry = bench[entry] if isinstance(entry, str) else entry
+    if entry.statistic is not None:  # the zoo's own rows carry a hand-written statistic: drop it
+        result = audit_pair(entry.release(), entry.x, entry.x_prime, epsilon=entry.epsilon, trials=trials, seed=3)
+    else:
+        result = entry.audit(trials, seed=3)
+    assert result.is_violation(), result
+    assert entry.true_epsilon is None or result.lower_bound <= entry.true_epsilon
+
+
+def test_learned_statistic_is_forced_and_reproducible():
+    mech = functools.partial(svt, epsilon=0.1, algorithm=4, c=1)
+    a = audit_pair(mech, (1.0,) * 10, (2.0,) * 5 + (0.0,) * 5, epsilon=0.1, trials=4000, seed=9, statistic="learned")
+    b = audit_pair(mech, (1.0,) * 10, (2.0,) * 5 + (0.0,) * 5, epsilon=0.1, trials=4000, seed=9, statistic="learned")
+    assert "LearnedStatistic" in a.event and a.lower_bound == b.lower_bound and a.event == b.event
+
+
+# ---------------------------------------------------------------------------------------------
+# pair search
+# ---------------------------------------------------------------------------------------------
+
+
+def test_candidate_pairs_are_statdps_patterns():
+    pairs = candidate_pairs(4)
+    assert ((1.0,) * 4, (0.0, 1.0, 1.0, 1.0)) in pairs and ((0.0, 1.0, 1.0, 1.0), (1.0,) * 4) in pairs
+    assert ((1.0, 1.0, 0.0, 0.0), (0.0, 0.0, 1.0, 1.0)) in pairs  # the X shape
+    assert len(pairs) == 16 and len(set(pairs)) == 16
+    assert len(candidate_pairs(4, componentwise=False)) == 4
+    for k, exc in ((0, ValueError), (1.5, TypeError)):
+        with pytest.raises(exc, match="k"):
+            candidate_pairs(k)
+    with pytest.raises(TypeError, match="componentwise"):
+        candidate_pairs(3, componentwise=1)
+
+
+def test_search_finds_the_violating_pair_and_corrects_for_confirming_several():
+    mech = functools.partial(report_noisy_max_value, epsilon=0.1)
+    dull = ((1.0,) * 5, (0.0,) + (1.0,) * 4)  # one answer moves: loss at most 0.05
+    sharp = ((0.0,) * 5, (1.0,) * 5)  # every answer moves: exact epsilon 0.25
+    found = search_pairs(mech, [dull, sharp], epsilon=0.1, trials=200_000, pilot_trials=50_000, confirm=2, seed=4)
+    assert found.index == 1 and found.pair == sharp
+    assert found.best.confidence == pytest.approx(0.975) and len(found.confirmed) == 2
+    assert 0.1 < found.lower_bound <= 0.25
+    assert found.pilot_bounds.shape == (2,) and not found.pilot_bounds.flags.writeable
+    assert "confirmed" in found.summary()
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, name",
+    [
+        (dict(candidates=[]), ValueError, "candidates"),
+        (dict(candidates=[(1.0,)]), TypeError, "candidates"),
+        (dict(candidates=[("a", "b")]), TypeError, "candidates"),
+        (dict(trials=2), ValueError, "trials"),
+        (dict(pilot_trials=0), ValueError, "pilot_trials"),
+        (dict(confirm=2), ValueError, "confirm"),
+        (dict(confidence=1.0), ValueError, "confidence"),
+        (dict(epsilon=0.0), ValueError, "epsilon"),
+        (dict(mechanism=None), TypeError, "mechanism"),
+    ],
+)
+def test_search_pairs_names_bad_parameters(kwargs, error, name):
+    args = dict(mechanism=functools.partial(report_noisy_max, epsilon=0.1), candidates=[((1.0, 0.0), (0.0, 1.0))],
+                epsilon=0.1, trials=100, seed=0)
+    args.update(kwargs)
+    with pytest.raises(error, match=name):
+        search_pairs(**args)
+
+
+# ---------------------------------------------------------------------------------------------
+# DP-Sniper's benchmark: settings, exact epsilons, published values
+# ---------------------------------------------------------------------------------------------
+
+
+def test_the_benchmark_has_dpsnipers_twenty_mechanisms(bench):
+    assert len(bench) == 20 and set(bench) == set(PUBLISHED)
+    for entry in bench.values():
+        assert entry.epsilon == 0.1 and entry.dpsniper == PUBLISHED[entry.name] and entry.source == "bichsel2021dpsniper"
+        out = entry.release()(entry.x, 7, np.random.default_rng(0))
+        assert out.shape[0] == 7
+    svt_c = {name: dict(bench[name].options).get("c") for name in ("SVT1", "SVT2", "SVT3", "SVT4", "SVT5", "SVT6")}
+    assert set(svt_c.values()) == {1}
+    assert dict(bench["SVT1"].options)["threshold"] == 0.5
+    assert dict(bench["SVT34Parallel"].options)["c"] == 2 and dict(bench["NumericalSVT"].options)["c"] == 2
+    assert bench["SVT34Parallel"].release()(bench["SVT34Parallel"].x, 3, np.random.default_rng(0)).shape == (3, 20)
+    assert {n for n, e in bench.items() if e.true_epsilon is None} == {"SVT3", "SVT34Parallel", "NumericalSVT"}
+
+
+def test_truncated_geometric_is_exactly_what_balcer_and_vadhan_prove(bench):
+    # Their Theorem 4.7: ln(1 + 2^-k)-DP with k = ceil(ln(2 / epsilon)); the pair attains it.
+    k = math.ceil(math.log(2 / 0.1))
+    assert bench["TruncatedGeometric"].true_epsilon == pytest.approx(math.log1p(2.0**-k), rel=1e-12)
+    for count in range(6):
+        pmf = truncated_geometric_pmf(count, epsilon=0.1)
+        assert sum(pmf) == 1 and all(p > 0 for p in pmf)
+    m = 400_000
+    draws = truncated_geometric(2, m, np.random.default_rng(11), epsilon=0.1)
+    freq = np.bincount(draws, minlength=6) / m
+    exact = np.array([float(p) for p in truncated_geometric_pmf(2, epsilon=0.1)])
+    assert np.all(np.abs(freq - exact) <= 5 * np.sqrt(exact * (1 - exact) / m))
+
+
+@pytest.mark.parametrize("noise", ["laplace", "exponential"])
+def test_report_noisy_max_probabilities_match_monte_carlo(noise):
+    q = (0.0, 2.0, 2.0, 2.0, 2.0)
+    exact = rnm_index_probabilities(q, epsilon=0.1, noise=noise)
+    assert exact.sum() == pytest.approx(1.0, abs=1e-9)
+    m = 400_000
+    freq = np.bincount(report_noisy_max(q, m, np.random.default_rng(3), epsilon=0.1, noise=noise), minlength=5) / m
+    assert np.all(np.abs(freq - exact) <= 5 * np.sqrt(exact * (1 - exact) / m))
+
+
+@pytest.mark.parametrize("algorithm, threshold", [(1, 0.5), (2, 1.0), (4, 1.0)])
+def test_svt_pattern_probabilities_match_monte_carlo(algorithm, threshold):
+    q = (1.0,) * 10 if algorithm == 4 else (0.0,) * 5 + (1.0,) * 5
+    exact = svt_pattern_probabilities(q, epsilon=0.1, algorithm=algorithm, threshold=threshold)
+    assert sum(exact.values()) == pytest.approx(1.0, abs=1e-9)
+    m = 200_000
+    out = svt(q, m, np.random.default_rng(algorithm), epsilon=0.1, algorithm=algorithm, c=1, threshold=threshold)
+    rows, counts = np.unique(out, axis=0, return_counts=True)
+    seen = {tuple(r): c / m for r, c in zip(rows.tolist(), counts)}
+    assert set(seen) <= set(exact)
+    for pattern, p in exact.items():
+        assert abs(seen.get(pattern, 0.0) - p) <= 5 * math.sqrt(p * (1 - p) / m) + 1e-12, pattern
+
+
+def test_rappor_hashes_like_murmur3_and_dpsnipers_filter():
+    from dptutor.dpsniper import _murmur3_32
+
+    # MurmurHash3 x86_32 reference values (as mmh3.hash returns them, signed).
+    assert _murmur3_32(b"foo", 0) == -156908512 and _murmur3_32(b"foo", 42) == -1322301282
+    assert _murmur3_32(b"", 0) == 0 and _murmur3_32(b"hello", 0) == 613153351
+    # The bits that differ between the values 1 and 0: the six with non-zero weight in DP-Sniper's
+    # published classifier for RAPPOR.
+    assert sorted(set(bloom_bits(1)) ^ set(bloom_bits(0))) == [0, 3, 10, 11, 13, 18]
+
+
+def test_the_published_values_are_below_the_exact_epsilons(bench):
+    # A published 90% lower bound above the exact epsilon of its pair would mean a wrong pair or setting.
+    for entry in bench.values():
+        if entry.true_epsilon is not None:
+            assert entry.dpsniper <= entry.true_epsilon, entry.name
