@@ -49,7 +49,7 @@ from typing import Any
 from dptutor._validate import check_path, check_real, check_str
 from dptutor.grading.feedback import Assignment
 
-__all__ = ["GradingConfig", "Override", "load_config", "read_overrides", "read_manifest", "parse_time"]
+__all__ = ["GradingConfig", "Override", "load_config", "read_overrides", "read_manifest"]
 
 _KEYS = {"assignment", "course", "points", "limits", "late", "carry_forward"}
 _LIMIT_KEYS = {"cell", "notebook"}
@@ -58,7 +58,7 @@ _LATE_KEYS = {"deadline", "grace_minutes", "multiplier", "per_day", "times"}
 _LIMIT_RANGE = (1.0, 86400.0)
 
 
-def parse_time(value: object, name: str) -> dt.datetime:
+def _parse_time(value: object, name: str) -> dt.datetime:
     """A time zone-aware ``datetime`` from a ``datetime`` or an ISO 8601 string (ValueError naming ``name``)."""
     if isinstance(value, str):
         try:
@@ -104,7 +104,7 @@ class GradingConfig:
             if getattr(self, name) is not None:
                 _number(getattr(self, name), name, *_LIMIT_RANGE)
         if self.deadline is not None:
-            parse_time(self.deadline, "deadline")
+            object.__setattr__(self, "deadline", _parse_time(self.deadline, "deadline"))
         _number(self.grace_minutes, "grace_minutes", 0.0)
         _number(self.multiplier, "multiplier", 0.0, 1.0)
         for name in ("per_day", "carry_forward"):
@@ -120,11 +120,12 @@ class GradingConfig:
 
     def late_factor(self, submitted: dt.datetime | None) -> float:
         """The multiplier of a submission made at ``submitted`` (1 when on time or with no late policy)."""
+        if submitted is not None:
+            submitted = _parse_time(submitted, "submitted")
         if self.deadline is None:
             return 1.0
         if submitted is None:
             raise ValueError("submitted: the late policy needs the submission's time")
-        submitted = parse_time(submitted, "submitted")
         late = (submitted - self.deadline).total_seconds() - 60.0 * self.grace_minutes
         if late <= 0:
             return 1.0
@@ -181,7 +182,7 @@ def load_config(path: Path | str, assignment: Assignment) -> GradingConfig:
     if late:
         if "deadline" not in late:
             raise ValueError("late.deadline is required when [late] is given")
-        kwargs["deadline"] = parse_time(late["deadline"], "late.deadline")
+        kwargs["deadline"] = _parse_time(late["deadline"], "late.deadline")
         kwargs["grace_minutes"] = _number(late.get("grace_minutes", 0), "late.grace_minutes", 0.0, 1e6)
         if "multiplier" not in late:
             raise ValueError("late.multiplier is required when [late] is given")
@@ -235,7 +236,7 @@ def read_manifest(path: Path | str) -> dict[str, dt.datetime]:
             raise ValueError(f"path: {path} line {number}: give the submission in a file or student column")
         if key in times:
             raise ValueError(f"path: {path} line {number}: {key!r} is listed twice")
-        times[key] = parse_time(row["submitted"], f"path: {path} line {number}: submitted")
+        times[key] = _parse_time(row["submitted"], f"path: {path} line {number}: submitted")
     return times
 
 

@@ -230,6 +230,10 @@ def write_scores(path: Path | str, assignment: Assignment, records: Sequence[Sco
     if not all(isinstance(r, ScoreRecord) for r in records):
         raise TypeError("records must be ScoreRecord objects")
     rows = [r.row(assignment) for r in records]
+    if not path.parent.is_dir():
+        raise ValueError(f"path: the folder {path.parent} does not exist")
+    if path.is_dir():
+        raise ValueError(f"path: {path} is a folder")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", newline="", encoding="utf-8") as fh:
