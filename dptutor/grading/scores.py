@@ -186,7 +186,8 @@ def read_scores(path: Path | str, assignment: Assignment, *, course: str | None 
         with open(path, newline="", encoding="utf-8") as fh:
             rows = list(csv.reader(fh))
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise ValueError(f"path: {path} cannot be read as a CSV ({exc})") from None
+        raise ValueError(f"path: {path} cannot be read as a CSV ({exc}): it is corrupted or not a scores "
+                         "file") from None
     if not rows:
         return []
     header = scores_header(assignment)
