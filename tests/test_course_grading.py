@@ -104,6 +104,10 @@ def test_a_mixed_folder_is_graded_with_two_workers(course: dict) -> None:
     assert "summary: 3 row(s); mean " in out and "1 zero" in out and "0 notebook(s) failed" in out, out
     assert sorted(p.name for p in (course["home"] / "feedback").iterdir()) == sorted(
         ["alice.txt", f"{BOB}-sampler.txt", "carol.txt"])
+    # The student's report scores as the CSV does: configured points, and the late multiplier.
+    report = (course["home"] / "feedback" / f"{BOB}-sampler.txt").read_text(encoding="utf-8")
+    assert report.splitlines()[0].endswith(" / 6 points") and "q1: " in report and " / 4" in report
+    assert f"multiplied by 0.8, giving {bob['total']}" in report, report
 
 
 def test_regrading_one_student_reproduces_the_row(course: dict) -> None:

@@ -1088,7 +1088,7 @@ def run_grade(args: argparse.Namespace) -> int:
             if args.feedback is not None:
                 target = args.feedback / _feedback_file(result.file, shared=stems[_feedback_file(result.file)] > 1)
                 tmp = target.with_name(f".{target.name}.tmp")
-                tmp.write_text(result.feedback_text() + "\n", encoding="utf-8")
+                tmp.write_text(_feedback_of(record) + "\n", encoding="utf-8")
                 os.replace(tmp, target)
             finished.append(result)
             in_flight.discard(result.file)
@@ -1165,6 +1165,20 @@ def _print_summary(records: Sequence[Any], finished: Sequence[SubmissionResult],
           + f"; this run took {_clock(seconds)}{per}", flush=True)
 
 
+def _feedback_of(record: Any) -> str:
+    """A student's report as the CSV scores it: configured points, overrides (with their reasons), late multiplier."""
+    r = record.result
+    messages = {q: list(ms) for q, ms in r.messages.items()}
+    for o in record.overrides:
+        messages.setdefault(o.question, []).append(f"score set by the instructor: {o.reason}")
+    notes = list(r.notes)
+    final = record.final_scores()
+    if record.late != 1:
+        notes.append(f"submitted late: the total {fmt_points(round(sum(final.values()), 2))} is multiplied by "
+                     f"{record.late:g}, giving {fmt_points(record.total)}")
+    return SubmissionResult(r.file, r.assignment, final, record.question_points(), messages, notes).feedback_text()
+
+
 def _feedback_file(name: str, *, shared: bool = False) -> str:
     """The feedback file of a submission (a sub-folder's notebook ``d/x.ipynb`` reads as ``d-x``)."""
     return feedback_name(name.replace("/", "-"), shared=shared)
@@ -1200,24 +1214,6 @@ class _deferred_interrupts:
                 signal.signal(s, handler)
         if self.pending:
             raise KeyboardInterrupt
-
-
-def _write_marker(marker: Path, name: str) -> None:
-    """Remember the submission in flight (JSON, so that any file name survives: spaces, backslashes, newlines)."""
-    tmp = marker.with_name(marker.name + ".tmp")
-    tmp.write_text(json.dumps({"file": name}), encoding="utf-8")
-    os.replace(tmp, marker)
-
-
-def _read_marker(marker: Path) -> str | None:
-    try:
-        data = json.loads(marker.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
-    name = data.get("file") if isinstance(data, dict) else None
-    if not isinstance(name, str) or not name or "/" in name or "\x00" in name or name in (".", ".."):
-        return None
-    return name
 
 
 def _write_inflight(marker: Path, names: Sequence[str]) -> None:
