@@ -71,7 +71,11 @@ flight is killed, the submission in flight is not scored, and the CSV (rewritten
 every finished submission) holds every submission graded before.  Rerunning the same command
 skips the submissions already in the CSV (``--regrade`` grades everything again).  The exit code
 is 130.  A run killed outright leaves a marker naming the submission in flight (which scores 0 on
-the next run) and its work folder, which the next run deletes.
+the next run) and its work folder, which the next run deletes.  With ``--workers N`` each submission
+is graded in a child process of its own (forked, in its own sandbox); on Ctrl-C or SIGTERM the
+children kill their sandboxes and exit, the parent waits for them, and only the submissions in
+flight are lost; a child also stops when the parent dies (``PR_SET_PDEATHSIG``).  When several
+submissions were in flight in a run killed outright, the next run grades them one at a time first.
 """
 
 from __future__ import annotations
