@@ -42,6 +42,17 @@ def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
                           timeout=600, env=env)
 
 
+def run_here(*args: str, cwd: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> tuple[int, str, str]:
+    """``python -m dptutor ARGS`` in this process (for the runs that start no kernel): code, stdout, stderr."""
+    from dptutor.cli import main
+
+    monkeypatch.chdir(cwd)
+    capsys.readouterr()
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
 def sandbox_flags() -> list[str]:
     return [] if SANDBOXED else ["--no-sandbox"]
 
@@ -122,32 +133,33 @@ def test_regrading_one_student_reproduces_the_row(course: dict) -> None:
     assert after == before  # scores, messages, hidden values: the whole row
 
 
-def test_an_override_is_applied_and_recorded(course: dict, tmp_path: Path) -> None:
+def test_an_override_is_applied_and_recorded(course: dict, tmp_path: Path, capsys, monkeypatch) -> None:
     home = course["home"]
     work = tmp_path / "scores.csv"
     shutil.copy(course["csv"], work)
     (home / "overrides.csv").write_text('student,question,score,reason\nalice,q3,0.5,"copied the loop, says so"\n'
                                         "nobody,q1,1,typo\n")
-    proc = run_cli("grade", "sampler", "submissions", "--config", "grading.toml", "--csv", str(work),
-                   "--overrides", "overrides.csv", *sandbox_flags(), cwd=home)
-    assert proc.returncode == 0, proc.stderr
-    assert "0 submission(s) graded" in proc.stdout and "'nobody' is no submission here" in proc.stderr
+    code, out, err = run_here("grade", "sampler", "submissions", "--config", "grading.toml", "--csv", str(work),
+                              "--overrides", "overrides.csv", *sandbox_flags(), cwd=home, capsys=capsys,
+                              monkeypatch=monkeypatch)
+    assert code == 0, err
+    assert "0 submission(s) graded" in out and "'nobody' is no submission here" in err
     rows = table(work)
     alice = rows["alice.md"]
     assert (alice["q3"], alice["total"]) == ("0.5", "5.5")
     assert alice["overrides"] == "q3: 1 -> 0.5 (copied the loop, says so)"
     assert {k: v for k, v in rows.items() if k != "alice.md"} == {k: v for k, v in course["rows"].items() if k != "alice.md"}
     # A later run without --overrides keeps the row's overrides.
-    proc = run_cli("grade", "sampler", "submissions", "--config", "grading.toml", "--csv", str(work),
-                   *sandbox_flags(), cwd=home)
-    assert proc.returncode == 0 and table(work)["alice.md"]["overrides"] == alice["overrides"], proc.stderr
+    code, out, err = run_here("grade", "sampler", "submissions", "--config", "grading.toml", "--csv", str(work),
+                              *sandbox_flags(), cwd=home, capsys=capsys, monkeypatch=monkeypatch)
+    assert code == 0 and table(work)["alice.md"]["overrides"] == alice["overrides"], err
 
 
-def test_export_to_canvas_and_moodle(course: dict, tmp_path: Path) -> None:
+def test_export_to_canvas_and_moodle(course: dict, tmp_path: Path, capsys, monkeypatch) -> None:
     home = course["home"]
-    proc = run_cli("export-lms", "canvas", "sampler", str(course["csv"]), str(tmp_path / "canvas.csv"),
-                   "--column", "Sampler (1234)", cwd=home)
-    assert proc.returncode == 0, proc.stderr
+    code, out, err = run_here("export-lms", "canvas", "sampler", str(course["csv"]), str(tmp_path / "canvas.csv"),
+                              "--column", "Sampler (1234)", cwd=home, capsys=capsys, monkeypatch=monkeypatch)
+    assert code == 0 and "3 student(s)" in out, err
     with open(tmp_path / "canvas.csv", newline="", encoding="utf-8") as fh:
         canvas = list(csv.reader(fh))
     assert canvas[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Sampler (1234)"]
@@ -155,8 +167,9 @@ def test_export_to_canvas_and_moodle(course: dict, tmp_path: Path) -> None:
     assert sorted(canvas[1:]) == sorted([["alice", "", "alice", "", "", "6"], ["Bob Lee", "", "4242", "", "", bob_total],
                                          ["carol", "", "carol", "", "", "0"]])
     # Moodle needs participant numbers: the flat files have none, and the export says so.
-    proc = run_cli("export-lms", "moodle", "sampler", str(course["csv"]), str(tmp_path / "moodle.csv"), cwd=home)
-    assert proc.returncode == 2 and "alice.md is not in Moodle's download layout" in proc.stderr
+    code, out, err = run_here("export-lms", "moodle", "sampler", str(course["csv"]), str(tmp_path / "moodle.csv"),
+                              cwd=home, capsys=capsys, monkeypatch=monkeypatch)
+    assert code == 2 and "alice.md is not in Moodle's download layout" in err
     assert not (tmp_path / "moodle.csv").exists()
     only_bob = tmp_path / "bob.csv"
     write_scores(only_bob, SAMPLER, [r for r in read_scores(course["csv"], SAMPLER) if r.student == "4242"])
@@ -165,28 +178,29 @@ def test_export_to_canvas_and_moodle(course: dict, tmp_path: Path) -> None:
     assert rows[1][:4] == ["Participant 4242", "Bob Lee", f"{round(float(bob_total) / 6 * 100, 2):g}", "100"]
 
 
-def test_files_that_cannot_mix_are_refused(course: dict, tmp_path: Path) -> None:
+def test_files_that_cannot_mix_are_refused(course: dict, tmp_path: Path, capsys, monkeypatch) -> None:
     home, scores = course["home"], course["csv"]
     before = scores.read_bytes()
     # Another assignment into this assignment's file: refused before anything runs, naming the file.
     proc = run_cli("grade", "mechanism", "submissions", "--csv", str(scores), "--regrade", *sandbox_flags(), cwd=home)
     assert proc.returncode == 2 and str(scores) in proc.stderr and "'sampler'" in proc.stderr, proc.stderr
     # Another course.
-    proc = run_cli("grade", "sampler", "submissions", "--course", "other", *sandbox_flags(), cwd=home)
-    assert proc.returncode == 2 and "course 'dp-2026'" in proc.stderr, proc.stderr
+    code, out, err = run_here("grade", "sampler", "submissions", "--course", "other", *sandbox_flags(), cwd=home,
+                              capsys=capsys, monkeypatch=monkeypatch)
+    assert code == 2 and "course 'dp-2026'" in err, err
     assert scores.read_bytes() == before
     # A score edited by hand, a truncated file: corrupted, refused, left as it is.
     for damage in (lambda t: t.replace("alice.md,4,", "alice.md,3,", 1), lambda t: t[: len(t) // 2]):
         broken = tmp_path / "broken.csv"
         broken.write_text(damage(before.decode("utf-8")), encoding="utf-8")
         kept = broken.read_bytes()
-        proc = run_cli("grade", "sampler", "submissions", "--csv", str(broken), "--config", "grading.toml",
-                       *sandbox_flags(), cwd=home)
-        assert proc.returncode == 2 and "corrupted" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+        code, out, err = run_here("grade", "sampler", "submissions", "--csv", str(broken), "--config", "grading.toml",
+                                  *sandbox_flags(), cwd=home, capsys=capsys, monkeypatch=monkeypatch)
+        assert code == 2 and "corrupted" in err, err
         assert broken.read_bytes() == kept
 
 
-def test_folders_the_grader_cannot_read_are_refused(tmp_path: Path) -> None:
+def test_folders_the_grader_cannot_read_are_refused(tmp_path: Path, capsys, monkeypatch) -> None:
     (tmp_path / "empty").mkdir()
     two = tmp_path / "two" / "Ann_7_assignsubmission_file_"
     two.mkdir(parents=True)
@@ -196,8 +210,9 @@ def test_folders_the_grader_cannot_read_are_refused(tmp_path: Path) -> None:
     (tmp_path / "zipped" / "submissions.zip").write_bytes(b"PK")
     for folder, expected in (("empty", "holds no submission"), ("two", "holds 2 notebooks (a.ipynb, b.ipynb)"),
                              ("zipped", "unzip submissions.zip first")):
-        proc = run_cli("grade", "sampler", folder, *sandbox_flags(), cwd=tmp_path)
-        assert proc.returncode == 2 and expected in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+        code, out, err = run_here("grade", "sampler", folder, *sandbox_flags(), cwd=tmp_path, capsys=capsys,
+                                  monkeypatch=monkeypatch)
+        assert code == 2 and expected in err, err
     assert not (tmp_path / "scores-sampler.csv").exists()
 
 
