@@ -36,6 +36,7 @@ from pathlib import Path
 from dptutor._validate import check_choice, check_path, check_real, check_str
 from dptutor.grading.feedback import fmt_points
 from dptutor.grading.registry import ASSIGNMENTS, get_assignment
+from dptutor.grading.runner import csv_cell
 from dptutor.grading.scores import read_scores
 from dptutor.grading.submissions import student_identity
 
@@ -46,11 +47,6 @@ LMS_FORMATS = ("canvas", "moodle")
 
 _CANVAS_HEADER = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 _MOODLE_HEADER = ["Identifier", "Full name", "Grade", "Maximum Grade", "Last modified (grade)", "Feedback comments"]
-
-
-def _safe(text: str) -> str:
-    """A cell a spreadsheet shows as text (a leading ``= + - @`` would start a formula)."""
-    return "'" + text if text.startswith(("=", "+", "-", "@", "\t", "\r")) else text
 
 
 def lms_rows(lms: str, assignment: str, scores: Path | str, *, column: str | None = None,
@@ -83,7 +79,7 @@ def lms_rows(lms: str, assignment: str, scores: Path | str, *, column: str | Non
         scale = out_of / top_points if out_of is not None and top_points > 0 else 1.0
         total, top = fmt_points(round(r.total * scale, 2)), fmt_points(out_of if out_of is not None else top_points)
         if lms == "canvas":
-            out.append([_safe(name), ident if source == "canvas" else "", "" if source == "canvas" else _safe(ident),
+            out.append([csv_cell(name), ident if source == "canvas" else "", "" if source == "canvas" else csv_cell(ident),
                         "", "", total])
         else:
             if source != "moodle":
@@ -92,7 +88,7 @@ def lms_rows(lms: str, assignment: str, scores: Path | str, *, column: str | Non
                                  "participant number; export it for canvas, or grade Moodle's download")
             changes = "; ".join(f"{o.question}: {o.reason}" for o in r.overrides)
             comment = f"{total} / {top} points (dptutor {a.name})" + (f"; changed by hand: {changes}" if changes else "")
-            out.append([f"Participant {ident}", _safe(name), total, top, "", _safe(comment)])
+            out.append([f"Participant {ident}", csv_cell(name), total, top, "", csv_cell(comment)])
     header = _CANVAS_HEADER + [column or f"{a.title} ({a.name})"] if lms == "canvas" else _MOODLE_HEADER
     return [header, *out]
 

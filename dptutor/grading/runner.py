@@ -83,7 +83,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
-import csv
 import dataclasses
 import hashlib
 import importlib.util

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dptutor._validate import check_path, check_str
+from dptutor.grading.runner import display_name
 
 __all__ = ["NOTEBOOK_SUFFIXES", "Submission", "find_submissions", "student_identity"]
 
@@ -43,11 +44,6 @@ NOTEBOOK_SUFFIXES = (".ipynb", ".md")
 
 _MOODLE = re.compile(r"(?P<name>.+?)_(?P<id>\d+)_assignsubmission_[A-Za-z]*_?")
 _CANVAS = re.compile(r"(?P<name>[^_]+)(?:_LATE)?_(?P<id>\d+)_(?P<attachment>\d+)_(?P<rest>.+)")
-
-
-def _text(name: str) -> str:
-    """A file name as text: bytes that are not UTF-8 (surrogate escapes) become ``\\xNN``."""
-    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def student_identity(name: str) -> tuple[str, str, str]:
@@ -99,26 +95,26 @@ def find_submissions(folder: Path | str) -> list[Submission]:
     folder = Path(check_path(folder, "folder"))
     if not folder.is_dir():
         raise ValueError(f"folder: {folder} is not a folder")
-    found = [Submission(_text(p.name), p) for p in _notebooks(folder)]
+    found = [Submission(display_name(p.name), p) for p in _notebooks(folder)]
     problems = []
     for sub in sorted(p for p in folder.iterdir() if p.is_dir() and not p.is_symlink() and not p.name.startswith(".")):
         inside = _notebooks(sub)
-        label = _text(sub.name)
+        label = display_name(sub.name)
         if len(inside) == 1:
-            found.append(Submission(f"{label}/{_text(inside[0].name)}", inside[0]))
+            found.append(Submission(f"{label}/{display_name(inside[0].name)}", inside[0]))
         elif not inside:
             deeper = any(p.suffix in NOTEBOOK_SUFFIXES for p in sub.rglob("*"))
             problems.append(f"{label}/ holds no notebook" + (" at its top level (only deeper down: move it up)"
                                                                if deeper else ""))
         else:
-            names = ", ".join(_text(p.name) for p in inside)
+            names = ", ".join(display_name(p.name) for p in inside)
             problems.append(f"{label}/ holds {len(inside)} notebooks ({names}): keep the one to grade")
     if problems:
         shown = "; ".join(problems[:10]) + (f"; and {len(problems) - 10} more" if len(problems) > 10 else "")
         raise ValueError(f"folder: {folder} has sub-folders that are not one student's submission: {shown}")
     if not found:
         zips = [p.name for p in folder.iterdir() if p.suffix.lower() == ".zip"]
-        hint = f" (unzip {_text(zips[0])} first)" if zips else ""
+        hint = f" (unzip {display_name(zips[0])} first)" if zips else ""
         raise ValueError(f"folder: {folder} holds no submission{hint}: expected notebooks (.ipynb or .md) "
                          "in it, or one sub-folder per student holding one notebook")
     names = [s.name for s in found]
