@@ -189,6 +189,12 @@ def test_files_that_cannot_mix_are_refused(course: dict, tmp_path: Path, capsys,
                               capsys=capsys, monkeypatch=monkeypatch)
     assert code == 2 and "course 'dp-2026'" in err, err
     assert scores.read_bytes() == before
+    # Neither --course nor --config: the file keeps its course (and its points, late multipliers).
+    copy = tmp_path / "copy.csv"
+    copy.write_bytes(before)
+    code, out, err = run_here("grade", "sampler", "submissions", "--csv", str(copy), *sandbox_flags(), cwd=home,
+                              capsys=capsys, monkeypatch=monkeypatch)
+    assert code == 0 and "3 submission(s) already in" in out and copy.read_bytes() == before, err
     # A score edited by hand, a truncated file: corrupted, refused, left as it is.
     for damage in (lambda t: t.replace("alice.md,4,", "alice.md,3,", 1), lambda t: t[: len(t) // 2]):
         broken = tmp_path / "broken.csv"

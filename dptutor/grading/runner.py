@@ -998,7 +998,7 @@ def run_grade(args: argparse.Namespace) -> int:
     course = getattr(args, "course", None)
     if course is not None and config.course and course != config.course:
         return _error(f"--course {course!r} differs from the config's course {config.course!r}")
-    course = course if course is not None else config.course
+    course = course if course is not None else (config.course or None)  # None: the CSV's own, if any
     timeout = args.timeout if args.timeout is not None else (config.cell_timeout or 60.0)
     total_timeout = args.total_timeout if args.total_timeout is not None else (config.notebook_timeout or 600.0)
     csv_path = args.csv if args.csv is not None else Path(default_scores_name(a))
@@ -1038,6 +1038,8 @@ def run_grade(args: argparse.Namespace) -> int:
         print("warning: --no-sandbox: every submission runs as your user with access to your files and "
               "processes; grade this way only notebooks you trust (the CSV notes it in every row)",
               file=sys.stderr, flush=True)
+    if course is None:  # no course given: rows keep the course the CSV already records
+        course = records[0].course if records else ""
     configured = getattr(args, "config", None) is not None
     points = {q: p for q, p in config.question_points(a).items()} if configured else None
 

@@ -214,6 +214,9 @@ def read_scores(path: Path | str, assignment: Assignment, *, course: str | None 
             record = _from_row(cells, assignment)
         except (ValueError, TypeError, KeyError) as exc:
             raise ValueError(f"{where} ({csv_text(col['file'])}) is corrupted: {exc}") from None
+        if records and record.course != records[0].course:
+            raise ValueError(f"{where}: course {record.course!r} differs from line 2's {records[0].course!r}: "
+                             "the file mixes courses")
         if record.result.file in seen:
             raise ValueError(f"{where}: {record.result.file} has two rows: the file is corrupted")
         seen.add(record.result.file)
