@@ -1038,6 +1038,7 @@ def run_grade(args: argparse.Namespace) -> int:
         print("warning: --no-sandbox: every submission runs as your user with access to your files and "
               "processes; grade this way only notebooks you trust (the CSV notes it in every row)",
               file=sys.stderr, flush=True)
+    remove_stale_workdirs()  # of runs killed earlier, also when this run has nothing left to grade
     if course is None:  # no course given: rows keep the course the CSV already records
         course = records[0].course if records else ""
     configured = getattr(args, "config", None) is not None
