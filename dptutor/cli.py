@@ -8,6 +8,7 @@ Subcommands:
 * ``grade``: grade submitted assignment notebooks into a CSV (:mod:`dptutor.grading.runner`).
 * ``export-otter``: an otter-grader notebook of an assignment, for Gradescope
   (:mod:`dptutor.grading.otter`).
+* ``export-lms``: a grade CSV that Canvas or Moodle imports (:mod:`dptutor.grading.lms`).
 * ``release``: regenerate the student notebooks from the instructor notebooks
   (:mod:`dptutor.grading.release`).
 
@@ -259,6 +260,21 @@ def _add_export_otter(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--time-limit", type=_positive_float, default=60.0,
                    help="seconds any cell may run when otter grades (default: %(default)s)")
     p.set_defaults(handler=_cmd_export_otter)
+
+
+@subcommand("export-lms")
+def _add_export_lms(subparsers: argparse._SubParsersAction) -> None:
+    from dptutor.grading.lms import add_export_arguments, run_export
+
+    p = subparsers.add_parser(
+        "export-lms",
+        help="write a grade CSV that Canvas or Moodle imports, from a scores CSV",
+        description="Write one row per student with the total of the grader's scores CSV, in Canvas's "
+                    "gradebook import format or Moodle's grading worksheet; the student identifier comes from "
+                    "the submission's file or folder name (see dptutor.grading.submissions).",
+    )
+    add_export_arguments(p)
+    p.set_defaults(handler=run_export)
 
 
 def _cmd_export_otter(args: argparse.Namespace) -> int:

@@ -385,6 +385,30 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
                                  "assignment": _const("sampler")},
     "grading.runner.add_grade_arguments": {"parser": lambda ctx: __import__("argparse").ArgumentParser()},
     "grading.runner.run_grade": {"args": lambda ctx: ctx.grade_args()},
+    # The course workflow: configuration, overrides, score files, layouts, LMS export.
+    "grading.config.GradingConfig.question_points": {"assignment": lambda ctx: _grading_assignment()},
+    "grading.config.GradingConfig.late_factor": {"submitted": _const("2026-03-03T10:00:00+00:00")},
+    "grading.config.Override": {"student": _const("tiny"), "question": _const("q1"), "score": _const(1.0),
+                                "reason": _const("checked by hand")},
+    "grading.config.load_config": {"path": lambda ctx: _grading_config(ctx), "assignment": lambda ctx: _grading_assignment()},
+    "grading.config.read_overrides": {"path": lambda ctx: _overrides_csv(ctx), "assignment": lambda ctx: _grading_assignment()},
+    "grading.config.read_manifest": {"path": lambda ctx: _manifest_csv(ctx)},
+    "grading.scores.ScoreRecord": {"result": lambda ctx: _submission_result()},
+    "grading.scores.ScoreRecord.matches": {"override": lambda ctx: _override()},
+    "grading.scores.ScoreRecord.row": {"assignment": lambda ctx: _grading_assignment()},
+    "grading.scores.scores_header": {"assignment": lambda ctx: _grading_assignment()},
+    "grading.scores.default_scores_name": {"assignment": lambda ctx: _grading_assignment()},
+    "grading.scores.read_scores": {"path": lambda ctx: _scores_csv(ctx), "assignment": lambda ctx: _grading_assignment()},
+    "grading.scores.write_scores": {"path": lambda ctx: ctx.tmp / "out.csv", "assignment": lambda ctx: _grading_assignment(),
+                                    "records": lambda ctx: [_score_record()]},
+    "grading.submissions.Submission": {"name": _const("tiny.ipynb"), "path": lambda ctx: ctx.submissions() / "tiny.ipynb"},
+    "grading.submissions.find_submissions": {"folder": lambda ctx: ctx.submissions()},
+    "grading.submissions.student_identity": {"name": _const("smithjane_123_456_sampler.ipynb")},
+    "grading.lms.lms_rows": {"lms": _const("canvas"), "assignment": _const("sampler"), "scores": lambda ctx: _scores_csv(ctx)},
+    "grading.lms.export_lms": {"lms": _const("canvas"), "assignment": _const("sampler"), "scores": lambda ctx: _scores_csv(ctx),
+                               "out": lambda ctx: ctx.tmp / "canvas.csv"},
+    "grading.lms.add_export_arguments": {"parser": lambda ctx: __import__("argparse").ArgumentParser()},
+    "grading.lms.run_export": {"args": lambda ctx: _export_args(ctx)},
     "selection.exponential_mechanism_exact": {"scores": _const([0, 1, 2]), "base": _const(2)},
     "selection.max_log_ratio": {"p": _const(np.array([0.5, 0.5])), "p_prime": _const(np.array([0.25, 0.75]))},
     "accounting.advanced_composition": {"k": _const(10), "delta_prime": _const(1e-6)},
@@ -442,6 +466,47 @@ def _scores_csv(ctx: Context) -> Path:
     path = ctx.tmp / "scores.csv"
     write_csv([_submission_result()], path, "sampler")
     return path
+
+
+def _grading_config(ctx: Context) -> Path:
+    path = ctx.tmp / "grading.toml"
+    path.write_text('course = "fuzz"\n[points]\nq1 = 4\n[limits]\ncell = 30\n'
+                    '[late]\ndeadline = 2026-03-02T23:59:00Z\ngrace_minutes = 15\nmultiplier = 0.8\n')
+    return path
+
+
+def _overrides_csv(ctx: Context) -> Path:
+    path = ctx.tmp / "overrides.csv"
+    path.write_text("student,question,score,reason\ntiny,q1,1.5,checked by hand\n")
+    return path
+
+
+def _manifest_csv(ctx: Context) -> Path:
+    path = ctx.tmp / "manifest.csv"
+    path.write_text("file,submitted\ntiny.ipynb,2026-03-02T22:00:00+01:00\n")
+    return path
+
+
+def _override():
+    from dptutor.grading.config import Override
+
+    return Override("tiny", "q1", 1.5, "checked by hand")
+
+
+def _score_record():
+    from dptutor.grading.scores import ScoreRecord
+
+    return ScoreRecord(_submission_result(), "fuzz", overrides=(_override(),))
+
+
+def _export_args(ctx: Context):
+    import argparse
+
+    from dptutor.grading.lms import add_export_arguments
+
+    parser = argparse.ArgumentParser()
+    add_export_arguments(parser)
+    return parser.parse_args(["canvas", "sampler", str(_scores_csv(ctx)), str(ctx.tmp / "canvas.csv")])
 
 
 async def _run_nothing(source: str, limit: float) -> tuple[dict, float]:

@@ -362,8 +362,11 @@ INTERRUPTED = (130, -signal.SIGINT)
 def valid_rows(path: Path) -> list[list[str]]:
     with open(path, newline="") as fh:
         rows = list(csv.reader(fh))
-    assert rows[0] == ["file", "q1", "q2", "q3", "total", "messages"]
-    assert all(len(r) == 6 for r in rows)
+    from dptutor.grading.scores import scores_header
+
+    header = scores_header(ASSIGNMENTS["sampler"])  # file, q1-q3, total, messages, then the row's record
+    assert rows[0] == header and header[:6] == ["file", "q1", "q2", "q3", "total", "messages"]
+    assert all(len(r) == len(header) for r in rows)
     return rows[1:]
 
 

@@ -284,8 +284,11 @@ def test_hostile_submissions_gain_nothing_and_touch_nothing(instructor: dict[str
     for name, (_, honest) in attacks(instructor).items():
         assert float(got[name]["total"]) <= honest, (name, got[name])
     reference_alone = rows(alone_home / "scores.csv")
+    def visible(row: dict[str, str]) -> dict[str, str]:  # the record differs by its fresh hidden values only
+        return {k: v for k, v in row.items() if k != "record"}
+
     for name in victims:  # exactly what they get alone
-        assert got[name] == reference_alone[name], (name, got[name], reference_alone[name])
+        assert visible(got[name]) == visible(reference_alone[name]), (name, got[name], reference_alone[name])
     assert float(got["zz_victim_ref.md"]["total"]) == 4.0 and float(got["zz_victim_blank.md"]["total"]) == 0.0
 
     # Nothing outside the sandbox's work folder changed; no work folder is left; no helper survives.

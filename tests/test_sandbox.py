@@ -141,13 +141,15 @@ def test_feedback_file_names_are_safe(tmp_path: Path, name: str) -> None:
                                   "a" * 252 + ".md", "\udcff.md"])
 def test_the_crash_marker_survives_any_file_name(tmp_path: Path, name: str) -> None:
     marker = tmp_path / ".scores.csv.inflight"
-    runner._write_marker(marker, name)
-    assert runner._read_marker(marker) == name
-    for bad in ("", "../x.md", "a/b.md", "x\0y"):
-        marker.write_text(json.dumps({"file": bad}))
-        assert runner._read_marker(marker) is None
+    runner._write_inflight(marker, [name, f"Ann_7_assignsubmission_file_/{name}"])  # flat and sub-folder names
+    assert runner._read_inflight(marker) == [name, f"Ann_7_assignsubmission_file_/{name}"]
+    for bad in ("", "../x.md", "a/b/c.md", "/x.md", "a/", "x\0y", 3):
+        marker.write_text(json.dumps({"files": [bad]}))
+        assert runner._read_inflight(marker) == []
+    marker.write_text(json.dumps({"file": name}))  # a marker an earlier version left
+    assert runner._read_inflight(marker) == [name]
     marker.write_text("not json")
-    assert runner._read_marker(marker) is None
+    assert runner._read_inflight(marker) == []
 
 
 @pytest.mark.parametrize("text", [

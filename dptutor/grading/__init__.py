@@ -31,6 +31,13 @@ Modules, one idea each:
 - :mod:`~dptutor.grading.sandbox`: one bubblewrap sandbox (or podman/docker container) per
   submission's kernel, with its resource limits;
 - :mod:`~dptutor.grading.release`: instructor notebook -> student notebook;
+- :mod:`~dptutor.grading.submissions`: the layouts of a submissions folder (flat, or one sub-folder per
+  student) and the student identifier rule;
+- :mod:`~dptutor.grading.scores`: the scores CSV (assignment, course, hidden values and overrides in
+  every row; checked on resume);
+- :mod:`~dptutor.grading.config`: the grading configuration file (points, time limits, late policy)
+  and the override file;
+- :mod:`~dptutor.grading.lms`: grade imports for Canvas and Moodle;
 - one module per assignment (:mod:`~dptutor.grading.sampler`, :mod:`~dptutor.grading.mechanism`,
   :mod:`~dptutor.grading.audit`, :mod:`~dptutor.grading.pair_audit`), holding its seeds, parameters and checks.
 

@@ -56,7 +56,7 @@ from typing import Any
 
 import numpy as np
 
-from dptutor._validate import check_callable, check_float_array, check_path, check_positive, check_sequence
+from dptutor._validate import check_callable, check_float_array, check_int, check_path, check_positive, check_sequence
 from dptutor.grading.feedback import SpyArray, call
 
 __all__ = [
@@ -932,7 +932,7 @@ class _Deferred:
 
 
 def grade_question(run_cell: RunCell, assignment: str, question: str, workdir: str, *,
-                   timeout: float, timed_cap: float = 5.0) -> Awaitable[Any]:
+                   timeout: float, timed_cap: float = 5.0, hidden: int | None = None) -> Awaitable[Any]:
     """Grade one question of a submission whose kernel runs the cells ``run_cell`` is given: await it
     for the Feedback.
 
@@ -942,7 +942,9 @@ def grade_question(run_cell: RunCell, assignment: str, question: str, workdir: s
     ``workdir`` by their base names only: ``run_cell`` must run them with the kernel's working
     folder being ``workdir`` (as the sandbox mounts it).  An unusable answer scores the question 0 with a
     message.  Exceptions of ``run_cell`` (a dead kernel, a cancellation) propagate, after the check
-    thread has been released.  The arguments are checked when this is called, before anything runs.
+    thread has been released.  ``hidden`` is the seed of the hidden parameters (an int >= 2; None:
+    drawn fresh with :mod:`secrets`); a regrade passes the one saved in the scores CSV to reproduce
+    the question exactly.  The arguments are checked when this is called, before anything runs.
     """
     from dptutor.grading.registry import get_assignment
 
@@ -954,11 +956,13 @@ def grade_question(run_cell: RunCell, assignment: str, question: str, workdir: s
     if not os.path.isdir(workdir):
         raise ValueError(f"workdir: {workdir} is not a folder")
     timeout, timed_cap = check_positive(timeout, "timeout"), check_positive(timed_cap, "timed_cap")
-    return _Deferred(lambda: _grade_question(run_cell, a.name, q.name, workdir, timeout, timed_cap))
+    if hidden is not None:
+        hidden = check_int(hidden, "hidden", minimum=2, maximum=2**63 - 1)
+    return _Deferred(lambda: _grade_question(run_cell, a.name, q.name, workdir, timeout, timed_cap, hidden))
 
 
 async def _grade_question(run_cell: RunCell, assignment: str, question: str, workdir: str, timeout: float,
-                          timed_cap: float) -> Any:
+                          timed_cap: float, hidden: int | None = None) -> Any:
     from dptutor.grading.feedback import Feedback, Finding
     from dptutor.grading.registry import check, get_assignment
 
@@ -983,7 +987,8 @@ async def _grade_question(run_cell: RunCell, assignment: str, question: str, wor
     session = _Remote(loop, queue, types)
     objects = [_Proxy(name, session) if found["trees"][name] == {"k": "function"}
                else _decode(found["trees"][name], found["arrays"], types) for name in q.needs]
-    hidden = secrets.randbits(62) + 2  # fresh for this question, never sent to the kernel
+    if hidden is None:
+        hidden = secrets.randbits(62) + 2  # fresh for this question, never sent to the kernel
     outcome: dict[str, Any] = {}
 
     def work() -> None:

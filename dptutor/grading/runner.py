@@ -71,7 +71,11 @@ flight is killed, the submission in flight is not scored, and the CSV (rewritten
 every finished submission) holds every submission graded before.  Rerunning the same command
 skips the submissions already in the CSV (``--regrade`` grades everything again).  The exit code
 is 130.  A run killed outright leaves a marker naming the submission in flight (which scores 0 on
-the next run) and its work folder, which the next run deletes.
+the next run) and its work folder, which the next run deletes.  With ``--workers N`` each submission
+is graded in a child process of its own (forked, in its own sandbox); on Ctrl-C or SIGTERM the
+children kill their sandboxes and exit, the parent waits for them, and only the submissions in
+flight are lost; a child also stops when the parent dies (``PR_SET_PDEATHSIG``).  When several
+submissions were in flight in a run killed outright, the next run grades them one at a time first.
 """
 
 from __future__ import annotations
@@ -79,7 +83,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
-import csv
 import dataclasses
 import hashlib
 import importlib.util
@@ -102,7 +105,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dptutor._validate import check_path, check_real, check_sequence
+from dptutor._validate import check_int, check_path, check_real, check_sequence, check_str, check_workers
 from dptutor.grading.feedback import Assignment, fmt_points
 from dptutor.grading.record import grade_question
 from dptutor.grading.registry import ASSIGNMENTS, get_assignment
@@ -136,6 +139,19 @@ TIMED_CELL_CAP = 5.0
 MIN_TIMEOUT, MAX_TIMEOUT = 1.0, 86400.0
 
 
+#: Hidden values (seeds of a question's hidden parameters) lie in [2, 2**63).
+_HIDDEN_RANGE = (2, 2**63 - 1)
+
+
+def _check_hidden(hidden: object, name: str, questions: Any) -> dict[str, int]:
+    """``hidden`` as a dict from question names (of ``questions``) to seeds in :data:`_HIDDEN_RANGE`."""
+    if not isinstance(hidden, dict) or not all(isinstance(k, str) and k in questions for k in hidden):
+        raise TypeError(f"{name} must be a dict from question names to ints")
+    for value in hidden.values():
+        check_int(value, name, minimum=_HIDDEN_RANGE[0], maximum=_HIDDEN_RANGE[1])
+    return dict(hidden)
+
+
 def _check_limits(timeout: object, total_timeout: object) -> tuple[float, float]:
     """``timeout`` (per cell) and ``total_timeout`` (per notebook) as floats in [1 s, 1 day]."""
     return (check_real(timeout, "timeout", low=MIN_TIMEOUT, high=MAX_TIMEOUT),
@@ -159,6 +175,8 @@ class SubmissionResult:
     points: dict[str, float]
     messages: dict[str, list[str]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: The seed of each question's hidden parameters (the scores CSV keeps them for regrades).
+    hidden: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name in ("file", "assignment"):
@@ -176,6 +194,7 @@ class SubmissionResult:
             raise TypeError("messages must be a dict from question names to lists of str")
         if not isinstance(self.notes, list) or not all(isinstance(n, str) for n in self.notes):
             raise TypeError("notes must be a list of str")
+        _check_hidden(self.hidden, "hidden", self.scores)
 
     @property
     def total(self) -> float:
@@ -364,14 +383,14 @@ async def _execute(client: Any, nb: Any, source: str, timeout: float) -> tuple[A
     return cell, time.monotonic() - started
 
 
-async def _run_hidden(client: Any, nb: Any, a: Assignment, hidden: int, workdir: str, timeout: float,
+async def _run_hidden(client: Any, nb: Any, a: Assignment, hidden: dict[str, int], workdir: str, timeout: float,
                       run: _Run) -> None:
     async def run_cell(source: str, limit: float) -> tuple[Any, float]:
         return await _execute(client, nb, source, limit)
 
     for q in a.questions:  # each check runs here; the kernel only answers calls (dptutor.grading.record)
         run.records[q.name] = await grade_question(run_cell, a.name, q.name, workdir, timeout=timeout,
-                                                   timed_cap=min(TIMED_CELL_CAP, timeout))
+                                                   timed_cap=min(TIMED_CELL_CAP, timeout), hidden=hidden[q.name])
 
 
 def _unlink(path: str) -> None:
@@ -503,7 +522,8 @@ def _resolve_sandbox(sandbox: Sandbox | str | None) -> Sandbox:
 
 
 def grade_notebook(path: Path | str, assignment: str, *, timeout: float = 60,
-                   total_timeout: float = 600, sandbox: Sandbox | str | None = None) -> SubmissionResult:
+                   total_timeout: float = 600, sandbox: Sandbox | str | None = None,
+                   hidden: dict[str, int] | None = None, name: str | None = None) -> SubmissionResult:
     """Execute one submission in a fresh kernel in ``sandbox`` and grade it (see the module docstring).
 
     ``timeout`` limits every cell (seconds; the kernel is interrupted and grading goes on),
@@ -512,19 +532,27 @@ def grade_notebook(path: Path | str, assignment: str, *, timeout: float = 60,
     "none") or None for bubblewrap (:class:`~dptutor.grading.sandbox.SandboxUnavailable` if it
     cannot run here).  A submission that cannot be read, crashes or loops scores 0 on the
     questions it affects, with a note saying why; it never raises, except ``KeyboardInterrupt``
-    (Ctrl-C or SIGTERM), after killing its sandbox.
+    (Ctrl-C or SIGTERM), after killing its sandbox.  ``hidden`` gives the seed of some questions'
+    hidden parameters (a regrade passes the ones saved in the scores CSV); the others are drawn
+    fresh with :mod:`secrets`, and the result's ``hidden`` holds them all.  ``name`` is the
+    submission's name in the result (default: the file name).
     """
     a = get_assignment(assignment)
     if not isinstance(path, (str, Path)):
         raise TypeError(f"path must be a path, got {type(path).__name__}")
     timeout, total_timeout = _check_limits(timeout, total_timeout)
+    seeds = _check_hidden({} if hidden is None else hidden, "hidden", {q.name for q in a.questions})
+    if name is not None:
+        check_str(name, "name", allow_empty=False)
     sandbox = _resolve_sandbox(sandbox)
     check_grade_dependencies()
     import nbformat
 
     path = Path(path)
-    result = SubmissionResult(display_name(path.name), a.name, {q.name: 0.0 for q in a.questions},
-                              {q.name: q.points for q in a.questions})
+    for q in a.questions:  # never 0 or 1: hidden parameters drawn for this submission
+        seeds.setdefault(q.name, secrets.randbits(62) + 2)
+    result = SubmissionResult(name or display_name(path.name), a.name, {q.name: 0.0 for q in a.questions},
+                              {q.name: q.points for q in a.questions}, hidden=dict(seeds))
     if not sandbox.isolated:
         result.notes.append("graded WITHOUT a sandbox (--no-sandbox): the notebook ran as the grader's user")
     try:
@@ -537,13 +565,12 @@ def grade_notebook(path: Path | str, assignment: str, *, timeout: float = 60,
         return result
     student = list(run_nb.cells)  # the grading cells are appended to run_nb only
     run_nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    hidden = secrets.randbits(62) + 2  # never 0 or 1: hidden parameters drawn for this submission
     run = _Run()
     root = _workdir_root()
     workdir, kernel_dir = os.path.join(root, "work"), os.path.join(root, "kernel")
     os.mkdir(workdir)
     os.mkdir(kernel_dir)
-    name = f"dptutor-{os.path.basename(root)}"
+    box_name = f"dptutor-{os.path.basename(root)}"
     limits = sandbox.limits
     if limits.cpu_seconds < total_timeout + 30:  # the CPU limit never cuts a run the time limits allow
         limits = dataclasses.replace(limits, cpu_seconds=int(total_timeout) + 30)
@@ -551,7 +578,7 @@ def grade_notebook(path: Path | str, assignment: str, *, timeout: float = 60,
     client: Any = None
     try:
         client = _capped_client(box.limits.output)(
-            run_nb, km=kernel_manager(box, workdir, kernel_dir, name), timeout=max(1, int(math.ceil(timeout))),
+            run_nb, km=kernel_manager(box, workdir, kernel_dir, box_name), timeout=max(1, int(math.ceil(timeout))),
             allow_errors=True, interrupt_on_timeout=True, shutdown_kernel="immediate", record_timing=False,
             error_on_timeout={"ename": "CellTimeoutError", "evalue": f"the cell ran longer than {timeout:g} s",
                               "traceback": []},
@@ -572,11 +599,11 @@ def grade_notebook(path: Path | str, assignment: str, *, timeout: float = 60,
                         for index, cell in enumerate(student):
                             client.timeout = max(1, int(math.ceil(timeout)))
                             await client.async_execute_cell(cell, index)
-                        await _run_hidden(client, run_nb, a, hidden, workdir, timeout, run)
+                        await _run_hidden(client, run_nb, a, seeds, workdir, timeout, run)
                     finally:
-                        box.stop(name, run.kernel_pid)
+                        box.stop(box_name, run.kernel_pid)
             finally:
-                box.stop(name, getattr(getattr(client.km, "provisioner", None), "pid", None))
+                box.stop(box_name, getattr(getattr(client.km, "provisioner", None), "pid", None))
 
         async def limited() -> None:
             async with asyncio.timeout(total_timeout):  # no extra task: Ctrl-C reaches execute() directly
@@ -594,7 +621,7 @@ def grade_notebook(path: Path | str, assignment: str, *, timeout: float = 60,
             else:
                 result.notes.append(f"execution stopped: {type(exc).__name__}: {str(exc)[:500]}")
     finally:
-        box.stop(name, run.kernel_pid)
+        box.stop(box_name, run.kernel_pid)
         kc = getattr(client, "kc", None)
         if kc is not None:  # start-up failed part-way: nbclient left the client's channels open
             kc.stop_channels()
@@ -618,14 +645,22 @@ def grade_notebook(path: Path | str, assignment: str, *, timeout: float = 60,
 def grade_folder(assignment: str, folder: Path | str, *, timeout: float = 60, total_timeout: float = 600,
                  progress: Callable[[str], None] | None = None,
                  on_result: Callable[[SubmissionResult], None] | None = None,
-                 skip: Sequence[str] = (), sandbox: Sandbox | str | None = None) -> list[SubmissionResult]:
-    """Grade every ``.ipynb`` and ``.md`` notebook in ``folder`` (not recursive), in name order.
+                 skip: Sequence[str] = (), sandbox: Sandbox | str | None = None, workers: int = 1,
+                 only: Sequence[str] | None = None,
+                 hidden: dict[str, dict[str, int]] | None = None) -> list[SubmissionResult]:
+    """Grade the submissions in ``folder`` (its layouts: :func:`~dptutor.grading.submissions.find_submissions`),
+    in name order; ValueError naming ``folder`` if it holds none or a sub-folder is ambiguous.
 
-    ``on_result`` is called as soon as each submission is graded (the CLI appends it to the CSV);
-    files named in ``skip`` (as :func:`display_name` shows them) are left out.  Each submission runs
-    in its own ``sandbox`` (see :func:`grade_notebook`).  Ctrl-C raises ``KeyboardInterrupt`` after
-    the finished submissions have gone through ``on_result``.
+    ``on_result`` is called in this process as soon as each submission is graded (the CLI writes it to
+    the CSV); submissions named in ``skip`` are left out, and only those named in ``only`` are graded
+    when it is given.  ``hidden`` maps a submission's name to the hidden values to reuse (a regrade).
+    Each submission runs in its own ``sandbox`` (see :func:`grade_notebook`); ``workers`` > 1 grades
+    that many at once, each in a child process of its own (at most one per CPU), with the same
+    results.  Ctrl-C raises ``KeyboardInterrupt`` after the finished submissions have gone through
+    ``on_result``; the submissions in flight are stopped (their sandboxes killed) and not reported.
     """
+    from dptutor.grading.submissions import find_submissions
+
     a = get_assignment(assignment)
     if not isinstance(folder, (str, Path)):
         raise TypeError(f"folder must be a path, got {type(folder).__name__}")
@@ -640,19 +675,115 @@ def grade_folder(assignment: str, folder: Path | str, *, timeout: float = 60, to
     skip = check_sequence(skip, "skip", min_len=0)
     if not all(isinstance(s, str) for s in skip):
         raise TypeError("skip must be a sequence of file names")
+    if only is not None and not all(isinstance(s, str) for s in check_sequence(only, "only", min_len=0)):
+        raise TypeError("only must be a sequence of submission names")
+    hidden = {} if hidden is None else hidden
+    if not isinstance(hidden, dict) or not all(isinstance(k, str) for k in hidden):
+        raise TypeError("hidden must be a dict from submission names to dicts of hidden values")
+    questions = {q.name for q in a.questions}
+    hidden = {k: _check_hidden(v, "hidden", questions) for k, v in hidden.items()}
     sandbox = _resolve_sandbox(sandbox)
     done = set(skip)
-    paths = sorted(p for p in folder.iterdir() if p.suffix in (".ipynb", ".md") and display_name(p.name) not in done
-                   and (p.is_symlink() or p.is_file()))
+    todo = [s for s in find_submissions(folder) if s.name not in done and (only is None or s.name in only)]
+    workers = check_workers(workers, "workers", tasks=len(todo))
     remove_stale_workdirs()
-    results = []
-    for path in paths:
-        if progress:
-            progress(display_name(path.name))
-        result = grade_notebook(path, a.name, timeout=timeout, total_timeout=total_timeout, sandbox=sandbox)
-        results.append(result)
-        if on_result:
-            on_result(result)
+    jobs = [(s.path, a.name, timeout, total_timeout, sandbox, hidden.get(s.name), s.name) for s in todo]
+    if workers == 1:
+        results = []
+        for job in jobs:
+            if progress:
+                progress(job[-1])
+            result = _grade_job(job)
+            results.append(result)
+            if on_result:
+                on_result(result)
+        return results
+    return _grade_parallel(jobs, workers, progress, on_result)
+
+
+def _grade_job(job: tuple) -> SubmissionResult:
+    path, assignment, timeout, total_timeout, sandbox, hidden, name = job
+    return grade_notebook(path, assignment, timeout=timeout, total_timeout=total_timeout, sandbox=sandbox,
+                          hidden=hidden, name=name)
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to send this process SIGTERM when its parent dies (prctl PR_SET_PDEATHSIG)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the child still ends with its submission's time limit
+        pass
+
+
+def _child(job: tuple, conn: Any, parent: int) -> None:
+    """A worker process: grade one submission and send the result (or nothing, if interrupted)."""
+    signal.signal(signal.SIGTERM, _raise_interrupt)  # the parent's stop, or its death, stops grading
+    _die_with_parent()
+    try:
+        if os.getppid() != parent:
+            raise KeyboardInterrupt
+        conn.send(_grade_job(job))
+    except KeyboardInterrupt:
+        os._exit(130)
+    finally:
+        conn.close()
+
+
+def _grade_parallel(jobs: list[tuple], workers: int, progress: Callable[[str], None] | None,
+                    on_result: Callable[[SubmissionResult], None] | None) -> list[SubmissionResult]:
+    """``jobs`` graded by up to ``workers`` child processes at once, one per submission; results in finishing order."""
+    import multiprocessing
+    import multiprocessing.connection
+
+    context = multiprocessing.get_context("fork")  # the grader's modules are loaded already: cheap, fast
+    pending = list(jobs)
+    running: dict[Any, tuple[Any, tuple]] = {}  # receiving end -> (process, job)
+    results: list[SubmissionResult] = []
+    try:
+        while pending or running:
+            while pending and len(running) < workers:
+                job = pending.pop(0)
+                if progress:
+                    progress(job[-1])
+                receive, send = context.Pipe(duplex=False)
+                proc = context.Process(target=_child, args=(job, send, os.getpid()), daemon=True,
+                                       name=f"dptutor-grade-{len(results) + len(running)}")
+                proc.start()
+                send.close()
+                running[receive] = (proc, job)
+            for receive in multiprocessing.connection.wait(list(running)):
+                proc, job = running.pop(receive)
+                try:
+                    result = receive.recv()
+                except (EOFError, OSError):  # the worker died without a result (killed, out of memory)
+                    proc.join()
+                    if proc.exitcode == 130:
+                        raise KeyboardInterrupt from None
+                    a = get_assignment(job[1])
+                    result = SubmissionResult(job[-1], a.name, {q.name: 0.0 for q in a.questions},
+                                              {q.name: q.points for q in a.questions}, hidden=dict(job[5] or {}),
+                                              notes=[f"the grading process of this notebook died (exit code "
+                                                     f"{proc.exitcode}): scored 0; regrade it with --only"])
+                finally:
+                    receive.close()
+                proc.join()
+                if not isinstance(result, SubmissionResult):
+                    raise RuntimeError("a grading process returned something other than a result")
+                results.append(result)
+                if on_result:
+                    on_result(result)
+    except BaseException:
+        for proc, _ in running.values():  # each kills its sandbox on SIGTERM, then exits
+            if proc.is_alive():
+                proc.terminate()
+        for proc, _ in running.values():
+            proc.join(timeout=30)
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
+        raise
     return results
 
 
@@ -661,52 +792,26 @@ def grade_folder(assignment: str, folder: Path | str, *, timeout: float = 60, to
 # ---------------------------------------------------------------------------------------------
 
 
-def _header(a: Assignment) -> list[str]:
-    return ["file", *(q.name for q in a.questions), "total", "messages"]
-
-
 def read_csv(path: Path | str, assignment: str) -> list[list[str]]:
-    """The rows of an existing scores CSV of ``assignment`` (ValueError naming ``csv`` if it is not one)."""
+    """The rows of an existing scores CSV of ``assignment`` (ValueError naming ``path`` if it is not
+    one, belongs to another assignment or is corrupted; see :mod:`dptutor.grading.scores`)."""
+    from dptutor.grading.scores import read_scores
+
     a = get_assignment(assignment)
     if not isinstance(path, (str, Path)):
         raise TypeError(f"path must be a path, got {type(path).__name__}")
-    path = Path(path)
-    try:
-        with open(path, newline="", encoding="utf-8") as fh:
-            rows = list(csv.reader(fh))
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise ValueError(f"path: {path} cannot be read as a CSV ({exc})") from None
-    if not rows:
-        return []
-    if rows[0] != _header(a) or any(len(r) != len(rows[0]) for r in rows[1:]):
-        raise ValueError(f"path: {path} exists but is not a scores file of assignment {a.name!r}; "
-                         "choose another --csv or delete it")
-    return rows[1:]
-
-
-def _write_rows(path: Path, header: list[str], rows: Sequence[Sequence[str]]) -> None:
-    """Write the whole CSV to a temporary file beside ``path``, then rename it over ``path`` (atomic)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", newline="", encoding="utf-8") as fh:
-            writer = csv.writer(fh)
-            writer.writerow(header)
-            writer.writerows(rows)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        _unlink(tmp)
-        raise
+    return [r.row(a) for r in read_scores(path, a)]
 
 
 def write_csv(results: Sequence[SubmissionResult], path: Path | str, assignment: str) -> None:
-    """One row per submission: file, one column per question, total, and the messages (atomically)."""
+    """One row per submission (:mod:`dptutor.grading.scores`), written atomically."""
+    from dptutor.grading.scores import ScoreRecord, write_scores
+
     a = get_assignment(assignment)
     path = check_path(path, "path")
     if any(not isinstance(r, SubmissionResult) for r in check_sequence(results, "results", min_len=0)):
         raise TypeError("results must be SubmissionResult objects")
-    _write_rows(Path(path), _header(a), [r.row(a) for r in results])
+    write_scores(path, a, [ScoreRecord(r) for r in results])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -721,6 +826,16 @@ def _positive(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}") from None
     if not (MIN_TIMEOUT <= value <= MAX_TIMEOUT):
         raise argparse.ArgumentTypeError(f"expected a number of seconds in [{MIN_TIMEOUT:g}, {MAX_TIMEOUT:g}], got {text!r}")
+    return value
+
+
+def _worker_count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of workers, got {text!r}") from None
+    if not 1 <= value <= 256:
+        raise argparse.ArgumentTypeError(f"expected a number of workers in [1, 256], got {text!r}")
     return value
 
 
@@ -740,17 +855,31 @@ def add_grade_arguments(parser: argparse.ArgumentParser) -> None:
         raise TypeError(f"parser must be an argparse.ArgumentParser, got {type(parser).__name__}")
     parser.add_argument("assignment", choices=sorted(ASSIGNMENTS), help="which assignment")
     parser.add_argument("submissions", type=Path, help="folder of submitted notebooks (.ipynb or .md)")
-    parser.add_argument("--csv", type=Path, default=Path("scores.csv"),
+    parser.add_argument("--csv", type=Path, default=None,
                         help="output CSV, one row per submission, written after each one; submissions "
-                             "already in it are skipped (default: %(default)s)")
+                             "already in it are skipped (default: scores-ASSIGNMENT.csv)")
     parser.add_argument("--feedback", type=Path, default=None, metavar="DIR",
                         help="also write one <submission>.txt feedback file per submission into DIR")
-    parser.add_argument("--timeout", type=_positive, default=60,
-                        help="time limit per cell in seconds (default: %(default)s)")
-    parser.add_argument("--total-timeout", type=_positive, default=600,
-                        help="time limit per notebook in seconds (default: %(default)s)")
+    parser.add_argument("--timeout", type=_positive, default=None,
+                        help="time limit per cell in seconds (default: the config's limits.cell, else 60)")
+    parser.add_argument("--total-timeout", type=_positive, default=None,
+                        help="time limit per notebook in seconds (default: the config's limits.notebook, else 600)")
     parser.add_argument("--regrade", action="store_true",
-                        help="grade every submission again, even those already in --csv")
+                        help="grade every submission again, even those already in --csv (with the hidden "
+                             "values saved in their rows)")
+    parser.add_argument("--only", default=None, metavar="SUBMISSION",
+                        help="grade (or regrade) this one submission, given as its name in the CSV, its path or "
+                             "its student identifier; its row is replaced, with the same hidden values")
+    parser.add_argument("--workers", type=_worker_count, default=1, metavar="N",
+                        help="grade N submissions at once, each in its own sandbox (default: %(default)s; "
+                             "at most the number of CPUs)")
+    parser.add_argument("--config", type=Path, default=None, metavar="FILE",
+                        help="grading configuration (.toml or .json): points, time limits, late policy, course")
+    parser.add_argument("--course", default=None,
+                        help="course identifier recorded in every row and checked on resume (default: the "
+                             "config's course, else none)")
+    parser.add_argument("--overrides", type=Path, default=None, metavar="FILE",
+                        help="CSV of manual score changes (student,question,score,reason), applied to every row")
     box = parser.add_mutually_exclusive_group()
     box.add_argument("--sandbox", choices=[k for k in SANDBOXES if k != "none"], default="auto",
                      help="isolation of each submission: bwrap (bubblewrap, the tested default; "
@@ -788,94 +917,277 @@ def _validate_outputs(csv_path: Path, feedback: Path | None) -> str | None:
     return None
 
 
+def _error(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
+def _pick_only(wanted: str, submissions: Sequence[Any]) -> Any:
+    """The one submission ``--only`` names: by its name, its path, or its student identifier."""
+    by_name = [s for s in submissions if s.name == wanted]
+    if by_name:
+        return by_name[0]
+    target = Path(wanted).resolve() if Path(wanted).exists() else None
+    by_path = [s for s in submissions if target is not None and s.path.resolve() in (target, target / s.path.name)]
+    if by_path:
+        return by_path[0]
+    by_student = [s for s in submissions if s.student == wanted]
+    if len(by_student) == 1:
+        return by_student[0]
+    if len(by_student) > 1:
+        raise ValueError(f"--only {wanted}: student {wanted!r} has {len(by_student)} submissions "
+                         f"({', '.join(s.name for s in by_student)}); give the submission's name")
+    raise ValueError(f"--only {wanted}: no such submission (give its name as in the CSV's file column, "
+                     "its path, or its student identifier)")
+
+
+def _submission_times(config: Any, submissions: Sequence[Any]) -> dict[str, Any]:
+    """Each submission's time under the late policy: from the manifest, or the notebook's mtime."""
+    import datetime as dt
+
+    from dptutor.grading.config import read_manifest
+
+    if config.deadline is None:
+        return {}
+    if config.times == "mtime":
+        return {s.name: dt.datetime.fromtimestamp(s.path.stat().st_mtime, dt.timezone.utc) for s in submissions}
+    manifest = read_manifest(config.times)
+    times, missing = {}, []
+    for s in submissions:
+        when = manifest.get(s.name, manifest.get(s.student))
+        if when is None:
+            missing.append(s.name)
+        times[s.name] = when
+    if missing:
+        raise ValueError(f"late.times: the manifest {config.times} gives no time for {', '.join(missing[:5])}"
+                         + (f" and {len(missing) - 5} more" if len(missing) > 5 else ""))
+    return times
+
+
+def _failed(result: SubmissionResult) -> bool:
+    """Whether the notebook itself failed: unreadable, crashed, out of time or a dead kernel."""
+    return any(not n.startswith("graded WITHOUT a sandbox") for n in result.notes)
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(round(seconds))
+    return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
+
+
 def run_grade(args: argparse.Namespace) -> int:
     """Handler of ``python -m dptutor grade``: exit code 0, 2 (bad arguments) or 130 (Ctrl-C)."""
+    from dptutor.grading.config import GradingConfig, load_config, read_overrides
+    from dptutor.grading.scores import ScoreRecord, default_scores_name, read_scores, write_scores
+    from dptutor.grading.submissions import find_submissions
+
     if not isinstance(args, argparse.Namespace):
         raise TypeError(f"args must be an argparse.Namespace, got {type(args).__name__}")
     try:
         check_grade_dependencies()
     except ImportError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return _error(str(exc))
     a = get_assignment(args.assignment)
     if not args.submissions.is_dir():
-        print(f"error: {args.submissions} is not a folder", file=sys.stderr)
-        return 2
-    problem = _validate_outputs(args.csv, args.feedback)
-    if problem is None and args.csv.exists() and not getattr(args, "regrade", False):
+        return _error(f"{args.submissions} is not a folder")
+    config = GradingConfig()
+    if getattr(args, "config", None) is not None:
         try:
-            rows = read_csv(args.csv, a.name)
-        except ValueError as exc:
-            problem = str(exc).replace("path: ", "--csv ", 1)
-    else:
-        rows = []
+            config = load_config(args.config, a)
+        except (ValueError, TypeError) as exc:
+            return _error(f"--config {args.config}: {str(exc).replace('path: ', '', 1)}")
+    course = getattr(args, "course", None)
+    if course is not None and config.course and course != config.course:
+        return _error(f"--course {course!r} differs from the config's course {config.course!r}")
+    course = course if course is not None else (config.course or None)  # None: the CSV's own, if any
+    timeout = args.timeout if args.timeout is not None else (config.cell_timeout or 60.0)
+    total_timeout = args.total_timeout if args.total_timeout is not None else (config.notebook_timeout or 600.0)
+    csv_path = args.csv if args.csv is not None else Path(default_scores_name(a))
+    try:
+        submissions = find_submissions(args.submissions)
+    except ValueError as exc:
+        return _error(str(exc).replace("folder: ", "", 1))
+    problem = _validate_outputs(csv_path, args.feedback)
     if problem:
-        print(f"error: {problem}", file=sys.stderr)
-        return 2
+        return _error(problem)
+    # Read whatever the CSV holds, --regrade or not: a file of another assignment or course, or a
+    # corrupted one, is refused, never overwritten.
+    overrides = None
+    for flag, load in (("--csv", lambda: read_scores(csv_path, a, course=course) if csv_path.exists() else []),
+                       ("--overrides", lambda: read_overrides(args.overrides, a, config)
+                        if getattr(args, "overrides", None) is not None else None),
+                       ("--config", lambda: _submission_times(config, submissions)),
+                       ("--only", lambda: _pick_only(args.only, submissions) if getattr(args, "only", None) else None)):
+        try:
+            value = load()
+        except (ValueError, TypeError) as exc:
+            text = str(exc)
+            return _error(text.replace("path: ", f"{flag} ", 1) if text.startswith("path: ") else text)
+        if flag == "--csv":
+            records = value
+        elif flag == "--overrides":
+            overrides = value
+        elif flag == "--config":
+            times = value
+        else:
+            only = value
     try:
         sandbox = _sandbox_of(args)
     except SandboxUnavailable as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return _error(str(exc))
     if not sandbox.isolated:
         print("warning: --no-sandbox: every submission runs as your user with access to your files and "
               "processes; grade this way only notebooks you trust (the CSV notes it in every row)",
               file=sys.stderr, flush=True)
-    header = _header(a)
-    previous = len(rows)
-    _write_rows(args.csv, header, rows)  # the CSV exists (and is valid) from the start
+    remove_stale_workdirs()  # of runs killed earlier, also when this run has nothing left to grade
+    if course is None:  # no course given: rows keep the course the CSV already records
+        course = records[0].course if records else ""
+    configured = getattr(args, "config", None) is not None
+    points = {q: p for q, p in config.question_points(a).items()} if configured else None
+
+    def scored(result: SubmissionResult, old: ScoreRecord | None) -> ScoreRecord:
+        """The row of ``result`` under this run's configuration and overrides (else its old row's)."""
+        record = old or ScoreRecord(result, course)
+        when = times.get(result.file)
+        changes: dict[str, Any] = {"result": result, "course": course}
+        if configured:
+            changes.update(points=points, late=config.late_factor(when) if config.deadline else 1.0,
+                           submitted=when.isoformat() if when is not None else "")
+        if overrides is not None:
+            changes["overrides"] = tuple(o for o in overrides if o.student in (result.file, record.student))
+        return dataclasses.replace(record, **changes)
+
+    records = [scored(r.result, r) for r in records]
+    if overrides is not None:
+        known = {r.result.file for r in records} | {r.student for r in records} | \
+            {s.name for s in submissions} | {s.student for s in submissions}
+        for o in overrides:
+            if o.student not in known:
+                print(f"warning: --overrides: {o.student!r} is no submission here (neither a file nor a student "
+                      "identifier); its override is not applied", file=sys.stderr)
+    by_file = {r.result.file: i for i, r in enumerate(records)}
+    write_scores(csv_path, a, records)  # the CSV exists (and is valid) from the start
     finished: list[SubmissionResult] = []
+    started = time.monotonic()
+
+    if only is not None:
+        todo = [only.name]
+    elif getattr(args, "regrade", False):
+        todo = [s.name for s in submissions]
+    else:
+        todo = [s.name for s in submissions if s.name not in by_file]
+    # Submissions whose plain feedback names would collide (a.md and a.ipynb) get hashed names.
+    stems = collections.Counter(_feedback_file(s.name) for s in submissions)
+    marker = csv_path.with_name(f".{csv_path.name}.inflight")
+    crashed = [n for n in _read_inflight(marker) if n not in by_file and n in todo]
+    count = {"n": len(todo)}
 
     def save(result: SubmissionResult) -> None:
         with _deferred_interrupts():  # a finished submission is saved whole, Ctrl-C or not
-            rows.append(result.row(a))
-            _write_rows(args.csv, header, rows)
+            index = by_file.get(result.file)
+            record = scored(result, records[index] if index is not None else None)
+            if index is None:
+                by_file[result.file] = len(records)
+                records.append(record)
+            else:
+                records[index] = record
+            write_scores(csv_path, a, records)
             if args.feedback is not None:
-                target = args.feedback / feedback_name(result.file, shared=stems[feedback_name(result.file)] > 1)
+                target = args.feedback / _feedback_file(result.file, shared=stems[_feedback_file(result.file)] > 1)
                 tmp = target.with_name(f".{target.name}.tmp")
-                tmp.write_text(result.feedback_text() + "\n", encoding="utf-8")
+                tmp.write_text(_feedback_of(record) + "\n", encoding="utf-8")
                 os.replace(tmp, target)
             finished.append(result)
-        print(f"{one_line(result.file)}: {fmt_points(result.total)} / {fmt_points(a.points)}", flush=True)
+            in_flight.discard(result.file)
+            _write_inflight(marker, sorted(in_flight))
+        k, n = len(finished), count["n"]
+        elapsed = time.monotonic() - started
+        left = f", about {_clock(elapsed / k * (n - k))} left" if k < n else ""
+        print(f"{one_line(result.file)}: {fmt_points(record.total)} / {fmt_points(sum(record.question_points().values()))}"
+              f"  [{k} of {n}, {_clock(elapsed)}{left}]", flush=True)
 
-    # Submissions whose plain feedback names would collide (a.md and a.ipynb) get hashed names.
-    stems = collections.Counter(feedback_name(display_name(p.name)) for p in args.submissions.iterdir()
-                                if p.suffix in (".ipynb", ".md"))
-    marker = args.csv.with_name(f".{args.csv.name}.inflight")
-    crashed = _read_marker(marker)
-    if (crashed and crashed not in {csv_text(r[0]) for r in rows}
-            and any(display_name(p.name) == crashed for p in args.submissions.iterdir())):
+    in_flight: set[str] = set()
+    if len(crashed) == 1:
         # The previous run died (SIGKILL, power loss, or this submission killed the grader) while
-        # grading it: score it 0 rather than let it kill every rerun.
-        dead = SubmissionResult(crashed, a.name, {q.name: 0.0 for q in a.questions}, {q.name: q.points for q in a.questions},
-                                notes=["the previous grading run stopped abruptly while running this notebook (did it kill "
-                                       "the grader?): scored 0; delete its row from the CSV to grade it again"])
-        save(dead)
-    if previous:
-        print(f"{previous} submission(s) already in {args.csv}: skipped (--regrade to grade them again)")
+        # grading it alone: score it 0 rather than let it kill every rerun.
+        todo.remove(crashed[0])
+        count["n"] = len(todo) + 1
+        save(SubmissionResult(crashed[0], a.name, {q.name: 0.0 for q in a.questions}, {q.name: q.points for q in a.questions},
+                              notes=["the previous grading run stopped abruptly while running this notebook (did it kill "
+                                     "the grader?): scored 0; regrade it with --only to grade it again"]))
+    skipped = len(submissions) - len(todo) - (len(crashed) == 1)
+    if skipped and only is None:
+        print(f"{skipped} submission(s) already in {csv_path}: skipped (--regrade to grade them again)")
+    if todo:
+        print(f"grading {len(todo)} submission(s) of {a.name!r} into {csv_path}"
+              + (f" with {min(args.workers, os.cpu_count() or 1, len(todo))} workers" if getattr(args, "workers", 1) > 1 else ""),
+              flush=True)
 
     def progress(name: str) -> None:
-        _write_marker(marker, name)
+        in_flight.add(name)
+        _write_inflight(marker, sorted(in_flight))
         print(f"grading {one_line(name)} ...", flush=True)
 
+    saved_hidden = {r.result.file: dict(r.result.hidden) for r in records if r.result.hidden}
     previous_term = signal.getsignal(signal.SIGTERM)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _raise_interrupt)  # `kill` stops grading as Ctrl-C does
     try:
-        grade_folder(a.name, args.submissions, timeout=args.timeout, total_timeout=args.total_timeout,
-                     progress=progress, on_result=save, skip=[csv_text(r[0]) for r in rows], sandbox=sandbox)
+        # Several submissions in flight when a run died: grade those alone first (one of them may
+        # kill the grader; alone, it is found and scored 0 on the next run).
+        first = [n for n in crashed if len(crashed) > 1]
+        for names, workers in ((first, 1), ([n for n in todo if n not in first], getattr(args, "workers", 1))):
+            if names:
+                grade_folder(a.name, args.submissions, timeout=timeout, total_timeout=total_timeout,
+                             progress=progress, on_result=save, only=names, sandbox=sandbox, workers=workers,
+                             hidden={n: saved_hidden[n] for n in names if n in saved_hidden})
     except KeyboardInterrupt:
         _unlink(str(marker))
-        print(f"\ninterrupted: {len(finished)} submission(s) graded in this run, {len(rows)} in {args.csv} "
-              "in all; the submission in flight was not scored. Rerun the same command to grade the rest.",
+        print(f"\ninterrupted: {len(finished)} submission(s) graded in this run, {len(records)} in {csv_path} "
+              "in all; the submission(s) in flight were not scored. Rerun the same command to grade the rest.",
               file=sys.stderr, flush=True)
         return 130
     finally:
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, previous_term)
     _unlink(str(marker))
-    print(f"{len(finished)} submission(s) graded -> {args.csv} ({len(rows)} rows)")
+    print(f"{len(finished)} submission(s) graded -> {csv_path} ({len(records)} rows)")
+    _print_summary(records, finished, time.monotonic() - started)
     return 0
+
+
+def _print_summary(records: Sequence[Any], finished: Sequence[SubmissionResult], seconds: float) -> None:
+    """Counts, mean total and the failures of the CSV's rows (and how long this run took)."""
+    if not records:
+        return
+    totals = [r.total for r in records]
+    top = sum(records[0].question_points().values())
+    failed = [r.result.file for r in records if _failed(r.result)]
+    full = sum(t >= top for t in totals)
+    zero = sum(t == 0 for t in totals)
+    per = f", {seconds / len(finished):.1f} s per submission" if finished else ""
+    print(f"summary: {len(records)} row(s); mean {sum(totals) / len(totals):.2f} / {fmt_points(top)}, "
+          f"{full} full marks, {zero} zero; {len(failed)} notebook(s) failed (crash, time limit or unreadable)"
+          + (": " + ", ".join(one_line(f) for f in failed[:10]) + (" ..." if len(failed) > 10 else "") if failed else "")
+          + f"; this run took {_clock(seconds)}{per}", flush=True)
+
+
+def _feedback_of(record: Any) -> str:
+    """A student's report as the CSV scores it: configured points, overrides (with their reasons), late multiplier."""
+    r = record.result
+    messages = {q: list(ms) for q, ms in r.messages.items()}
+    for o in record.overrides:
+        messages.setdefault(o.question, []).append(f"score set by the instructor: {o.reason}")
+    notes = list(r.notes)
+    final = record.final_scores()
+    if record.late != 1:
+        notes.append(f"submitted late: the total {fmt_points(round(sum(final.values()), 2))} is multiplied by "
+                     f"{record.late:g}, giving {fmt_points(record.total)}")
+    return SubmissionResult(r.file, r.assignment, final, record.question_points(), messages, notes).feedback_text()
+
+
+def _feedback_file(name: str, *, shared: bool = False) -> str:
+    """The feedback file of a submission (a sub-folder's notebook ``d/x.ipynb`` reads as ``d-x``)."""
+    return feedback_name(name.replace("/", "-"), shared=shared)
 
 
 def _sandbox_of(args: argparse.Namespace) -> Sandbox:
@@ -910,19 +1222,27 @@ class _deferred_interrupts:
             raise KeyboardInterrupt
 
 
-def _write_marker(marker: Path, name: str) -> None:
-    """Remember the submission in flight (JSON, so that any file name survives: spaces, backslashes, newlines)."""
+def _write_inflight(marker: Path, names: Sequence[str]) -> None:
+    """Remember the submissions in flight (JSON; a run that finishes deletes the marker)."""
     tmp = marker.with_name(marker.name + ".tmp")
-    tmp.write_text(json.dumps({"file": name}), encoding="utf-8")
+    tmp.write_text(json.dumps({"files": list(names)}), encoding="utf-8")
     os.replace(tmp, marker)
 
 
-def _read_marker(marker: Path) -> str | None:
+def _read_inflight(marker: Path) -> list[str]:
+    """The submissions in flight when a run died (either marker format), sane names only."""
     try:
         data = json.loads(marker.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
-        return None
-    name = data.get("file") if isinstance(data, dict) else None
-    if not isinstance(name, str) or not name or "/" in name or "\x00" in name or name in (".", ".."):
-        return None
-    return name
+        return []
+    if not isinstance(data, dict):
+        return []
+    names = data.get("files", [data.get("file")])
+    if not isinstance(names, list):
+        return []
+    ok = []
+    for name in names:
+        parts = name.split("/") if isinstance(name, str) else []
+        if 1 <= len(parts) <= 2 and all(p and p not in (".", "..") and "\x00" not in p for p in parts):
+            ok.append(name)
+    return ok

@@ -1,0 +1,142 @@
+"""Grades for a learning management system: a CSV that Canvas or Moodle imports.
+
+``python -m dptutor export-lms canvas|moodle ASSIGNMENT SCORES.csv OUT.csv`` reads a scores CSV of
+the grader (:mod:`dptutor.grading.scores`) and writes one row per student, identified by the rule
+of :func:`dptutor.grading.submissions.student_identity` applied to the submission's name:
+
+``canvas``
+    Canvas's gradebook import ("Gradebook > Import"): columns ``Student``, ``ID``, ``SIS User
+    ID``, ``SIS Login ID``, ``Section`` and one assignment column holding the total.  A
+    submission downloaded from Canvas (``smithjane_12345_678_sampler.ipynb``) fills ``ID`` with
+    the Canvas user id; any other name fills ``SIS User ID`` with the identifier (name the files
+    by your institution's student number).  Name the assignment column as Canvas shows it
+    (``--column "Sampler (123)"``, the Canvas export's header) to update that assignment; another
+    name makes Canvas create a new column.
+``moodle``
+    Moodle's assignment grading worksheet ("Grading action > Upload grading worksheet"):
+    columns ``Identifier`` (``Participant <number>``, from a "submissions in folders" download
+    ``Jane Smith_12345_assignsubmission_file_/``), ``Full name``, ``Grade``, ``Maximum Grade``,
+    ``Last modified (grade)`` (left empty: Moodle then never skips a row as older than its grade)
+    and ``Feedback comments``.  Identifiers that are not Moodle participant numbers are refused:
+    use Moodle's download layout.
+
+Two submissions of one student are refused (regrade or remove one first): the export never
+guesses which counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from dptutor._validate import check_choice, check_path, check_real, check_str
+from dptutor.grading.feedback import fmt_points
+from dptutor.grading.registry import ASSIGNMENTS, get_assignment
+from dptutor.grading.runner import csv_cell
+from dptutor.grading.scores import read_scores
+from dptutor.grading.submissions import student_identity
+
+__all__ = ["LMS_FORMATS", "lms_rows", "export_lms", "add_export_arguments", "run_export"]
+
+#: The grade-import formats :func:`export_lms` writes.
+LMS_FORMATS = ("canvas", "moodle")
+
+_CANVAS_HEADER = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+_MOODLE_HEADER = ["Identifier", "Full name", "Grade", "Maximum Grade", "Last modified (grade)", "Feedback comments"]
+
+
+def lms_rows(lms: str, assignment: str, scores: Path | str, *, column: str | None = None,
+             out_of: float | None = None) -> list[list[str]]:
+    """The rows (header first) of the ``lms`` grade import for the scores CSV ``scores`` of ``assignment``;
+    ``out_of`` rescales each total to that many points (the LMS assignment's maximum grade)."""
+    lms = check_choice(lms, "lms", LMS_FORMATS)
+    a = get_assignment(assignment)
+    try:
+        records = read_scores(check_path(scores, "scores"), a)
+    except ValueError as exc:
+        raise ValueError(str(exc).replace("path: ", "scores: ", 1)) from None
+    if column is not None and not check_str(column, "column").strip():
+        raise ValueError("column must not be blank")
+    if out_of is not None:
+        out_of = check_real(out_of, "out_of", low=0.0)
+        if not out_of > 0:
+            raise ValueError("out_of must be positive")
+    if not records:
+        raise ValueError(f"scores: {scores} has no rows to export")
+    seen: dict[str, str] = {}
+    out = []
+    for r in records:
+        ident, name, source = student_identity(r.result.file)
+        if ident in seen:
+            raise ValueError(f"scores: student {ident!r} has two submissions ({seen[ident]} and {r.result.file}): "
+                             "remove one from the scores file's folder and regrade, then export")
+        seen[ident] = r.result.file
+        top_points = sum(r.question_points().values())
+        scale = out_of / top_points if out_of is not None and top_points > 0 else 1.0
+        total, top = fmt_points(round(r.total * scale, 2)), fmt_points(out_of if out_of is not None else top_points)
+        if lms == "canvas":
+            out.append([csv_cell(name), ident if source == "canvas" else "", "" if source == "canvas" else csv_cell(ident),
+                        "", "", total])
+        else:
+            if source != "moodle":
+                raise ValueError(f"scores: {r.result.file} is not in Moodle's download layout "
+                                 "(<Full Name>_<number>_assignsubmission_file_/<notebook>), so it has no Moodle "
+                                 "participant number; export it for canvas, or grade Moodle's download")
+            changes = "; ".join(f"{o.question}: {o.reason}" for o in r.overrides)
+            comment = f"{total} / {top} points (dptutor {a.name})" + (f"; changed by hand: {changes}" if changes else "")
+            out.append([f"Participant {ident}", csv_cell(name), total, top, "", csv_cell(comment)])
+    header = _CANVAS_HEADER + [column or f"{a.title} ({a.name})"] if lms == "canvas" else _MOODLE_HEADER
+    return [header, *out]
+
+
+def export_lms(lms: str, assignment: str, scores: Path | str, out: Path | str, *, column: str | None = None,
+               out_of: float | None = None) -> int:
+    """Write the ``lms`` grade import of ``scores`` to ``out`` (atomically); return the number of students."""
+    out = Path(check_path(out, "out"))
+    rows = lms_rows(lms, assignment, scores, column=column, out_of=out_of)
+    if out.is_dir():
+        raise ValueError(f"out: {out} is a folder; give a file name")
+    if not out.parent.is_dir():
+        raise ValueError(f"out: the folder {out.parent} does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    try:
+        with os.fdopen(fd, "w", newline="", encoding="utf-8") as fh:
+            csv.writer(fh).writerows(rows)
+        os.replace(tmp, out)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return len(rows) - 1
+
+
+def add_export_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of ``python -m dptutor export-lms``."""
+    if not isinstance(parser, argparse.ArgumentParser):
+        raise TypeError(f"parser must be an argparse.ArgumentParser, got {type(parser).__name__}")
+    parser.add_argument("lms", choices=LMS_FORMATS, help="the grade-import format")
+    parser.add_argument("assignment", choices=sorted(ASSIGNMENTS), help="which assignment the scores are of")
+    parser.add_argument("scores", type=Path, help="the grader's scores CSV (e.g. scores-sampler.csv)")
+    parser.add_argument("out", type=Path, help="the CSV to write and upload")
+    parser.add_argument("--column", default=None,
+                        help="Canvas: the assignment column's header as Canvas exports it, e.g. 'Sampler (1234)' "
+                             "(default: the assignment's title)")
+    parser.add_argument("--out-of", type=float, default=None, metavar="POINTS",
+                        help="rescale each total to this maximum (the LMS assignment's maximum grade; "
+                             "default: the grader's points)")
+
+
+def run_export(args: argparse.Namespace) -> int:
+    """Handler of ``python -m dptutor export-lms``: exit code 0, or 2 with a one-line message."""
+    if not isinstance(args, argparse.Namespace):
+        raise TypeError(f"args must be an argparse.Namespace, got {type(args).__name__}")
+    try:
+        n = export_lms(args.lms, args.assignment, args.scores, args.out, column=args.column, out_of=args.out_of)
+    except (ValueError, TypeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {args.out}: {n} student(s), {args.lms} grade import")
+    return 0
