@@ -443,7 +443,7 @@ def _rnm_check(report_noisy_max: Any, *, hidden: bool | int = False) -> list[Fin
 
 
 ASSIGNMENT = Assignment("selection", "AboveThreshold and report-noisy-max", "selection.md", (
-    Question("q1", "the outputs of above_threshold", 2.0, ("above_threshold",), _at_outputs_check),
-    Question("q2", "an audit of above_threshold", 2.0, ("above_threshold",), _at_audit_check),
+    Question("q1", "above_threshold: its outputs", 2.0, ("above_threshold",), _at_outputs_check),
+    Question("q2", "above_threshold: an audit", 2.0, ("above_threshold",), _at_audit_check),
     Question("q3", "report_noisy_max", 2.0, ("report_noisy_max",), _rnm_check),
 ))
