@@ -39,7 +39,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import stats
 
-from dptutor._validate import check_float_array, check_positive, check_real
+from dptutor._validate import check_bool, check_float_array, check_real
 from dptutor.audit import audit_pair
 from dptutor.grading.feedback import Assignment, Finding, Question, call, describe, hidden_rng
 from dptutor.grading.record import call_many
@@ -108,7 +108,8 @@ def above_threshold_law(answers: Any, threshold: float, *, rho_scale: float, nu_
                         shared_noise: bool = False) -> NDArray[np.float64]:
     """``P[first "above" at query k]`` for k = 0..m-1 and ``P[none]`` (entry m), for AboveThreshold run with
     threshold noise ``Lap(rho_scale)`` (``rho_scale = 0``: none) and query noise ``Lap(nu_scale)``,
-    fresh per query or, with ``shared_noise``, one draw for every query (a classic bug).
+    fresh per query or, with ``shared_noise``, one draw for every query (a classic bug).  The scales must be
+    within a factor 20 of each other, and the answers within 100 ``nu_scale`` of the threshold.
 
     With fresh noise: ``integral f_rho(r) prod_{i<k} F_nu(tau + r - q_i) S_nu(tau + r - q_k) dr``.
     With shared noise the comparisons are ``nu - rho >= tau - q_i``: ``P[k] = P[tau - q_k <= D < min_{i<k}(tau - q_i)]``
@@ -117,11 +118,15 @@ def above_threshold_law(answers: Any, threshold: float, *, rho_scale: float, nu_
     q = check_float_array(answers, "answers", finite=True, ndim=1, min_size=1)
     if q.size > 20:
         raise ValueError(f"answers must have at most 20 entries, got {q.size}")
-    t = check_real(threshold, "threshold")
-    b_rho = check_real(rho_scale, "rho_scale", low=0.0, high=1e6)
-    b_nu = check_positive(nu_scale, "nu_scale")
-    if np.abs(q - t).max() > 1e3 * b_nu:
-        raise ValueError("answers and threshold are more than 1000 noise scales apart")
+    t = check_real(threshold, "threshold", low=-1e6, high=1e6)
+    b_nu = check_real(nu_scale, "nu_scale", low=1e-6, high=1e6)
+    b_rho = check_real(rho_scale, "rho_scale", low=0.0, high=20.0 * b_nu)
+    if 0.0 < b_rho < b_nu / 20.0:
+        raise ValueError(f"rho_scale must be 0 or within a factor 20 of nu_scale (the quadrature's step), got {b_rho!r}")
+    shared = check_bool(shared_noise, "shared_noise")
+    if np.abs(q - t).max() > 100.0 * b_nu:
+        raise ValueError("answers, threshold and nu_scale: the answers are more than 100 noise scales (nu_scale) "
+                         "from the threshold")
     nu = stats.laplace(0.0, b_nu)
     m = q.size
     if b_rho == 0.0:
@@ -132,7 +137,7 @@ def above_threshold_law(answers: Any, threshold: float, *, rho_scale: float, nu_
     r, w = _nodes(sorted({0.0, *(q - t).tolist()}), 60.0 * max(b_rho, b_nu), min(b_rho, b_nu) / 2)
     f_rho = w * rho.pdf(r)
     out = np.empty(m + 1)
-    if shared_noise:
+    if shared:
         # P[D < x] = integral f_rho(r) F_nu(x + r) dr at every x = tau - q_k; the kinks of F_nu(x + r) are
         # at r = -x = q_k - tau: nodes already.
         cdf = f_rho @ nu.cdf((t - q)[None, :] + r[:, None])  # P[D < tau - q_k], one per k
