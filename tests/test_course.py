@@ -201,7 +201,7 @@ def test_solutions_build_renders_the_instructor_notebooks() -> None:
         build_overrides(ROOT, ROOT, "full")
     part = next(p for p in TOC["parts"] if p["caption"] == "Assignments")
     pages = [s["file"] for s in part["chapters"][0]["sections"]]
-    assert len(pages) == 4
+    assert len(pages) == 5
     for page in pages:
         assert (ROOT / page.replace("book/assignments/", "book/assignments/instructor/")).with_suffix(".md").is_file()
     assert "book/assignments/instructor" in CONFIG["exclude_patterns"]
