@@ -209,6 +209,17 @@ def test_sensitivity_hints() -> None:
 
 
 def test_mechanism_with_one_coordinate_sensitivity_gets_a_scale_diagnosis(reference: dict) -> None:
+    def no_threshold_noise(answers, threshold, epsilon, *, size, rng):
+        q = np.asarray(answers, dtype=float)
+        above = q + rng.laplace(0.0, 4.0 / epsilon, size=(size, q.size)) >= threshold
+        first = np.where(above.any(axis=1), np.argmax(above, axis=1), q.size)[:, None]
+        column = np.arange(q.size)
+        return np.where(column < first, 0, np.where(column == first, 1, -1))
+
+    def noisy_value(answers, epsilon, *, size, rng):
+        q = np.asarray(answers, dtype=float)
+        return np.max(q + rng.laplace(0.0, 2.0 / epsilon, size=(size, q.size)), axis=1)
+
     def per_coordinate(X, epsilon, *, rng):  # Delta = 1/m: forgot to add up the k coordinates
         X = np.asarray(X, dtype=float)
         m, k = X.shape
@@ -391,6 +402,7 @@ ANSWER_TEXT = {
     "sampler": ("log(2u", "log(2 * u", "ln(2u", "1 - 2|u", "np.log(2"),
     "audit": ("sqrt(n)/epsilon", "sqrt(n)", "l2 sensitivity", "violates its claim", "A is broken", "B is correct"),
     "pair_audit": ("two releases", "np.clip", "true epsilon 1", "clipped"),
+    "selection": ("size=(size, 1)", "argmax(above", "np.argmax(q + rng", "first[:, None]"),
 }
 
 
@@ -404,6 +416,17 @@ def wrong_answers(reference: dict) -> list[tuple[str, dict]]:
             raise ValueError("bad input")
         return np.array([laplace_ppf(x, mu, b / 2) for x in u.reshape(-1)]).reshape(u.shape)
 
+    def no_threshold_noise(answers, threshold, epsilon, *, size, rng):
+        q = np.asarray(answers, dtype=float)
+        above = q + rng.laplace(0.0, 4.0 / epsilon, size=(size, q.size)) >= threshold
+        first = np.where(above.any(axis=1), np.argmax(above, axis=1), q.size)[:, None]
+        column = np.arange(q.size)
+        return np.where(column < first, 0, np.where(column == first, 1, -1))
+
+    def noisy_value(answers, epsilon, *, size, rng):
+        q = np.asarray(answers, dtype=float)
+        return np.max(q + rng.laplace(0.0, 2.0 / epsilon, size=(size, q.size)), axis=1)
+
     def per_coordinate(X, epsilon, *, rng):
         X = np.asarray(X, dtype=float)
         return X.mean(axis=0) + rng.laplace(0.0, 1 / (X.shape[0] * epsilon), size=X.shape[1])
@@ -416,6 +439,7 @@ def wrong_answers(reference: dict) -> list[tuple[str, dict]]:
                    "evidence": {"A": audit["evidence"]["B"], "B": audit["evidence"]["A"]}, "diagnosis": "half-scale",
                    "justification": "At n = 2 the half-scale candidate matched the table exactly, digit for digit, so it is that one."}),
         ("audit", {"verdicts": "violates", "evidence": [1, 2], "diagnosis": 3, "justification": 3}),
+        ("selection", {"above_threshold": no_threshold_noise, "report_noisy_max": noisy_value}),
     ]
 
 

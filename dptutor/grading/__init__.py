@@ -1,12 +1,13 @@
 """Autograding for the book's course assignments (``book/assignments/``).
 
-Four assignments, each a MyST Markdown notebook that students fill in:
+Five assignments, each a MyST Markdown notebook that students fill in:
 
 ========================  =====================================================================
 ``sampler``               inverse-CDF Laplace sampling (Eq. 4/5): law, domain, vectorisation
 ``mechanism``             a vector Laplace mechanism for the mean of m records in [0, 1]^k
 ``audit``                 audit two mystery mechanisms with :mod:`dptutor.audit` at 95 %
 ``pair_audit``            audit a mystery mechanism with ``audit_pair`` and write the attack
+``selection``             AboveThreshold and report-noisy-max: their exact laws, and an audit of each
 ========================  =====================================================================
 
 Students get feedback in the notebook from small check calls::
@@ -39,7 +40,8 @@ Modules, one idea each:
   and the override file;
 - :mod:`~dptutor.grading.lms`: grade imports for Canvas and Moodle;
 - one module per assignment (:mod:`~dptutor.grading.sampler`, :mod:`~dptutor.grading.mechanism`,
-  :mod:`~dptutor.grading.audit`, :mod:`~dptutor.grading.pair_audit`), holding its seeds, parameters and checks.
+  :mod:`~dptutor.grading.audit`, :mod:`~dptutor.grading.pair_audit`, :mod:`~dptutor.grading.selection`), holding
+  its seeds, parameters and checks.
 
 Adding an assignment (say ``pair_audit``)
 -----------------------------------------

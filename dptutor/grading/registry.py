@@ -22,6 +22,7 @@ ASSIGNMENT_MODULES: tuple[str, ...] = (
     "mechanism",
     "audit",
     "pair_audit",
+    "selection",
 )
 
 ASSIGNMENTS: dict[str, Assignment] = {}
