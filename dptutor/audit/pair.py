@@ -319,14 +319,19 @@ def _first_call(mechanism: Any, data: Any, size: int, rng: np.random.Generator, 
 
 
 def _probe_block(
-    mechanism: Any, name: str, x: Any, x_prime: Any, size: int, seed_seq: np.random.SeedSequence, statistic: Any
+    mechanism: Any, name: str, x: Any, x_prime: Any, size: int, seed_seq: np.random.SeedSequence, statistic: Any,
+    first: Any = None,
 ) -> tuple[_Layout, Any]:
     """The first selection block: learn the outputs' kind and shape, fix the cells, count them.
 
-    Its first call asks for at most 64 outputs (to learn the row width before asking for many).
+    Its first call asks for at most 64 outputs (to learn the row width before asking for many), unless
+    ``first`` already holds such outputs of ``x`` (from :func:`_learned_statistic`'s probe, which is
+    independent of the estimation half like every selection run).
     """
     rng = np.random.Generator(np.random.PCG64(seed_seq))
-    first = _checked_outputs(_first_call(mechanism, x, min(size, 64), rng, "x", name), min(size, 64), None, None, name)
+    if first is None or first.shape[0] > size:
+        first = _checked_outputs(_first_call(mechanism, x, min(size, 64), rng, "x", name), min(size, 64), None, None,
+                                 name)
     row_shape, floating = first.shape[1:], first.dtype.kind == "f"
     width = int(math.prod(row_shape))
     if width == 0:
@@ -584,7 +589,8 @@ def audit_pair(
     says ``p <= e^epsilon p' + delta`` for every event.
 
     Reproducibility and scale.  Runs are made in blocks of :data:`BLOCK_TRIALS` per dataset, block
-    ``i`` of each half seeded by a child of ``SeedSequence(seed).spawn``; each block only counts
+    ``i`` of each half seeded by a child of ``SeedSequence(seed).spawn`` (without a ``statistic``, the
+    first at most 64 runs of ``x`` come from the probe that decides whether to learn one, on its own seed); each block only counts
     outputs per cell (histogram bins, or distinct values), so the counts are the same whatever
     ``workers`` or ``executor``, and memory does not grow with ``trials``.  ``workers > 1`` runs
     blocks in a process pool (``mechanism``, ``statistic``, ``x`` and ``x_prime`` must be
@@ -631,11 +637,12 @@ def audit_pair(
     n_sel, n_est = trials // 2, trials - trials // 2
     sel_seq, est_seq = seed_seq.spawn(2)
     n_fit = 0
+    probed: Any = None
     if statistic is None or learn:
         # A statistic learned on a fitting sample that is part of the selection half (its own seed, the
         # third child of the seed sequence, so the two halves' seeds are those of an audit without it).
         fit_seq = np.random.SeedSequence(entropy, spawn_key=seed_seq.spawn_key + (2,), pool_size=seed_seq.pool_size)
-        statistic, n_fit = _learned_statistic(mechanism, name, x, x_prime, n_sel, fit_seq, learn)
+        statistic, n_fit, probed = _learned_statistic(mechanism, name, x, x_prime, n_sel, fit_seq, learn)
     n_sel_blocks = n_sel - n_fit
     n_tasks = -(-n_sel_blocks // BLOCK_TRIALS) - 1 + -(-n_est // BLOCK_TRIALS)
     workers = check_workers(workers, "workers", tasks=max(1, n_tasks))
@@ -649,7 +656,9 @@ def audit_pair(
 
     tasks = itertools.chain(blocks(0, sel_seq, n_sel_blocks, 1), blocks(1, est_seq, n_est, 0))
     _, first_size, first_seed = next(blocks(0, sel_seq, n_sel_blocks, 0))
-    layout, probe = _probe_block(mechanism, name, x, x_prime, first_size, first_seed, statistic)
+    # The outputs that showed no statistic is needed open the selection half, so the audit asks for
+    # exactly ``trials`` runs of each dataset (a grader replaying recorded outputs has no more).
+    layout, probe = _probe_block(mechanism, name, x, x_prime, first_size, first_seed, statistic, probed)
     if layout.mode == "real":
         totals: Any = [probe, np.zeros_like(probe)]
 
@@ -704,11 +713,12 @@ def _discrete_order(table: dict[Any, NDArray[np.int64]]) -> tuple[list[Any], NDA
 
 def _learned_statistic(
     mechanism: Any, name: str, x: Any, x_prime: Any, n_sel: int, fit_seq: np.random.SeedSequence, force: bool,
-) -> tuple[Any, int]:
-    """``(statistic, runs per dataset spent)``: a :class:`~dptutor.audit.learned.LearnedStatistic` fitted on
+) -> tuple[Any, int, Any]:
+    """``(statistic, runs per dataset spent, None)``: a :class:`~dptutor.audit.learned.LearnedStatistic` fitted on
     ``min(n_sel // 2, max(LEARN_TRIALS, n_sel // 16), LEARN_MAX_TRIALS)`` runs of each dataset, or ``(None, 0)`` when the outputs need none
     (unless ``force``): a scalar, or an integer vector whose output space (distinct values per coordinate
-    in at most 64 probe outputs, multiplied) has at most PAIR_MAX_CATEGORIES cells."""
+    in at most 64 probe outputs, multiplied) has at most PAIR_MAX_CATEGORIES cells.  Then the third item
+    holds the probe's outputs (of ``x``), which the caller counts as the first runs of the selection half."""
     rng = np.random.Generator(np.random.PCG64(fit_seq))
     m = min(64, n_sel)
     first = _checked_outputs(_first_call(mechanism, x, m, rng, "x", name), m, None, None, name)
@@ -718,14 +728,14 @@ def _learned_statistic(
         raise ValueError(f"mechanism {name!r} returned empty outputs (shape {first.shape})")
     if not force:
         if width == 1:
-            return None, 0
+            return None, 0, first
         if not floating:
             # An integer vector is audited as categories unless its output space, as far as the probe
             # shows (distinct values per coordinate, multiplied), has more cells than the discrete mode allows.
             rows = first.reshape(first.shape[0], -1)
             space = math.prod(np.unique(col).size for col in rows.T)
             if space <= PAIR_MAX_CATEGORIES:
-                return None, 0
+                return None, 0, first
     n_fit = min(n_sel // 2, max(LEARN_TRIALS, n_sel // 16), LEARN_MAX_TRIALS)
     if n_fit < 1:
         raise ValueError(f"trials must be at least 4 to learn a statistic, got {2 * n_sel}")
@@ -734,7 +744,7 @@ def _learned_statistic(
     for data in (x, x_prime):
         outs = [o.reshape(o.shape[0], -1) for o in _draw(mechanism, data, n_fit, rng, probe, name)]
         samples.append(np.concatenate(outs).astype(np.float64))
-    return fit_statistic(samples[0], samples[1], seed=int(fit_seq.generate_state(1)[0])), n_fit
+    return fit_statistic(samples[0], samples[1], seed=int(fit_seq.generate_state(1)[0])), n_fit, None
 
 
 def _run_pair_blocks(
