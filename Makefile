@@ -35,7 +35,7 @@ student: $(STAMP)
 # The teaching assistants' edition: the full site in which each assignment page is rendered from its
 # instructor notebook (book/assignments/instructor/*.md, with the reference solutions), into
 # _build/solutions/html (-W -n; its executed notebooks stay in _build/solutions/jupyter_execute, away from
-# the other editions' downloads). Same Jupyter cache: only the four instructor notebooks execute, once.
+# the other editions' downloads). Same Jupyter cache: only the instructor notebooks execute, once.
 # Never publish it to students.
 solutions: $(STAMP)
 	$(BIN)/python book/_ext/student_edition.py --edition solutions --out _build/solutions/html --cache _build/.jupyter_cache

@@ -55,7 +55,7 @@ def student_build(book_build: BookBuild) -> BookBuild:
 @pytest.fixture(scope="session")
 def solutions_build(book_build: BookBuild) -> BookBuild:
     """The teaching assistants' edition (``make solutions``), built from the Jupyter cache of ``book_build``
-    (only the four instructor notebooks execute)."""
+    (only the instructor notebooks execute)."""
     out = book_build.html.parent / "solutions" / "html"  # its own jupyter_execute, as `make solutions`
     cache = book_build.html.parent / ".jupyter_cache"
     return _build([sys.executable, str(ROOT / "book" / "_ext" / "student_edition.py"), "--edition", "solutions",
@@ -73,6 +73,22 @@ BOOK_MODULES = frozenset({"test_book.py", "test_browser.py", "test_course.py", "
                           "test_student_edition.py", "test_wheel.py"})
 
 
+#: The slowest other modules (real kernels in the sandbox, large samples), started first so that no long
+#: module is left to run alone at the end (xdist hands out the units in collection order).
+SLOW_MODULES = ("test_hostile_sandbox.py", "test_grading_runner.py", "test_grading_record.py",
+                "test_hostile_records.py", "test_zoo.py", "test_fuzz.py", "test_course_grading.py",
+                "test_grading.py", "test_approximate_dp.py", "test_grading_selection.py", "test_sandbox.py")
+
+
+def _order(nodeid: str) -> int:
+    """Where a test's unit of work goes in the run: the book's first, then the slow modules, then the rest."""
+    scope = _scope(nodeid)
+    if scope == "book":
+        return 0
+    name = Path(scope).name
+    return 1 + SLOW_MODULES.index(name) if name in SLOW_MODULES else 1 + len(SLOW_MODULES)
+
+
 def _scope(nodeid: str) -> str:
     """The unit of work of a test: "book" for the modules that use the book build, else its module."""
     module = nodeid.split("::", 1)[0]
@@ -81,12 +97,13 @@ def _scope(nodeid: str) -> str:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Put the book's modules first (their unit is the longest: under xdist one worker starts it at
-    once, while the other runs the rest), and refuse a book test outside ``BOOK_MODULES``."""
+    once, while the other runs the rest), then the slow modules, and refuse a book test outside
+    ``BOOK_MODULES``."""
     for item in items:
         if BOOK_FIXTURES & set(getattr(item, "fixturenames", ())) and _scope(item.nodeid) != "book":
             raise pytest.UsageError(f"{item.nodeid} uses the book build: add its module to BOOK_MODULES "
                                     "in tests/conftest.py (else a parallel run builds the book twice)")
-    items.sort(key=lambda item: _scope(item.nodeid) != "book")  # stable: keeps the order within each
+    items.sort(key=lambda item: _order(item.nodeid))  # stable: keeps the order within each module
 
 
 try:

@@ -4,7 +4,7 @@ The checks and the call protocol between the grader and the kernel (dptutor.grad
 tested in tests/test_grading_record.py and tests/test_hostile_records.py, the sandbox itself in
 tests/test_sandbox.py and tests/test_hostile_sandbox.py.  Here ``python -m dptutor grade`` grades
 folders of notebooks in real kernels (in bubblewrap when it is installed), three folders at once to
-save wall time: correct notebooks get full marks and untouched stubs 0 in all four assignments,
+save wall time: correct notebooks get full marks and untouched stubs 0 in every assignment,
 forged notebooks no more than their functions earn when checked honestly, and SIGINT at several
 moments keeps every finished row.
 """

@@ -353,7 +353,7 @@ def build(source: Path, out: Path, cache: Path, *, strict: bool = True, edition:
     ``_build/.jupyter_cache``).  Sphinx's doctrees go to ``<out>.doctrees`` next to ``out``, so an
     incremental rebuild only re-reads changed pages and never mixes with the full edition's.
     ``strict`` turns warnings into errors and enables nit-picky references, like ``make book``.
-    The solutions edition executes the four instructor notebooks (their code differs from the
+    The solutions edition executes the instructor notebooks (their code differs from the
     student notebooks'), once: the results go into the same cache.
     """
     from jupyter_book.sphinx import build_sphinx
