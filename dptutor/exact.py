@@ -436,12 +436,7 @@ def _sample_discrete_laplace_fast(s: int, d: int, total: int, rng: np.random.Gen
         for i in np.flatnonzero(~decided):  # rare: exact, in Python integers
             x[i] = _geometric_exact(_LazyUniform(int(v[i]), _PREFIX_BITS, rng), s, d)
         keep = (x - sign) != -1  # not (x = 0 and negative); x >= 0
-        x ^= -sign
-        x += sign  # x -> -x where the sign bit is set
-        y = np.compress(keep, x)
-        take = min(total - filled, y.size)
-        out[filled : filled + take] = y[:take]
-        filled += take
+        filled = _emit_signed(out, filled, x, sign, keep)
     return out
 
 
@@ -554,13 +549,20 @@ def _sample_discrete_gaussian_fast(
             xi = _geometric_exact(_LazyUniform(int(v[i]), _PREFIX_BITS, rng), t, 1)
             x[i] = xi
             keep[i] = not (sign[i] and xi == 0) and _gauss_test_exact(xi, int(low[i]), _TEST_BITS, p, q, t, den, rng)
-        x ^= -sign
-        x += sign  # x -> -x where the sign bit is set
-        y = np.compress(keep, x)
-        take = min(total - filled, y.size)
-        out[filled : filled + take] = y[:take]
-        filled += take
+        filled = _emit_signed(out, filled, x, sign, keep)
     return out
+
+
+def _emit_signed(out: NDArray[np.int64], filled: int, x: NDArray[np.int64], sign: NDArray[np.int64],
+                 keep: NDArray[np.bool_]) -> int:
+    """Negate the magnitudes ``x`` whose ``sign`` bit is set (in place), copy the kept ones into ``out``
+    from ``filled`` on, as many as fit; return the new fill level."""
+    x ^= -sign
+    x += sign  # x -> -x where the sign bit is set
+    y = np.compress(keep, x)
+    take = min(out.size - filled, y.size)
+    out[filled : filled + take] = y[:take]
+    return filled + take
 
 
 def _gauss_test_exact(x: int, prefix: int, bits: int, p: int, q: int, t: int, den: int, rng: np.random.Generator) -> bool:
