@@ -209,17 +209,6 @@ def test_sensitivity_hints() -> None:
 
 
 def test_mechanism_with_one_coordinate_sensitivity_gets_a_scale_diagnosis(reference: dict) -> None:
-    def no_threshold_noise(answers, threshold, epsilon, *, size, rng):
-        q = np.asarray(answers, dtype=float)
-        above = q + rng.laplace(0.0, 4.0 / epsilon, size=(size, q.size)) >= threshold
-        first = np.where(above.any(axis=1), np.argmax(above, axis=1), q.size)[:, None]
-        column = np.arange(q.size)
-        return np.where(column < first, 0, np.where(column == first, 1, -1))
-
-    def noisy_value(answers, epsilon, *, size, rng):
-        q = np.asarray(answers, dtype=float)
-        return np.max(q + rng.laplace(0.0, 2.0 / epsilon, size=(size, q.size)), axis=1)
-
     def per_coordinate(X, epsilon, *, rng):  # Delta = 1/m: forgot to add up the k coordinates
         X = np.asarray(X, dtype=float)
         m, k = X.shape
