@@ -205,22 +205,24 @@ def test_memorising_the_graders_samples_gains_nothing(reference: dict) -> None:
     assert fbs["q2"].score < 2 and "certifies only" in messages(fbs, "q2"), fbs["q2"].report()
 
 
-def test_post_run_cell_hook_that_rewrites_answers(tmp_path: Path) -> None:
+@pytest.mark.parametrize("log", ["np.log", "math.log"])
+def test_post_run_cell_hook_that_rewrites_answers(tmp_path: Path, log: str) -> None:
     """A real kernel whose hook clears the 'read element by element' flag after every grader cell:
-    the loop is still caught, because the grader times fresh inputs itself."""
+    the loop is still caught, because the grader times fresh inputs itself.  ``math.log`` on Python
+    floats is the fastest loop (about 10 times the reference, against 13-18 with ``np.log``)."""
     from dptutor.grading.runner import grade_notebook
 
     source = (INSTRUCTOR_DIR / "sampler.md").read_text(encoding="utf-8")
     hook = textwrap.dedent('''
         ```{code-cell} ipython3
-        import glob, json, numpy as np
+        import glob, json, math, numpy as np
 
         def _laplace_loop(u, mu=0.0, b=1.0):
             u = np.asarray(u, dtype=float)
             if not (np.isfinite(b) and b > 0) or not np.all((u > 0) & (u < 1)):
                 raise ValueError("bad input")
-            flat = [float(x) for x in u.reshape(-1)]
-            out = [mu + b * np.log(2 * x) if x < 0.5 else mu - b * np.log(2 * (1 - x)) for x in flat]
+            flat = u.reshape(-1).tolist()
+            out = [mu + b * LOG(2 * x) if x < 0.5 else mu - b * LOG(2 * (1 - x)) for x in flat]
             return np.array(out).reshape(u.shape)[()]
 
         laplace_inverse_cdf = _laplace_loop
@@ -237,7 +239,7 @@ def test_post_run_cell_hook_that_rewrites_answers(tmp_path: Path) -> None:
         get_ipython().events.register("post_run_cell", _rewrite)
         ```
         ''')
-    (tmp_path / "hook.md").write_text(source + hook, encoding="utf-8")
+    (tmp_path / "hook.md").write_text(source + hook.replace("LOG", log), encoding="utf-8")
     result = grade_notebook(tmp_path / "hook.md", "sampler", timeout=60, total_timeout=600)
     assert result.scores["q1"] == 2 and result.scores["q2"] == 1, result.feedback_text()
     assert result.scores["q3"] < 1, result.feedback_text()
