@@ -54,6 +54,9 @@ EXCLUDED_MODULES: frozenset[str] = frozenset({"cli"})
 
 #: Seconds one call may take before it counts as a hang.
 TIMEOUT: float = 10.0
+#: Targets that start a notebook kernel (5 s on a quiet machine, more on a loaded one) get longer.
+KERNEL_TIMEOUT: float = 90.0
+KERNEL_TARGETS = frozenset({"grading.runner.grade_notebook", "grading.runner.grade_folder", "grading.runner.run_grade"})
 
 #: (module, callable) pairs whose documented output contains NaN: the grader's helpers hand a
 #: student's value back as it is (a NaN there is what the check then reports to the student).
@@ -844,19 +847,20 @@ def _on_alarm(signum, frame):
     raise _Hang()
 
 
-def _call(fn: Callable, kwargs: dict[str, Any], param: str | None, nan_ok: bool) -> str | None:
+def _call(fn: Callable, kwargs: dict[str, Any], param: str | None, nan_ok: bool,
+          timeout: float = TIMEOUT) -> str | None:
     """Run ``fn(**kwargs)``; return None if the outcome is acceptable, else what went wrong."""
     previous = signal.signal(signal.SIGALRM, _on_alarm)
     problem: str | None = None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        signal.setitimer(signal.ITIMER_REAL, TIMEOUT)
+        signal.setitimer(signal.ITIMER_REAL, timeout)
         try:
             result = fn(**kwargs)
             if not nan_ok and _has_nan(result):
                 problem = f"returned NaN: {repr(result)[:100]}"
         except _Hang:
-            problem = f"did not return within {TIMEOUT:g} s"
+            problem = f"did not return within {timeout:g} s"
         except (ValueError, TypeError) as exc:
             if param is not None and not _names(str(exc), param):
                 problem = f"{type(exc).__name__} does not name {param!r}: {str(exc)[:150]}"
@@ -927,6 +931,7 @@ def test_bad_values_are_refused_cleanly(target: Target, tmp_path, monkeypatch):
         assert "dptutor[" in str(exc), f"dptutor.{target.key}: ImportError without 'install dptutor[extra]': {exc}"
         pytest.skip(f"optional dependency missing: {exc}")
     nan_ok = (target.module, target.qualname) in NAN_BY_DESIGN
+    timeout = KERNEL_TIMEOUT if target.key in KERNEL_TARGETS else TIMEOUT
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -939,7 +944,7 @@ def test_bad_values_are_refused_cleanly(target: Target, tmp_path, monkeypatch):
         pass
     finally:
         plt.close("all")
-    problem = _call(fn, _valid_kwargs(target, ctx), None, nan_ok)
+    problem = _call(fn, _valid_kwargs(target, ctx), None, nan_ok, timeout)
     assert problem is None, (
         f"dptutor.{target.key} with the suite's valid arguments {valid!r}: {problem}; "
         "fix VALID/VALID_FOR in tests/test_fuzz.py or the function"
@@ -950,7 +955,7 @@ def test_bad_values_are_refused_cleanly(target: Target, tmp_path, monkeypatch):
             fn, _ = _resolve(target, ctx)
             kwargs = _valid_kwargs(target, ctx)
             kwargs[param] = bad
-            problem = _call(fn, kwargs, param, nan_ok)
+            problem = _call(fn, kwargs, param, nan_ok, timeout)
             if problem:
                 failures.append(f"{param}={label}: {problem}")
     assert not failures, f"dptutor.{target.key}: {len(failures)} bad call(s)\n  " + "\n  ".join(failures)
