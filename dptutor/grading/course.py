@@ -25,7 +25,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from dptutor._validate import check_path, check_str
+from dptutor._validate import check_choice, check_path, check_str
 from dptutor.grading.instances import (INSTANCE_ASSIGNMENTS, AuditMember, PairMember, course_tokens, member_of)
 from dptutor.grading.registry import ASSIGNMENTS
 from dptutor.grading.release import book_assignments_folder, student_version
@@ -57,6 +57,19 @@ class CourseFolder:
     name: str
     tokens: dict[str, str]
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "folder", Path(check_path(self.folder, "folder")))
+        _check_name(self.name)
+        if not isinstance(self.tokens, dict) or set(self.tokens) != set(INSTANCE_ASSIGNMENTS):
+            raise TypeError(f"tokens must be a dict with one token for each of {INSTANCE_ASSIGNMENTS}")
+        for assignment, token in self.tokens.items():
+            try:
+                found = member_of(token)[0]
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"tokens: {exc}") from None
+            if found != assignment:
+                raise ValueError(f"tokens: the token given for {assignment!r} is a token of another assignment")
+
     @property
     def members(self) -> dict[str, object]:
         """The member each token selects."""
@@ -79,6 +92,7 @@ def _check_name(name: object) -> str:
 def answer_lines(assignment: str, member: object) -> list[str]:
     """The answers of ``member`` as the lines of the answer key (``key = value``), the strings a student
     must not find."""
+    assignment = check_choice(assignment, "assignment", INSTANCE_ASSIGNMENTS)
     if isinstance(member, AuditMember) and assignment == "audit":
         verdicts = {label: member.verdict(label) for label in "AB"}
         return [f'broken = "{member.broken}"', f'verdicts = {{ A = "{verdicts["A"]}", B = "{verdicts["B"]}" }}',
@@ -89,23 +103,31 @@ def answer_lines(assignment: str, member: object) -> list[str]:
 
 
 def _replace(text: str, old: str, new: str, where: str) -> str:
-    if text.count(old) != 1:
-        raise ValueError(f"{where}: the book's notebook changed; cannot find {old[:60]!r} exactly once")
+    if not old or text.count(old) != 1:
+        raise ValueError(f"{where}: not the book's notebook (or it changed): cannot find {old[:60]!r} exactly once")
     return text.replace(old, new)
+
+
+def _index(text: str, needle: str, start: int = 0) -> int:
+    found = text.find(needle, start)
+    if found < 0:
+        raise ValueError(f"text: not the book's notebook (or it changed): cannot find {needle[:60]!r}")
+    return found
 
 
 def course_notebook(assignment: str, text: str, member: object, name: str) -> str:
     """The course's instructor notebook of ``assignment`` from the book's (``text``): the self-study
     answers replaced by ``member``'s (ValueError if the book's notebook no longer has them)."""
+    assignment = check_choice(assignment, "assignment", INSTANCE_ASSIGNMENTS)
     check_str(text, "text")
     name = _check_name(name)
     mine = (f"These are the answers of course {name} only (drawn from its secret): keep this file private.\n")
     public = ("These are the answers of the book's public self-study instance; a course made with\n"
               "`python -m dptutor course new` has answers of its own, in its private folder.\n")
-    where = f"{assignment} notebook"
+    where = "text"
     if assignment == "audit" and isinstance(member, AuditMember):
         broken, other = member.broken, "B" if member.broken == "A" else "A"
-        text = _replace(text, text[text.index("Mechanism A adds Laplace noise"):text.index(public)], textwrap.fill(
+        text = _replace(text, text[_index(text, "Mechanism A adds Laplace noise"):_index(text, public)], textwrap.fill(
             f"Mechanism {broken} {_BUG_TEXT[member.bug]}; mechanism {other} is the correct Laplace mechanism.",
             width=110, break_on_hyphens=False) + "\n", where)
         text = _replace(text, "# Reference solution (audit q3): the candidates side by side with the broken mechanism; "
@@ -113,28 +135,28 @@ def course_notebook(assignment: str, text: str, member: object, name: str) -> st
                         "# Reference solution (audit q3): the candidates side by side with the broken mechanism; "
                         f"only the\n# {member.bug} candidate matches at every n.", where)
         text = _replace(text, 'diagnosis = "l2"', f'diagnosis = "{member.bug}"', where)
-        start = text.index('justification = """')
-        text = _replace(text, text[start:text.index('"""', start + 20) + 3], (
+        start = _index(text, 'justification = """')
+        text = _replace(text, text[start:_index(text, '"""', start + 20) + 3], (
             'justification = """\nAt n = 3 and n = 8 the four candidates add noise of different scales (at n = 1, 2 '
             f'and 4 two of them\ncoincide). There every candidate but {member.bug} gives losses outside the '
             "confidence interval of the\nmystery's loss (or, for one-sided noise, an unbounded loss where the "
             f"mystery's is finite), while the {member.bug}\ncandidate falls inside mechanism {broken}'s 95% "
             'confidence interval at both dimensions.\n"""'), where)
-        start = text.index("- With $\\varepsilon = 1$ and the paper's attack, mechanism A's loss")
-        text = _replace(text, text[start:text.index("- Question 2 rewards", start)], (
+        start = _index(text, "- With $\\varepsilon = 1$ and the paper's attack, mechanism A's loss")
+        text = _replace(text, text[start:_index(text, "- Question 2 rewards", start)], (
             "- Mechanism " + broken + "'s bug shows at some dimensions $n$ and not at others, or more at some than "
             "others;\n  students who audit at one $n$ only may find nothing. That is the lesson: a sanity check can "
             "only\n  show a violation, never privacy, and it should scan its parameters.\n"), where)
     elif assignment == "pair_audit" and isinstance(member, PairMember):
         k, scale, true = member.columns, member.scale, member.true_epsilon
-        start = text.index("The mystery mechanism adds $\\mathrm{Lap}(1/\\varepsilon)$")
-        text = _replace(text, text[start:text.index(public)], (
+        start = _index(text, "The mystery mechanism adds $\\mathrm{Lap}(1/\\varepsilon)$")
+        text = _replace(text, text[start:_index(text, public)], (
             f"The mystery mechanism adds $\\mathrm{{Lap}}({scale:g})$ noise to {k} copies of the count, so each copy "
             f"spends\n$1/{scale:g}$ and its true $\\varepsilon$ is ${k}/{scale:g} = {true:g}$. The likelihood-ratio "
             "statistic is the sum of the\ncoordinates clipped to $[0, 1]$; the event \"every coordinate at least 1\" "
             f"has ratio exactly $e^{{{true:g}}}$.\n"), where)
-        start = text.index("# Reference solution (pair_audit q2)")
-        text = _replace(text, text[start:text.index("def attack(", start)], (
+        start = _index(text, "# Reference solution (pair_audit q2)")
+        text = _replace(text, text[start:_index(text, "def attack(", start)], (
             f"# Reference solution (pair_audit q2): every coordinate at least 1 has probability 2^-{k} under x' = 1 "
             f"and\n# e^-{true:g} 2^-{k} under x = 0, a ratio of exactly e^{true:g}.\n"), where)
         text = _replace(text, "# Reference solution (pair_audit q3): two Laplace releases at epsilon = 0.5 compose "
@@ -142,8 +164,8 @@ def course_notebook(assignment: str, text: str, member: object, name: str) -> st
                         f"# Reference solution (pair_audit q3): {k} Laplace releases, each spending 1/{scale:g}, "
                         f"compose to {true:g}.", where)
         text = _replace(text, "true_epsilon = 1.0\n", f"true_epsilon = {true:g}\n", where)
-        start = text.index("- A statistic that uses one coordinate sees at most")
-        text = _replace(text, text[start:text.index("- Question 2 is graded", start)], (
+        start = _index(text, "- A statistic that uses one coordinate sees at most")
+        text = _replace(text, text[start:_index(text, "- Question 2 is graded", start)], (
             "- A statistic that uses one coordinate sees only that coordinate's share of the loss and may not flag "
             "the\n  mechanism; the sum of the raw coordinates works too, more weakly than the clipped sum.\n"), where)
     else:

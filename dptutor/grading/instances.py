@@ -190,18 +190,26 @@ def active_member(assignment: str) -> object:
     return _ACTIVE[check_choice(assignment, "assignment", INSTANCE_ASSIGNMENTS)]
 
 
-@contextlib.contextmanager
-def course_scope(tokens: Mapping[str, str]) -> Iterator[None]:
-    """Use the courses of ``tokens`` (a mapping, e.g. ``{"audit": token}``) inside the ``with`` block,
-    then restore the members used before (the grader grades a course's submissions this way)."""
+def course_scope(tokens: Mapping[str, str]) -> contextlib.AbstractContextManager[None]:
+    """Use the courses of ``tokens`` (a mapping, e.g. ``{"audit": token}``) inside a ``with`` block, then
+    restore the members used before (the grader grades a course's submissions this way).  The tokens
+    are checked at once, not when the block starts."""
     if not isinstance(tokens, Mapping):
         raise TypeError(f"tokens must be a mapping from assignments to tokens, got {type(tokens).__name__}")
     chosen = {}
     for name, token in tokens.items():
-        assignment, member = member_of(token)
+        try:
+            assignment, member = member_of(token)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"tokens: {exc}") from None
         if name != assignment:
             raise ValueError(f"tokens: the token given for {name!r} is a token of {assignment!r}")
         chosen[assignment] = member
+    return _scope(chosen)
+
+
+@contextlib.contextmanager
+def _scope(chosen: dict[str, object]) -> Iterator[None]:
     saved = dict(_ACTIVE)
     _ACTIVE.update(chosen)
     try:
