@@ -32,6 +32,7 @@ from dptutor.grading.instances import (COURSE_FAMILIES, FAMILIES, SELF_STUDY, ac
                                        course_tokens, member_of)
 from dptutor.grading.pair_audit import mystery_pair
 
+NOTEBOOKS = ("audit", "mechanism", "pair_audit", "sampler", "selection")
 #: Secrets of the balance test (deterministic: the test gives the same counts on every run).
 SECRETS = [f"course secret number {i:05d}" for i in range(1400)]
 
@@ -178,8 +179,9 @@ def test_self_study_mysteries_are_the_books() -> None:
     from dptutor.mechanisms import add_laplace_noise
 
     x = np.zeros((1000, 5))
-    assert np.array_equal(mystery_a(x, 1.0, np.random.default_rng(1)), add_laplace_noise(x, 5 ** 0.5, np.random.default_rng(1)))
-    assert np.array_equal(mystery_b(x, 1.0, np.random.default_rng(1)), add_laplace_noise(x, 5.0, np.random.default_rng(1)))
+    for mystery, scale in ((mystery_a, 5 ** 0.5), (mystery_b, 5.0)):
+        assert np.array_equal(mystery(x, 1.0, np.random.default_rng(1)),
+                              add_laplace_noise(x, scale, np.random.default_rng(1)))
     assert np.array_equal(mystery_pair(0.0, 100, np.random.default_rng(2)),
                           np.random.default_rng(2).laplace(0.0, 2.0, (100, 2)))
 
@@ -249,8 +251,7 @@ def test_course_folder_round_trip_and_refusals(tmp_path: Path) -> None:
     assert made.tokens == course_tokens(secret)
     files = sorted(str(p.relative_to(made.folder)) for p in made.folder.rglob("*") if p.is_file())
     assert files == ["README.md", "grading.toml", "private/answer-key.toml",
-                     *[f"private/instructor/{n}.md" for n in ("audit", "mechanism", "pair_audit", "sampler", "selection")],
-                     *[f"release/{n}.md" for n in ("audit", "mechanism", "pair_audit", "sampler", "selection")]]
+                     *[f"private/instructor/{n}.md" for n in NOTEBOOKS], *[f"release/{n}.md" for n in NOTEBOOKS]]
     # The secret is stored nowhere.
     assert not any(secret in p.read_text(encoding="utf-8") for p in made.folder.rglob("*") if p.is_file())
     # The same secret writes the same folder again (the instructor's grading.toml is kept).
