@@ -25,7 +25,7 @@ from scipy import stats
 
 from conftest import ROOT
 from dptutor.audit import estimate_loss
-from dptutor.grading import check, checker, mystery_a, mystery_b, use_course, use_self_study
+from dptutor.grading import ASSIGNMENTS, check, checker, mystery_a, mystery_b, use_course, use_self_study
 from dptutor.grading import instances
 from dptutor.grading.course import answer_lines, load_course, new_course
 from dptutor.grading.instances import (COURSE_FAMILIES, FAMILIES, SELF_STUDY, active_member, course_scope,
@@ -276,6 +276,35 @@ def test_course_folder_round_trip_and_refusals(tmp_path: Path) -> None:
         release = (made.folder / "release" / f"{name}.md").read_text(encoding="utf-8")
         assert f'use_course("{made.tokens[name]}")' in release
         assert "BEGIN SOLUTION" not in release and "Reference solution" not in release
+
+
+def test_the_course_instructor_notebooks_solve_the_course(tmp_path: Path) -> None:
+    """Executed as a teaching assistant would, a course's instructor notebooks (a course whose broken
+    mechanism is B) show full points on every feedback line, and their answers grade full with the
+    course's key."""
+    import jupytext
+
+    from dptutor.grading import FEEDBACK_TAG
+
+    secret = next(s for s in SECRETS if member_of(course_tokens(s)["audit"])[1].broken == "B")
+    course = new_course(tmp_path / "course", secret)
+    for name, graded in (("audit", ("verdicts", "evidence", "diagnosis")), ("pair_audit", ("true_epsilon",))):
+        namespace: dict = {"__name__": "__notebook__"}
+        for cell in jupytext.read(course.folder / "private" / "instructor" / f"{name}.md").cells:
+            if cell.cell_type != "code":
+                continue
+            if FEEDBACK_TAG in cell.metadata.get("tags", []):
+                report = eval(compile(cell.source, name, "eval"), namespace).report()
+                assert "✗" not in report, report
+            else:
+                exec(compile(cell.source, name, "exec"), namespace)
+        assert active_member(name) == course.members[name]
+        use_self_study()
+        with course_scope(course.tokens):
+            for q in ASSIGNMENTS[name].questions:
+                if set(q.needs) <= set(graded):
+                    fb = check(name, q.name, *(namespace[n] for n in q.needs), hidden=True)
+                    assert fb.score == fb.points, fb.report()
 
 
 def _wheel_text(tmp: Path) -> str:

@@ -173,15 +173,12 @@ def course_notebook(assignment: str, text: str, member: object, name: str) -> st
     return _replace(text, public, mine, where)
 
 
-def _student_notebook(assignment: str, instructor: str, token: str | None) -> str:
-    """The student notebook of the course: solutions dropped, and the course's token set before the checks."""
-    text = student_version(instructor)
-    if token is None:
-        return text
+def _with_token(assignment: str, text: str, token: str) -> str:
+    """``text`` with the course's token set right before the checker is made (the mysteries and the
+    feedback then use the course's member)."""
     setup = _SETUP[assignment]
     return _replace(text, setup, ("from dptutor.grading import use_course\n"
-                                  f'use_course("{token}")  # this course\'s mystery mechanisms\n' + setup),
-                    f"{assignment} notebook")
+                                  f'use_course("{token}")  # this course\'s mystery mechanisms\n' + setup), "text")
 
 
 def _readme(name: str) -> str:
@@ -248,9 +245,9 @@ def new_course(folder: Path | str, secret: str, *, name: str | None = None,
         text = (book / "instructor" / a.notebook).read_text(encoding="utf-8")
         token = tokens.get(a.name)
         if token is not None:
-            text = course_notebook(a.name, text, member_of(token)[1], name)
+            text = _with_token(a.name, course_notebook(a.name, text, member_of(token)[1], name), token)
         (folder / "private" / "instructor" / a.notebook).write_text(text, encoding="utf-8")
-        (folder / "release" / a.notebook).write_text(_student_notebook(a.name, text, token), encoding="utf-8")
+        (folder / "release" / a.notebook).write_text(student_version(text), encoding="utf-8")
     (folder / _KEY_FILE).write_text(_key_text(name, tokens), encoding="utf-8")
     config = folder / "grading.toml"
     if not config.exists():  # the instructor's edits (points, late policy) survive a rewrite

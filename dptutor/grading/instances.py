@@ -30,11 +30,13 @@ into the member.  What this protects:
 * errors do not depend on the member: a mystery validates every input with the same rules (the widest
   any member needs) *before* it looks up its member, so a bad input raises the same error, after the
   same work, whatever the member;
-* the random generator a student passes sees the same calls for every member (standard Laplace draws;
-  the member's scale is applied afterwards), so a generator that records its calls learns nothing.
+* the random generator a student passes is never given a member's scale (the draws are standard Laplace,
+  scaled afterwards; in ``audit`` the calls are the same for every member), so a generator that records
+  its calls learns no more than the output's shape.
 
 What it does not protect: a student who reads this module and calls :func:`member_of` on the token
-learns the member, as a student who measures the noise of the outputs learns its scale.  Any mechanism
+(or runs the package's checks with ``hidden=True`` in their own kernel, which grade against the
+token's member) learns the member, as a student who measures the noise of the outputs learns its scale.  Any mechanism
 that runs on the student's computer has that property (only a mechanism run as a remote service would
 not).  Reading the code is not an audit, though: the graded questions ask for replayable evidence that
 supports each verdict, and the justification is read by hand.
