@@ -417,4 +417,10 @@ def test_grading_with_a_course_folder_uses_its_answer_key(tmp_path: Path) -> Non
             (rows[course.name],) = list(csv.DictReader(fh))
     assert rows["course-a"]["course"] == "course-a" and rows["course-b"]["course"] == "course-b"
     assert float(rows["course-a"]["total"]) == 5.0, rows["course-a"]
+    # A course folder that is not one, or does not exist, is refused before anything runs.
+    for bad, message in ((subs, "not a course folder"), (tmp_path / "nowhere/", "no such course folder")):
+        proc = subprocess.run([sys.executable, "-m", "dptutor", "grade", "pair_audit", str(subs), "--course",
+                               str(bad) + "/", "--csv", str(tmp_path / "x.csv"), *flags], capture_output=True,
+                              text=True, timeout=120, env=env)
+        assert proc.returncode == 2 and message in proc.stderr, proc.stderr
     assert float(rows["course-b"]["q3"]) == 0.0 and float(rows["course-b"]["total"]) < 5.0, rows["course-b"]

@@ -995,6 +995,8 @@ def run_grade(args: argparse.Namespace) -> int:
     config = GradingConfig()
     course = getattr(args, "course", None)
     tokens: dict[str, str] = {}
+    if course is not None and not Path(course).is_dir() and ("/" in course or os.sep in course):
+        return _error(f"--course {course}: no such course folder (make one with `python -m dptutor course new`)")
     if course is not None and Path(course).is_dir():  # a course folder: its answer key (and config)
         try:
             folder = load_course(course)
