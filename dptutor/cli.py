@@ -299,6 +299,9 @@ def _add_course(subparsers: argparse._SubParsersAction) -> None:
                      help="the course secret, at least 12 characters (default: the environment variable "
                           "DPTUTOR_COURSE_SECRET, which keeps it out of the shell's history)")
     new.add_argument("--name", default=None, help="course name recorded in the scores (default: the folder's name)")
+    new.add_argument("--book", type=Path, default=None, metavar="DIR",
+                     help="the book's assignments folder, with its instructor/ notebooks (default: book/assignments "
+                          "of the repository this dptutor runs from)")
     new.set_defaults(handler=_cmd_course_new)
 
 
@@ -312,7 +315,7 @@ def _cmd_course_new(args: argparse.Namespace) -> int:
         print("dptutor course new: error: give --secret or set DPTUTOR_COURSE_SECRET", file=sys.stderr)
         return 2
     try:
-        course = new_course(args.folder, secret, name=args.name)
+        course = new_course(args.folder, secret, name=args.name, book=args.book)
     except (TypeError, ValueError) as exc:
         print(f"dptutor course new: error: {exc}", file=sys.stderr)
         return 2
