@@ -241,6 +241,8 @@ def new_course(folder: Path | str, secret: str, *, name: str | None = None,
                                  "folder") from None
     for sub in ("private/instructor", "release"):
         (folder / sub).mkdir(parents=True, exist_ok=True)
+    # The key first: a run stopped half-way leaves a course folder that the same command completes.
+    (folder / _KEY_FILE).write_text(_key_text(name, tokens), encoding="utf-8")
     for a in ASSIGNMENTS.values():
         text = (book / "instructor" / a.notebook).read_text(encoding="utf-8")
         token = tokens.get(a.name)
@@ -248,7 +250,6 @@ def new_course(folder: Path | str, secret: str, *, name: str | None = None,
             text = _with_token(a.name, course_notebook(a.name, text, member_of(token)[1], name), token)
         (folder / "private" / "instructor" / a.notebook).write_text(text, encoding="utf-8")
         (folder / "release" / a.notebook).write_text(student_version(text), encoding="utf-8")
-    (folder / _KEY_FILE).write_text(_key_text(name, tokens), encoding="utf-8")
     config = folder / "grading.toml"
     if not config.exists():  # the instructor's edits (points, late policy) survive a rewrite
         config.write_text(f'# Grading configuration of course {name} (see dptutor.grading.config).\n'
