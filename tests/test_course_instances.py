@@ -396,7 +396,7 @@ true_epsilon = {true_epsilon}
 """
 
 
-def test_grading_with_a_course_folder_uses_its_answer_key(tmp_path: Path) -> None:
+def test_grading_with_a_course_folder_uses_its_answer_key(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     """One pair_audit submission, right for course A: full marks with --course A, q3 lost with --course B;
     each CSV records its course."""
     secret_a, secret_b = _courses_that_differ()
@@ -418,9 +418,11 @@ def test_grading_with_a_course_folder_uses_its_answer_key(tmp_path: Path) -> Non
     assert rows["course-a"]["course"] == "course-a" and rows["course-b"]["course"] == "course-b"
     assert float(rows["course-a"]["total"]) == 5.0, rows["course-a"]
     # A course folder that is not one, or does not exist, is refused before anything runs.
-    for bad, message in ((subs, "not a course folder"), (tmp_path / "nowhere/", "no such course folder")):
-        proc = subprocess.run([sys.executable, "-m", "dptutor", "grade", "pair_audit", str(subs), "--course",
-                               str(bad) + "/", "--csv", str(tmp_path / "x.csv"), *flags], capture_output=True,
-                              text=True, timeout=120, env=env)
-        assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    from dptutor.cli import main
+
+    for bad, message in ((subs, "not a course folder"), (tmp_path / "nowhere", "no such course folder")):
+        capsys.readouterr()
+        code = main(["grade", "pair_audit", str(subs), "--course", f"{bad}/", "--csv", str(tmp_path / "x.csv"), *flags])
+        assert code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "x.csv").exists()
     assert float(rows["course-b"]["q3"]) == 0.0 and float(rows["course-b"]["total"]) < 5.0, rows["course-b"]
