@@ -11,6 +11,8 @@ Subcommands:
 * ``export-lms``: a grade CSV that Canvas or Moodle imports (:mod:`dptutor.grading.lms`).
 * ``release``: regenerate the student notebooks from the instructor notebooks
   (:mod:`dptutor.grading.release`).
+* ``course new``: a private course folder whose mysteries are drawn by a secret
+  (:mod:`dptutor.grading.course`).
 
 Adding a subcommand: write one function decorated with ``@subcommand("name")`` that adds its
 parser to the ``subparsers`` it receives and sets ``handler`` (a function ``args -> int``) with
@@ -275,6 +277,51 @@ def _add_export_lms(subparsers: argparse._SubParsersAction) -> None:
     )
     add_export_arguments(p)
     p.set_defaults(handler=run_export)
+
+
+@subcommand("course")
+def _add_course(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "course",
+        help="set up a course: private answers, student notebooks and grading configuration",
+        description="Course instances: the mystery mechanisms of assignments 3 and 4 drawn by a course secret.",
+    )
+    actions = p.add_subparsers(dest="course_command", required=True, metavar="ACTION")
+    new = actions.add_parser(
+        "new",
+        help="write a course folder (private/ answers and solutions, release/ student notebooks, grading.toml)",
+        description="Write FOLDER: private/answer-key.toml and private/instructor/*.md (never hand these out), "
+                    "release/*.md (the student notebooks to hand out) and grading.toml. The secret is not "
+                    "stored; the same secret and name write the same folder again.",
+    )
+    new.add_argument("folder", type=Path)
+    new.add_argument("--secret", default=None,
+                     help="the course secret, at least 12 characters (default: the environment variable "
+                          "DPTUTOR_COURSE_SECRET, which keeps it out of the shell's history)")
+    new.add_argument("--name", default=None, help="course name recorded in the scores (default: the folder's name)")
+    new.add_argument("--book", type=Path, default=None, metavar="DIR",
+                     help="the book's assignments folder, with its instructor/ notebooks (default: book/assignments "
+                          "of the repository this dptutor runs from)")
+    new.set_defaults(handler=_cmd_course_new)
+
+
+def _cmd_course_new(args: argparse.Namespace) -> int:
+    import os
+
+    from dptutor.grading.course import new_course
+
+    secret = args.secret if args.secret is not None else os.environ.get("DPTUTOR_COURSE_SECRET")
+    if secret is None:
+        print("dptutor course new: error: give --secret or set DPTUTOR_COURSE_SECRET", file=sys.stderr)
+        return 2
+    try:
+        course = new_course(args.folder, secret, name=args.name, book=args.book)
+    except (TypeError, ValueError) as exc:
+        print(f"dptutor course new: error: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote course {course.name!r} into {course.folder}: hand out {course.folder / 'release'}/*.md; keep "
+          f"{course.folder / 'private'}/ private; grade with --course {course.folder}")
+    return 0
 
 
 def _cmd_export_otter(args: argparse.Namespace) -> int:

@@ -128,6 +128,12 @@ class Context:
             (folder / "instructor" / a.notebook).write_text("a\n# BEGIN SOLUTION\nb\n# END SOLUTION\n# STUB: c\n")
         return folder
 
+    def course_folder(self) -> Path:
+        """A course folder made by ``course new``."""
+        from dptutor.grading.course import new_course
+
+        return new_course(self.tmp / "course", _COURSE_SECRET, name="dp-2026").folder
+
     def grade_args(self):
         """The namespace of ``python -m dptutor grade sampler <empty folder>`` (no kernel starts)."""
         import argparse
@@ -143,6 +149,31 @@ class Context:
 
 
 Factory = Callable[[Context], Any]
+
+#: A course secret for the course-instance functions (grading.instances, grading.course).
+_COURSE_SECRET = "a course secret for the fuzz tests"
+
+
+def _course_tokens() -> dict[str, str]:
+    from dptutor.grading.instances import course_tokens
+
+    return course_tokens(_COURSE_SECRET)
+
+
+def _course_token(assignment: str) -> str:
+    return _course_tokens()[assignment]
+
+
+def _pair_member():
+    from dptutor.grading.instances import PairMember
+
+    return PairMember(3, 0.8)
+
+
+def _pair_instructor_text() -> str:
+    from dptutor.grading.release import book_assignments_folder
+
+    return (book_assignments_folder() / "instructor" / "pair_audit.md").read_text(encoding="utf-8")
 
 
 def _const(value: Any) -> Factory:
@@ -346,6 +377,26 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
                                        "plugin_config": lambda ctx: {"seconds": 60}},
     "grading.otter_plugin.TimeLimit.before_execution": {"submission": lambda ctx: _otter_submission()},
     "grading.pair_audit.mystery_pair": {"data": _const(0.0)},
+    "grading.instances.AuditMember": {"broken": _const("A"), "bug": _const("l2")},
+    "grading.instances.AuditMember.scale": {"label": _const("A")},
+    "grading.instances.AuditMember.one_sided": {"label": _const("A")},
+    "grading.instances.AuditMember.verdict": {"label": _const("A")},
+    "grading.instances.PairMember": {"columns": _const(3), "spread": _const(0.8)},
+    "grading.instances.course_tokens": {"secret": _const(_COURSE_SECRET)},
+    "grading.instances.member_of": {"token": lambda ctx: _course_token("audit")},
+    "grading.instances.use_course": {"token": lambda ctx: _course_token("pair_audit")},
+    "grading.instances.active_member": {"assignment": _const("audit")},
+    "grading.instances.course_scope": {"tokens": lambda ctx: {"audit": _course_token("audit")}},
+    "grading.instances.audit_mystery": {"label": _const("B"), "x": lambda ctx: np.zeros((3, 2))},
+    "grading.instances.pair_mystery": {"data": _const(0.0)},
+    "grading.course.CourseFolder": {"folder": lambda ctx: ctx.tmp / "course", "name": _const("dp-2026"),
+                                    "tokens": lambda ctx: _course_tokens()},
+    "grading.course.new_course": {"folder": lambda ctx: ctx.tmp / "course", "secret": _const(_COURSE_SECRET),
+                                  "name": _const("dp-2026")},
+    "grading.course.load_course": {"folder": lambda ctx: ctx.course_folder()},
+    "grading.course.course_notebook": {"assignment": _const("pair_audit"), "member": lambda ctx: _pair_member(),
+                                       "name": _const("dp-2026"), "text": lambda ctx: _pair_instructor_text()},
+    "grading.course.answer_lines": {"assignment": _const("pair_audit"), "member": lambda ctx: _pair_member()},
     "grading.selection.above_threshold_law": {"answers": _const([0.0, 1.0, 0.5]), "threshold": _const(0.5),
                                               "rho_scale": _const(2.0), "nu_scale": _const(4.0)},
     "grading.selection.audit_pairs": {"offset": _const(0.0)},
@@ -886,11 +937,15 @@ def _call(fn: Callable, kwargs: dict[str, Any], param: str | None, nan_ok: bool,
 @pytest.fixture(autouse=True)
 def _restore_process_state():
     """Undo what a fuzzed call may set for the whole process: the SIGALRM handler and the otter
-    grader's time limit (:func:`dptutor.grading.otter.arm_time_limit` arms both, by design)."""
+    grader's time limit (:func:`dptutor.grading.otter.arm_time_limit` arms both, by design), and the
+    course whose mysteries are in use (:func:`dptutor.grading.instances.use_course`)."""
     import dptutor.grading.otter as otter
+
+    from dptutor.grading.instances import use_self_study
 
     handler, limit = signal.getsignal(signal.SIGALRM), otter.TIME_LIMIT
     yield
+    use_self_study()  # a fuzzed use_course or course_scope leaves the book's mysteries in place
     signal.setitimer(signal.ITIMER_REAL, 0)
     signal.signal(signal.SIGALRM, handler)
     otter.TIME_LIMIT = limit
@@ -910,7 +965,8 @@ def test_discovery_finds_every_module():
     # The grading package's modules are discovered too (walk_packages), the notebook runner included.
     assert {"grading", "grading.feedback", "grading.registry", "grading.record", "grading.runner", "grading.release",
             "grading.audit", "grading.pair_audit", "grading.otter", "grading.selection", "grading.config",
-            "grading.scores", "grading.submissions", "grading.lms", "grading.sandbox"} <= fuzzed
+            "grading.scores", "grading.submissions", "grading.lms", "grading.sandbox", "grading.instances",
+            "grading.course"} <= fuzzed
 
 
 @pytest.mark.parametrize("target", [t for t in TARGETS if isinstance(t, Target)], ids=lambda t: t.key)

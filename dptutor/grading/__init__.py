@@ -32,6 +32,10 @@ Modules, one idea each:
 - :mod:`~dptutor.grading.sandbox`: one bubblewrap sandbox (or podman/docker container) per
   submission's kernel, with its resource limits;
 - :mod:`~dptutor.grading.release`: instructor notebook -> student notebook;
+- :mod:`~dptutor.grading.instances`: the families of mystery mechanisms of ``audit`` and ``pair_audit``,
+  the course tokens drawn from a course secret, and their threat model;
+- :mod:`~dptutor.grading.course`: a course folder (``python -m dptutor course new``): private answer key
+  and instructor notebooks, student notebooks to hand out, grading configuration;
 - :mod:`~dptutor.grading.submissions`: the layouts of a submissions folder (flat, or one sub-folder per
   student) and the student identifier rule;
 - :mod:`~dptutor.grading.scores`: the scores CSV (assignment, course, hidden values and overrides in
@@ -89,6 +93,7 @@ from collections.abc import Sequence
 from dptutor._validate import check_sequence
 from dptutor.grading.audit import AUDIT_EPSILON, DIAGNOSES, VERDICTS, mystery_a, mystery_b
 from dptutor.grading.feedback import Assignment, Feedback, Finding, NotAnswered, Question
+from dptutor.grading.instances import use_course, use_self_study
 from dptutor.grading.registry import ASSIGNMENTS, check, checker, get_assignment
 from dptutor.grading.release import BEGIN_MARKER, release, student_version
 from dptutor.grading.runner import (FEEDBACK_TAG, SubmissionResult, add_grade_arguments, grade_folder,
@@ -106,6 +111,8 @@ __all__ = [
     "check",
     "mystery_a",
     "mystery_b",
+    "use_course",
+    "use_self_study",
     "AUDIT_EPSILON",
     "VERDICTS",
     "DIAGNOSES",

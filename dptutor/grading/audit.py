@@ -2,9 +2,11 @@
 
 The student's answers are data (verdicts, the ``AuditResult`` evidence, a diagnosis, a
 justification): the checks replay the evidence from its recorded seed, under a size limit checked
-before the replay starts and a time limit while it runs.  The right verdicts and diagnosis are not
-written down anywhere in this package: the grader derives them from the mystery mechanisms' noise
-scales.  The justification is graded by hand, with the rubric in the instructor's edition.
+before the replay starts and a time limit while it runs.  The mystery mechanisms are the active member
+of the family in :mod:`dptutor.grading.instances`: the book's public self-study member, or the member
+a course's token selects (``use_course``; the grader: ``grade --course FOLDER``).  The right verdicts
+and diagnosis come from that member.  The justification is graded by hand, with the rubric in the
+instructor's edition.
 """
 
 from __future__ import annotations
@@ -18,10 +20,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dptutor._validate import check_batch, check_int, check_positive
+from dptutor._validate import check_int
 from dptutor.audit import AuditResult, estimate_loss
 from dptutor.grading.feedback import Assignment, Finding, NotAnswered, Question
-from dptutor.mechanisms import add_laplace_noise
+from dptutor.grading.instances import AUDIT_BUGS, active_member, audit_mystery
 
 __all__ = ["ASSIGNMENT", "AUDIT_EPSILON", "AUDIT_CONFIDENCE", "VERDICTS", "DIAGNOSES", "JUSTIFICATION_WORDS",
            "AUDIT_MAX_WORK", "AUDIT_REPLAY_SECONDS", "BY_HAND", "RECORD_TYPES", "mystery_a", "mystery_b",
@@ -48,23 +50,18 @@ AUDIT_MAX_WORK = 2**28
 AUDIT_REPLAY_SECONDS = 60.0
 #: Questions graded by hand (their points are pending in the grader's output).
 BY_HAND = ("q4",)
-# Each mystery's noise scale is n ** power / epsilon.
-_POWER = {"A": 0.5, "B": 1.0}
-
-
-def _mystery_scale(label: str, n: int, epsilon: float) -> float:
-    eps = check_positive(epsilon, "epsilon")
-    return check_positive(n ** _POWER[label] / eps, "the noise scale for this epsilon")
+if set(DIAGNOSES) != set(AUDIT_BUGS):
+    raise ValueError("DIAGNOSES must describe exactly the bugs of the audit family")
 
 
 def mystery_a(x: NDArray, epsilon: float, rng: np.random.Generator) -> NDArray[np.float64]:
     """Mystery mechanism A: a local-DP release of ``x`` (shape ``(trials, n)``) claiming epsilon-DP."""
-    return add_laplace_noise(x, _mystery_scale("A", check_batch(x).shape[1], epsilon), rng)
+    return audit_mystery("A", x, epsilon, rng)
 
 
 def mystery_b(x: NDArray, epsilon: float, rng: np.random.Generator) -> NDArray[np.float64]:
     """Mystery mechanism B: a local-DP release of ``x`` (shape ``(trials, n)``) claiming epsilon-DP."""
-    return add_laplace_noise(x, _mystery_scale("B", check_batch(x).shape[1], epsilon), rng)
+    return audit_mystery("B", x, epsilon, rng)
 
 
 # The candidates' noise scales at dimension n (times 1/epsilon), as DIAGNOSES describes them; the
@@ -78,17 +75,24 @@ _CANDIDATE_SCALES: dict[str, Callable[[int], float]] = {
 
 
 def _true_verdict(label: str) -> str:
-    """A mechanism violates epsilon-DP when its scale is below the l1 calibration n/epsilon at some n."""
-    short = any(_mystery_scale(label, n, AUDIT_EPSILON) < n / AUDIT_EPSILON * (1 - 1e-12) for n in range(1, 129))
+    """The active member's verdict on mechanism ``label``: its broken mechanism violates epsilon-DP
+    (its noise is one-sided, or its scale is below the l1 calibration n/epsilon at some n)."""
+    member = active_member("audit")
+    short = member.one_sided(label) or any(
+        member.scale(label, n, AUDIT_EPSILON) < n / AUDIT_EPSILON * (1 - 1e-12) for n in range(1, 129))
     return VERDICTS[0] if short else VERDICTS[1]
 
 
 def _true_diagnosis() -> str:
-    """The candidate whose two-sided scale equals the broken mechanism's at dimensions that separate them."""
-    broken = next(label for label in _POWER if _true_verdict(label) == VERDICTS[0])
+    """The candidate that matches the broken mechanism: one-sided noise, else the candidate whose scale
+    equals the broken mechanism's at every dimension that separates the candidates."""
+    member = active_member("audit")
+    broken = next(label for label in "AB" if _true_verdict(label) == VERDICTS[0])
+    if member.one_sided(broken):
+        return "one-sided"
     dims = [n for n in range(3, 65) if separates_candidates(n)]
     return next(key for key, scale in _CANDIDATE_SCALES.items() if key != "one-sided" and all(
-        math.isclose(scale(n), _mystery_scale(broken, n, 1.0), rel_tol=1e-12) for n in dims))
+        math.isclose(scale(n), member.scale(broken, n, 1.0), rel_tol=1e-12) for n in dims))
 
 
 def _audit_result(fields: dict[str, Any]) -> AuditResult:
@@ -226,32 +230,42 @@ def _verdict_and_replay(verdicts: Any, evidence: Any, label: str, truth: str, wr
     return verdict, result, [finding, *_replay(result, mechanism, label, minimum_trials)]
 
 
-def _audit_a(verdicts: Any, evidence: Any, *, hidden: bool = False) -> list[Finding]:
-    """Mechanism A violates its claim; the evidence must be a replayable audit whose bound shows it."""
-    truth = _true_verdict("A")
-    verdict, result, findings = _verdict_and_replay(verdicts, evidence, "A", truth, (
-        "audits at one dimension can miss what other dimensions show: scan n (the paper scans n = 1 to "
-        "128) and decide from the 95% lower bounds."), mystery_a, 1, hidden=hidden)
-    if isinstance(result, AuditResult) and verdict in VERDICTS:
-        findings.append(_bound_agrees(result, verdict if not hidden else truth, "A"))
-    return findings
+#: The hint for a wrong verdict, by the right verdict (shown only when grading).
+_WRONG_VERDICT_HINTS = {
+    "violates": "audits at one dimension can miss what other dimensions show: scan n (the paper scans n = 1 to "
+                "128) and decide from the 95% lower bounds.",
+    "no evidence": "a violation needs a 95% lower bound above epsilon; an estimate above epsilon is not enough "
+                   "(sampling error).",
+}
 
 
-def _audit_b(verdicts: Any, evidence: Any, *, hidden: bool = False) -> list[Finding]:
-    """Mechanism B is correct; the evidence must be a replayable audit at A's dimension, bound <= epsilon."""
-    verdict, result, findings = _verdict_and_replay(verdicts, evidence, "B", _true_verdict("B"), (
-        "a violation needs a 95% lower bound above epsilon; an estimate above epsilon is not enough "
-        "(sampling error)."), mystery_b, _AUDIT_MIN_TRIALS, hidden=hidden)
-    if isinstance(result, AuditResult):
+def _audit_one(label: str, verdicts: Any, evidence: Any, *, hidden: bool) -> list[Finding]:
+    """The verdict on mechanism ``label`` and a replayable audit that supports it.  The broken mechanism's
+    evidence must show its violation when grading; the other's bound must agree with the verdict."""
+    truth = _true_verdict(label)
+    mechanism = mystery_a if label == "A" else mystery_b
+    verdict, result, findings = _verdict_and_replay(verdicts, evidence, label, truth, _WRONG_VERDICT_HINTS[truth],
+                                                    mechanism, _AUDIT_MIN_TRIALS, hidden=hidden)
+    if label == "B" and isinstance(result, AuditResult):
         a = _evidence(evidence, "A")
         if isinstance(a, AuditResult) and result.n != a.n:
             findings.append(Finding(False, f"compare like with like: audit B at the dimension where you audited A "
                                            f"(n = {a.n}), not n = {result.n}"))
         else:
             findings.append(Finding(True, f"audited at the same dimension as A (n = {result.n})"))
-        if verdict in VERDICTS:
-            findings.append(_bound_agrees(result, verdict, "B"))
+    if isinstance(result, AuditResult) and verdict in VERDICTS:
+        findings.append(_bound_agrees(result, truth if hidden and truth == VERDICTS[0] else verdict, label))
     return findings
+
+
+def _audit_a(verdicts: Any, evidence: Any, *, hidden: bool = False) -> list[Finding]:
+    """q1: the verdict on mechanism A and a replayable audit that supports it."""
+    return _audit_one("A", verdicts, evidence, hidden=hidden)
+
+
+def _audit_b(verdicts: Any, evidence: Any, *, hidden: bool = False) -> list[Finding]:
+    """q2: the verdict on mechanism B and a replayable audit at A's dimension that supports it."""
+    return _audit_one("B", verdicts, evidence, hidden=hidden)
 
 
 def _audit_diagnosis(diagnosis: Any, *, hidden: bool = False) -> list[Finding]:

@@ -2,7 +2,9 @@
 
 The mystery mechanism releases a noisy count as a row of reals and claims epsilon = 0.5.  Students
 write a statistic that makes ``audit_pair`` flag it (q1), the attack itself as an event (q2), and the
-true epsilon (q3), which the grader derives from the mechanism's noise law.  Each check draws the
+true epsilon (q3), which the grader derives from the mechanism's noise law.  The mechanism is the
+active member of the family in :mod:`dptutor.grading.instances`: the book's public self-study member,
+or the member a course's token selects.  Each check draws the
 mechanism's runs with seeds fixed for the feedback and drawn per question for grading.
 
 The statistic and the attack must be functions of one output: the checks pool the runs of both
@@ -20,7 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import stats
 
-from dptutor._validate import check_int, check_real, check_rng
+from dptutor.grading.instances import PAIR_EPSILON, active_member, pair_mystery
 from dptutor.audit import audit_pair
 from dptutor.grading.feedback import Assignment, Finding, NotAnswered, Question, call, describe, hidden_rng
 from dptutor.grading.record import call_many
@@ -35,32 +37,28 @@ __all__ = [
     "mystery_pair",
 ]
 
-#: The budget the mystery mechanism claims, and the neighbouring counts it is audited on.
-PAIR_EPSILON = 0.5
+#: The neighbouring counts the mystery mechanism (claiming PAIR_EPSILON) is audited on.
 PAIR_X, PAIR_X_PRIME = 0.0, 1.0
 #: Runs per dataset in each check, and the confidence of every bound.
 PAIR_TRIALS = 200_000
 PAIR_CONFIDENCE = 0.95
 #: How close an answer for the true epsilon must be.
 _TOLERANCE = 0.1
-_COLUMNS = 2
-_SCALE = 1.0 / PAIR_EPSILON
 _FEEDBACK_SEEDS = {"q1": 2022, "q2": 2023}
 
 
 def mystery_pair(data: float, size: int, rng: np.random.Generator) -> NDArray[np.float64]:
-    """The mystery mechanism: ``size`` noisy releases of the count ``data``, each a row of two reals,
+    """The mystery mechanism: ``size`` noisy releases of the count ``data``, each a row of reals,
     claiming ``PAIR_EPSILON``-DP for counts that differ by 1."""
-    count = check_real(data, "data")
-    n = check_int(size, "size", minimum=0, maximum=1 << 24)
-    return count + check_rng(rng).laplace(0.0, _SCALE, (n, _COLUMNS))
+    return pair_mystery(data, size, rng)
 
 
 def _true_epsilon() -> float:
     """The mechanism's privacy loss, sup over outputs of ln p(y | x) / p(y | x'), from its noise law
     (independent Laplace coordinates): attained far in the tail, where every coordinate's ratio is largest."""
-    law = stats.laplace(scale=_SCALE)
-    far = np.full(_COLUMNS, max(PAIR_X, PAIR_X_PRIME) + 50 * _SCALE)
+    member = active_member("pair_audit")
+    law = stats.laplace(scale=member.scale)
+    far = np.full(member.columns, max(PAIR_X, PAIR_X_PRIME) + 50 * member.scale)
     return float(np.sum(law.logpdf(far - PAIR_X_PRIME) - law.logpdf(far - PAIR_X)))
 
 
@@ -104,7 +102,7 @@ def _per_output(fn: Any, outputs: NDArray[np.float64], rng: np.random.Generator,
         arr = np.asarray(value) if isinstance(value, (np.ndarray, list, tuple)) else None
         if arr is None or arr.shape != (len(batch),) or arr.dtype.kind not in "biuf":
             got = type(value).__name__ if arr is None else f"shape {arr.shape}, dtype {arr.dtype}"
-            return None, Finding(False, f"{what}(outputs) on {len(batch):,} outputs (shape ({len(batch)}, 2)) must "
+            return None, Finding(False, f"{what}(outputs) on {len(batch):,} outputs (shape {outputs[:len(batch)].shape}) must "
                                         f"return one number per output; got {got}")
         values.append(arr)
     per_split = []

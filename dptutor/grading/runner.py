@@ -876,8 +876,9 @@ def add_grade_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, default=None, metavar="FILE",
                         help="grading configuration (.toml or .json): points, time limits, late policy, course")
     parser.add_argument("--course", default=None,
-                        help="course identifier recorded in every row and checked on resume (default: the "
-                             "config's course, else none)")
+                        help="a course folder made by `course new` (its answer key grades assignments 3 and 4, "
+                             "its grading.toml is the default --config), or a course identifier; recorded in "
+                             "every row and checked on resume (default: the config's course, else none)")
     parser.add_argument("--overrides", type=Path, default=None, metavar="FILE",
                         help="CSV of manual score changes (student,question,score,reason), applied to every row")
     box = parser.add_mutually_exclusive_group()
@@ -977,6 +978,8 @@ def _clock(seconds: float) -> str:
 def run_grade(args: argparse.Namespace) -> int:
     """Handler of ``python -m dptutor grade``: exit code 0, 2 (bad arguments) or 130 (Ctrl-C)."""
     from dptutor.grading.config import GradingConfig, load_config, read_overrides
+    from dptutor.grading.course import load_course
+    from dptutor.grading.instances import INSTANCE_ASSIGNMENTS, course_scope
     from dptutor.grading.scores import ScoreRecord, default_scores_name, read_scores, write_scores
     from dptutor.grading.submissions import find_submissions
 
@@ -990,12 +993,23 @@ def run_grade(args: argparse.Namespace) -> int:
     if not args.submissions.is_dir():
         return _error(f"{args.submissions} is not a folder")
     config = GradingConfig()
+    course = getattr(args, "course", None)
+    tokens: dict[str, str] = {}
+    if course is not None and not Path(course).is_dir() and ("/" in course or os.sep in course):
+        return _error(f"--course {course}: no such course folder (make one with `python -m dptutor course new`)")
+    if course is not None and Path(course).is_dir():  # a course folder: its answer key (and config)
+        try:
+            folder = load_course(course)
+        except ValueError as exc:
+            return _error(f"--course {course}: {str(exc).replace('folder: ', '', 1)}")
+        course, tokens = folder.name, folder.tokens
+        if getattr(args, "config", None) is None and folder.config.is_file():
+            args.config = folder.config
     if getattr(args, "config", None) is not None:
         try:
             config = load_config(args.config, a)
         except (ValueError, TypeError) as exc:
             return _error(f"--config {args.config}: {str(exc).replace('path: ', '', 1)}")
-    course = getattr(args, "course", None)
     if course is not None and config.course and course != config.course:
         return _error(f"--course {course!r} differs from the config's course {config.course!r}")
     course = course if course is not None else (config.course or None)  # None: the CSV's own, if any
@@ -1117,6 +1131,9 @@ def run_grade(args: argparse.Namespace) -> int:
     skipped = len(submissions) - len(todo) - (len(crashed) == 1)
     if skipped and only is None:
         print(f"{skipped} submission(s) already in {csv_path}: skipped (--regrade to grade them again)")
+    if todo and a.name in INSTANCE_ASSIGNMENTS and not tokens:
+        print(f"note: {a.name!r} is graded with the book's public self-study mysteries; give --course FOLDER (made "
+              "by `course new`) to grade a course's submissions with its answer key", file=sys.stderr, flush=True)
     if todo:
         print(f"grading {len(todo)} submission(s) of {a.name!r} into {csv_path}"
               + (f" with {min(args.workers, os.cpu_count() or 1, len(todo))} workers" if getattr(args, "workers", 1) > 1 else ""),
@@ -1137,9 +1154,10 @@ def run_grade(args: argparse.Namespace) -> int:
         first = [n for n in crashed if len(crashed) > 1]
         for names, workers in ((first, 1), ([n for n in todo if n not in first], getattr(args, "workers", 1))):
             if names:
-                grade_folder(a.name, args.submissions, timeout=timeout, total_timeout=total_timeout,
-                             progress=progress, on_result=save, only=names, sandbox=sandbox, workers=workers,
-                             hidden={n: saved_hidden[n] for n in names if n in saved_hidden})
+                with course_scope(tokens):  # the course's answer key (forked workers inherit it)
+                    grade_folder(a.name, args.submissions, timeout=timeout, total_timeout=total_timeout,
+                                 progress=progress, on_result=save, only=names, sandbox=sandbox, workers=workers,
+                                 hidden={n: saved_hidden[n] for n in names if n in saved_hidden})
     except KeyboardInterrupt:
         _unlink(str(marker))
         print(f"\ninterrupted: {len(finished)} submission(s) graded in this run, {len(records)} in {csv_path} "

@@ -1,0 +1,292 @@
+"""Course folders: one course's private answers, its student notebooks and its grading configuration.
+
+``python -m dptutor course new FOLDER --secret SECRET`` (:func:`new_course`) writes::
+
+    FOLDER/
+      README.md               what each part is, and what to hand out
+      grading.toml            the grading configuration (``course = NAME``; add points, limits, late policy)
+      private/                NEVER hand out
+        answer-key.toml       this course's tokens and answers of assignments 3 and 4
+        instructor/*.md       the instructor notebooks with this course's answers
+      release/*.md            the student notebooks to hand out (no solution; the course's tokens)
+
+The mysteries of ``audit`` and ``pair_audit`` are drawn from their families by the secret (see
+:mod:`dptutor.grading.instances`, which also states the threat model); the other assignments are the
+book's.  The secret is not stored: the same secret and name write the same folder again (after an
+update of the book, say).  ``python -m dptutor grade ASSIGNMENT SUBMISSIONS --course FOLDER`` grades
+with the folder's answer key and configuration (:func:`load_course`).
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from dptutor._validate import check_choice, check_path, check_str
+from dptutor.grading.instances import (INSTANCE_ASSIGNMENTS, AuditMember, PairMember, course_tokens, member_of)
+from dptutor.grading.registry import ASSIGNMENTS
+from dptutor.grading.release import book_assignments_folder, student_version
+
+__all__ = ["CourseFolder", "COURSE_NAME", "new_course", "load_course", "course_notebook", "answer_lines"]
+
+#: What a course name may look like (it is recorded in every row of the scores CSV).
+COURSE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_KEY_FILE = Path("private") / "answer-key.toml"
+_SETUP = {"audit": 'check = checker("audit")\n', "pair_audit": 'check = checker("pair_audit")\n'}
+
+_BUG_TEXT = {
+    "one-sided": ("adds the absolute value of Laplace noise of scale $n/\\varepsilon$ (one-sided noise), so its "
+                  "loss is infinite at every $n$ and the paper's attack shows it at every $n$"),
+    "sensitivity-1": ("adds Laplace noise of scale $1/\\varepsilon$ whatever $n$ is (sensitivity 1 instead of $n$), "
+                      "so its loss grows with $n$, like ADePT's"),
+    "l2": ("adds Laplace noise of scale $\\sqrt{n}/\\varepsilon$ (the $\\ell_2$ sensitivity), which the paper's "
+           "attack exposes only at small even $n$"),
+    "half-scale": ("adds Laplace noise of scale $n/(2\\varepsilon)$ (half the noise), so its true $\\varepsilon$ "
+                   "is 2 at every $n$"),
+}
+
+
+@dataclass(frozen=True)
+class CourseFolder:
+    """A course folder: its name, its tokens (one per assignment of ``INSTANCE_ASSIGNMENTS``), its members."""
+
+    folder: Path
+    name: str
+    tokens: dict[str, str]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "folder", Path(check_path(self.folder, "folder")))
+        _check_name(self.name)
+        if not isinstance(self.tokens, dict) or set(self.tokens) != set(INSTANCE_ASSIGNMENTS):
+            raise TypeError(f"tokens must be a dict with one token for each of {INSTANCE_ASSIGNMENTS}")
+        for assignment, token in self.tokens.items():
+            try:
+                found = member_of(token)[0]
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"tokens: {exc}") from None
+            if found != assignment:
+                raise ValueError(f"tokens: the token given for {assignment!r} is a token of another assignment")
+
+    @property
+    def members(self) -> dict[str, object]:
+        """The member each token selects."""
+        return {a: member_of(t)[1] for a, t in self.tokens.items()}
+
+    @property
+    def config(self) -> Path:
+        """The folder's grading configuration file."""
+        return self.folder / "grading.toml"
+
+
+def _check_name(name: object) -> str:
+    name = check_str(name, "name")
+    if not COURSE_NAME.match(name):
+        raise ValueError(f"name must be 1 to 64 letters, digits, '.', '_' or '-' (starting with a letter or digit), "
+                         f"got {name!r}")
+    return name
+
+
+def answer_lines(assignment: str, member: object) -> list[str]:
+    """The answers of ``member`` as the lines of the answer key (``key = value``), the strings a student
+    must not find."""
+    assignment = check_choice(assignment, "assignment", INSTANCE_ASSIGNMENTS)
+    if isinstance(member, AuditMember) and assignment == "audit":
+        verdicts = {label: member.verdict(label) for label in "AB"}
+        return [f'broken = "{member.broken}"', f'verdicts = {{ A = "{verdicts["A"]}", B = "{verdicts["B"]}" }}',
+                f'diagnosis = "{member.bug}"']
+    if isinstance(member, PairMember) and assignment == "pair_audit":
+        return [f"columns = {member.columns}", f"scale = {member.scale:g}", f"true_epsilon = {member.true_epsilon:g}"]
+    raise ValueError(f"member: not a member of the {assignment!r} family")
+
+
+def _replace(text: str, old: str, new: str, where: str) -> str:
+    if not old or text.count(old) != 1:
+        raise ValueError(f"{where}: not the book's notebook (or it changed): cannot find {old[:60]!r} exactly once")
+    return text.replace(old, new)
+
+
+def _index(text: str, needle: str, start: int = 0) -> int:
+    found = text.find(needle, start)
+    if found < 0:
+        raise ValueError(f"text: not the book's notebook (or it changed): cannot find {needle[:60]!r}")
+    return found
+
+
+def course_notebook(assignment: str, text: str, member: object, name: str) -> str:
+    """The course's instructor notebook of ``assignment`` from the book's (``text``): the self-study
+    answers replaced by ``member``'s (ValueError if the book's notebook no longer has them)."""
+    assignment = check_choice(assignment, "assignment", INSTANCE_ASSIGNMENTS)
+    check_str(text, "text")
+    name = _check_name(name)
+    mine = (f"These are the answers of course {name} only (drawn from its secret): keep this file private.\n")
+    public = ("These are the answers of the book's public self-study instance; a course made with\n"
+              "`python -m dptutor course new` has answers of its own, in its private folder.\n")
+    where = "text"
+    if assignment == "audit" and isinstance(member, AuditMember):
+        broken, other = member.broken, "B" if member.broken == "A" else "A"
+        text = _replace(text, text[_index(text, "Mechanism A adds Laplace noise"):_index(text, public)], textwrap.fill(
+            f"Mechanism {broken} {_BUG_TEXT[member.bug]}; mechanism {other} is the correct Laplace mechanism.",
+            width=110, break_on_hyphens=False) + "\n", where)
+        text = _replace(text, "# Reference solution (audit q3): the candidates side by side with the broken mechanism; "
+                              "only the l2 scale\n# matches at every n.",
+                        "# Reference solution (audit q3): the candidates side by side with the broken mechanism; "
+                        f"only the\n# {member.bug} candidate matches at every n.", where)
+        text = _replace(text, 'diagnosis = "l2"', f'diagnosis = "{member.bug}"', where)
+        start = _index(text, 'justification = """')
+        text = _replace(text, text[start:_index(text, '"""', start + 20) + 3], (
+            'justification = """\nAt n = 3 and n = 8 the four candidates add noise of different scales (at n = 1, 2 '
+            f'and 4 two of them\ncoincide). There every candidate but {member.bug} gives losses outside the '
+            "confidence interval of the\nmystery's loss (or, for one-sided noise, an unbounded loss where the "
+            f"mystery's is finite), while the {member.bug}\ncandidate falls inside mechanism {broken}'s 95% "
+            'confidence interval at both dimensions.\n"""'), where)
+        start = _index(text, "- With $\\varepsilon = 1$ and the paper's attack, mechanism A's loss")
+        text = _replace(text, text[start:_index(text, "- Question 2 rewards", start)], (
+            "- Mechanism " + broken + "'s bug shows at some dimensions $n$ and not at others, or more at some than "
+            "others;\n  students who audit at one $n$ only may find nothing. That is the lesson: a sanity check can "
+            "only\n  show a violation, never privacy, and it should scan its parameters.\n"), where)
+    elif assignment == "pair_audit" and isinstance(member, PairMember):
+        k, scale, true = member.columns, member.scale, member.true_epsilon
+        start = _index(text, "The mystery mechanism adds $\\mathrm{Lap}(1/\\varepsilon)$")
+        text = _replace(text, text[start:_index(text, public)], (
+            f"The mystery mechanism adds $\\mathrm{{Lap}}({scale:g})$ noise to {k} copies of the count, so each copy "
+            f"spends\n$1/{scale:g}$ and its true $\\varepsilon$ is ${k}/{scale:g} = {true:g}$. The likelihood-ratio "
+            "statistic is the sum of the\ncoordinates clipped to $[0, 1]$; the event \"every coordinate at least 1\" "
+            f"has ratio exactly $e^{{{true:g}}}$.\n"), where)
+        start = _index(text, "# Reference solution (pair_audit q2)")
+        text = _replace(text, text[start:_index(text, "def attack(", start)], (
+            f"# Reference solution (pair_audit q2): every coordinate at least 1 has probability 2^-{k} under x' = 1 "
+            f"and\n# e^-{true:g} 2^-{k} under x = 0, a ratio of exactly e^{true:g}.\n"), where)
+        text = _replace(text, "# Reference solution (pair_audit q3): two Laplace releases at epsilon = 0.5 compose "
+                              "to 1.0.",
+                        f"# Reference solution (pair_audit q3): {k} Laplace releases, each spending 1/{scale:g}, "
+                        f"compose to {true:g}.", where)
+        text = _replace(text, "true_epsilon = 1.0\n", f"true_epsilon = {true:g}\n", where)
+        start = _index(text, "- A statistic that uses one coordinate sees at most")
+        text = _replace(text, text[start:_index(text, "- Question 2 is graded", start)], (
+            "- A statistic that uses one coordinate sees only that coordinate's share of the loss and may not flag "
+            "the\n  mechanism; the sum of the raw coordinates works too, more weakly than the clipped sum.\n"), where)
+    else:
+        raise ValueError(f"member: not a member of the {assignment!r} family")
+    return _replace(text, public, mine, where)
+
+
+def _with_token(assignment: str, text: str, token: str) -> str:
+    """``text`` with the course's token set right before the checker is made (the mysteries and the
+    feedback then use the course's member)."""
+    setup = _SETUP[assignment]
+    return _replace(text, setup, ("from dptutor.grading import use_course\n"
+                                  f'use_course("{token}")  # this course\'s mystery mechanisms\n' + setup), "text")
+
+
+def _readme(name: str) -> str:
+    return f"""# Course {name}
+
+Made by `python -m dptutor course new`. Its mystery mechanisms (assignments 3 and 4) were drawn from their
+families by the course secret, which is stored nowhere: keep it, and `course new` with the same secret and
+name writes this folder again.
+
+- `release/`: the student notebooks. Hand these out (not the book's `book/assignments/*.md`, whose
+  mysteries are the public self-study ones). They hold no solution; `audit.md` and `pair_audit.md` call
+  `use_course(...)` with this course's tokens.
+- `private/`: NEVER hand out. `answer-key.toml` holds the answers of assignments 3 and 4;
+  `instructor/*.md` the reference solutions with this course's answers.
+- `grading.toml`: the grading configuration (course name; add points, time limits, a late policy).
+
+Grade with the course's answer key:
+
+    python -m dptutor grade audit SUBMISSIONS --course PATH/OF/THIS/FOLDER
+
+A student who reads dptutor's source can decode a token into its member (see the README's threat model);
+what students cannot find is any written answer, in the wheel, the repository or these notebooks.
+"""
+
+
+def _key_text(name: str, tokens: dict[str, str]) -> str:
+    lines = [f"# The answer key of course {name}: PRIVATE. Written by `python -m dptutor course new`.",
+             f'course = "{name}"', ""]
+    for assignment in INSTANCE_ASSIGNMENTS:
+        lines += [f"[{assignment}]", f'token = "{tokens[assignment]}"',
+                  *answer_lines(assignment, member_of(tokens[assignment])[1]), ""]
+    return "\n".join(lines)
+
+
+def new_course(folder: Path | str, secret: str, *, name: str | None = None,
+               book: Path | str | None = None) -> CourseFolder:
+    """Write the course folder ``folder`` for ``secret`` (see the module docstring).
+
+    ``name`` defaults to the folder's name; ``book`` is the book's assignments folder (default: this
+    repository's).  A folder that exists must be empty or a course folder of the same secret and name
+    (it is then written again); anything else is a ValueError naming ``folder``.
+    """
+    folder = Path(check_path(folder, "folder"))
+    tokens = course_tokens(secret)
+    name = _check_name(folder.resolve().name if name is None else name)
+    book = book_assignments_folder() if book is None else Path(check_path(book, "book"))
+    if not (book / "instructor").is_dir():
+        raise ValueError(f"book: {book} has no instructor/ subfolder")
+    if folder.exists():
+        if not folder.is_dir():
+            raise ValueError(f"folder: {folder} exists and is not a folder")
+        if any(folder.iterdir()):
+            try:
+                old = load_course(folder)
+            except ValueError:
+                raise ValueError(f"folder: {folder} is not empty and is not a course folder; choose a new "
+                                 "folder") from None
+            if old.tokens != tokens or old.name != name:
+                raise ValueError(f"folder: {folder} is the course folder of another secret or name; choose a new "
+                                 "folder") from None
+    for sub in ("private/instructor", "release"):
+        (folder / sub).mkdir(parents=True, exist_ok=True)
+    # The key first: a run stopped half-way leaves a course folder that the same command completes.
+    (folder / _KEY_FILE).write_text(_key_text(name, tokens), encoding="utf-8")
+    for a in ASSIGNMENTS.values():
+        text = (book / "instructor" / a.notebook).read_text(encoding="utf-8")
+        token = tokens.get(a.name)
+        if token is not None:
+            text = _with_token(a.name, course_notebook(a.name, text, member_of(token)[1], name), token)
+        (folder / "private" / "instructor" / a.notebook).write_text(text, encoding="utf-8")
+        (folder / "release" / a.notebook).write_text(student_version(text), encoding="utf-8")
+    config = folder / "grading.toml"
+    if not config.exists():  # the instructor's edits (points, late policy) survive a rewrite
+        config.write_text(f'# Grading configuration of course {name} (see dptutor.grading.config).\n'
+                          f'course = "{name}"\n', encoding="utf-8")
+    (folder / "README.md").write_text(_readme(name), encoding="utf-8")
+    return CourseFolder(folder, name, tokens)
+
+
+def load_course(folder: Path | str) -> CourseFolder:
+    """The course folder ``folder``, its answer key checked (ValueError naming ``folder`` otherwise)."""
+    folder = Path(check_path(folder, "folder"))
+    path = folder / _KEY_FILE
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError:
+        raise ValueError(f"folder: {folder} is not a course folder (no {_KEY_FILE}); make one with "
+                         "`python -m dptutor course new`") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"folder: {path} is not valid TOML ({exc})") from None
+    name = raw.get("course")
+    if not isinstance(name, str) or not COURSE_NAME.match(name):
+        raise ValueError(f"folder: {path} has no valid course name")
+    tokens = {}
+    for assignment in INSTANCE_ASSIGNMENTS:
+        table = raw.get(assignment)
+        if not isinstance(table, dict) or not isinstance(table.get("token"), str):
+            raise ValueError(f"folder: {path} has no token for {assignment}")
+        try:
+            found, member = member_of(table["token"])
+        except ValueError:
+            raise ValueError(f"folder: {path}: the token of {assignment} is not a valid token") from None
+        if found != assignment:
+            raise ValueError(f"folder: {path}: the token of {assignment} belongs to {found}")
+        written = {line.split(" = ", 1)[0]: tomllib.loads(line)[line.split(" = ", 1)[0]]
+                   for line in answer_lines(assignment, member)}
+        if any(table.get(key) != value for key, value in written.items()):
+            raise ValueError(f"folder: {path}: the answers of {assignment} do not match its token (edited by hand?); "
+                             "write the folder again with `course new` and the course's secret")
+        tokens[assignment] = table["token"]
+    return CourseFolder(folder, name, tokens)

@@ -1,0 +1,255 @@
+"""Course instances: the mystery mechanisms of assignments 3 and 4, drawn for each course by its secret.
+
+Each of the two assignments has a public *family* of mystery mechanisms:
+
+* ``audit``: one of the two mechanisms (``A`` or ``B``) is broken by one of the four bugs listed in
+  :data:`~dptutor.grading.audit.DIAGNOSES`, the other is the correct Laplace mechanism (scale
+  ``n / epsilon``): 8 members;
+* ``pair_audit``: every release is ``columns`` copies of the count, each with its own Laplace noise
+  of scale ``spread / PAIR_EPSILON`` (2, 3 or 4 columns; spread 1 or 0.8): 6 members, whose true
+  epsilon is ``columns * PAIR_EPSILON / spread``.
+
+The book's notebooks use the *self-study* member (:data:`SELF_STUDY`), whose answers the book's
+instructor notebooks state in public.  A course draws its members from the other members
+(:data:`COURSE_FAMILIES`): the instructor's secret gives a course key, ``HMAC-SHA256(secret,
+"dptutor course instance v1")``, and the course key one *token* per assignment
+(``dptutor-course-1:<assignment>:<32 hex digits of HMAC-SHA256(course key, assignment)>``).  A token
+selects its member by a public rule (:func:`member_of`): the SHA-256 of the token, modulo the size of
+the family.  The same secret always gives the same tokens; different secrets give independent,
+uniformly drawn members.
+
+Threat model.  A student's notebook runs the mystery on the student's own computer, so it holds the
+token (``use_course(token)`` in the course's student notebooks) and this module, which turns the token
+into the member.  What this protects:
+
+* the answers are written nowhere a student gets them: not in the wheel, the public repository or a
+  course's student notebooks (a test searches them); the course's answer key stays in the course
+  folder's ``private/`` part;
+* the answers change with the course: last semester's solutions say nothing about this one, and a
+  token reveals neither the secret nor the other assignment's member;
+* errors do not depend on the member: a mystery validates every input with the same rules (the widest
+  any member needs) *before* it looks up its member, so a bad input raises the same error, after the
+  same work, whatever the member;
+* the random generator a student passes is never given a member's scale (the draws are standard Laplace,
+  scaled afterwards; in ``audit`` the calls are the same for every member), so a generator that records
+  its calls learns no more than the output's shape.
+
+What it does not protect: a student who reads this module and calls :func:`member_of` on the token
+(or runs the package's checks with ``hidden=True`` in their own kernel, which grade against the
+token's member) learns the member, as a student who measures the noise of the outputs learns its scale.  Any mechanism
+that runs on the student's computer has that property (only a mechanism run as a remote service would
+not).  Reading the code is not an audit, though: the graded questions ask for replayable evidence that
+supports each verdict, and the justification is read by hand.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dptutor._validate import check_batch, check_choice, check_int, check_real, check_rng, check_str
+from dptutor.distributions import standard_laplace_fill
+
+__all__ = [
+    "INSTANCE_ASSIGNMENTS", "AUDIT_BUGS", "AuditMember", "PairMember", "FAMILIES", "SELF_STUDY",
+    "COURSE_FAMILIES", "TOKEN_PREFIX", "MIN_SECRET_LENGTH", "MYSTERY_EPSILON_RANGE", "PAIR_EPSILON",
+    "course_tokens", "member_of", "use_course", "use_self_study", "active_member", "course_scope",
+    "audit_mystery", "pair_mystery",
+]
+
+#: The assignments whose mystery mechanisms are drawn per course.
+INSTANCE_ASSIGNMENTS = ("audit", "pair_audit")
+#: The bugs a broken ``audit`` mechanism may have (the keys of ``audit.DIAGNOSES``).
+AUDIT_BUGS = ("one-sided", "sensitivity-1", "l2", "half-scale")
+#: The budget the ``pair_audit`` mystery claims.
+PAIR_EPSILON = 0.5
+#: A mystery accepts epsilon in this range, whatever its member (every member's scale is then finite
+#: and positive for every n).
+MYSTERY_EPSILON_RANGE = (1e-6, 1e6)
+#: The shortest secret ``course_tokens`` accepts.
+MIN_SECRET_LENGTH = 12
+#: The first part of every token (the version of the family and of the derivation).
+TOKEN_PREFIX = "dptutor-course-1"
+_TOKEN = re.compile(r"^dptutor-course-1:(audit|pair_audit):([0-9a-f]{32})$")
+_COURSE_KEY_LABEL = b"dptutor course instance v1"
+_MAX_PAIR_SIZE = 1 << 24
+
+
+@dataclass(frozen=True)
+class AuditMember:
+    """A member of the ``audit`` family: mechanism ``broken`` has bug ``bug``; the other is correct."""
+
+    broken: str
+    bug: str
+
+    def __post_init__(self) -> None:
+        check_choice(self.broken, "broken", ("A", "B"))
+        check_choice(self.bug, "bug", AUDIT_BUGS)
+
+    def scale(self, label: str, n: int, epsilon: float) -> float:
+        """The noise scale of mechanism ``label`` at dimension ``n`` (one-sided noise: of the magnitude)."""
+        label = check_choice(label, "label", ("A", "B"))
+        n = check_int(n, "n", minimum=1)
+        eps = check_real(epsilon, "epsilon", low=MYSTERY_EPSILON_RANGE[0], high=MYSTERY_EPSILON_RANGE[1])
+        if label != self.broken or self.bug == "one-sided":
+            return n / eps
+        return {"sensitivity-1": 1.0, "l2": n ** 0.5, "half-scale": n / 2}[self.bug] / eps
+
+    def one_sided(self, label: str) -> bool:
+        """Whether mechanism ``label`` adds only non-negative noise."""
+        return check_choice(label, "label", ("A", "B")) == self.broken and self.bug == "one-sided"
+
+    def verdict(self, label: str) -> str:
+        """The right verdict on mechanism ``label``: ``"violates"`` or ``"no evidence"``."""
+        return "violates" if check_choice(label, "label", ("A", "B")) == self.broken else "no evidence"
+
+
+@dataclass(frozen=True)
+class PairMember:
+    """A member of the ``pair_audit`` family: ``columns`` noisy copies of the count, each with Laplace
+    noise of scale ``spread / PAIR_EPSILON``."""
+
+    columns: int
+    spread: float
+
+    def __post_init__(self) -> None:
+        check_int(self.columns, "columns", minimum=1, maximum=16)
+        check_real(self.spread, "spread", low=0.1, high=10.0)
+
+    @property
+    def scale(self) -> float:
+        """The Laplace scale of each column."""
+        return self.spread / PAIR_EPSILON
+
+    @property
+    def true_epsilon(self) -> float:
+        """The privacy loss for counts that differ by 1: each column spends 1 / scale."""
+        return self.columns / self.scale
+
+
+#: Every member of each family, in a fixed order.
+FAMILIES: dict[str, tuple] = {
+    "audit": tuple(AuditMember(label, bug) for label in "AB" for bug in AUDIT_BUGS),
+    "pair_audit": tuple(PairMember(columns, spread) for columns in (2, 3, 4) for spread in (1.0, 0.8)),
+}
+#: The members of the book's self-study instance (their answers are public).
+SELF_STUDY: dict[str, object] = {"audit": AuditMember("A", "l2"), "pair_audit": PairMember(2, 1.0)}
+#: The members a course may draw: every member except the public self-study one.
+COURSE_FAMILIES: dict[str, tuple] = {a: tuple(m for m in FAMILIES[a] if m != SELF_STUDY[a]) for a in FAMILIES}
+
+_ACTIVE: dict[str, object] = dict(SELF_STUDY)
+
+
+def course_tokens(secret: str) -> dict[str, str]:
+    """The token of each assignment in :data:`INSTANCE_ASSIGNMENTS` for the course of ``secret``."""
+    secret = check_str(secret, "secret")
+    if len(secret.strip()) < MIN_SECRET_LENGTH:
+        raise ValueError(f"secret must have at least {MIN_SECRET_LENGTH} characters (not counting spaces at "
+                         "the ends); use a long random phrase")
+    key = hmac.new(secret.encode("utf-8"), _COURSE_KEY_LABEL, hashlib.sha256).digest()
+    return {a: f"{TOKEN_PREFIX}:{a}:{hmac.new(key, a.encode('ascii'), hashlib.sha256).hexdigest()[:32]}"
+            for a in INSTANCE_ASSIGNMENTS}
+
+
+def member_of(token: str) -> tuple[str, object]:
+    """The assignment and the member a token selects (the public rule: SHA-256 of the token modulo the
+    size of the assignment's course family)."""
+    token = check_str(token, "token").strip()
+    match = _TOKEN.match(token)
+    if match is None:
+        raise ValueError(f"token must look like '{TOKEN_PREFIX}:audit:<32 hex digits>' (as the course's student "
+                         "notebooks write it), got a string that does not")
+    assignment = match[1]
+    family = COURSE_FAMILIES[assignment]
+    index = int.from_bytes(hashlib.sha256(token.encode("ascii")).digest()[:8], "big") % len(family)
+    return assignment, family[index]
+
+
+def use_course(token: str) -> None:
+    """Make the mystery mechanisms (and the feedback checks) of the token's assignment those of its course."""
+    assignment, member = member_of(token)
+    _ACTIVE[assignment] = member
+
+
+def use_self_study(assignment: str | None = None) -> None:
+    """Go back to the book's self-study mysteries (of ``assignment``, or of both when None)."""
+    if assignment is not None:
+        assignment = check_choice(assignment, "assignment", INSTANCE_ASSIGNMENTS)
+    for a in INSTANCE_ASSIGNMENTS:
+        if assignment is None or a == assignment:
+            _ACTIVE[a] = SELF_STUDY[a]
+
+
+def active_member(assignment: str) -> object:
+    """The member the mysteries of ``assignment`` currently use."""
+    return _ACTIVE[check_choice(assignment, "assignment", INSTANCE_ASSIGNMENTS)]
+
+
+def course_scope(tokens: Mapping[str, str]) -> contextlib.AbstractContextManager[None]:
+    """Use the courses of ``tokens`` (a mapping, e.g. ``{"audit": token}``) inside a ``with`` block, then
+    restore the members used before (the grader grades a course's submissions this way).  The tokens
+    are checked at once, not when the block starts."""
+    if not isinstance(tokens, Mapping):
+        raise TypeError(f"tokens must be a mapping from assignments to tokens, got {type(tokens).__name__}")
+    chosen = {}
+    for name, token in tokens.items():
+        try:
+            assignment, member = member_of(token)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"tokens: {exc}") from None
+        if name != assignment:
+            raise ValueError(f"tokens: the token given for {name!r} is a token of {assignment!r}")
+        chosen[assignment] = member
+    return _scope(chosen)
+
+
+@contextlib.contextmanager
+def _scope(chosen: dict[str, object]) -> Iterator[None]:
+    saved = dict(_ACTIVE)
+    _ACTIVE.update(chosen)
+    try:
+        yield
+    finally:
+        _ACTIVE.clear()
+        _ACTIVE.update(saved)
+
+
+def audit_mystery(label: str, x: NDArray, epsilon: float, rng: np.random.Generator) -> NDArray[np.float64]:
+    """Mystery mechanism ``label`` of the ``audit`` assignment on the batch ``x`` (shape ``(trials, n)``).
+
+    Every input is validated before the member is looked up, with the same rules for all members.
+    """
+    label = check_choice(label, "label", ("A", "B"))
+    x = check_batch(x)
+    if x.shape[1] < 1:
+        raise ValueError(f"x must have at least one column (n >= 1), got shape {x.shape}")
+    eps = check_real(epsilon, "epsilon", low=MYSTERY_EPSILON_RANGE[0], high=MYSTERY_EPSILON_RANGE[1])
+    rng = check_rng(rng)
+    member = _ACTIVE["audit"]
+    out = np.empty(x.shape, dtype=np.float64)
+    standard_laplace_fill(out, rng=rng)
+    if member.one_sided(label):
+        np.abs(out, out=out)
+    np.multiply(out, member.scale(label, x.shape[1], eps), out=out)
+    np.add(out, x, out=out)
+    return out
+
+
+def pair_mystery(data: float, size: int, rng: np.random.Generator) -> NDArray[np.float64]:
+    """The ``pair_audit`` mystery: ``size`` noisy releases of the count ``data``, one row of reals each.
+
+    Every input is validated before the member is looked up, with the same rules for all members.
+    """
+    count = check_real(data, "data", low=-1e12, high=1e12)
+    n = check_int(size, "size", minimum=0, maximum=_MAX_PAIR_SIZE)
+    rng = check_rng(rng)
+    member = _ACTIVE["pair_audit"]
+    noise = rng.laplace(0.0, 1.0, (n, member.columns))
+    return count + noise * member.scale
