@@ -506,7 +506,9 @@ def test_otter_export_is_self_contained_and_grades_correct_blank_and_looping_sub
     looping = tmp_path / "looping.ipynb"
     for cell in student.cells:
         if cell.cell_type == "code" and "def laplace_inverse_cdf" in cell.source:
-            cell.source = cell.source.replace("    ...", "    while True:\n        pass")
+            # The student notebook shows dptutor's stub, as the book's student notebook does.
+            assert '    raise NotImplementedError("Questions 1-3")' in cell.source and "    ..." not in cell.source
+            cell.source = cell.source.replace('    raise NotImplementedError("Questions 1-3")', "    while True:\n        pass")
     nbformat.write(student, looping)
     # The looping notebook runs on a copy of the zip whose plugin allows 1 s (each of its six checks waits
     # out the limit); the other two on the exported zip (5 s). The three runs go side by side.
@@ -541,4 +543,5 @@ def test_otter_export_is_self_contained_and_grades_correct_blank_and_looping_sub
     # The messages of dptutor's checks (the notebook's feedback and the grading report), not a bare assert.
     assert "AssertionError" not in outputs["blank"]
     assert "q1 (law of the samples): 0 / 2 points" in outputs["blank"]
+    assert "not implemented yet: `laplace_inverse_cdf` still raises NotImplementedError" in outputs["blank"]
     assert "ran longer than 1 s (the grader's time limit)" in outputs["looping"]

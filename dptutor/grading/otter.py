@@ -175,8 +175,26 @@ def _test_cell(code: str, points: float, hidden: bool) -> Any:
 
 
 def _otter_source(source: str) -> str:
-    """A code cell for otter: dptutor's ``# STUB:`` lines dropped (otter puts ``...`` in the block)."""
-    return "\n".join(line for line in source.splitlines() if not re.match(r"^\s*#\s?STUB:", line))
+    """A code cell for otter: dptutor's ``# STUB:`` lines become otter's prompt (``# BEGIN PROMPT``
+    block, what the student notebook shows in place of the solution, as in dptutor's own student
+    notebook) and the solution blocks give no other prompt (``# BEGIN SOLUTION NO PROMPT``)."""
+    lines = source.splitlines()
+    stubs = [re.match(r"^(\s*)#\s?STUB:\s?(.*)$", line) for line in lines]
+    if not any(stubs) or any('"""' in m[2] for m in stubs if m):
+        return "\n".join(line for line, m in zip(lines, stubs) if m is None)
+    out: list[str] = []
+    block: list[str] = []
+    indent = ""
+    for line, m in zip([*lines, ""], [*stubs, None]):
+        if m is not None:
+            indent = indent if block else m[1]
+            block.append(m[1] + m[2])
+            continue
+        if block:
+            out += [f'{indent}""" # BEGIN PROMPT', *block, f'{indent}""" # END PROMPT']
+            block = []
+        out.append(re.sub(r"# BEGIN SOLUTION\s*$", "# BEGIN SOLUTION NO PROMPT", line))
+    return "\n".join(out[:-1])
 
 
 _WHEEL_NAME = re.compile(r"^dptutor-[0-9][^-]*-[^-]+-[^-]+-[^-]+\.whl$")
