@@ -41,8 +41,9 @@ name its checks cannot be weighted (its key is refused).  The scores CSV keeps e
 
 Error carried forward (``carry_forward = true``): a later question is judged against the student's
 own earlier answer where that is meaningful.  ``mechanism``: question 2 (the noise of
-``private_mean``) also passes when the noise follows Lap(0, Delta_s / epsilon) with the student's own
-``mean_sensitivity`` Delta_s, so one wrong sensitivity costs question 1 only; the message says so.
+``private_mean``) also passes when the noise follows the Laplace law with scale
+``mean_sensitivity(m, k) / epsilon``, the student's own sensitivity in place of the right one, so one
+wrong sensitivity costs question 1 only; the message says so.
 Assignments whose questions do not build on one another (``sampler``, ``audit``, ``pair_audit``,
 ``selection``) refuse it with the reason.
 
