@@ -545,3 +545,35 @@ def test_otter_export_is_self_contained_and_grades_correct_blank_and_looping_sub
     assert "q1 (law of the samples): 0 / 2 points" in outputs["blank"]
     assert "not implemented yet: `laplace_inverse_cdf` still raises NotImplementedError" in outputs["blank"]
     assert "ran longer than 1 s (the grader's time limit)" in outputs["looping"]
+
+
+def test_otter_export_with_a_given_wheel_pins_it_and_writes_plain_markdown(tmp_path: Path) -> None:
+    """Without otter: ``--wheel`` ships the given wheel, ``requirements.txt`` installs it from the zip's
+    files by a direct reference and pins its dependencies; no assignment's notebook keeps MyST markup."""
+    import zipfile
+    from importlib import metadata
+
+    import nbformat
+
+    from dptutor.grading.otter import export_otter
+
+    wheel = tmp_path / "dptutor-9.9-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr("dptutor/grading/otter.py", "")
+        zf.writestr("dptutor-9.9.dist-info/METADATA", "Name: dptutor\nVersion: 9.9\nRequires-Dist: numpy\n"
+                                                       "Requires-Dist: scipy>=1\nRequires-Dist: dask; extra == 'x'\n")
+    for name in sorted(ASSIGNMENTS):
+        out = tmp_path / name
+        target = export_otter(name, out, wheel=wheel)
+        assert sorted(p.name for p in out.iterdir()) == sorted([target.name, wheel.name, "requirements.txt"])
+        assert (out / "requirements.txt").read_text().splitlines() == [
+            f"dptutor @ file:///autograder/source/files/{wheel.name}", f"numpy=={metadata.version('numpy')}",
+            f"scipy=={metadata.version('scipy')}"]
+        nb = nbformat.read(target, as_version=4)
+        assert f"autograder_files:\n  - \"{wheel.name}\"" in nb.cells[0].source
+        markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+        for myst in ("```{", "{ref}`", "{doc}`", "{eq}`", ":class:"):
+            assert myst not in markdown, (name, myst)
+        assert not any(line.rstrip().endswith(")=") and line.startswith("(") for line in markdown.splitlines())
+    run = run_cli("export-otter", "sampler", str(tmp_path / "bad"), "--wheel", str(tmp_path / "nope.whl"))
+    assert run.returncode == 2 and "wheel:" in run.stderr and "Traceback" not in run.stderr
