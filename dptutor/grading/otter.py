@@ -28,6 +28,7 @@ does not hold there; use ``dptutor grade`` when that matters.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import secrets
@@ -299,11 +300,17 @@ _ROLE = re.compile(r"\{([\w:-]+)\}`([^`]*)`")
 
 def _book_titles(book: Path | None) -> tuple[dict[str, str], dict[str, str]]:
     """Section titles of the book by label, and page titles by file stem."""
+    if book is None or not book.is_dir():
+        return {}, {}
+    return _titles_in(str(book.resolve()))
+
+
+@functools.lru_cache(maxsize=4)
+def _titles_in(book: str) -> tuple[dict[str, str], dict[str, str]]:
+    """:func:`_book_titles` of one folder, read once per process (one export reads it per cell)."""
     labels: dict[str, str] = {}
     pages: dict[str, str] = {}
-    if book is None or not book.is_dir():
-        return labels, pages
-    for page in sorted(book.glob("*.md")):
+    for page in sorted(Path(book).glob("*.md")):
         lines = page.read_text(encoding="utf-8").splitlines()
         pending: list[str] = []
         for line in lines:
