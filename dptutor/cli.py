@@ -255,12 +255,15 @@ def _add_export_otter(subparsers: argparse._SubParsersAction) -> None:
         "export-otter",
         help="write an otter-grader 7 master notebook of an assignment (for Gradescope)",
         description="Write OUTDIR/ASSIGNMENT.ipynb, an otter-grader master notebook whose hidden tests call the "
-                    "same dptutor checks (partial credit, cell time limit); then run `otter assign` on it.",
+                    "same dptutor checks (partial credit, cell time limit), the dptutor wheel and a "
+                    "requirements.txt that installs it from the autograder zip; then run `otter assign` on it.",
     )
     p.add_argument("assignment", choices=sorted(ASSIGNMENTS))
     p.add_argument("outdir", type=Path)
     p.add_argument("--time-limit", type=_positive_float, default=60.0,
                    help="seconds any cell may run when otter grades (default: %(default)s)")
+    p.add_argument("--wheel", type=Path, default=None,
+                   help="a prebuilt dptutor wheel to ship (default: build one from this repository)")
     p.set_defaults(handler=_cmd_export_otter)
 
 
@@ -330,8 +333,14 @@ def _cmd_export_otter(args: argparse.Namespace) -> int:
     if args.outdir.exists() and not args.outdir.is_dir():
         print(f"error: {args.outdir} exists and is not a folder", file=sys.stderr)
         return 2
-    target = export_otter(args.assignment, args.outdir, time_limit=args.time_limit)
-    print(f"wrote {target}; next: cd {args.outdir} && otter assign {target.name} dist/")
+    try:
+        target = export_otter(args.assignment, args.outdir, time_limit=args.time_limit, wheel=args.wheel)
+    except (ValueError, RuntimeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    wheels = sorted(p.name for p in target.parent.glob("dptutor-*.whl"))
+    print(f"wrote {target}, {', '.join(wheels)} and requirements.txt; next: cd {args.outdir} && "
+          f"otter assign {target.name} dist/")
     return 0
 
 

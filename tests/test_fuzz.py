@@ -118,6 +118,20 @@ class Context:
         nbformat.write(nb, folder / "tiny.ipynb")
         return folder
 
+    def dptutor_wheel(self) -> Path:
+        """A tiny stand-in for a dptutor wheel (what the otter export reads of one: the grader's module and
+        METADATA with one dependency), so that no fuzzed call builds a real wheel."""
+        import zipfile
+
+        path = self.tmp / "dptutor-0.1.0-py3-none-any.whl"
+        if not path.exists():
+            with zipfile.ZipFile(path, "w") as zf:
+                zf.writestr("dptutor/grading/otter.py", "")
+                zf.writestr("dptutor-0.1.0.dist-info/METADATA",
+                            "Metadata-Version: 2.1\nName: dptutor\nVersion: 0.1.0\nRequires-Dist: numpy\n"
+                            "Requires-Dist: dask[distributed]==2026.8.0; extra == \"distributed\"\n")
+        return path
+
     def release_folder(self) -> Path:
         """A book/assignments-like folder: one tiny instructor notebook per assignment."""
         from dptutor.grading import ASSIGNMENTS
@@ -365,7 +379,12 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
     "grading.feedback.uniforms": {"seed": _const(1), "size": _const(5)},
     "grading.feedback.hidden_rng": {"hidden": _const(3)},
     "grading.otter.arm_time_limit": {"seconds": _const(60.0)},
-    "grading.otter.export_otter": {"assignment": _const("sampler"), "outdir": lambda ctx: ctx.tmp / "otter"},
+    "grading.otter.export_otter": {"assignment": _const("sampler"), "outdir": lambda ctx: ctx.tmp / "otter",
+                                   "wheel": lambda ctx: ctx.dptutor_wheel()},
+    "grading.otter.wheel_requirements": {"wheel": lambda ctx: ctx.dptutor_wheel()},
+    "grading.otter.myst_to_markdown": {"text": _const("(x)=\n```{note}\nSee {ref}`x`.\n```\n"), "book": _const(None)},
+    "grading.otter.show_feedback": {"*objects": _const((lambda m, k: 1.0 / m,)), "assignment": _const("mechanism"), "question": _const("q1")},
+    "grading.otter.show_hidden": {"*objects": _const((lambda m, k: 1.0 / m,)), "assignment": _const("mechanism"), "question": _const("q1"), "step": _const(1)},
     "grading.otter.hidden_score": {"*objects": _const((lambda m, k: 1.0 / m,)), "assignment": _const("mechanism"), "question": _const("q1")},
     "grading.otter.reaches": {"*objects": _const((lambda m, k: 1.0 / m,)), "assignment": _const("mechanism"), "question": _const("q1"), "step": _const(1)},
     "grading.otter.feedback_clean": {"*objects": _const((lambda m, k: 1.0 / m,)), "assignment": _const("mechanism"), "question": _const("q1")},

@@ -450,36 +450,130 @@ def test_in_the_sandbox_killing_the_parent_kills_nothing(tmp_path: Path) -> None
 # ---------------------------------------------------------------------------------------------
 
 
-def test_otter_export_grades_correct_blank_and_looping_submissions(tmp_path: Path) -> None:
-    pytest.importorskip("otter")
-    import shutil
+def test_otter_export_is_self_contained_and_grades_correct_blank_and_looping_submissions(tmp_path: Path) -> None:
+    """The export, through otter's own ``otter assign`` and ``otter run`` (offline): the autograder zip
+    carries the dptutor wheel and its requirements install dptutor from there (no index); the grading
+    runs on the dptutor installed from that wheel alone; students read dptutor's messages; the student
+    notebook is plain Markdown; partial credit and the time limit work."""
+    pytest.importorskip("otter", reason="the Gradescope export test needs otter-grader: pip install "
+                                        "'dptutor[otter]' (.ci/run installs it, so CI runs this test)")
+    import zipfile
+    from importlib import metadata
 
     import nbformat
+    import yaml
 
     otter = [sys.executable, "-m", "otter"]
     export = run_cli("export-otter", "sampler", str(tmp_path), "--time-limit", "5")
     assert export.returncode == 0, export.stderr
+    wheels = list(tmp_path.glob("dptutor-*.whl"))
+    assert len(wheels) == 1 and wheels[0].stat().st_size < 2_000_000, wheels
     subprocess.run([*otter, "assign", "sampler.ipynb", "dist"], cwd=tmp_path, check=True, capture_output=True,
                    timeout=300)
     zips = list((tmp_path / "dist" / "autograder").glob("*.zip"))
     assert len(zips) == 1
+    unpacked = tmp_path / "source"  # what Gradescope unpacks to /autograder/source
+    with zipfile.ZipFile(zips[0]) as zf:
+        zf.extractall(unpacked)
+    assert (unpacked / "files" / wheels[0].name).read_bytes() == wheels[0].read_bytes()
+    pip_lines = next(d["pip"] for d in yaml.safe_load((unpacked / "environment.yml").read_text())["dependencies"]
+                     if isinstance(d, dict))
+    assert f"dptutor @ file:///autograder/source/files/{wheels[0].name}" in pip_lines
+    for dep in ("numpy", "scipy", "sympy", "matplotlib", "tqdm"):
+        assert f"{dep}=={metadata.version(dep)}" in pip_lines
+    # The requirements resolve with no index at all here (the pins are installed; dptutor comes from the zip).
+    requirements = tmp_path / "requirements-local.txt"
+    requirements.write_text("\n".join(line.replace("/autograder/source", str(unpacked)) for line in pip_lines
+                                      if not line.startswith("otter-grader")) + "\n")
+    dry = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--no-index", "--disable-pip-version-check",
+                          "-r", str(requirements)], capture_output=True, text=True, timeout=120)
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    # Grade with the dptutor of the zip's wheel, not the repository's.
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-index", "--no-deps",
+                    "--disable-pip-version-check", "--target", str(site), str(unpacked / "files" / wheels[0].name)],
+                   check=True, capture_output=True, timeout=120)
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    where = subprocess.run([sys.executable, "-c", "import dptutor; print(dptutor.__file__)"], env=env, cwd=tmp_path,
+                           capture_output=True, text=True, check=True)
+    assert where.stdout.startswith(str(site)), where.stdout
     student = nbformat.read(tmp_path / "dist" / "student" / "sampler.ipynb", as_version=4)
-    assert "BEGIN SOLUTION" not in json.dumps(student) and "np.where(lower" not in json.dumps(student)
+    text = json.dumps(student)
+    assert "BEGIN SOLUTION" not in text and "np.where(lower" not in text
+    markdown = "\n".join(c.source for c in student.cells if c.cell_type == "markdown")
+    assert "{admonition}" not in markdown and "{ref}`" not in markdown and "(assignment-sampler)=" not in markdown
+    assert "> **Learning objectives**" in markdown
     looping = tmp_path / "looping.ipynb"
     for cell in student.cells:
         if cell.cell_type == "code" and "def laplace_inverse_cdf" in cell.source:
-            cell.source = cell.source.replace("    ...", "    while True:\n        pass")
+            # The student notebook shows dptutor's stub, as the book's student notebook does.
+            assert '    raise NotImplementedError("Questions 1-3")' in cell.source and "    ..." not in cell.source
+            cell.source = cell.source.replace('    raise NotImplementedError("Questions 1-3")', "    while True:\n        pass")
     nbformat.write(student, looping)
-    submissions = {"correct": tmp_path / "dist" / "autograder" / "sampler.ipynb",
-                   "blank": tmp_path / "dist" / "student" / "sampler.ipynb", "looping": looping}
-    scores = {}
-    for label, path in submissions.items():
+    # The looping notebook runs on a copy of the zip whose plugin allows 1 s (each of its six checks waits
+    # out the limit); the other two on the exported zip (5 s). The three runs go side by side.
+    quick = tmp_path / "quick.zip"
+    with zipfile.ZipFile(zips[0]) as zf, zipfile.ZipFile(quick, "w") as out:
+        for item in zf.infolist():
+            data = zf.read(item)
+            if item.filename == "otter_config.json":
+                config = json.loads(data)
+                (plugin,) = config["plugins"]
+                assert plugin == {"dptutor.grading.otter_plugin.TimeLimit": {"seconds": 5.0}}
+                plugin["dptutor.grading.otter_plugin.TimeLimit"]["seconds"] = 1.0
+                data = json.dumps(config).encode()
+            out.writestr(item, data)
+    submissions = {"correct": (tmp_path / "dist" / "autograder" / "sampler.ipynb", zips[0]),
+                   "blank": (tmp_path / "dist" / "student" / "sampler.ipynb", zips[0]), "looping": (looping, quick)}
+    runs = {}
+    for label, (path, autograder) in submissions.items():
         out = tmp_path / f"run-{label}"
         out.mkdir()
         shutil.copy(path, out / "submission.ipynb")
-        subprocess.run([*otter, "run", "-a", str(zips[0]), "-o", str(out), str(out / "submission.ipynb")],
-                       cwd=tmp_path, capture_output=True, timeout=300)
-        results = json.loads((out / "results.json").read_text())
+        runs[label] = subprocess.Popen([*otter, "run", "-a", str(autograder), "-o", str(out), str(out / "submission.ipynb")],
+                                       cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    scores, outputs = {}, {}
+    for label, proc in runs.items():
+        proc.wait(timeout=300)
+        results = json.loads((tmp_path / f"run-{label}" / "results.json").read_text())
         scores[label] = sum(t.get("score", 0) for t in results["tests"])
+        outputs[label] = "\n".join(t.get("output", "") for t in results["tests"])
     print("otter scores:", scores)
     assert scores["correct"] == 4 and scores["blank"] == 0 and scores["looping"] == 0
+    # The messages of dptutor's checks (the notebook's feedback and the grading report), not a bare assert.
+    assert "AssertionError" not in outputs["blank"]
+    assert "q1 (law of the samples): 0 / 2 points" in outputs["blank"]
+    assert "not implemented yet: `laplace_inverse_cdf` still raises NotImplementedError" in outputs["blank"]
+    assert "ran longer than 1 s (the grader's time limit)" in outputs["looping"]
+
+
+def test_otter_export_with_a_given_wheel_pins_it_and_writes_plain_markdown(tmp_path: Path) -> None:
+    """Without otter: ``--wheel`` ships the given wheel, ``requirements.txt`` installs it from the zip's
+    files by a direct reference and pins its dependencies; no assignment's notebook keeps MyST markup."""
+    import zipfile
+    from importlib import metadata
+
+    import nbformat
+
+    from dptutor.grading.otter import export_otter
+
+    wheel = tmp_path / "dptutor-9.9-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr("dptutor/grading/otter.py", "")
+        zf.writestr("dptutor-9.9.dist-info/METADATA", "Name: dptutor\nVersion: 9.9\nRequires-Dist: numpy\n"
+                                                       "Requires-Dist: scipy>=1\nRequires-Dist: dask; extra == 'x'\n")
+    for name in sorted(ASSIGNMENTS):
+        out = tmp_path / name
+        target = export_otter(name, out, wheel=wheel)
+        assert sorted(p.name for p in out.iterdir()) == sorted([target.name, wheel.name, "requirements.txt"])
+        assert (out / "requirements.txt").read_text().splitlines() == [
+            f"dptutor @ file:///autograder/source/files/{wheel.name}", f"numpy=={metadata.version('numpy')}",
+            f"scipy=={metadata.version('scipy')}"]
+        nb = nbformat.read(target, as_version=4)
+        assert f"autograder_files:\n  - \"{wheel.name}\"" in nb.cells[0].source
+        markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+        for myst in ("```{", "{ref}`", "{doc}`", "{eq}`", ":class:"):
+            assert myst not in markdown, (name, myst)
+        assert not any(line.rstrip().endswith(")=") and line.startswith("(") for line in markdown.splitlines())
+    run = run_cli("export-otter", "sampler", str(tmp_path / "bad"), "--wheel", str(tmp_path / "nope.whl"))
+    assert run.returncode == 2 and "wheel:" in run.stderr and "Traceback" not in run.stderr

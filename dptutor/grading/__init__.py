@@ -60,7 +60,12 @@ Adding an assignment (say ``pair_audit``)
        ))
 
    A check raises :class:`NotAnswered` while the template's placeholder is in place, and returns a
-   ``Finding(None, ...)`` for an answer that the feedback records but only grading judges.
+   ``Finding(None, ...)`` for an answer that the feedback records but only grading judges.  To let
+   instructors weigh its checks, name them (``Question(..., checks=("shape", "loop"))``) and give
+   each finding its name (``Finding(True, "...", "shape")``).  For error carried forward, list the
+   earlier answers a question may be judged against (``carried=("mean_sensitivity",)``): its check
+   then takes ``carried={name: object}`` when the configuration asks for it (``mechanism`` q2);
+   otherwise say in ``Assignment(..., independent="...")`` why no question builds on another.
 2. Add one line, ``"pair_audit",``, to :data:`~dptutor.grading.registry.ASSIGNMENT_MODULES`.
 
 When grading, every check runs in the grader's process (:mod:`~dptutor.grading.record`); the

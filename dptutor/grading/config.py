@@ -9,6 +9,11 @@ The configuration file (TOML, or JSON with the same keys) of one assignment::
     q1 = 2                            # assignment's own); a score is rescaled to them
     q2 = 3
 
+    [weights.q3]                      # optional: the weight of each check within a question
+    shape = 1                         # (default 1 for every check not listed); a question's
+    epsilon_inf = 3                   # score is its points times the weighted share of its
+    unchanged = 0                     # passed checks; a weight of 0 leaves a check unscored
+
     [limits]                          # optional time limits, in seconds
     cell = 60                         # per cell (the command line's --timeout wins)
     notebook = 600                    # per notebook (--total-timeout wins)
@@ -22,11 +27,25 @@ The configuration file (TOML, or JSON with the same keys) of one assignment::
                                       # file's modification time) or a manifest CSV (path
                                       # relative to this file) with columns file,submitted
 
-    carry_forward = false             # error carried forward: refused until an assignment supports it
+    carry_forward = false             # error carried forward (see below)
 
-Unknown keys and wrong types are refused with a ``ValueError`` naming the key (``late.multiplier``).
-Each question's score is first graded on the assignment's own points, then rescaled to
-``points``; an override replaces it; the late multiplier applies to the total.
+Unknown keys and wrong types are refused with a ``ValueError`` naming the key (``late.multiplier``,
+``weights.q3.shape``).  Each question's score is first graded on the assignment's own points (with
+the configured weights of its checks), then rescaled to ``points``; an override replaces it; the late
+multiplier applies to the total.
+
+Weights: the checks a question can weigh are the names in its ``Question.checks`` (an unknown
+name is refused with the list; ``mechanism`` q3 has ``shape``, ``unchanged``, ``rng``,
+``epsilon_zero``, ...; the instructor pages of ``mechanism`` and ``sampler`` list them); a question that does not
+name its checks cannot be weighted (its key is refused).  The scores CSV keeps every check's outcome, so a changed weight re-scores every row.
+
+Error carried forward (``carry_forward = true``): a later question is judged against the student's
+own earlier answer where that is meaningful.  ``mechanism``: question 2 (the noise of
+``private_mean``) also passes when the noise follows the Laplace law with scale
+``mean_sensitivity(m, k) / epsilon``, the student's own sensitivity in place of the right one, so one
+wrong sensitivity costs question 1 only; the message says so.
+Assignments whose questions do not build on one another (``sampler``, ``audit``, ``pair_audit``,
+``selection``) refuse it with the reason.
 
 The override file (CSV, one row per change, header ``student,question,score,reason``) records
 the instructor's decisions: ``student`` is a submission's name (the scores CSV's ``file``) or its
@@ -51,7 +70,7 @@ from dptutor.grading.feedback import Assignment
 
 __all__ = ["GradingConfig", "Override", "load_config", "read_overrides", "read_manifest"]
 
-_KEYS = {"assignment", "course", "points", "limits", "late", "carry_forward"}
+_KEYS = {"assignment", "course", "points", "weights", "limits", "late", "carry_forward"}
 _LIMIT_KEYS = {"cell", "notebook"}
 _LATE_KEYS = {"deadline", "grace_minutes", "multiplier", "per_day", "times"}
 #: Time limits (seconds), as the command line allows them.
@@ -85,6 +104,8 @@ class GradingConfig:
 
     course: str = ""
     points: dict[str, float] = field(default_factory=dict)
+    #: question -> check -> weight (checks not listed weigh 1)
+    weights: dict[str, dict[str, float]] = field(default_factory=dict)
     cell_timeout: float | None = None
     notebook_timeout: float | None = None
     deadline: dt.datetime | None = None
@@ -100,6 +121,13 @@ class GradingConfig:
             raise TypeError("points must be a dict from question names to numbers")
         for q, p in self.points.items():
             _number(p, f"points.{q}", 0.0)
+        if not isinstance(self.weights, dict) or not all(
+                isinstance(q, str) and isinstance(w, dict) and all(isinstance(c, str) for c in w)
+                for q, w in self.weights.items()):
+            raise TypeError("weights must be a dict from question names to dicts from check names to numbers")
+        for q, table in self.weights.items():
+            for c, w in table.items():
+                _number(w, f"weights.{q}.{c}", 0.0)
         for name in ("cell_timeout", "notebook_timeout"):
             if getattr(self, name) is not None:
                 _number(getattr(self, name), name, *_LIMIT_RANGE)
@@ -173,6 +201,7 @@ def load_config(path: Path | str, assignment: Assignment) -> GradingConfig:
     kwargs["points"] = {q: _number(p, f"points.{q}", 0.0, 1e6) for q, p in points.items()}
     if kwargs["points"] and sum(kwargs["points"].get(q, assignment.question(q).points) for q in names) <= 0:
         raise ValueError("points: the questions' points must not all be 0")
+    kwargs["weights"] = _weights(data.get("weights", {}), assignment)
     limits = _table(data.get("limits", {}), "limits", _LIMIT_KEYS)
     if "cell" in limits:
         kwargs["cell_timeout"] = _number(limits["cell"], "limits.cell", *_LIMIT_RANGE)
@@ -200,11 +229,28 @@ def load_config(path: Path | str, assignment: Assignment) -> GradingConfig:
     carry = data.get("carry_forward", False)
     if not isinstance(carry, bool):
         raise TypeError("carry_forward must be true or false")
-    if carry and not getattr(assignment, "carry_forward", False):
-        raise ValueError(f"carry_forward: assignment {assignment.name!r} does not support error carried "
-                         "forward (its questions are graded independently)")
+    if carry and not assignment.carry_forward:
+        raise ValueError(f"carry_forward: assignment {assignment.name!r} has no error to carry forward: "
+                         f"{assignment.independent}")
     kwargs["carry_forward"] = carry
     return GradingConfig(**kwargs)
+
+
+def _weights(value: object, assignment: Assignment) -> dict[str, dict[str, float]]:
+    """The ``[weights.qN]`` tables, each key a check of question qN (ValueError naming the key)."""
+    names = [q.name for q in assignment.questions]
+    tables = _table(value, "weights", set(names))
+    out: dict[str, dict[str, float]] = {}
+    for q, table in tables.items():
+        checks = assignment.question(q).checks
+        if not checks:
+            raise ValueError(f"weights.{q}: question {q} of {assignment.name!r} does not name its checks, so "
+                             "they cannot be weighted (its findings weigh the same)")
+        table = _table(table, f"weights.{q}", set(checks))
+        out[q] = {c: _number(w, f"weights.{q}.{c}", 0.0, 1e6) for c, w in table.items()}
+        if all(out[q].get(c, 1.0) == 0 for c in checks):
+            raise ValueError(f"weights.{q}: the weights of {q}'s checks must not all be 0")
+    return out
 
 
 def _read_table(path: Path, name: str, required: Sequence[str]) -> list[dict[str, str]]:

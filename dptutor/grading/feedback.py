@@ -3,7 +3,10 @@
 
 A check is a plain function ``check(*objects, hidden=False) -> list[Finding]``: it receives the
 student's objects (the names listed in :attr:`Question.needs`), calls or inspects them, and says
-what holds.  Equal weight per finding: the score is ``points * passed / len(findings)``.
+what holds.  By default every finding weighs the same: the score is ``points * passed / len(findings)``.
+A finding may name the property it checks (:attr:`Finding.check`, one of the question's declared
+:attr:`Question.checks`); an instructor's grading configuration can then weigh those checks
+(:func:`score` with ``weights``; ``[weights.q3]`` in :mod:`dptutor.grading.config`).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ __all__ = [
     "Assignment",
     "NotAnswered",
     "REPORT_WIDTH",
+    "UNSCORED",
     "KS_ALPHA",
     "fmt_points",
     "score",
@@ -44,6 +48,8 @@ __all__ = [
 REPORT_WIDTH = 86
 #: Significance level of every Kolmogorov-Smirnov test in the checks.
 KS_ALPHA = 1e-3
+#: The check name of a finding that is reported to the instructor and never scored.
+UNSCORED = "unscored"
 #: What a Feedback's status can be.
 STATUSES = ("graded", "not implemented", "missing", "error", "timeout", "not run")
 
@@ -53,17 +59,22 @@ class Finding:
     """One property checked: whether it holds, and a sentence for the student.
 
     ``passed=None`` marks an answer that the notebook's feedback records but does not reveal (a
-    verdict, say): it is graded after submission and earns no points in the feedback.
+    verdict, say): it is graded after submission and earns no points in the feedback.  ``check``
+    names the property (one of its question's :attr:`Question.checks`, for weights; ``""``: unnamed,
+    weight 1; :data:`UNSCORED`: a note for the instructor that no score counts).
     """
 
     passed: bool | None
     message: str
+    check: str = ""
 
     def __post_init__(self) -> None:
         if self.passed is not None and not is_bool(self.passed):
             raise TypeError(f"passed must be True, False or None, got {type(self.passed).__name__}")
         if not isinstance(self.message, str):
             raise TypeError(f"message must be a str, got {type(self.message).__name__}")
+        if not isinstance(self.check, str) or (self.check and not self.check.isidentifier()):
+            raise TypeError(f"check must be an identifier or empty, got {self.check!r}")
 
 
 @dataclass(frozen=True)
@@ -135,13 +146,21 @@ class Feedback:
 
 @dataclass(frozen=True)
 class Question:
-    """One graded question: the names it reads from the student's notebook, and its check."""
+    """One graded question: the names it reads from the student's notebook, and its check.
+
+    ``checks`` names the properties its findings check (:attr:`Finding.check`; an instructor may
+    weigh them).  ``carried`` names earlier answers that its check also reads when error carried
+    forward is on (``check(*objects, hidden=..., carried={name: object})``): the question is then
+    judged against the student's own earlier answer where that answer is usable.
+    """
 
     name: str
     title: str
     points: float
     needs: tuple[str, ...]
     check: Callable[..., list[Finding]]
+    checks: tuple[str, ...] = ()
+    carried: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("name", "title"):
@@ -152,16 +171,28 @@ class Question:
                 isinstance(n, str) and n.isidentifier() for n in self.needs):
             raise TypeError(f"needs must be a non-empty tuple of identifiers, got {self.needs!r}")
         check_callable(self.check, "check", "check(*objects, hidden=False)")
+        for name in ("checks", "carried"):
+            value = getattr(self, name)
+            if not isinstance(value, tuple) or not all(isinstance(n, str) and n.isidentifier() for n in value) \
+                    or len(set(value)) != len(value):
+                raise TypeError(f"{name} must be a tuple of distinct identifiers, got {value!r}")
+        if UNSCORED in self.checks:
+            raise ValueError(f"checks: {UNSCORED!r} is reserved for notes that are never scored")
 
 
 @dataclass(frozen=True)
 class Assignment:
-    """An assignment: its name (the CLI's ``ASSIGNMENT``), title, notebook and questions."""
+    """An assignment: its name (the CLI's ``ASSIGNMENT``), title, notebook and questions.
+
+    ``independent`` says why error carried forward makes no sense for it (no question's check reads
+    an earlier answer); it is empty when some question carries an earlier answer forward.
+    """
 
     name: str
     title: str
     notebook: str  # the student notebook, relative to book/assignments/
     questions: tuple[Question, ...]
+    independent: str = "each question is judged on its own answer, and no answer is built from another one"
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.isidentifier():
@@ -173,6 +204,18 @@ class Assignment:
             raise TypeError("questions must be a non-empty tuple of Question")
         if len({q.name for q in self.questions}) != len(self.questions):
             raise ValueError("questions must have distinct names")
+        if not isinstance(self.independent, str):
+            raise TypeError(f"independent must be a str, got {type(self.independent).__name__}")
+        known = {n for q in self.questions for n in q.needs}
+        for q in self.questions:
+            missing = [n for n in q.carried if n not in known]
+            if missing:
+                raise ValueError(f"questions: {q.name} carries {missing[0]!r} forward, which no question needs")
+
+    @property
+    def carry_forward(self) -> bool:
+        """Whether some question can be judged against an earlier answer (error carried forward)."""
+        return any(q.carried for q in self.questions)
 
     @property
     def points(self) -> float:
@@ -197,15 +240,27 @@ def fmt_points(x: float) -> str:
     return f"{check_real(x, 'x'):g}"
 
 
-def score(findings: Sequence[Finding], points: float) -> float:
-    """Equal weight per finding, rounded to hundredths of a point."""
+def score(findings: Sequence[Finding], points: float, weights: dict[str, float] | None = None) -> float:
+    """``points`` times the weighted share of the passed findings, rounded to hundredths of a point.
+
+    A finding weighs ``weights[f.check]`` (1 when its check is not listed, or with no ``weights``);
+    findings marked :data:`UNSCORED` do not count; 0 when nothing weighs anything.
+    """
     points = check_real(points, "points", low=0.0)
     findings = check_sequence(findings, "findings", min_len=0)
     if not all(isinstance(f, Finding) for f in findings):
         raise TypeError("findings must be a sequence of Finding")
-    if not findings:
+    if weights is None:
+        weights = {}
+    if not isinstance(weights, dict) or not all(isinstance(k, str) for k in weights):
+        raise TypeError("weights must be a dict from check names to numbers")
+    for value in weights.values():
+        check_real(value, "weights", low=0.0)
+    scored = [(float(weights.get(f.check, 1.0)), f.passed is True) for f in findings if f.check != UNSCORED]
+    total = sum(w for w, _ in scored)
+    if total <= 0:
         return 0.0
-    return round(points * sum(f.passed is True for f in findings) / len(findings), 2)
+    return round(points * sum(w for w, ok in scored if ok) / total, 2)
 
 
 def call(fn: Callable, *args: Any, **kwargs: Any) -> tuple[Any, BaseException | None]:

@@ -3,6 +3,13 @@
 Questions: the l1 sensitivity ``mean_sensitivity(m, k)`` (k/m), the law of the noise that
 ``private_mean(X, epsilon, rng=rng)`` adds (KS tests against Lap(0, k/(m epsilon))), and its
 interface (shape, input left unchanged, reproducible from ``rng``, ``ValueError`` outside the proof).
+
+Error carried forward (``carry_forward = true`` in the grading configuration): question 2 also reads
+the student's ``mean_sensitivity``: noise that fails against the right law passes when it follows
+``Lap(0, Delta_s / epsilon)``, where ``Delta_s = mean_sensitivity(m, k)`` is the student's own
+sensitivity for that case (when it is a finite positive number), so a wrong sensitivity costs
+question 1 only, and a right mechanism still passes whatever question 1 returns.  Question 3 does not depend on the
+sensitivity.
 """
 
 from __future__ import annotations
@@ -16,11 +23,17 @@ from numpy.typing import NDArray
 from scipy import stats
 
 from dptutor.distributions import standard_laplace_fill
-from dptutor.grading.feedback import (KS_ALPHA, Assignment, Finding, Question, as_floats, call, describe,
+from dptutor.grading.feedback import (KS_ALPHA, UNSCORED, Assignment, Finding, Question, as_floats, call, describe,
                                       expect_value_error, hidden_rng)
 from dptutor.grading.record import call_many, flag_for_review, grading
 
-__all__ = ["ASSIGNMENT", "NOISE_CALLS"]
+__all__ = ["ASSIGNMENT", "NOISE_CALLS", "SENSITIVITY_CHECKS", "NOISE_CHECKS", "INTERFACE_CHECKS"]
+
+#: The checks of each question, in the order of its findings (what ``[weights.qN]`` can weigh).
+SENSITIVITY_CHECKS = ("one_record", "one_coordinate", "random_sizes")
+NOISE_CHECKS = ("one_call", "across_calls")
+INTERFACE_CHECKS = ("shape", "unchanged", "rng", "epsilon_zero", "epsilon_negative", "epsilon_nan", "epsilon_inf",
+                    "above_one", "below_zero", "nan_record", "one_dimensional", "empty")
 
 
 def _sensitivity_cases(hidden: bool | int) -> list[tuple[int, int]]:
@@ -35,19 +48,19 @@ def _sensitivity_cases(hidden: bool | int) -> list[tuple[int, int]]:
 def _mechanism_sensitivity(f: Callable, *, hidden: bool | int = False) -> list[Finding]:
     cases = _sensitivity_cases(hidden)
     findings = []
-    for m, k in cases:
+    for (m, k), name in zip(cases, (*SENSITIVITY_CHECKS, SENSITIVITY_CHECKS[-1])):
         value, exc = call(f, m, k)
         want = k / m
         if exc is not None:
-            findings.append(Finding(False, f"mean_sensitivity({m}, {k}) raised {describe(exc)}"))
+            findings.append(Finding(False, f"mean_sensitivity({m}, {k}) raised {describe(exc)}", name))
             continue
         got = as_floats(value)
         if got is None or got.size != 1:
-            findings.append(Finding(False, f"mean_sensitivity({m}, {k}) returned {value!r}, not a number"))
+            findings.append(Finding(False, f"mean_sensitivity({m}, {k}) returned {value!r}, not a number", name))
             continue
         got_f = float(got.reshape(-1)[0])
         if math.isclose(got_f, want, rel_tol=1e-9):
-            findings.append(Finding(True, f"mean_sensitivity({m}, {k}) = {want:g}"))
+            findings.append(Finding(True, f"mean_sensitivity({m}, {k}) = {want:g}", name))
             continue
         hint = {
             1 / m: "that is one coordinate's change; the l1 norm counts every coordinate of the change",
@@ -58,7 +71,7 @@ def _mechanism_sensitivity(f: Callable, *, hidden: bool | int = False) -> list[F
         }
         reason = next((h for v, h in hint.items() if math.isclose(got_f, v, rel_tol=1e-9)),
                       "replace one record by another: how far can the mean move, summed over coordinates?")
-        findings.append(Finding(False, f"mean_sensitivity({m}, {k}) returned {got_f:g}: {reason}"))
+        findings.append(Finding(False, f"mean_sensitivity({m}, {k}) returned {got_f:g}: {reason}", name))
     return findings
 
 
@@ -90,8 +103,26 @@ def _case_calls(case: tuple[int, int, float, int, int], rep: int) -> tuple[list,
             datasets, rng_seeds)
 
 
-def _mechanism_noise(f: Callable, *, hidden: bool | int = False) -> list[Finding]:
-    """The noise (output minus the true mean) against Lap(0, k / (m epsilon)).
+def _carried_sensitivities(carried: dict[str, Any] | None, cases: list[tuple[int, int, float, int, int]]) -> list[float | None]:
+    """Error carried forward: the student's own ``mean_sensitivity(m, k)`` for each case, where it is a
+    finite positive number that differs from k/m (None: judge the case with the right sensitivity)."""
+    sensitivity = (carried or {}).get("mean_sensitivity")
+    if sensitivity is None:
+        return [None] * len(cases)
+    out: list[float | None] = []
+    for (value, exc), (m, k, *_) in zip(call_many(sensitivity, [((m, k), {}) for m, k, *_ in cases]), cases):
+        got = as_floats(value) if exc is None else None
+        usable = got is not None and got.size == 1 and math.isfinite(float(got.reshape(-1)[0])) and \
+            0 < float(got.reshape(-1)[0]) < 1e12 * k / m
+        delta = float(got.reshape(-1)[0]) if usable else None
+        out.append(delta if delta is not None and not math.isclose(delta, k / m, rel_tol=1e-9) else None)
+    return out
+
+
+def _mechanism_noise(f: Callable, *, hidden: bool | int = False, carried: dict[str, Any] | None = None) -> list[Finding]:
+    """The noise (output minus the true mean) against Lap(0, k / (m epsilon)); with error carried
+    forward (``carried`` holds the student's ``mean_sensitivity``) a case that fails there passes
+    when its noise follows Lap(0, Delta_s / epsilon) with the student's own sensitivity Delta_s.
 
     A case with one call tests the pooled coordinates of that call (KS).  A case with many calls
     tests every coordinate on its own across calls (KS, Bonferroni: level ``KS_ALPHA / (k + 1)``
@@ -103,6 +134,8 @@ def _mechanism_noise(f: Callable, *, hidden: bool | int = False) -> list[Finding
     go to the student's function in one shuffled batch.
     """
     cases = _noise_cases(hidden)
+    deltas = _carried_sensitivities(carried, cases)
+    carried_pass = [False] * len(cases)  # passed only against the student's own sensitivity
     outcomes: dict[int, list[Finding]] = {i: [] for i in range(len(cases))}
     todo = list(range(len(cases)))
     order_rng = np.random.default_rng([c[4] for c in cases])
@@ -121,27 +154,42 @@ def _mechanism_noise(f: Callable, *, hidden: bool | int = False) -> list[Finding
             i, index = where[j]
             results[i][index] = answers[position]
         for i in todo:
-            outcomes[i].append(_judge_case(cases[i], results[i], *built[i]))
+            outcome = _judge_case(cases[i], results[i], *built[i])
+            if not outcome.passed and deltas[i] is not None:
+                carried_outcome = _judge_case(cases[i], results[i], *built[i], delta=deltas[i])
+                if carried_outcome.passed:
+                    outcome, carried_pass[i] = carried_outcome, True
+            outcomes[i].append(outcome)
         todo = [i for i in todo if not outcomes[i][-1].passed and outcomes[i][-1].message.startswith("KS:")]
         if not todo:
             break
     findings = []
-    for i in range(len(cases)):
+    for i, name in zip(range(len(cases)), NOISE_CHECKS):
         best = next((o for o in outcomes[i] if o.passed), outcomes[i][-1])
-        findings.append(Finding(best.passed, best.message.removeprefix("KS:")))
+        message = best.message.removeprefix("KS:")
+        if best.passed and carried_pass[i]:
+            m, k, eps = cases[i][:3]
+            message += (f" [error carried forward: judged with your own sensitivity mean_sensitivity({m}, {k}) = "
+                        f"{deltas[i]:.6g}, so b = {deltas[i] / eps:.6g}; question 1 grades the sensitivity]")
+        findings.append(Finding(best.passed, message, name))
     if findings[0].passed and not findings[1].passed:
         # Noise that is Laplace only when pooled (stratified, or coordinates that share their noise)
         # protects nobody: the pooled test's pass does not count then.
         findings[0] = Finding(False, "the noise of one call looks Laplace only when its coordinates are pooled; "
-                                     "see the test of each coordinate across calls")
+                                     "see the test of each coordinate across calls", NOISE_CHECKS[0])
+    if any(f.passed and used for f, used in zip(findings, carried_pass)):
+        # Said where every report shows it (the scores CSV and the feedback list failed findings only).
+        findings.append(Finding(False, "note (not scored): error carried forward: question 2 was judged with "
+                                       "your own mean_sensitivity, which question 1 grades", UNSCORED))
     return findings
 
 
 def _judge_case(case: tuple[int, int, float, int, int], answers: list[Any], datasets: list[np.ndarray],
-                seeds: list[int]) -> Finding:
-    """One case's finding; a message starting with ``KS:`` is a statistical failure (worth a retry)."""
+                seeds: list[int], delta: float | None = None) -> Finding:
+    """One case's finding, against the sensitivity ``delta`` (None: the right one, k/m); a message
+    starting with ``KS:`` is a statistical failure (worth a retry)."""
     m, k, eps, calls, _ = case
-    b = k / (m * eps)
+    b = (k / m if delta is None else delta) / eps
     where = f"private_mean(X, epsilon={eps:g}) with X of shape ({m}, {k})"
     rows = []
     for (value, exc), X in zip(answers, datasets):
@@ -168,12 +216,12 @@ def _judge_case(case: tuple[int, int, float, int, int], answers: list[Any], data
         if p > KS_ALPHA:
             return Finding(True, f"{where}: the noise follows the Laplace law with the scale that matches the "
                                  f"sensitivity (KS p-value {p:.2g})")
-        return Finding(False, "KS:" + _noise_diagnosis(noise.ravel(), m, k, eps, p, where))
+        return Finding(False, "KS:" + _noise_diagnosis(noise.ravel(), m, k, eps, p, where, b))
     level = KS_ALPHA / (k + 1 + k * (k - 1) // 2)  # Bonferroni over every test below
     p_coord = [stats.kstest(noise[:, j], law.cdf).pvalue for j in range(k)]
     worst = int(np.argmin(p_coord))
     if p_coord[worst] <= level:
-        return Finding(False, "KS:" + _noise_diagnosis(noise[:, worst], m, k, eps, p_coord[worst], where).replace(
+        return Finding(False, "KS:" + _noise_diagnosis(noise[:, worst], m, k, eps, p_coord[worst], where, b).replace(
             "the noise does not follow", f"across {calls} calls, the noise of coordinate {worst} does not follow", 1))
     # Independence: Kendall's tau for every pair of coordinates, and the sum of one call's noise over
     # its coordinates against sums of k independent draws.
@@ -209,10 +257,10 @@ def _flag_reference(noise: NDArray[np.float64], b: float, k: int, seeds: list[in
                         "call the package instead of drawing the noise itself?")
 
 
-def _noise_diagnosis(noise: NDArray[np.float64], m: int, k: int, eps: float, p: float, where: str) -> str:
+def _noise_diagnosis(noise: NDArray[np.float64], m: int, k: int, eps: float, p: float, where: str,
+                     b: float) -> str:
     # mean |noise| is the maximum-likelihood estimate of a centred Laplace scale; its standard error
     # is b / sqrt(N) (3% of b at N = 1000), so matching a candidate within 15% is 5 standard errors.
-    b = k / (m * eps)
     b_hat = float(np.mean(np.abs(noise)))
     candidates = {
         "Delta = 1/m (one coordinate only)": 1 / (m * eps),
@@ -290,11 +338,16 @@ def _mechanism_interface(f: Callable, *, hidden: bool | int = False) -> list[Fin
         findings.append(expect_value_error(f"private_mean with {label}", value, exc,
                                            "the proof only covers records in [0, 1]^k, X of shape (m, k) with "
                                            "m >= 1, and a finite epsilon > 0"))
-    return findings
+    # One finding per check, in the order of INTERFACE_CHECKS (the kinds of bad input follow the first three).
+    assert len(findings) == len(INTERFACE_CHECKS) and [k[0] for k in kinds] == [
+        "epsilon = 0", "epsilon < 0", "epsilon = nan", "epsilon = inf", "a value above 1", "a value below 0",
+        "a nan record", "a 1-D X", "an empty dataset (m = 0)"]
+    return [Finding(f.passed, f.message, name) for f, name in zip(findings, INTERFACE_CHECKS)]
 
 
 ASSIGNMENT = Assignment("mechanism", "A Laplace mechanism for a mean", "mechanism.md", (
-    Question("q1", "sensitivity of the mean", 1.0, ("mean_sensitivity",), _mechanism_sensitivity),
-    Question("q2", "law of the noise", 2.0, ("private_mean",), _mechanism_noise),
-    Question("q3", "shapes and input checks", 1.0, ("private_mean",), _mechanism_interface),
-))
+    Question("q1", "sensitivity of the mean", 1.0, ("mean_sensitivity",), _mechanism_sensitivity, SENSITIVITY_CHECKS),
+    Question("q2", "law of the noise", 2.0, ("private_mean",), _mechanism_noise, NOISE_CHECKS,
+             carried=("mean_sensitivity",)),
+    Question("q3", "shapes and input checks", 1.0, ("private_mean",), _mechanism_interface, INTERFACE_CHECKS),
+), independent="")

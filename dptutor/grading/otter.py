@@ -13,27 +13,41 @@ per test and has no cell time limit, so:
   calls :func:`arm_time_limit`, which stops any cell, and any one question's check, that runs
   longer than the limit.
 
+The export is self-contained: the ``dptutor`` wheel (built from the repository by :func:`_build_wheel`,
+or one given) goes into the autograder zip (otter's ``autograder_files``), and ``requirements.txt``
+installs it from there by a direct file reference (:data:`AUTOGRADER_FILES`; no index is asked for
+``dptutor``) beside its dependencies pinned to the versions installed where the export runs (those
+come from PyPI).  Students see the same messages as the local grader: the public test prints the
+notebook's feedback report (:func:`show_feedback`) and the first hidden test a question fails prints
+the grading report of the hidden run (:func:`show_hidden`); otter shows that output.  The Markdown
+is plain Markdown (:func:`myst_to_markdown`): no MyST directive or role reaches the student notebook.
+
 Otter runs the tests in the student's own process, so the trust model of :mod:`dptutor.grading.runner`
 does not hold there; use ``dptutor grade`` when that matters.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import secrets
 from pathlib import Path
 from typing import Any
 
-from dptutor._validate import check_int, check_real
+from dptutor._validate import check_int, check_path, check_real, check_str
+from dptutor.grading.feedback import Feedback, fmt_points
 from dptutor.grading.registry import check, get_assignment
 
-__all__ = ["STEPS", "TimeLimitExceeded", "arm_time_limit", "export_otter", "hidden_score", "reaches",
-           "feedback_clean"]
+__all__ = ["STEPS", "AUTOGRADER_FILES", "TimeLimitExceeded", "arm_time_limit", "export_otter", "hidden_score",
+           "reaches", "feedback_clean", "show_feedback", "show_hidden", "wheel_requirements",
+           "myst_to_markdown"]
 
 #: Hidden test cases per question (partial credit in steps of a tenth of the question).
 STEPS = 10
-_CACHE: dict[tuple[str, str, tuple[int, ...]], float] = {}
+#: Where Gradescope unpacks the ``files/`` folder of an autograder zip (otter 7's ``/autograder/source``).
+AUTOGRADER_FILES = "/autograder/source/files"
+_CACHE: dict[tuple[str, str, tuple[int, ...]], Feedback | None] = {}
 _HIDDEN = secrets.randbits(62) + 2  # hidden parameters drawn once per grading process
 _CHECK_CALL = re.compile(r"^\s*check\.(q\d+)\((.*)\)\s*$")
 
@@ -83,15 +97,21 @@ def _limited(fn: Any, *args: Any, **kwargs: Any) -> Any:
         signal.setitimer(signal.ITIMER_REAL, *previous) if previous[0] else signal.setitimer(signal.ITIMER_REAL, 0)
 
 
-def hidden_score(assignment: str, question: str, *objects: Any) -> float:
-    """The dptutor score of ``question`` with hidden parameters, computed once per set of objects
-    (0 if the check runs past the time limit)."""
+def _hidden_feedback(assignment: str, question: str, *objects: Any) -> Feedback | None:
+    """The Feedback of ``question`` with hidden parameters, computed once per set of objects (None if
+    the check ran past the time limit)."""
     q = get_assignment(assignment).question(question)  # TypeError/ValueError before the cache lookup
     key = (assignment, q.name, tuple(id(o) for o in objects))
     if key not in _CACHE:
-        fb = _limited(check, assignment, question, *objects, hidden=_HIDDEN)
-        _CACHE[key] = 0.0 if fb is None else fb.score
+        _CACHE[key] = _limited(check, assignment, question, *objects, hidden=_HIDDEN)
     return _CACHE[key]
+
+
+def hidden_score(assignment: str, question: str, *objects: Any) -> float:
+    """The dptutor score of ``question`` with hidden parameters, computed once per set of objects
+    (0 if the check runs past the time limit)."""
+    fb = _hidden_feedback(assignment, question, *objects)
+    return 0.0 if fb is None else fb.score
 
 
 def reaches(assignment: str, question: str, step: int, *objects: Any) -> bool:
@@ -105,6 +125,41 @@ def feedback_clean(assignment: str, question: str, *objects: Any) -> bool:
     """The public test: the notebook's own feedback check finds nothing wrong (in the time limit)."""
     fb = _limited(check, assignment, question, *objects)
     return fb is not None and not fb.messages
+
+
+def _too_long(assignment: str, question: str) -> str:
+    q = get_assignment(assignment).question(question)
+    return (f"{q.name} ({q.title}): 0 / {fmt_points(q.points)} points\n  - the check ran longer than "
+            f"{TIME_LIMIT:g} s (the grader's time limit): is there an endless loop?")
+
+
+def show_feedback(assignment: str, question: str, *objects: Any) -> None:
+    """The public test's output: nothing when the notebook's feedback finds nothing wrong, else the
+    report the notebook's own ``check`` cell prints (so otter shows the student the same messages)."""
+    fb = _limited(check, assignment, question, *objects)
+    if fb is None:
+        print(_too_long(assignment, question))
+    elif fb.messages:
+        print(fb.report())
+
+
+def show_hidden(assignment: str, question: str, step: int, *objects: Any) -> None:
+    """Hidden test ``step``'s output: nothing when the hidden score reaches ``step / STEPS`` of the
+    points; the first test that fails prints the grading report (the lines ``dptutor grade`` writes
+    for the question: its score and each failed check's message), later ones one line."""
+    step = check_int(step, "step", minimum=1, maximum=STEPS)
+    if reaches(assignment, question, step, *objects):
+        return
+    fb = _hidden_feedback(assignment, question, *objects)
+    if step > 1 and not reaches(assignment, question, step - 1, *objects):
+        q = get_assignment(assignment).question(question)
+        print(f"{q.name}: below {step}/{STEPS} of the points (the first failed case of {q.name} says why)")
+    elif fb is None:
+        print(_too_long(assignment, question))
+    else:
+        lines = [f"{fb.question} ({fb.title}): {fmt_points(fb.score)} / {fmt_points(fb.points)} points"]
+        lines += [f"  - {m}" for m in fb.messages]
+        print("\n".join(lines))
 
 
 def _raw(text: str) -> dict[str, Any]:
@@ -121,28 +176,261 @@ def _test_cell(code: str, points: float, hidden: bool) -> Any:
 
 
 def _otter_source(source: str) -> str:
-    """A code cell for otter: dptutor's ``# STUB:`` lines dropped (otter puts ``...`` in the block)."""
-    return "\n".join(line for line in source.splitlines() if not re.match(r"^\s*#\s?STUB:", line))
+    """A code cell for otter: dptutor's ``# STUB:`` lines become otter's prompt (``# BEGIN PROMPT``
+    block, what the student notebook shows in place of the solution, as in dptutor's own student
+    notebook) and the solution blocks give no other prompt (``# BEGIN SOLUTION NO PROMPT``)."""
+    lines = source.splitlines()
+    stubs = [re.match(r"^(\s*)#\s?STUB:\s?(.*)$", line) for line in lines]
+    if not any(stubs) or any('"""' in m[2] for m in stubs if m):
+        return "\n".join(line for line, m in zip(lines, stubs) if m is None)
+    out: list[str] = []
+    block: list[str] = []
+    indent = ""
+    for line, m in zip([*lines, ""], [*stubs, None]):
+        if m is not None:
+            indent = indent if block else m[1]
+            block.append(m[1] + m[2])
+            continue
+        if block:
+            out += [f'{indent}""" # BEGIN PROMPT', *block, f'{indent}""" # END PROMPT']
+            block = []
+        out.append(re.sub(r"# BEGIN SOLUTION\s*$", "# BEGIN SOLUTION NO PROMPT", line))
+    return "\n".join(out[:-1])
 
 
-def export_otter(assignment: str, outdir: Path | str, *, time_limit: float = 60) -> Path:
-    """Write ``<outdir>/<assignment>.ipynb`` (an otter master notebook) and ``requirements.txt``."""
+_WHEEL_NAME = re.compile(r"^dptutor-[0-9][^-]*-[^-]+-[^-]+-[^-]+\.whl$")
+
+
+def _repository_root() -> Path:
+    """The repository this dptutor runs from (ValueError naming ``wheel`` when it is an installed copy)."""
+    import tomllib
+
+    root = Path(__file__).resolve().parents[2]
+    try:
+        name = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]["name"]
+    except (OSError, KeyError, TypeError, ValueError):
+        name = None
+    if name != "dptutor":
+        raise ValueError(f"wheel: dptutor runs from {root}, not from its repository, so no wheel can be built "
+                         "here; pass the path of a dptutor wheel (export-otter --wheel PATH)")
+    return root
+
+
+def _build_wheel(outdir: Path | str) -> Path:
+    """Build the ``dptutor`` wheel of the repository this package runs from into ``outdir`` and return
+    its path (``pip wheel --no-deps --no-build-isolation``: no network, a few seconds).
+
+    The build runs on a copy of the package's files, so no build folder lands in the repository.
+    """
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    outdir = Path(check_path(outdir, "outdir"))
+    if outdir.exists() and not outdir.is_dir():
+        raise ValueError(f"outdir: {outdir} exists and is not a folder")
+    root = _repository_root()
+    outdir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="dptutor-wheel-") as scratch, \
+            tempfile.TemporaryDirectory(prefix="dptutor-wheel-out-") as built:
+        src = Path(scratch) / "src"
+        shutil.copytree(root / "dptutor", src / "dptutor",
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info"))
+        for item in root.iterdir():
+            if item.is_file() and (item.name in ("pyproject.toml", "README.md") or item.name.startswith("LICENSE")):
+                shutil.copy2(item, src / item.name)
+        proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+                               "--disable-pip-version-check", "-w", built, str(src)],
+                              capture_output=True, text=True)
+        wheels = sorted(Path(built).glob("dptutor-*.whl"))
+        if proc.returncode != 0 or len(wheels) != 1:
+            raise RuntimeError(f"building the dptutor wheel failed:\n{proc.stdout}\n{proc.stderr}")
+        target = outdir / wheels[0].name
+        shutil.copy2(wheels[0], target)
+    return target
+
+
+def _wheel_metadata(wheel: Path) -> str:
+    """The METADATA of a dptutor wheel (ValueError naming ``wheel`` if it is not one)."""
+    import zipfile
+
+    if not wheel.is_file():
+        raise ValueError(f"wheel: {wheel} is not a file")
+    if not _WHEEL_NAME.match(wheel.name):
+        raise ValueError(f"wheel: {wheel.name} is not the name of a dptutor wheel (dptutor-VERSION-...-....whl)")
+    try:
+        with zipfile.ZipFile(wheel) as zf:
+            names = set(zf.namelist())
+            meta = [n for n in names if re.fullmatch(r"dptutor-[^/]*\.dist-info/METADATA", n)]
+            if "dptutor/grading/otter.py" not in names or len(meta) != 1:
+                raise ValueError(f"wheel: {wheel} does not hold dptutor's grader (dptutor/grading/otter.py)")
+            return zf.read(meta[0]).decode("utf-8")
+    except (zipfile.BadZipFile, OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"wheel: {wheel} is not a readable wheel ({exc})") from None
+
+
+def wheel_requirements(wheel: Path | str) -> list[str]:
+    """The lines of the autograder's ``requirements.txt`` for ``wheel``: dptutor itself by a direct
+    reference to the copy in the zip (``dptutor @ file:///autograder/source/files/<wheel>``, so pip
+    asks no index for it), then each of its dependencies pinned to the version installed here (the
+    versions the export was made and tested with; pip takes them from PyPI)."""
+    from importlib import metadata
+
+    wheel = Path(check_path(wheel, "wheel"))
+    lines = [f"dptutor @ file://{AUTOGRADER_FILES}/{wheel.name}"]
+    for line in _wheel_metadata(wheel).splitlines():
+        if not line.startswith("Requires-Dist:") or ";" in line:  # extras (with a marker) stay out
+            continue
+        name = re.match(r"[A-Za-z0-9._-]+", line.split(":", 1)[1].strip())
+        if name is None:
+            continue
+        try:
+            lines.append(f"{name[0]}=={metadata.version(name[0])}")
+        except metadata.PackageNotFoundError:
+            raise ValueError(f"wheel: its dependency {name[0]} is not installed here, so its version cannot "
+                             "be pinned; install dptutor's requirements first") from None
+    return lines
+
+
+_LABEL = re.compile(r"^\(([^()\s]+)\)=\s*$")
+_FENCE = re.compile(r"^(`{3,}|~{3,})\{([\w-]+)\}\s*(.*)$")
+_ROLE = re.compile(r"\{([\w:-]+)\}`([^`]*)`")
+
+
+def _book_titles(book: Path | None) -> tuple[dict[str, str], dict[str, str]]:
+    """Section titles of the book by label, and page titles by file stem."""
+    if book is None or not book.is_dir():
+        return {}, {}
+    return _titles_in(str(book.resolve()))
+
+
+@functools.lru_cache(maxsize=4)
+def _titles_in(book: str) -> tuple[dict[str, str], dict[str, str]]:
+    """:func:`_book_titles` of one folder, read once per process (one export reads it per cell)."""
+    labels: dict[str, str] = {}
+    pages: dict[str, str] = {}
+    for page in sorted(Path(book).glob("*.md")):
+        lines = page.read_text(encoding="utf-8").splitlines()
+        pending: list[str] = []
+        for line in lines:
+            match = _LABEL.match(line)
+            if match:
+                pending.append(match[1])
+                continue
+            heading = re.match(r"^#{1,6}\s+(.+?)\s*$", line)
+            if heading:
+                pages.setdefault(page.stem, heading[1])
+                labels.update({label: heading[1] for label in pending})
+            if line.strip():
+                pending = []
+    return labels, pages
+
+
+def _role(name: str, text: str, labels: dict[str, str], pages: dict[str, str]) -> str:
+    explicit = re.fullmatch(r"(.+?)\s*<([^<>]+)>", text)
+    if explicit:
+        return explicit[1]
+    if name == "math":
+        return f"${text}$"
+    if name == "ref":
+        return f"*{labels.get(text, text.replace('-', ' '))}*"
+    if name == "doc":
+        stem = text.rstrip("/").rsplit("/", 1)[-1]
+        return f"*{pages.get(stem, stem.replace('_', ' '))}*"
+    if name in ("eq", "numref"):
+        return f"({text})"
+    return f"`{text}`" if name in ("code", "file", "command") else text
+
+
+def myst_to_markdown(text: str, book: Path | str | None = None) -> str:
+    """Plain Markdown for a notebook from MyST Markdown: a target line ``(label)=`` is dropped, a
+    directive becomes a block quote headed by its title (``{math}`` becomes ``$$ ... $$``; options such
+    as ``:class:`` are dropped), and a role becomes its text (``{ref}`` and ``{doc}`` the title of the
+    section or page in ``book``, the folder of the book's pages, when given; ``{math}`` inline math)."""
+    text = check_str(text, "text")
+    if book is not None:
+        book = Path(check_path(book, "book"))
+    labels, pages = _book_titles(book)
+    out: list[str] = []
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        fence = _FENCE.match(line)
+        if _LABEL.match(line):
+            i += 1
+            continue
+        if fence is None:
+            out.append(_ROLE.sub(lambda m: _role(m[1], m[2], labels, pages), line))
+            i += 1
+            continue
+        mark, name, title = fence[1], fence[2], fence[3].strip()
+        body: list[str] = []
+        i += 1
+        depth = 0
+        while i < len(lines):
+            inner = lines[i]
+            if re.match(rf"^{re.escape(mark[0])}{{{len(mark)},}}\s*$", inner) and depth == 0:
+                break
+            body.append(inner)
+            i += 1
+        i += 1  # the closing fence
+        while body and re.match(r"^:[\w-]+:", body[0]):
+            body.pop(0)
+        if body and body[0].strip() == "---":  # a YAML option block
+            end = next((j for j in range(1, len(body)) if body[j].strip() == "---"), 0)
+            body = body[end + 1:]
+        converted = myst_to_markdown("\n".join(body), book).splitlines() if body else []
+        if name == "math":
+            out += ["$$", *converted, "$$"]
+            continue
+        head = title or name.replace("-", " ").capitalize()
+        out.append(f"> **{_ROLE.sub(lambda m: _role(m[1], m[2], labels, pages), head)}**")
+        if converted:
+            out.append(">")
+            out += [f"> {c}" if c.strip() else ">" for c in converted]
+    return "\n".join(out) + ("\n" if text.endswith("\n") else "")
+
+
+def export_otter(assignment: str, outdir: Path | str, *, time_limit: float = 60,
+                 wheel: Path | str | None = None) -> Path:
+    """Write ``<outdir>/<assignment>.ipynb`` (an otter master notebook), the dptutor wheel it needs
+    (``wheel``, or one built from the repository by :func:`_build_wheel` when None) and
+    ``requirements.txt`` (:func:`wheel_requirements`); ``otter assign`` then puts the wheel into the
+    autograder zip.  Returns the notebook's path."""
+    import shutil
+
     import jupytext
     import nbformat
 
     from dptutor.grading.release import book_assignments_folder
 
     a = get_assignment(assignment)
-    if not isinstance(outdir, (str, Path)):
-        raise TypeError(f"outdir must be a path, got {type(outdir).__name__}")
+    outdir = Path(check_path(outdir, "outdir"))
     time_limit = check_real(time_limit, "time_limit", low=MIN_TIME_LIMIT, high=MAX_TIME_LIMIT)
-    outdir = Path(outdir)
     if outdir.exists() and not outdir.is_dir():
         raise ValueError(f"outdir: {outdir} exists and is not a folder")
-    source = jupytext.read(book_assignments_folder() / "instructor" / a.notebook)
+    if wheel is not None:
+        wheel = Path(check_path(wheel, "wheel"))
+        _wheel_metadata(wheel)  # ValueError naming wheel before anything is written
+    else:
+        _repository_root()
+    assignments = book_assignments_folder()
+    source = jupytext.read(assignments / "instructor" / a.notebook)
+    outdir.mkdir(parents=True, exist_ok=True)
+    for old in outdir.glob("dptutor-*.whl"):
+        if wheel is None or not old.samefile(wheel):
+            old.unlink()  # one wheel only: the one requirements.txt names
+    if wheel is None:
+        wheel = _build_wheel(outdir)
+    elif not (outdir / wheel.name).exists():
+        wheel = Path(shutil.copy2(wheel, outdir / wheel.name))
     config = {
         "name": a.name,
         "requirements": "requirements.txt",
+        "python_version": "3.11",
+        "autograder_files": [wheel.name],
         "init_cell": True,
         "check_all_cell": False,
         "export_cell": False,
@@ -156,6 +444,7 @@ def export_otter(assignment: str, outdir: Path | str, *, time_limit: float = 60)
         text = cell.source
         if cell.cell_type == "markdown":
             text = re.sub(r"<!-- BEGIN SOLUTION -->.*?<!-- END SOLUTION -->\n?", "", text, flags=re.S)
+            text = myst_to_markdown(text, assignments.parent).strip("\n")
             if text.strip():
                 cells.append(nbformat.v4.new_markdown_cell(text))
             continue
@@ -171,22 +460,20 @@ def export_otter(assignment: str, outdir: Path | str, *, time_limit: float = 60)
         cells.append(nbformat.v4.new_markdown_cell(f"Question {q.name} ({q.title}): the check below runs "
                                                    "the same feedback as the dptutor notebook."))
         cells.append(_raw("# BEGIN TESTS"))
+        # No expected output: a test passes when it prints nothing, and otter shows what it printed.
         cells.append(_test_cell(f"import dptutor.grading.otter as _dpt\n"
-                                f"assert _dpt.feedback_clean({a.name!r}, {q.name!r}, {args})", 0, False))
+                                f"_dpt.show_feedback({a.name!r}, {q.name!r}, {args})", 0, False))
         for step in range(1, STEPS + 1):
             cells.append(_test_cell(f"import dptutor.grading.otter as _dpt\n"
-                                    f"assert _dpt.reaches({a.name!r}, {q.name!r}, {step}, {args})",
+                                    f"_dpt.show_hidden({a.name!r}, {q.name!r}, {step}, {args})",
                                     q.points / STEPS, True))
         cells.append(_raw("# END TESTS"))
         cells.append(_raw("# END QUESTION"))
     nb = nbformat.v4.new_notebook(cells=cells)
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    outdir.mkdir(parents=True, exist_ok=True)
     target = outdir / f"{a.name}.ipynb"
     nbformat.write(nb, target)
-    # The autograder image needs dptutor: build a wheel (pip wheel . -w OUTDIR) and list it here
-    # instead when dptutor is not installable by name where you grade.
-    (outdir / "requirements.txt").write_text("dptutor\n", encoding="utf-8")
+    (outdir / "requirements.txt").write_text("\n".join(wheel_requirements(wheel)) + "\n", encoding="utf-8")
     return target
 
 

@@ -56,7 +56,8 @@ from typing import Any
 
 import numpy as np
 
-from dptutor._validate import check_callable, check_float_array, check_int, check_path, check_positive, check_sequence
+from dptutor._validate import (check_callable, check_float_array, check_int, check_path, check_positive, check_sequence,
+                               is_bool)
 from dptutor.grading.feedback import SpyArray, call
 
 __all__ = [
@@ -932,7 +933,8 @@ class _Deferred:
 
 
 def grade_question(run_cell: RunCell, assignment: str, question: str, workdir: str, *,
-                   timeout: float, timed_cap: float = 5.0, hidden: int | None = None) -> Awaitable[Any]:
+                   timeout: float, timed_cap: float = 5.0, hidden: int | None = None,
+                   carry_forward: bool = False) -> Awaitable[Any]:
     """Grade one question of a submission whose kernel runs the cells ``run_cell`` is given: await it
     for the Feedback.
 
@@ -944,7 +946,9 @@ def grade_question(run_cell: RunCell, assignment: str, question: str, workdir: s
     message.  Exceptions of ``run_cell`` (a dead kernel, a cancellation) propagate, after the check
     thread has been released.  ``hidden`` is the seed of the hidden parameters (an int >= 2; None:
     drawn fresh with :mod:`secrets`); a regrade passes the one saved in the scores CSV to reproduce
-    the question exactly.  The arguments are checked when this is called, before anything runs.
+    the question exactly.  ``carry_forward`` (error carried forward) also hands the check the
+    earlier answers the question names in ``carried``.  The arguments are checked when this is
+    called, before anything runs.
     """
     from dptutor.grading.registry import get_assignment
 
@@ -958,12 +962,15 @@ def grade_question(run_cell: RunCell, assignment: str, question: str, workdir: s
     timeout, timed_cap = check_positive(timeout, "timeout"), check_positive(timed_cap, "timed_cap")
     if hidden is not None:
         hidden = check_int(hidden, "hidden", minimum=2, maximum=2**63 - 1)
-    return _Deferred(lambda: _grade_question(run_cell, a.name, q.name, workdir, timeout, timed_cap, hidden))
+    if not is_bool(carry_forward):
+        raise TypeError(f"carry_forward must be True or False, got {type(carry_forward).__name__}")
+    return _Deferred(lambda: _grade_question(run_cell, a.name, q.name, workdir, timeout, timed_cap, hidden,
+                                             bool(carry_forward)))
 
 
 async def _grade_question(run_cell: RunCell, assignment: str, question: str, workdir: str, timeout: float,
-                          timed_cap: float, hidden: int | None = None) -> Any:
-    from dptutor.grading.feedback import Feedback, Finding
+                          timed_cap: float, hidden: int | None = None, carry_forward: bool = False) -> Any:
+    from dptutor.grading.feedback import UNSCORED, Feedback, Finding
     from dptutor.grading.registry import check, get_assignment
 
     a = get_assignment(assignment)
@@ -973,10 +980,13 @@ async def _grade_question(run_cell: RunCell, assignment: str, question: str, wor
     def failed(text: str) -> Any:
         return Feedback(**base, score=0.0, status="error", findings=(Finding(False, f"not graded: {text}"),))
 
+    carried = q.carried if carry_forward else ()
     try:
-        found, missing = await _fetch_needs(run_cell, workdir, q.needs, timeout)
+        found, missing = await _fetch_needs(run_cell, workdir, q.needs + carried, timeout)
     except RecordError as exc:
         return failed(str(exc))
+    carried = tuple(n for n in carried if n not in missing)  # a missing earlier answer: judged as without it
+    missing = [n for n in missing if n in q.needs]
     if missing:
         return Feedback(**base, score=0.0, status="missing", findings=(Finding(
             False, f"{', '.join(missing)} is not defined in your notebook: keep the template's names, and "
@@ -985,8 +995,12 @@ async def _grade_question(run_cell: RunCell, assignment: str, question: str, wor
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[Any] = asyncio.Queue()
     session = _Remote(loop, queue, types)
-    objects = [_Proxy(name, session) if found["trees"][name] == {"k": "function"}
-               else _decode(found["trees"][name], found["arrays"], types) for name in q.needs]
+    def rebuilt(name: str) -> Any:
+        tree = found["trees"][name]
+        return _Proxy(name, session) if tree == {"k": "function"} else _decode(tree, found["arrays"], types)
+
+    objects = [rebuilt(name) for name in q.needs]
+    earlier = {name: rebuilt(name) for name in carried}
     if hidden is None:
         hidden = secrets.randbits(62) + 2  # fresh for this question, never sent to the kernel
     outcome: dict[str, Any] = {}
@@ -994,7 +1008,8 @@ async def _grade_question(run_cell: RunCell, assignment: str, question: str, wor
     def work() -> None:
         token = _SESSION.set(session)
         try:
-            outcome["feedback"] = check(a.name, q.name, *objects, hidden=hidden)
+            outcome["feedback"] = check(a.name, q.name, *objects, hidden=hidden,
+                                        carried=earlier if carry_forward and q.carried else None)
         except _Abort as exc:
             outcome["abort"] = str(exc)
         except BaseException as exc:  # noqa: BLE001 -- reported below
@@ -1034,14 +1049,15 @@ async def _grade_question(run_cell: RunCell, assignment: str, question: str, wor
     fb = outcome["feedback"]
     if session.flags:
         fb = Feedback(**base, score=fb.score, status=fb.status, findings=fb.findings + tuple(
-            Finding(False, f"for the instructor (not scored): {text}") for text in session.flags))
+            Finding(False, f"for the instructor (not scored): {text}", UNSCORED) for text in session.flags))
     return fb
 
 
 def grade_in_process(namespace: Mapping[str, Any], assignment: str, *, timeout: float = 60.0,
-                     timed_cap: float = 5.0) -> dict[str, Any]:
+                     timed_cap: float = 5.0, carry_forward: bool = False) -> dict[str, Any]:
     """Grade every question of ``assignment`` against the objects in ``namespace``, running the
-    kernel's cells here (exec in ``namespace``): the same protocol as the runner, without a kernel.
+    kernel's cells here (exec in ``namespace``): the same protocol as the runner, without a kernel
+    (``carry_forward``: with error carried forward).
 
     For tests and for trusted code only: the student's code runs in this process.
     """
@@ -1051,6 +1067,10 @@ def grade_in_process(namespace: Mapping[str, Any], assignment: str, *, timeout: 
     if not isinstance(namespace, dict):
         raise TypeError(f"namespace must be a dict, got {type(namespace).__name__}")
     timeout, timed_cap = check_positive(timeout, "timeout"), check_positive(timed_cap, "timed_cap")
+    if not is_bool(carry_forward):
+        raise TypeError(f"carry_forward must be True or False, got {type(carry_forward).__name__}")
+    if carry_forward and not a.carry_forward:
+        raise ValueError(f"carry_forward: assignment {a.name!r} has no error to carry forward: {a.independent}")
 
     def cell_runner(workdir: str) -> RunCell:
         async def run_cell(source: str, limit: float) -> tuple[dict[str, Any], float]:
@@ -1072,6 +1092,7 @@ def grade_in_process(namespace: Mapping[str, Any], assignment: str, *, timeout: 
         with tempfile.TemporaryDirectory(prefix="dptutor-grade-") as workdir:
             run_cell = cell_runner(workdir)
             return {q.name: await grade_question(run_cell, a.name, q.name, workdir, timeout=timeout,
-                                                 timed_cap=timed_cap) for q in a.questions}
+                                                 timed_cap=timed_cap, carry_forward=bool(carry_forward))
+                    for q in a.questions}
 
     return asyncio.run(main())

@@ -49,9 +49,12 @@ def record_types(assignment: object) -> dict[str, Callable[[dict[str, Any]], Any
     return dict(RECORD_TYPES[get_assignment(assignment).name])
 
 
-def check(assignment: str, question: str, *objects: Any, hidden: bool = False) -> Feedback:
+def check(assignment: str, question: str, *objects: Any, hidden: bool = False,
+          carried: dict[str, Any] | None = None) -> Feedback:
     """Run one question's check on the student's objects and return the :class:`Feedback`.
 
+    ``carried`` (error carried forward) maps some of the names in the question's ``carried`` to the
+    student's earlier answers; the check then judges the question against them where it can.
     Never raises because of the student's code: a stub still in place gives status
     ``"not implemented"``, any other failure a message.
     """
@@ -62,9 +65,18 @@ def check(assignment: str, question: str, *objects: Any, hidden: bool = False) -
     if len(objects) != len(q.needs):
         raise TypeError(f"objects: {assignment} {question} checks {', '.join(q.needs)}: "
                         f"pass {len(q.needs)} object(s)")
+    if carried is not None:
+        if not isinstance(carried, dict):
+            raise TypeError(f"carried must be a dict from names to objects, got {type(carried).__name__}")
+        if not q.carried:
+            raise ValueError(f"carried: {a.name} {q.name} reads no earlier answer ({a.name}: {a.independent})")
+        unknown = [k for k in carried if k not in q.carried]
+        if unknown:
+            raise ValueError(f"carried: {a.name} {q.name} can carry forward {', '.join(q.carried)}, not {unknown[0]!r}")
+    extra = {"carried": carried} if carried is not None else {}
     base = dict(assignment=a.name, question=q.name, title=q.title, points=q.points)
     try:
-        findings = q.check(*objects, hidden=hidden)
+        findings = q.check(*objects, hidden=hidden, **extra)
     except NotImplementedError:
         names = " and ".join(f"`{n}`" for n in q.needs)
         return Feedback(**base, score=0.0, status="not implemented", findings=(Finding(

@@ -105,8 +105,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dptutor._validate import check_int, check_path, check_real, check_sequence, check_str, check_workers
-from dptutor.grading.feedback import Assignment, fmt_points
+from dptutor._validate import check_int, check_path, check_real, check_sequence, check_str, check_workers, is_bool
+from dptutor.grading.feedback import UNSCORED, Assignment, fmt_points
 from dptutor.grading.record import grade_question
 from dptutor.grading.registry import ASSIGNMENTS, get_assignment
 from dptutor.grading.sandbox import (INSTALL_HINT, SANDBOXES, Limits, Sandbox, SandboxUnavailable, find_sandbox,
@@ -177,6 +177,11 @@ class SubmissionResult:
     notes: list[str] = field(default_factory=list)
     #: The seed of each question's hidden parameters (the scores CSV keeps them for regrades).
     hidden: dict[str, int] = field(default_factory=dict)
+    #: Per graded question, each scored finding's check name and outcome, ``[[check, passed], ...]``
+    #: (what configured weights re-score; empty when the question was not graded).
+    checks: dict[str, list[list[Any]]] = field(default_factory=dict)
+    #: Whether the questions were graded with error carried forward.
+    carry_forward: bool = False
 
     def __post_init__(self) -> None:
         for name in ("file", "assignment"):
@@ -195,6 +200,13 @@ class SubmissionResult:
         if not isinstance(self.notes, list) or not all(isinstance(n, str) for n in self.notes):
             raise TypeError("notes must be a list of str")
         _check_hidden(self.hidden, "hidden", self.scores)
+        if not isinstance(self.checks, dict) or not all(
+                k in self.scores and isinstance(v, list) and all(
+                    isinstance(c, list) and len(c) == 2 and isinstance(c[0], str) and isinstance(c[1], bool) for c in v)
+                for k, v in self.checks.items()):
+            raise TypeError("checks must be a dict from question names to lists of [check name, passed]")
+        if not isinstance(self.carry_forward, bool):
+            raise TypeError(f"carry_forward must be True or False, got {type(self.carry_forward).__name__}")
 
     @property
     def total(self) -> float:
@@ -384,13 +396,14 @@ async def _execute(client: Any, nb: Any, source: str, timeout: float) -> tuple[A
 
 
 async def _run_hidden(client: Any, nb: Any, a: Assignment, hidden: dict[str, int], workdir: str, timeout: float,
-                      run: _Run) -> None:
+                      run: _Run, carry_forward: bool = False) -> None:
     async def run_cell(source: str, limit: float) -> tuple[Any, float]:
         return await _execute(client, nb, source, limit)
 
     for q in a.questions:  # each check runs here; the kernel only answers calls (dptutor.grading.record)
         run.records[q.name] = await grade_question(run_cell, a.name, q.name, workdir, timeout=timeout,
-                                                   timed_cap=min(TIMED_CELL_CAP, timeout), hidden=hidden[q.name])
+                                                   timed_cap=min(TIMED_CELL_CAP, timeout), hidden=hidden[q.name],
+                                                   carry_forward=carry_forward)
 
 
 def _unlink(path: str) -> None:
@@ -523,7 +536,8 @@ def _resolve_sandbox(sandbox: Sandbox | str | None) -> Sandbox:
 
 def grade_notebook(path: Path | str, assignment: str, *, timeout: float = 60,
                    total_timeout: float = 600, sandbox: Sandbox | str | None = None,
-                   hidden: dict[str, int] | None = None, name: str | None = None) -> SubmissionResult:
+                   hidden: dict[str, int] | None = None, name: str | None = None,
+                   carry_forward: bool = False) -> SubmissionResult:
     """Execute one submission in a fresh kernel in ``sandbox`` and grade it (see the module docstring).
 
     ``timeout`` limits every cell (seconds; the kernel is interrupted and grading goes on),
@@ -535,9 +549,14 @@ def grade_notebook(path: Path | str, assignment: str, *, timeout: float = 60,
     (Ctrl-C or SIGTERM), after killing its sandbox.  ``hidden`` gives the seed of some questions'
     hidden parameters (a regrade passes the ones saved in the scores CSV); the others are drawn
     fresh with :mod:`secrets`, and the result's ``hidden`` holds them all.  ``name`` is the
-    submission's name in the result (default: the file name).
+    submission's name in the result (default: the file name).  ``carry_forward`` grades with error
+    carried forward (refused, naming it, by an assignment that has none to carry).
     """
     a = get_assignment(assignment)
+    if not is_bool(carry_forward):
+        raise TypeError(f"carry_forward must be True or False, got {type(carry_forward).__name__}")
+    if carry_forward and not a.carry_forward:
+        raise ValueError(f"carry_forward: assignment {a.name!r} has no error to carry forward: {a.independent}")
     if not isinstance(path, (str, Path)):
         raise TypeError(f"path must be a path, got {type(path).__name__}")
     timeout, total_timeout = _check_limits(timeout, total_timeout)
@@ -552,7 +571,8 @@ def grade_notebook(path: Path | str, assignment: str, *, timeout: float = 60,
     for q in a.questions:  # never 0 or 1: hidden parameters drawn for this submission
         seeds.setdefault(q.name, secrets.randbits(62) + 2)
     result = SubmissionResult(name or display_name(path.name), a.name, {q.name: 0.0 for q in a.questions},
-                              {q.name: q.points for q in a.questions}, hidden=dict(seeds))
+                              {q.name: q.points for q in a.questions}, hidden=dict(seeds),
+                              carry_forward=bool(carry_forward))
     if not sandbox.isolated:
         result.notes.append("graded WITHOUT a sandbox (--no-sandbox): the notebook ran as the grader's user")
     try:
@@ -599,7 +619,7 @@ def grade_notebook(path: Path | str, assignment: str, *, timeout: float = 60,
                         for index, cell in enumerate(student):
                             client.timeout = max(1, int(math.ceil(timeout)))
                             await client.async_execute_cell(cell, index)
-                        await _run_hidden(client, run_nb, a, seeds, workdir, timeout, run)
+                        await _run_hidden(client, run_nb, a, seeds, workdir, timeout, run, bool(carry_forward))
                     finally:
                         box.stop(box_name, run.kernel_pid)
             finally:
@@ -639,6 +659,8 @@ def grade_notebook(path: Path | str, assignment: str, *, timeout: float = 60,
             fb = record
             result.scores[q.name] = _clamp(fb.score, q.points)
             result.messages[q.name] = list(fb.messages)
+            if fb.status == "graded":
+                result.checks[q.name] = [[f.check, f.passed is True] for f in fb.findings if f.check != UNSCORED]
     return result
 
 
@@ -647,7 +669,8 @@ def grade_folder(assignment: str, folder: Path | str, *, timeout: float = 60, to
                  on_result: Callable[[SubmissionResult], None] | None = None,
                  skip: Sequence[str] = (), sandbox: Sandbox | str | None = None, workers: int = 1,
                  only: Sequence[str] | None = None,
-                 hidden: dict[str, dict[str, int]] | None = None) -> list[SubmissionResult]:
+                 hidden: dict[str, dict[str, int]] | None = None,
+                 carry_forward: bool = False) -> list[SubmissionResult]:
     """Grade the submissions in ``folder`` (its layouts: :func:`~dptutor.grading.submissions.find_submissions`),
     in name order; ValueError naming ``folder`` if it holds none or a sub-folder is ambiguous.
 
@@ -687,7 +710,12 @@ def grade_folder(assignment: str, folder: Path | str, *, timeout: float = 60, to
     todo = [s for s in find_submissions(folder) if s.name not in done and (only is None or s.name in only)]
     workers = check_workers(workers, "workers", tasks=len(todo))
     remove_stale_workdirs()
-    jobs = [(s.path, a.name, timeout, total_timeout, sandbox, hidden.get(s.name), s.name) for s in todo]
+    if not is_bool(carry_forward):
+        raise TypeError(f"carry_forward must be True or False, got {type(carry_forward).__name__}")
+    if carry_forward and not a.carry_forward:
+        raise ValueError(f"carry_forward: assignment {a.name!r} has no error to carry forward: {a.independent}")
+    jobs = [(s.path, a.name, timeout, total_timeout, sandbox, hidden.get(s.name), bool(carry_forward), s.name)
+            for s in todo]
     if workers == 1:
         results = []
         for job in jobs:
@@ -702,9 +730,9 @@ def grade_folder(assignment: str, folder: Path | str, *, timeout: float = 60, to
 
 
 def _grade_job(job: tuple) -> SubmissionResult:
-    path, assignment, timeout, total_timeout, sandbox, hidden, name = job
+    path, assignment, timeout, total_timeout, sandbox, hidden, carry_forward, name = job
     return grade_notebook(path, assignment, timeout=timeout, total_timeout=total_timeout, sandbox=sandbox,
-                          hidden=hidden, name=name)
+                          hidden=hidden, name=name, carry_forward=carry_forward)
 
 
 def _die_with_parent() -> None:
@@ -1044,6 +1072,12 @@ def run_grade(args: argparse.Namespace) -> int:
             times = value
         else:
             only = value
+    mixed = [r.result.file for r in records if r.result.carry_forward != config.carry_forward]
+    if mixed and not getattr(args, "regrade", False):
+        flag = "true" if config.carry_forward else "false"
+        return _error(f"carry_forward is {flag} now, but {len(mixed)} row(s) of {csv_path} ({one_line(mixed[0])}, ...) "
+                      f"were graded with carry_forward = {'false' if config.carry_forward else 'true'}: regrade them "
+                      "all (--regrade) or write to another --csv, so that no file mixes the two")
     try:
         sandbox = _sandbox_of(args)
     except SandboxUnavailable as exc:
@@ -1064,7 +1098,8 @@ def run_grade(args: argparse.Namespace) -> int:
         when = times.get(result.file)
         changes: dict[str, Any] = {"result": result, "course": course}
         if configured:
-            changes.update(points=points, late=config.late_factor(when) if config.deadline else 1.0,
+            changes.update(points=points, weights=config.weights,
+                           late=config.late_factor(when) if config.deadline else 1.0,
                            submitted=when.isoformat() if when is not None else "")
         if overrides is not None:
             changes["overrides"] = tuple(o for o in overrides if o.student in (result.file, record.student))
@@ -1157,7 +1192,8 @@ def run_grade(args: argparse.Namespace) -> int:
                 with course_scope(tokens):  # the course's answer key (forked workers inherit it)
                     grade_folder(a.name, args.submissions, timeout=timeout, total_timeout=total_timeout,
                                  progress=progress, on_result=save, only=names, sandbox=sandbox, workers=workers,
-                                 hidden={n: saved_hidden[n] for n in names if n in saved_hidden})
+                                 hidden={n: saved_hidden[n] for n in names if n in saved_hidden},
+                                 carry_forward=config.carry_forward)
     except KeyboardInterrupt:
         _unlink(str(marker))
         print(f"\ninterrupted: {len(finished)} submission(s) graded in this run, {len(records)} in {csv_path} "

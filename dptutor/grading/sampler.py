@@ -67,27 +67,27 @@ def _sampler_law(f: Callable, *, hidden: bool | int = False) -> list[Finding]:
                 monotone_u = u
             if outcome.passed or not ks_failure:  # another seed only helps against sampling error
                 break
-        findings.append(outcome)
+        findings.append(Finding(outcome.passed, outcome.message, "law"))
     # An inverse CDF is a deterministic, nondecreasing function of u.
     if monotone_u is None:
-        findings.append(Finding(False, "not checked whether the output is nondecreasing in u (see above)"))
+        findings.append(Finding(False, "not checked whether the output is nondecreasing in u (see above)", "monotone"))
     else:
         u = np.sort(monotone_u)
         first, exc1 = call(f, u, 0.0, 1.0)
         second, exc2 = call(f, u, 0.0, 1.0)
         a, c = as_floats(first), as_floats(second)
         if exc1 or exc2 or a is None or c is None or a.shape != u.shape or c.shape != u.shape:
-            findings.append(Finding(False, "laplace_inverse_cdf(u) failed on sorted uniforms"))
+            findings.append(Finding(False, "laplace_inverse_cdf(u) failed on sorted uniforms", "monotone"))
         elif not np.array_equal(a, c):
             findings.append(Finding(False, (
                 "laplace_inverse_cdf gives different outputs for the same u: an inverse CDF is a function "
-                "of u alone. Do you draw fresh random numbers inside instead of transforming u?")))
+                "of u alone. Do you draw fresh random numbers inside instead of transforming u?"), "monotone"))
         elif (np.diff(a) < 0).any():
             findings.append(Finding(False, (
                 "laplace_inverse_cdf is not nondecreasing in u, but an inverse CDF is (small u gives the "
-                "left tail): check the sign in front of b and of u - 1/2.")))
+                "left tail): check the sign in front of b and of u - 1/2."), "monotone"))
         else:
-            findings.append(Finding(True, "nondecreasing in u, as an inverse CDF must be"))
+            findings.append(Finding(True, "nondecreasing in u, as an inverse CDF must be", "monotone"))
     return findings
 
 
@@ -171,16 +171,17 @@ def _sampler_domain(f: Callable, *, hidden: bool | int = False) -> list[Finding]
     # Valid input must still work: u = 1/2 is the median.  All calls go in one batch.
     answers = call_many(f, [(args, {}) for _, args, _ in cases] + [((0.5, mu, b), {})])
     for (where, _, why), (value, exc) in zip(cases, answers):
-        findings.append(expect_value_error(where, value, exc, why))
+        found = expect_value_error(where, value, exc, why)
+        findings.append(Finding(found.passed, found.message, "bad_u" if why.startswith("u ") else "bad_b"))
     value, exc = answers[-1]
     x = as_floats(value)
     where = f"laplace_inverse_cdf(0.5, mu={mu:g}, b={b:g})"
     if exc is not None:
-        findings.append(Finding(False, f"{where} raised {describe(exc)} on valid input"))
+        findings.append(Finding(False, f"{where} raised {describe(exc)} on valid input", "valid_input"))
     elif x is None or x.size != 1 or not np.isclose(float(x.reshape(-1)[0]), mu, rtol=0, atol=1e-12):
-        findings.append(Finding(False, f"{where} returned {value!r}, not the median mu = {mu:g}"))
+        findings.append(Finding(False, f"{where} returned {value!r}, not the median mu = {mu:g}", "valid_input"))
     else:
-        findings.append(Finding(True, "valid input still works (u = 1/2 gives mu)"))
+        findings.append(Finding(True, "valid input still works (u = 1/2 gives mu)", "valid_input"))
     _flag_reference(cases, answers)
     return findings
 
@@ -214,13 +215,13 @@ def _sampler_vectorized(f: Callable, *, hidden: bool | int = False) -> list[Find
     u2 = uniforms(seeds[0], 12).reshape(3, 4)
     value, exc = call(f, u2, 0.0, 1.0)
     if exc is not None:
-        findings.append(Finding(False, f"laplace_inverse_cdf on a 3x4 array raised {describe(exc)}"))
+        findings.append(Finding(False, f"laplace_inverse_cdf on a 3x4 array raised {describe(exc)}", "shape"))
     elif not isinstance(value, np.ndarray) or value.shape != (3, 4):
         shape = getattr(value, "shape", None)
         findings.append(Finding(False, f"laplace_inverse_cdf on a 3x4 array returned {type(value).__name__} "
-                                       f"of shape {shape}: array in, array of the same shape out"))
+                                       f"of shape {shape}: array in, array of the same shape out", "shape"))
     else:
-        findings.append(Finding(True, "array in, array of the same shape out"))
+        findings.append(Finding(True, "array in, array of the same shape out", "shape"))
     # "A number for a number": a Python float, a numpy scalar or a 0-d array in; anything with
     # np.ndim(...) == 0 out (a Python float, a numpy scalar or a 0-d array).
     x0 = 0.75 if rng is None else 0.2
@@ -229,9 +230,9 @@ def _sampler_vectorized(f: Callable, *, hidden: bool | int = False) -> list[Find
         if exc is not None or as_floats(value) is None or np.ndim(value) != 0:
             what = describe(exc) if exc is not None else f"{type(value).__name__} of shape {np.shape(value)}"
             findings.append(Finding(False, f"laplace_inverse_cdf({label} {x0:g}) should return a single number "
-                                           f"(np.ndim(...) == 0), got {what}"))
+                                           f"(np.ndim(...) == 0), got {what}", "scalar"))
         else:
-            findings.append(Finding(True, f"{label} in, a number out"))
+            findings.append(Finding(True, f"{label} in, a number out", "scalar"))
     u_spy = uniforms(seeds[1], 1000)
     spy = spy_array(u_spy)
     spied, _ = call(f, spy, 0.0, 1.0)
@@ -239,7 +240,7 @@ def _sampler_vectorized(f: Callable, *, hidden: bool | int = False) -> list[Find
         findings.append(Finding(False, (
             "laplace_inverse_cdf visits u element by element in Python (a for loop, a comprehension, "
             "u[i] or tolist()): apply numpy's elementwise functions (np.log, np.abs, np.sign, "
-            "np.where) to the whole array instead.")))
+            "np.where) to the whole array instead."), "loop"))
         return findings  # the timing below would take long and say the same
     # Timing: the student's function and dptutor's reference, each in the same harness (load the
     # input, call, save the output), on 10^6 uniforms, best of 3.  Every repeat gets fresh uniforms
@@ -260,12 +261,13 @@ def _sampler_vectorized(f: Callable, *, hidden: bool | int = False) -> list[Find
     t_ref = reference_seconds(laplace_ppf, inputs, 0.0, 1.0)
     exc = next((e for _, e in results if e is not None), None)
     if exc is not None:
-        findings.append(Finding(False, f"laplace_inverse_cdf on many uniforms raised {describe(exc)}"))
+        findings.append(Finding(False, f"laplace_inverse_cdf on many uniforms raised {describe(exc)}", "speed"))
     elif not t_f <= SAMPLER_TIMING_RATIO * t_ref:
         slow = f"more than {SAMPLER_TIMING_CAP:g} s" if t_f >= SAMPLER_TIMING_CAP else f"about {t_f:.3g} s"
         findings.append(Finding(False, (
             f"laplace_inverse_cdf takes {slow} for 10^6 uniforms, {t_f / t_ref:.0f} times the reference "
-            f"({t_ref:.2g} s): is there a Python loop or np.vectorize inside? Use whole-array numpy operations.")))
+            f"({t_ref:.2g} s): is there a Python loop or np.vectorize inside? Use whole-array numpy operations."),
+            "speed"))
     else:
         y = as_floats(spied)
         agree = y is not None and y.shape == u_spy.shape and len(results) == len(inputs)
@@ -275,14 +277,15 @@ def _sampler_vectorized(f: Callable, *, hidden: bool | int = False) -> list[Find
                 x[where], y, rtol=1e-12, atol=1e-12, equal_nan=True)
         if not agree:
             findings.append(Finding(False, "laplace_inverse_cdf on 10^6 uniforms did not return the values it "
-                                           "returns for the same uniforms in a smaller array"))
+                                           "returns for the same uniforms in a smaller array", "speed"))
         else:
-            findings.append(Finding(True, f"fast on 10^6 uniforms ({t_f / t_ref:.1f} x the reference)"))
+            findings.append(Finding(True, f"fast on 10^6 uniforms ({t_f / t_ref:.1f} x the reference)", "speed"))
     return findings
 
 
 ASSIGNMENT = Assignment("sampler", "Inverse-CDF Laplace sampling", "sampler.md", (
-    Question("q1", "law of the samples", 2.0, ("laplace_inverse_cdf",), _sampler_law),
-    Question("q2", "domain checks", 1.0, ("laplace_inverse_cdf",), _sampler_domain),
-    Question("q3", "vectorisation", 1.0, ("laplace_inverse_cdf",), _sampler_vectorized),
-))
+    Question("q1", "law of the samples", 2.0, ("laplace_inverse_cdf",), _sampler_law, ("law", "monotone")),
+    Question("q2", "domain checks", 1.0, ("laplace_inverse_cdf",), _sampler_domain, ("bad_u", "bad_b", "valid_input")),
+    Question("q3", "vectorisation", 1.0, ("laplace_inverse_cdf",), _sampler_vectorized, ("shape", "scalar", "loop", "speed")),
+), independent="its three questions check properties of one function, laplace_inverse_cdf, and none of them "
+                "uses the answer to another")

@@ -11,8 +11,10 @@ per student), ``student`` its identifier (:func:`dptutor.grading.submissions.stu
 ``total`` their sum times ``late`` (the late multiplier, 1 when on time), ``max`` the configured
 total, ``submitted`` the submission time used (ISO 8601, empty without a late policy) and
 ``overrides`` the instructor's changes with their reasons.  ``record`` is JSON: the scores as
-graded, the messages, and the hidden values drawn for each question (the seeds of the hidden
-parameters), so that ``grade --only`` reproduces a row exactly.
+graded, the messages, the hidden values drawn for each question (the seeds of the hidden
+parameters), so that ``grade --only`` reproduces a row exactly, each check's outcome (``checks``),
+the configured weights of the checks (``weights``; a question with weights is scored from its
+checks' outcomes) and whether error was carried forward (``carry_forward``).
 
 Every row names its assignment and course; :func:`read_scores` refuses a file of another
 assignment or course, and a row whose visible cells do not follow from its record (edited by hand
@@ -67,6 +69,8 @@ class ScoreRecord:
     submitted: str = ""
     late: float = 1.0
     overrides: tuple[Override, ...] = ()
+    #: Configured weights: question -> check -> weight (checks not listed weigh 1); {} = equal weights.
+    weights: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.result, SubmissionResult):
@@ -80,6 +84,12 @@ class ScoreRecord:
             check_real(value, "points", low=0.0)
         if not isinstance(self.overrides, tuple) or not all(isinstance(o, Override) for o in self.overrides):
             raise TypeError("overrides must be a tuple of Override")
+        if not isinstance(self.weights, dict) or set(self.weights) - set(self.result.points) or not all(
+                isinstance(w, dict) and all(isinstance(c, str) for c in w) for w in self.weights.values()):
+            raise ValueError("weights must be a dict over the result's questions of dicts from check names to numbers")
+        for table in self.weights.values():
+            for value in table.values():
+                check_real(value, "weights", low=0.0)
 
     @property
     def student(self) -> str:
@@ -94,13 +104,25 @@ class ScoreRecord:
     def question_points(self) -> dict[str, float]:
         return {q: float(self.points.get(q, p)) for q, p in self.result.points.items()}
 
-    def final_scores(self) -> dict[str, float]:
-        """Each question's score: graded, rescaled to the configured points, then overridden."""
+    def graded_scores(self) -> dict[str, float]:
+        """Each question's score as graded: weighted by the configured weights of its checks (when the
+        question has weights and was graded), rescaled to the configured points."""
         points = self.question_points()
         out = {}
         for q, graded in self.result.scores.items():
             base = self.result.points[q]
+            outcomes = self.result.checks.get(q)
+            if q in self.weights and outcomes:
+                weights = self.weights[q]
+                total = sum(float(weights.get(c, 1.0)) for c, _ in outcomes)
+                graded = base * sum(float(weights.get(c, 1.0)) for c, ok in outcomes if ok) / total if total > 0 else 0.0
             out[q] = round(graded * points[q] / base, 2) if base > 0 else 0.0
+        return out
+
+    def final_scores(self) -> dict[str, float]:
+        """Each question's score: graded (:meth:`graded_scores`), then overridden."""
+        points = self.question_points()
+        out = self.graded_scores()
         for o in self.overrides:
             out[o.question] = min(float(o.score), points[o.question])
         return out
@@ -113,15 +135,14 @@ class ScoreRecord:
         """The CSV row (text cells escaped against formula injection)."""
         if not isinstance(assignment, Assignment):
             raise TypeError(f"assignment must be an Assignment, got {type(assignment).__name__}")
-        final, points = self.final_scores(), self.question_points()
-        graded = {q: round(self.result.scores[q] * points[q] / self.result.points[q], 2)
-                  if self.result.points[q] > 0 else 0.0 for q in final}
+        final, points, graded = self.final_scores(), self.question_points(), self.graded_scores()
         r = self.result
         messages = list(r.notes) + [f"{q}: {m}" for q, ms in r.messages.items() for m in ms]
         changes = [f"{o.question}: {fmt_points(graded[o.question])} -> {fmt_points(final[o.question])} ({o.reason})"
                    for o in self.overrides]
         record = {"v": 1, "scores": r.scores, "points": r.points, "messages": r.messages, "notes": r.notes,
-                  "hidden": r.hidden, "configured": self.points,
+                  "hidden": r.hidden, "configured": self.points, "checks": r.checks, "weights": self.weights,
+                  "carry_forward": r.carry_forward,
                   "overrides": [[o.student, o.question, o.score, o.reason] for o in self.overrides]}
         return [csv_cell(r.file), *(fmt_points(final[q.name]) for q in assignment.questions),
                 fmt_points(self.total), csv_cell(" | ".join(one_line(m) for m in messages)),
@@ -154,15 +175,21 @@ def _from_row(cells: list[str], assignment: Assignment) -> ScoreRecord:
     overrides = data.get("overrides")
     if not isinstance(overrides, list) or not all(isinstance(o, list) and len(o) == 4 for o in overrides):
         raise ValueError("its overrides are not a list of [student, question, score, reason]")
+    checks, weights = data.get("checks", {}), data.get("weights", {})
+    if not isinstance(checks, dict) or not isinstance(weights, dict) or not set(checks) | set(weights) <= set(names):
+        raise ValueError("its checks or weights are not tables over this assignment's questions")
+    carry = data.get("carry_forward", False)
+    if not isinstance(carry, bool):
+        raise ValueError("its carry_forward is not true or false")
     result = SubmissionResult(csv_text(col["file"]), assignment.name, {q: float(data["scores"][q]) for q in names},
                               {q: float(data["points"][q]) for q in names}, data["messages"], data.get("notes"),
-                              hidden=dict(hidden))
+                              hidden=dict(hidden), checks=checks, carry_forward=carry)
     try:
         late = float(col["late"])
     except ValueError:
         raise ValueError(f"its late multiplier {col['late']!r} is not a number") from None
     record = ScoreRecord(result, csv_text(col["course"]), {k: float(v) for k, v in data["configured"].items()},
-                         col["submitted"], late, tuple(Override(*o) for o in overrides))
+                         col["submitted"], late, tuple(Override(*o) for o in overrides), weights)
     again = record.row(assignment)
     if again != cells:
         differ = next(h for h, a, b in zip(header, again, cells) if a != b)
