@@ -6,6 +6,7 @@
     .venv/bin/python benchmarks/bench_blackbox.py --trials 220000000 --only SVT1   # DP-Sniper's own budget
     .venv/bin/python benchmarks/bench_blackbox.py --soundness 20  # 20 seeds on every entry with an exact epsilon
     .venv/bin/python benchmarks/bench_blackbox.py --classic       # audit_pair's default split and bounds
+    .venv/bin/python benchmarks/bench_blackbox.py --full --ceiling  # the best bound any event could give
 
 Every audit uses no hand-written statistic: ``audit_pair`` counts discrete outputs one by one, thresholds real
 scalars, and learns a statistic (a classifier fitted on its selection half) for vectors.  For each mechanism
@@ -26,10 +27,17 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from dptutor.audit import candidate_pairs, search_pairs  # noqa: E402
-from dptutor.dpsniper import benchmark  # noqa: E402
+from dptutor.dpsniper import (  # noqa: E402
+    benchmark,
+    rnm_index_probabilities,
+    svt_pattern_probabilities,
+    truncated_geometric_pmf,
+)
 
 #: How every audit here is run: a fifth of the runs choose the event (the learned statistic's fitting sample
 #: included), four fifths measure it, and the selection part also fixes the event's direction and side, so
@@ -73,10 +81,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="audit_pair's default settings (halves, four bounds) instead of SETTINGS")
     parser.add_argument("--soundness", type=int, default=0, metavar="SEEDS",
                         help="instead: audit every entry with a known exact epsilon with SEEDS seeds, count bounds above it")
+    parser.add_argument("--ceiling", action="store_true",
+                        help="instead: the largest bound any event could give, from the exact output distributions")
     args = parser.parse_args(argv)
     trials = 10**7 if args.full else args.trials
     entries = benchmark()
     settings = {} if args.classic else SETTINGS
+    if args.ceiling:
+        return ceiling(entries, trials, settings)
     if args.soundness:
         return soundness(entries, trials, args.soundness, settings)
     names = args.only or list(entries)
@@ -129,6 +141,61 @@ def soundness(entries: dict, trials: int, seeds: int, settings: dict) -> int:
         print(f"{entry.name:20s} exact {_fmt(entry.true_epsilon):>8s}  largest bound {max(bounds):.4f}  above exact: {bad}",
               flush=True)
     print(f"{above} of {len(known) * seeds} bounds above the exact epsilon ({time.process_time() - start:.0f} CPU s)")
+    return 0
+
+
+def _exact_distributions(entry) -> tuple[np.ndarray, np.ndarray] | None:
+    """The exact output distributions of a discrete entry on its pair, where this module can compute them."""
+    opts = dict(entry.options)
+    if entry.name == "TruncatedGeometric":
+        return tuple(np.array([float(v) for v in truncated_geometric_pmf(int(d), epsilon=entry.epsilon)])
+                     for d in (entry.x, entry.x_prime))
+    if entry.name in ("ReportNoisyMax1", "ReportNoisyMax2"):
+        return tuple(rnm_index_probabilities(d, epsilon=entry.epsilon, noise=opts["noise"]) for d in (entry.x, entry.x_prime))
+    if entry.name in ("SVT1", "SVT2", "SVT4"):
+        laws = [svt_pattern_probabilities(d, epsilon=entry.epsilon, algorithm=opts["algorithm"], threshold=opts["threshold"])
+                for d in (entry.x, entry.x_prime)]
+        return tuple(np.array([law[k] for k in laws[0]]) for law in laws)
+    return None
+
+
+def best_possible_bound(p: np.ndarray, q: np.ndarray, n: int, gamma_each: float, grid: int = 20) -> float:
+    """The largest ``ln(p_lo(E) / q_hi(E))`` over events E, with one-sided Clopper-Pearson bounds at error
+    ``gamma_each`` from ``n`` runs at the *expected* counts ``n P[E]``: a ceiling for any split-sample audit
+    with these bounds, even one told the exact distributions.  E runs over the likelihood-ratio prefixes in
+    both directions, with the next output value included with probability j / grid (a randomised test)."""
+    from scipy import stats
+
+    best = 0.0
+    for a, b in ((p, q), (q, p)):
+        order = np.argsort(-(np.log(a) - np.log(b)), kind="stable")
+        ca, cb = np.concatenate([[0.0], np.cumsum(a[order])]), np.concatenate([[0.0], np.cumsum(b[order])])
+        for i in range(len(order)):
+            for f in np.arange(1, grid + 1) / grid:
+                pa, pb = ca[i] + f * a[order[i]], cb[i] + f * b[order[i]]
+                ka, kb = round(pa * n), round(pb * n)
+                if ka == 0 or kb >= n:
+                    continue
+                lo = stats.beta.ppf(gamma_each, ka, n - ka + 1)
+                hi = stats.beta.isf(gamma_each, kb + 1, n - kb)
+                best = max(best, math.log(lo / hi))
+    return best
+
+
+def ceiling(entries: dict, trials: int, settings: dict) -> int:
+    """For the entries whose exact output distributions are computed here, the best bound any event could give."""
+    selection = settings.get("selection", 0.5)
+    n_est = trials - int(trials * selection)
+    gamma_each = 0.05 / (2 if settings.get("bounds") == "two" else 4)
+    print(f"bench_blackbox --ceiling: {trials:,} runs per dataset, {n_est:,} to estimate, one-sided bounds at "
+          f"error {gamma_each:g}; the best event known exactly, expected counts")
+    for entry in entries.values():
+        laws = _exact_distributions(entry)
+        if laws is None:
+            continue
+        top = best_possible_bound(*laws, n_est, gamma_each)
+        print(f"{entry.name:20s} ceiling {top:.4f}  exact {entry.true_epsilon:.4f}  DP-Sniper {entry.dpsniper:.4f}  "
+              f"{'reachable' if top >= entry.dpsniper else 'out of reach'}", flush=True)
     return 0
 
 
