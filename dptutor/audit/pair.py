@@ -716,7 +716,7 @@ def audit_pair(
     else:
         keys, sel, est = _discrete_order(table)
     return _bound_from_counts(sel, est, n_sel_blocks, n_est, layout, keys, eps, dlt, conf, trials, recorded_seed, name, n_fit,
-                              bounds)
+                              bounds, frac)
 
 
 def _discrete_order(table: dict[Any, NDArray[np.int64]]) -> tuple[list[Any], NDArray[np.int64], NDArray[np.int64]]:
@@ -823,7 +823,7 @@ def _run_pair_blocks(
 def _bound_from_counts(
     sel: NDArray[np.int64], est: NDArray[np.int64], n_sel: int, n_est: int, layout: _Layout, keys: list[Any],
     epsilon: float, delta: float, confidence: float, trials: int, seed: Any, name: str, n_fit: int = 0,
-    bounds: str = "four",
+    bounds: str = "four", selection: float = 0.5,
 ) -> PairAudit:
     """Choose the cut on the selection counts, bound its probabilities on the estimation counts.
 
@@ -855,14 +855,16 @@ def _bound_from_counts(
     # 1. Selection: the projected lower bound of each cut j (prefix = first j cells) and combination, at
     #    the estimation half's size, with Wilson bounds in place of the exact ones.
     # The score widens the final z by the selection half's own noise, by the factor 1 + sqrt(n_est / n_sel)
-    # (so the half-width is z times the estimation half's standard error plus z times the selection
-    # half's): a cautious score that prefers events with larger probabilities where the estimated ratios
-    # tie, so that noise in the selection counts rarely picks a cut in a thin tail.  With equal halves
-    # the factor is 2, the rule the book's results were recorded with.  (Measured on DP-Sniper's
-    # benchmark at 10^7 runs with 30% for selection: half that selection term let RAPPOR's learned
-    # statistic choose a tail with 1,567 runs in it, bound 0.173 instead of 0.287.)
+    # (so the half-width is z times the estimation half's standard error plus z times that of the runs
+    # that choose the cut): a cautious score that prefers events with larger probabilities where the
+    # estimated ratios tie, so that noise in the selection counts rarely picks a cut in a thin tail.
+    # (Measured on DP-Sniper's benchmark at 10^7 runs with 30% for selection: half that selection term
+    # let RAPPOR's learned statistic choose a tail with 1,567 runs in it, bound 0.173 instead of 0.287.)
+    # bounds="four" keeps the rule the book's results were recorded with: the requested fractions in
+    # place of the counts, so the factor is exactly 2 at the default split, learned statistic or not.
     each = alpha / 4.0 if bounds == "four" else alpha / 2.0
-    z = (1.0 + math.sqrt(n_est / n_sel)) * float(stats.norm.isf(each))
+    ratio = (1.0 - selection) / selection if bounds == "four" else n_est / n_sel
+    z = (1.0 + math.sqrt(ratio)) * float(stats.norm.isf(each))
     j = np.arange(1, cells)
     p = cum_sel[:, 1:cells] / n_sel  # (2, cells - 1): P[prefix] under x and x_prime
     scores = []
