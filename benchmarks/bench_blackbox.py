@@ -5,6 +5,8 @@
     .venv/bin/python benchmarks/bench_blackbox.py --search        # also search the pair (StatDP's candidates)
     .venv/bin/python benchmarks/bench_blackbox.py --trials 220000000 --only SVT1   # DP-Sniper's own budget
     .venv/bin/python benchmarks/bench_blackbox.py --soundness 20  # 20 seeds on every entry with an exact epsilon
+    .venv/bin/python benchmarks/bench_blackbox.py --classic       # audit_pair's default split and bounds
+    .venv/bin/python benchmarks/bench_blackbox.py --full --ceiling  # the best bound any event could give
 
 Every audit uses no hand-written statistic: ``audit_pair`` counts discrete outputs one by one, thresholds real
 scalars, and learns a statistic (a classifier fitted on its selection half) for vectors.  For each mechanism
@@ -25,10 +27,23 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from dptutor.audit import candidate_pairs, search_pairs  # noqa: E402
-from dptutor.dpsniper import benchmark  # noqa: E402
+from dptutor.dpsniper import (  # noqa: E402
+    benchmark,
+    rnm_index_probabilities,
+    svt_pattern_probabilities,
+    truncated_geometric_pmf,
+)
+
+#: How every audit here is run: 30% of the runs choose the event (the learned statistic's fitting sample
+#: included), 70% measure it, and the selection part also fixes the event's direction and side, so
+#: the estimation part needs two one-sided bounds at error gamma/2 instead of four at gamma/4 (the chapter's
+#: two-bound variant).  ``--classic`` uses audit_pair's defaults (halves, four bounds) instead.
+SETTINGS: dict = {"selection": 0.3, "bounds": "two"}
 
 #: Mechanisms whose neighbourhood changes one entry by at most 1 (the others: every answer by at most 1).
 _ONE_ENTRY = {"NoisyHist1", "NoisyHist2"}
@@ -62,20 +77,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--search", action="store_true", help="search the pair instead of using DP-Sniper's")
     parser.add_argument("--only", nargs="*", default=None, help="mechanism names (default: all 20)")
     parser.add_argument("--seed", type=int, default=2021)
+    parser.add_argument("--classic", action="store_true",
+                        help="audit_pair's default settings (halves, four bounds) instead of SETTINGS")
     parser.add_argument("--soundness", type=int, default=0, metavar="SEEDS",
                         help="instead: audit every entry with a known exact epsilon with SEEDS seeds, count bounds above it")
+    parser.add_argument("--ceiling", action="store_true",
+                        help="instead: the largest bound any event could give, from the exact output distributions")
     args = parser.parse_args(argv)
     trials = 10**7 if args.full else args.trials
     entries = benchmark()
+    settings = {} if args.classic else SETTINGS
+    if args.ceiling:
+        return ceiling(entries, trials, settings)
     if args.soundness:
-        return soundness(entries, trials, args.soundness)
+        return soundness(entries, trials, args.soundness, settings)
     names = args.only or list(entries)
     unknown = [n for n in names if n not in entries]
     if unknown:
         parser.error(f"unknown mechanism(s) {unknown}; known: {list(entries)}")
 
     print(f"bench_blackbox: {trials:,} runs per dataset, pair {'searched' if args.search else 'handed in'}, "
-          f"seed {args.seed}, 95% bounds against DP-Sniper's published 90% bounds")
+          f"seed {args.seed}, settings {settings or 'audit_pair defaults'}, 95% bounds against DP-Sniper's "
+          "published 90% bounds")
     print(f"{'mechanism':20s} {'bound':>8s} {'exact':>8s} {'DP-Sniper':>9s} {'>= pub':>6s} {'CPU s':>7s}  pair / event")
     ahead = sound = known = 0
     total_cpu = 0.0
@@ -84,10 +107,10 @@ def main(argv: list[str] | None = None) -> int:
         start = time.process_time()
         if args.search:
             found = search_pairs(entry.release(), _candidates(entry), epsilon=entry.epsilon, trials=trials,
-                                 seed=args.seed)
+                                 seed=args.seed, **settings)
             result, pair = found.best, found.pair
         else:
-            result, pair = entry.audit(trials, seed=args.seed), (entry.x, entry.x_prime)
+            result, pair = entry.audit(trials, seed=args.seed, **settings), (entry.x, entry.x_prime)
         cpu = time.process_time() - start
         total_cpu += cpu
         bound = result.lower_bound
@@ -104,19 +127,75 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def soundness(entries: dict, trials: int, seeds: int) -> int:
+def soundness(entries: dict, trials: int, seeds: int, settings: dict) -> int:
     """Audit every entry with a known exact epsilon with ``seeds`` seeds; print how many bounds exceed it."""
     known = [e for e in entries.values() if e.true_epsilon is not None]
-    print(f"bench_blackbox --soundness: {len(known)} entries x {seeds} seeds at {trials:,} runs per dataset")
+    print(f"bench_blackbox --soundness: {len(known)} entries x {seeds} seeds at {trials:,} runs per dataset, "
+          f"settings {settings or 'audit_pair defaults'}")
     above = 0
     start = time.process_time()
     for entry in known:
-        bounds = [entry.audit(trials, seed=s).lower_bound for s in range(seeds)]
+        bounds = [entry.audit(trials, seed=s, **settings).lower_bound for s in range(seeds)]
         bad = sum(b > entry.true_epsilon for b in bounds)
         above += bad
         print(f"{entry.name:20s} exact {_fmt(entry.true_epsilon):>8s}  largest bound {max(bounds):.4f}  above exact: {bad}",
               flush=True)
     print(f"{above} of {len(known) * seeds} bounds above the exact epsilon ({time.process_time() - start:.0f} CPU s)")
+    return 0
+
+
+def _exact_distributions(entry) -> tuple[np.ndarray, np.ndarray] | None:
+    """The exact output distributions of a discrete entry on its pair, where this module can compute them."""
+    opts = dict(entry.options)
+    if entry.name == "TruncatedGeometric":
+        return tuple(np.array([float(v) for v in truncated_geometric_pmf(int(d), epsilon=entry.epsilon)])
+                     for d in (entry.x, entry.x_prime))
+    if entry.name in ("ReportNoisyMax1", "ReportNoisyMax2"):
+        return tuple(rnm_index_probabilities(d, epsilon=entry.epsilon, noise=opts["noise"]) for d in (entry.x, entry.x_prime))
+    if entry.name in ("SVT1", "SVT2", "SVT4"):
+        laws = [svt_pattern_probabilities(d, epsilon=entry.epsilon, algorithm=opts["algorithm"], threshold=opts["threshold"])
+                for d in (entry.x, entry.x_prime)]
+        return tuple(np.array([law[k] for k in laws[0]]) for law in laws)
+    return None
+
+
+def best_possible_bound(p: np.ndarray, q: np.ndarray, n: int, gamma_each: float, grid: int = 20) -> float:
+    """The largest ``ln(p_lo(E) / q_hi(E))`` over events E, with one-sided Clopper-Pearson bounds at error
+    ``gamma_each`` from ``n`` runs at the *expected* counts ``n P[E]``: a ceiling for any split-sample audit
+    with these bounds, even one told the exact distributions.  E runs over the likelihood-ratio prefixes in
+    both directions, with the next output value included with probability j / grid (a randomised test)."""
+    from scipy import stats
+
+    best = 0.0
+    for a, b in ((p, q), (q, p)):
+        order = np.argsort(-(np.log(a) - np.log(b)), kind="stable")
+        ca, cb = np.concatenate([[0.0], np.cumsum(a[order])]), np.concatenate([[0.0], np.cumsum(b[order])])
+        for i in range(len(order)):
+            for f in np.arange(1, grid + 1) / grid:
+                pa, pb = ca[i] + f * a[order[i]], cb[i] + f * b[order[i]]
+                ka, kb = round(pa * n), round(pb * n)
+                if ka == 0 or kb >= n:
+                    continue
+                lo = stats.beta.ppf(gamma_each, ka, n - ka + 1)
+                hi = stats.beta.isf(gamma_each, kb + 1, n - kb)
+                best = max(best, math.log(lo / hi))
+    return best
+
+
+def ceiling(entries: dict, trials: int, settings: dict) -> int:
+    """For the entries whose exact output distributions are computed here, the best bound any event could give."""
+    selection = settings.get("selection", 0.5)
+    n_est = trials - int(trials * selection)
+    gamma_each = 0.05 / (2 if settings.get("bounds") == "two" else 4)
+    print(f"bench_blackbox --ceiling: {trials:,} runs per dataset, {n_est:,} to estimate, one-sided bounds at "
+          f"error {gamma_each:g}; the best event known exactly, expected counts")
+    for entry in entries.values():
+        laws = _exact_distributions(entry)
+        if laws is None:
+            continue
+        top = best_possible_bound(*laws, n_est, gamma_each)
+        print(f"{entry.name:20s} ceiling {top:.4f}  exact {entry.true_epsilon:.4f}  DP-Sniper {entry.dpsniper:.4f}  "
+              f"{'reachable' if top >= entry.dpsniper else 'out of reach'}", flush=True)
     return 0
 
 

@@ -30,6 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dptutor._validate import check_choice, check_float_array, check_int, check_real, check_rng
+from dptutor.selection import max_log_ratio
 from dptutor.zoo import (
     PRIVACY,
     ZooEntry,
@@ -406,17 +407,6 @@ def _svt5_epsilon(x: NDArray[np.float64], xp: NDArray[np.float64], threshold: fl
 # ---------------------------------------------------------------------------------------------
 
 
-def _log_ratio_max(p: Any, q: Any) -> float:
-    worst = 0.0
-    for a, b in zip(p, q):
-        if a == 0 and b == 0:
-            continue
-        if a == 0 or b == 0:
-            return math.inf
-        worst = max(worst, abs(math.log(a) - math.log(b)))
-    return worst
-
-
 def _bit_epsilon(x: int, xp: int, keep1: float, keep0: float) -> float:
     """Epsilon of independent bits over Bloom filters: each bit set in one filter only costs
     ``ln(P(1 | set) / P(1 | clear))`` or that of 0, whichever is larger."""
@@ -443,7 +433,7 @@ def benchmark() -> dict[str, ZooEntry]:
                      why="floating-point Laplace noise (the attacks of the chapter on floating point apply)"))
     geo = [truncated_geometric_pmf(c, epsilon=e) for c in (2, 1)]
     out.append(entry(name="TruncatedGeometric", mechanism=truncated_geometric, x=2.0, x_prime=1.0, private=True,
-                     true_epsilon=_log_ratio_max(geo[0], geo[1]), privacy=PRIVACY[0],
+                     true_epsilon=max_log_ratio([float(v) for v in geo[0]], [float(v) for v in geo[1]]), privacy=PRIVACY[0],
                      known="ln(1 + 2^-ceil(ln(2/epsilon)))-DP (Balcer and Vadhan 2018, Theorem 4.7): more than "
                            "the claimed epsilon; exact pmf in integer arithmetic",
                      dpsniper=PUBLISHED["TruncatedGeometric"]))
@@ -459,7 +449,7 @@ def benchmark() -> dict[str, ZooEntry]:
         p = rnm_index_probabilities(rnm_x, epsilon=e, noise=noise)
         pp = rnm_index_probabilities(rnm_xp, epsilon=e, noise=noise)
         out.append(entry(name=f"ReportNoisyMax{i}", mechanism=report_noisy_max, x=rnm_x, x_prime=rnm_xp, private=True,
-                         true_epsilon=_log_ratio_max(p, pp), options=(("noise", noise),),
+                         true_epsilon=max_log_ratio(p, pp), options=(("noise", noise),),
                          known=f"epsilon-DP (the index only, {noise} noise); exact epsilon on the pair by integration",
                          dpsniper=PUBLISHED[f"ReportNoisyMax{i}"], why="floating-point noise"))
     out.append(entry(name="ReportNoisyMax3", mechanism=report_noisy_max_value, x=(0.0,) * 5, x_prime=one,
@@ -477,7 +467,7 @@ def benchmark() -> dict[str, ZooEntry]:
         p = svt_pattern_probabilities(x, epsilon=e, algorithm=alg, threshold=t)
         pp = svt_pattern_probabilities(xp, epsilon=e, algorithm=alg, threshold=t)
         out.append(entry(name=f"SVT{alg}", mechanism=svt, x=x, x_prime=xp, private=alg in (1, 2),
-                         true_epsilon=_log_ratio_max([p[k] for k in p], [pp[k] for k in p]),
+                         true_epsilon=max_log_ratio([p[k] for k in p], [pp[k] for k in p]),
                          options=(("algorithm", alg), ("c", 1), ("threshold", t)),
                          known=f"Lyu, Su and Li's Algorithm {alg} at c = 1; exact epsilon on the pair by integration",
                          dpsniper=PUBLISHED[f"SVT{alg}"], why="floating-point Laplace noise" if alg in (1, 2) else ""))

@@ -125,6 +125,8 @@ def search_pairs(
     confidence: float = 0.95,
     statistic: Any = None,
     delta: float = 0.0,
+    selection: float = 0.5,
+    bounds: str = "four",
 ) -> PairSearch:
     """Find the pair of ``candidates`` with the largest lower bound on epsilon, soundly.
 
@@ -133,7 +135,7 @@ def search_pairs(
     ``confirm`` pairs with the largest pilot bounds (ties broken by the larger pilot estimate)
     are audited again with ``trials`` fresh runs per dataset, each at error ``(1 - confidence) /
     confirm``, and the largest confirmed bound is returned (see the module docstring for why this holds
-    at ``confidence``).  ``statistic`` and ``delta`` are passed to :func:`~dptutor.audit.pair.audit_pair`.
+    at ``confidence``).  ``statistic``, ``delta``, ``selection`` and ``bounds`` are passed to :func:`~dptutor.audit.pair.audit_pair`.
     """
     check_callable(mechanism, "mechanism", "mechanism(data, size, rng)")
     pairs = check_sequence(candidates, "candidates")
@@ -158,7 +160,8 @@ def search_pairs(
     for i, (x, x_prime) in enumerate(pairs):
         try:
             result = audit_pair(mechanism, x, x_prime, epsilon=epsilon, trials=pilot_trials, confidence=conf,
-                                seed=_entropy(pilot_seeds[i]), statistic=statistic, delta=delta)
+                                seed=_entropy(pilot_seeds[i]), statistic=statistic, delta=delta,
+                                selection=selection, bounds=bounds)
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"candidates[{i}]: {exc}") from exc
         pilots.append(result.lower_bound)
@@ -171,7 +174,8 @@ def search_pairs(
     for j, i in enumerate(chosen):
         x, x_prime = pairs[int(i)]
         confirmed.append(audit_pair(mechanism, x, x_prime, epsilon=epsilon, trials=trials, confidence=each,
-                                    seed=_entropy(confirm_seeds[j]), statistic=statistic, delta=delta))
+                                    seed=_entropy(confirm_seeds[j]), statistic=statistic, delta=delta,
+                                    selection=selection, bounds=bounds))
     k = int(np.argmax([r.lower_bound for r in confirmed]))
     return PairSearch(best=confirmed[k], index=int(chosen[k]), pair=tuple(pairs[int(chosen[k])]),
                       pilot_bounds=pilot_bounds, confirmed=tuple(confirmed), confidence=conf)
