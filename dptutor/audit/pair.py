@@ -74,9 +74,13 @@ PAIR_IN_FLIGHT: int = 64
 
 #: The ways :func:`audit_pair` bounds the chosen event's probabilities (``bounds=``).
 PAIR_BOUNDS: tuple[str, ...] = ("four", "two")
+#: The fractions of the runs that may choose the event (``selection``): outside it one of the two parts
+#: is too small to be worth its runs, and the cut's score (which widens by their ratio) degenerates.
+SELECTION_RANGE = (0.01, 0.99)
 
 __all__ += [
     "PAIR_BOUNDS",
+    "SELECTION_RANGE",
     "PairAudit",
     "audit_pair",
     "PAIR_CALL_ELEMENTS",
@@ -609,7 +613,8 @@ def audit_pair(
     chooses the direction and whether to report S or its complement, so the estimation half needs only a
     one-sided lower bound on the numerator's probability and an upper bound on the denominator's
     (``scipy.stats.beta`` quantiles), each at error ``(1 - confidence) / 2``.  With a smaller
-    ``selection`` (e.g. 0.2) more runs measure the event; the bound is sound for any fraction.
+    ``selection`` (e.g. 0.2) more runs measure the event; the bound is sound for any fraction in
+    :data:`SELECTION_RANGE`.
 
     Reproducibility and scale.  Runs are made in blocks of :data:`BLOCK_TRIALS` per dataset, block
     ``i`` of each half seeded by a child of ``SeedSequence(seed).spawn`` (without a ``statistic``, the
@@ -643,7 +648,7 @@ def audit_pair(
     elif statistic is not None:
         check_callable(statistic, "statistic", "statistic(outputs) -> one real per output, or 'learned'")
     dlt = check_real(delta, "delta", low=0.0, high=1.0, high_open=True)
-    frac = check_real(selection, "selection", low=0.0, high=1.0, low_open=True, high_open=True)
+    frac = check_real(selection, "selection", low=SELECTION_RANGE[0], high=SELECTION_RANGE[1])
     check_choice(bounds, "bounds", PAIR_BOUNDS)
     if executor is not None and not isinstance(executor, concurrent.futures.Executor):
         raise TypeError(f"executor must be a concurrent.futures.Executor, got {type(executor).__name__}")
