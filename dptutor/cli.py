@@ -264,6 +264,9 @@ def _add_export_otter(subparsers: argparse._SubParsersAction) -> None:
                    help="seconds any cell may run when otter grades (default: %(default)s)")
     p.add_argument("--wheel", type=Path, default=None,
                    help="a prebuilt dptutor wheel to ship (default: build one from this repository)")
+    p.add_argument("--course", type=Path, default=None, metavar="FOLDER",
+                   help="a course folder (`course new`): export its notebooks, graded against its own mysteries "
+                        "(default: the book's self-study instance)")
     p.set_defaults(handler=_cmd_export_otter)
 
 
@@ -334,7 +337,8 @@ def _cmd_export_otter(args: argparse.Namespace) -> int:
         print(f"error: {args.outdir} exists and is not a folder", file=sys.stderr)
         return 2
     try:
-        target = export_otter(args.assignment, args.outdir, time_limit=args.time_limit, wheel=args.wheel)
+        target = export_otter(args.assignment, args.outdir, time_limit=args.time_limit, wheel=args.wheel,
+                              course=args.course)
     except (ValueError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

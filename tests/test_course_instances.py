@@ -426,3 +426,29 @@ def test_grading_with_a_course_folder_uses_its_answer_key(tmp_path: Path, capsys
         assert code == 2 and message in capsys.readouterr().err
     assert not (tmp_path / "x.csv").exists()
     assert float(rows["course-b"]["q3"]) == 0.0 and float(rows["course-b"]["total"]) < 5.0, rows["course-b"]
+
+
+def test_the_gradescope_export_of_a_course_grades_against_its_mysteries(tmp_path: Path) -> None:
+    """``export-otter --course FOLDER``: the master notebook is the course's, every hidden test of the
+    instance assignments selects the course's mysteries itself, and no answer reaches a Markdown cell
+    (which otter copies into the student notebook); a path that is no course folder is refused."""
+    import nbformat
+
+    from dptutor.grading.otter import export_otter
+
+    course = new_course(tmp_path / "course", "a secret for the gradescope export")
+    target = export_otter("pair_audit", tmp_path / "otter", course=course.folder)
+    nb = nbformat.read(target, as_version=4)
+    hidden = [c.source for c in nb.cells if "show_hidden(" in c.source]
+    select = f"use_course({course.tokens['pair_audit']!r})"
+    assert hidden and all(select in s for s in hidden)
+    student = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert not any(answer in student for answer in _answers(course))
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    assert f'use_course("{course.tokens["pair_audit"]}")' in code  # the student notebook's own line
+    # An assignment without mysteries is exported as before, with no selection line.
+    plain = nbformat.read(export_otter("sampler", tmp_path / "otter-s", course=course.folder,
+                                       wheel=next((tmp_path / "otter").glob("dptutor-*.whl"))), as_version=4)
+    assert not any("use_course" in c.source for c in plain.cells)
+    with pytest.raises(ValueError, match="course: .* is not a course folder"):
+        export_otter("pair_audit", tmp_path / "otter-x", course=tmp_path)

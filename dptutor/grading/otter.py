@@ -394,11 +394,17 @@ def myst_to_markdown(text: str, book: Path | str | None = None) -> str:
 
 
 def export_otter(assignment: str, outdir: Path | str, *, time_limit: float = 60,
-                 wheel: Path | str | None = None) -> Path:
+                 wheel: Path | str | None = None, course: Path | str | None = None) -> Path:
     """Write ``<outdir>/<assignment>.ipynb`` (an otter master notebook), the dptutor wheel it needs
     (``wheel``, or one built from the repository by :func:`_build_wheel` when None) and
     ``requirements.txt`` (:func:`wheel_requirements`); ``otter assign`` then puts the wheel into the
-    autograder zip.  Returns the notebook's path."""
+    autograder zip.  Returns the notebook's path.
+
+    ``course``: a course folder (``python -m dptutor course new``): the master notebook is the course's
+    instructor notebook (its student notebook selects the course's mysteries), and every hidden test of
+    ``audit`` and ``pair_audit`` first selects them itself, so a submission that drops that line is
+    still graded against the course's answers.  The course's token then sits in the autograder zip,
+    which Gradescope does not show students (it is no more secret than the student notebook's own line)."""
     import shutil
 
     import jupytext
@@ -417,7 +423,21 @@ def export_otter(assignment: str, outdir: Path | str, *, time_limit: float = 60,
     else:
         _repository_root()
     assignments = book_assignments_folder()
-    source = jupytext.read(assignments / "instructor" / a.notebook)
+    select = ""
+    if course is not None:
+        from dptutor.grading.course import load_course
+        from dptutor.grading.instances import INSTANCE_ASSIGNMENTS
+
+        try:
+            folder = load_course(check_path(course, "course"))
+        except ValueError as exc:
+            raise ValueError(f"course: {str(exc).replace('folder: ', '', 1)}") from None
+        source = jupytext.read(folder.folder / "private" / "instructor" / a.notebook)
+        if a.name in INSTANCE_ASSIGNMENTS:
+            select = (f"__import__('dptutor.grading.instances', fromlist=['use_course'])"
+                      f".use_course({folder.tokens[a.name]!r})\n")
+    else:
+        source = jupytext.read(assignments / "instructor" / a.notebook)
     outdir.mkdir(parents=True, exist_ok=True)
     for old in outdir.glob("dptutor-*.whl"):
         if wheel is None or not old.samefile(wheel):
@@ -464,7 +484,7 @@ def export_otter(assignment: str, outdir: Path | str, *, time_limit: float = 60,
         cells.append(_test_cell(f"import dptutor.grading.otter as _dpt\n"
                                 f"_dpt.show_feedback({a.name!r}, {q.name!r}, {args})", 0, False))
         for step in range(1, STEPS + 1):
-            cells.append(_test_cell(f"import dptutor.grading.otter as _dpt\n"
+            cells.append(_test_cell(f"{select}import dptutor.grading.otter as _dpt\n"
                                     f"_dpt.show_hidden({a.name!r}, {q.name!r}, {step}, {args})",
                                     q.points / STEPS, True))
         cells.append(_raw("# END TESTS"))
