@@ -66,7 +66,7 @@ lab-check: $(LAB_STAMP)
 # run on one, every other module on whichever is free (tests/conftest.py). TEST_WORKERS=0 runs serially.
 TEST_WORKERS ?= 2
 test: $(STAMP)
-	$(BIN)/python -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadscope)
+	$(BIN)/python -m pytest --durations=25 $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadscope)
 
 clean:
 	rm -rf _build .jupyter_cache jupyter_execute .pytest_cache .hypothesis
