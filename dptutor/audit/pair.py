@@ -772,7 +772,7 @@ def _learned_statistic(
                 return None, 0, first
     n_fit = min(n_sel // 2, max(LEARN_TRIALS, trials // 32), LEARN_MAX_TRIALS)
     if n_fit < 1:
-        raise ValueError(f"trials must be at least 4 to learn a statistic, got {2 * n_sel}")
+        raise ValueError(f"trials must be at least 4 to learn a statistic, got {trials}")
     probe = _Layout(mode="real", row_shape=row_shape, floating=floating)
     samples = []
     for data in (x, x_prime):
