@@ -29,7 +29,7 @@ from dptutor.grading import ASSIGNMENTS, check, checker, mystery_a, mystery_b, u
 from dptutor.grading import instances
 from dptutor.grading.course import answer_lines, load_course, new_course
 from dptutor.grading.instances import (COURSE_FAMILIES, FAMILIES, SELF_STUDY, active_member, course_scope,
-                                       course_tokens, member_of)
+                                       course_key, course_tokens, member_of)
 from dptutor.grading.pair_audit import mystery_pair
 
 NOTEBOOKS = ("audit", "mechanism", "pair_audit", "sampler", "selection")
@@ -205,8 +205,8 @@ def _solve_audit(member) -> tuple[dict, dict, str]:
 
 def test_a_correct_answer_scores_full_with_its_course_key_only() -> None:
     a, b = _courses_that_differ()
-    tokens_a, tokens_b = course_tokens(a), course_tokens(b)
-    with course_scope(tokens_a):
+    key_a, key_b = course_key(a), course_key(b)
+    with course_scope(key_a):
         member = active_member("audit")
         verdicts, evidence, diagnosis = _solve_audit(member)
         assert verdicts == {label: member.verdict(label) for label in "AB"}
@@ -216,13 +216,65 @@ def test_a_correct_answer_scores_full_with_its_course_key_only() -> None:
         assert all(f.passed is not False for f in feedback.findings) and "reproduces your counts" in str(feedback)
     answers = [("audit", "q1", (verdicts, evidence)), ("audit", "q2", (verdicts, evidence)),
                ("audit", "q3", (diagnosis,)), ("pair_audit", "q3", (true_epsilon,))]
-    with course_scope(tokens_a):
+    with course_scope(key_a):
         for assignment, question, objects in answers:
             fb = check(assignment, question, *objects, hidden=True)
             assert fb.score == fb.points, (assignment, question, fb)
-    with course_scope(tokens_b):  # another course: the diagnosis and the true epsilon are wrong there
+    with course_scope(key_b):  # another course: the diagnosis and the true epsilon are wrong there
         scores = {(a_, q): check(a_, q, *o, hidden=True).score for a_, q, o in answers}
     assert scores["audit", "q3"] == 0 and scores["pair_audit", "q3"] == 0 and sum(scores.values()) < 7.0
+
+
+def test_a_student_kernel_cannot_use_the_grading_checks_as_an_oracle() -> None:
+    """With only the course's token in use (what a student notebook holds), every check that grades
+    refuses to run, for every question that reads an answer and whatever the answer tried; the
+    feedback checks still run; and the token is no course key (nor is any string a student can derive
+    from it without the secret)."""
+    secret = SECRETS[3]
+    key, tokens = course_key(secret), course_tokens(secret)
+    for assignment, token in tokens.items():
+        use_course(token)
+        graded = {"audit": [("q3", (d,)) for d in instances.AUDIT_BUGS],
+                  "pair_audit": [("q3", (e,)) for e in (1.0, 2.0, 2.5, 3.2, 4.0, 5.0)]}[assignment]
+        for question, objects in graded:
+            with pytest.raises(ValueError, match="only in its private answer key"):
+                check(assignment, question, *objects, hidden=True)
+            fb = check(assignment, question, *objects)  # feedback: recorded, graded after submission
+            assert fb.score is None or fb.score == 0 or "after" in str(fb)
+        for bad in (token, token.rsplit(":", 1)[1]):
+            with pytest.raises(ValueError, match="key must be a course key"):
+                course_scope(bad)
+            with pytest.raises(ValueError, match="key must be a course key"):
+                instances.use_answer_key(bad)
+        # A string of the key's form made from the token is the key of another course, not this one.
+        assert instances.tokens_of_key(token.rsplit(":", 1)[1] * 2) != tokens
+    # The verdict questions replay the evidence but read no answer before grading either.
+    use_course(tokens["audit"])
+    evidence = {label: estimate_loss(m, 2, 1.0, 100_000, seed=3) for label, m in (("A", mystery_a), ("B", mystery_b))}
+    verdicts = {"A": "violates", "B": "no evidence"}
+    assert "graded after" in str(check("audit", "q1", verdicts, evidence))
+    with pytest.raises(ValueError, match="only in its private answer key"):
+        check("audit", "q1", verdicts, evidence, hidden=True)
+    # With the key, the same checks grade; self-study answers stay public.
+    with course_scope(key):
+        assert check("audit", "q3", member_of(tokens["audit"])[1].bug, hidden=True).score == 1.0
+    use_self_study()
+    assert check("audit", "q3", SELF_STUDY["audit"].bug, hidden=True).score == 1.0
+
+
+def test_the_key_file_must_match_its_key(tmp_path: Path) -> None:
+    """An answer key whose key is missing or whose token does not follow from the key is refused."""
+    course = new_course(tmp_path / "c", SECRETS[4])
+    path = course.folder / "private" / "answer-key.toml"
+    text = path.read_text(encoding="utf-8")
+    assert f'key = "{course.key}"' in text and course.tokens == course_tokens(SECRETS[4])
+    path.write_text(text.replace(f'key = "{course.key}"\n', ""), encoding="utf-8")
+    with pytest.raises(ValueError, match="no valid course key"):
+        load_course(course.folder)
+    other = course_tokens(SECRETS[5])["audit"]
+    path.write_text(text.replace(course.tokens["audit"], other), encoding="utf-8")
+    with pytest.raises(ValueError, match="folder: "):
+        load_course(course.folder)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -300,7 +352,7 @@ def test_the_course_instructor_notebooks_solve_the_course(tmp_path: Path) -> Non
                 exec(compile(cell.source, name, "exec"), namespace)
         assert active_member(name) == course.members[name]
         use_self_study()
-        with course_scope(course.tokens):
+        with course_scope(course.key):
             for q in ASSIGNMENTS[name].questions:
                 if set(q.needs) <= set(graded):
                     fb = check(name, q.name, *(namespace[n] for n in q.needs), hidden=True)
@@ -353,10 +405,17 @@ def test_no_course_answer_is_in_the_wheel_the_repository_or_the_student_notebook
                 assert answer not in wheel, f"the wheel states {course.name}'s answer {answer!r}"
                 hits = [name for name, text in repository.items() if answer in text]
                 assert not hits, f"{hits} state {course.name}'s answer {answer!r}"
-    for secret in _courses_that_differ():  # nor is any secret, or the course key derived from it
+    # Nor is any secret anywhere, or the course key (which selects the answers when grading) anywhere but
+    # in the course folder's private part.
+    handed_out = [p for c in courses for p in c.folder.rglob("*.*") if "private" not in p.relative_to(c.folder).parts]
+    assert any(p.parent.name == "release" for p in handed_out)
+    for secret in _courses_that_differ():
         key = hmac.new(secret.encode(), b"dptutor course instance v1", hashlib.sha256).hexdigest()
-        for text in [wheel, *repository.values(), *(p.read_text() for c in courses for p in c.folder.rglob("*.*"))]:
+        assert any(key in (c.folder / "private" / "answer-key.toml").read_text() for c in courses)
+        for text in [wheel, *repository.values(), *(p.read_text() for p in handed_out)]:
             assert secret not in text and key not in text
+        for text in (p.read_text() for c in courses for p in c.folder.rglob("*.*")):
+            assert secret not in text
     assert searched >= 3 * 8
 
 
@@ -440,7 +499,7 @@ def test_the_gradescope_export_of_a_course_grades_against_its_mysteries(tmp_path
     target = export_otter("pair_audit", tmp_path / "otter", course=course.folder)
     nb = nbformat.read(target, as_version=4)
     hidden = [c.source for c in nb.cells if "show_hidden(" in c.source]
-    select = f"use_course({course.tokens['pair_audit']!r})"
+    select = f"use_answer_key({course.key!r})"
     assert hidden and all(select in s for s in hidden)
     student = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     assert not any(answer in student for answer in _answers(course))

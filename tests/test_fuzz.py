@@ -178,6 +178,12 @@ def _course_token(assignment: str) -> str:
     return _course_tokens()[assignment]
 
 
+def _course_key() -> str:
+    from dptutor.grading.instances import course_key
+
+    return course_key(_COURSE_SECRET)
+
+
 def _pair_member():
     from dptutor.grading.instances import PairMember
 
@@ -402,14 +408,18 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
     "grading.instances.AuditMember.verdict": {"label": _const("A")},
     "grading.instances.PairMember": {"columns": _const(3), "spread": _const(0.8)},
     "grading.instances.course_tokens": {"secret": _const(_COURSE_SECRET)},
+    "grading.instances.course_key": {"secret": _const(_COURSE_SECRET)},
+    "grading.instances.tokens_of_key": {"key": lambda ctx: _course_key()},
+    "grading.instances.use_answer_key": {"key": lambda ctx: _course_key()},
+    "grading.instances.answer_member": {"assignment": _const("audit")},
     "grading.instances.member_of": {"token": lambda ctx: _course_token("audit")},
     "grading.instances.use_course": {"token": lambda ctx: _course_token("pair_audit")},
     "grading.instances.active_member": {"assignment": _const("audit")},
-    "grading.instances.course_scope": {"tokens": lambda ctx: {"audit": _course_token("audit")}},
+    "grading.instances.course_scope": {"key": lambda ctx: _course_key()},
     "grading.instances.audit_mystery": {"label": _const("B"), "x": lambda ctx: np.zeros((3, 2))},
     "grading.instances.pair_mystery": {"data": _const(0.0)},
     "grading.course.CourseFolder": {"folder": lambda ctx: ctx.tmp / "course", "name": _const("dp-2026"),
-                                    "tokens": lambda ctx: _course_tokens()},
+                                    "key": lambda ctx: _course_key()},
     "grading.course.new_course": {"folder": lambda ctx: ctx.tmp / "course", "secret": _const(_COURSE_SECRET),
                                   "name": _const("dp-2026")},
     "grading.course.load_course": {"folder": lambda ctx: ctx.course_folder()},

@@ -23,7 +23,7 @@ from numpy.typing import NDArray
 from dptutor._validate import check_int
 from dptutor.audit import AuditResult, estimate_loss
 from dptutor.grading.feedback import Assignment, Finding, NotAnswered, Question
-from dptutor.grading.instances import AUDIT_BUGS, active_member, audit_mystery
+from dptutor.grading.instances import AUDIT_BUGS, answer_member, audit_mystery
 
 __all__ = ["ASSIGNMENT", "AUDIT_EPSILON", "AUDIT_CONFIDENCE", "VERDICTS", "DIAGNOSES", "JUSTIFICATION_WORDS",
            "AUDIT_MAX_WORK", "AUDIT_REPLAY_SECONDS", "BY_HAND", "RECORD_TYPES", "mystery_a", "mystery_b",
@@ -75,9 +75,10 @@ _CANDIDATE_SCALES: dict[str, Callable[[int], float]] = {
 
 
 def _true_verdict(label: str) -> str:
-    """The active member's verdict on mechanism ``label``: its broken mechanism violates epsilon-DP
-    (its noise is one-sided, or its scale is below the l1 calibration n/epsilon at some n)."""
-    member = active_member("audit")
+    """The graded member's verdict on mechanism ``label`` (:func:`~dptutor.grading.instances.answer_member`):
+    its broken mechanism violates epsilon-DP (its noise is one-sided, or its scale is below the l1
+    calibration n/epsilon at some n)."""
+    member = answer_member("audit")
     short = member.one_sided(label) or any(
         member.scale(label, n, AUDIT_EPSILON) < n / AUDIT_EPSILON * (1 - 1e-12) for n in range(1, 129))
     return VERDICTS[0] if short else VERDICTS[1]
@@ -86,7 +87,7 @@ def _true_verdict(label: str) -> str:
 def _true_diagnosis() -> str:
     """The candidate that matches the broken mechanism: one-sided noise, else the candidate whose scale
     equals the broken mechanism's at every dimension that separates the candidates."""
-    member = active_member("audit")
+    member = answer_member("audit")
     broken = next(label for label in "AB" if _true_verdict(label) == VERDICTS[0])
     if member.one_sided(broken):
         return "one-sided"
@@ -210,10 +211,11 @@ def _evidence(evidence: Any, label: str) -> Any:
     return evidence.get(label)
 
 
-def _verdict_and_replay(verdicts: Any, evidence: Any, label: str, truth: str, wrong_hint: str,
+def _verdict_and_replay(verdicts: Any, evidence: Any, label: str, truth: str | None, wrong_hint: str,
                         mechanism: Callable, minimum_trials: int, *, hidden: bool) -> tuple[str, Any, list[Finding]]:
     """What both audit questions check of mechanism ``label``: the verdict (``wrong_hint`` if it is
-    not ``truth``; withheld unless ``hidden``) and a replay of the evidence (:func:`_replay`).
+    not ``truth``; withheld unless ``hidden``, and then ``truth`` may be None) and a replay of the
+    evidence (:func:`_replay`).
 
     Returns the normalised verdict, the evidence and the findings.
     """
@@ -242,9 +244,10 @@ _WRONG_VERDICT_HINTS = {
 def _audit_one(label: str, verdicts: Any, evidence: Any, *, hidden: bool) -> list[Finding]:
     """The verdict on mechanism ``label`` and a replayable audit that supports it.  The broken mechanism's
     evidence must show its violation when grading; the other's bound must agree with the verdict."""
-    truth = _true_verdict(label)
+    truth = _true_verdict(label) if hidden else None  # the answers are read only when grading
     mechanism = mystery_a if label == "A" else mystery_b
-    verdict, result, findings = _verdict_and_replay(verdicts, evidence, label, truth, _WRONG_VERDICT_HINTS[truth],
+    verdict, result, findings = _verdict_and_replay(verdicts, evidence, label, truth,
+                                                    _WRONG_VERDICT_HINTS.get(truth, ""),
                                                     mechanism, _AUDIT_MIN_TRIALS, hidden=hidden)
     if label == "B" and isinstance(result, AuditResult):
         a = _evidence(evidence, "A")

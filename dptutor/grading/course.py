@@ -6,7 +6,7 @@
       README.md               what each part is, and what to hand out
       grading.toml            the grading configuration (``course = NAME``; add points, limits, late policy)
       private/                NEVER hand out
-        answer-key.toml       this course's tokens and answers of assignments 3 and 4
+        answer-key.toml       this course's key, tokens and answers of assignments 3 and 4
         instructor/*.md       the instructor notebooks with this course's answers
       release/*.md            the student notebooks to hand out (no solution; the course's tokens)
 
@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dptutor._validate import check_choice, check_path, check_str
-from dptutor.grading.instances import (INSTANCE_ASSIGNMENTS, AuditMember, PairMember, course_tokens, member_of)
+from dptutor.grading.instances import (INSTANCE_ASSIGNMENTS, AuditMember, PairMember, course_key, member_of,
+                                       tokens_of_key)
 from dptutor.grading.registry import ASSIGNMENTS
 from dptutor.grading.release import book_assignments_folder, student_version
 
@@ -51,24 +52,23 @@ _BUG_TEXT = {
 
 @dataclass(frozen=True)
 class CourseFolder:
-    """A course folder: its name, its tokens (one per assignment of ``INSTANCE_ASSIGNMENTS``), its members."""
+    """A course folder: its name and its course key (private: it selects the answers when grading).
+    ``tokens`` (one per assignment of ``INSTANCE_ASSIGNMENTS``, what the student notebooks hold) and
+    ``members`` follow from the key."""
 
     folder: Path
     name: str
-    tokens: dict[str, str]
+    key: str
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "folder", Path(check_path(self.folder, "folder")))
         _check_name(self.name)
-        if not isinstance(self.tokens, dict) or set(self.tokens) != set(INSTANCE_ASSIGNMENTS):
-            raise TypeError(f"tokens must be a dict with one token for each of {INSTANCE_ASSIGNMENTS}")
-        for assignment, token in self.tokens.items():
-            try:
-                found = member_of(token)[0]
-            except (TypeError, ValueError) as exc:
-                raise type(exc)(f"tokens: {exc}") from None
-            if found != assignment:
-                raise ValueError(f"tokens: the token given for {assignment!r} is a token of another assignment")
+        tokens_of_key(self.key)  # TypeError/ValueError naming key
+
+    @property
+    def tokens(self) -> dict[str, str]:
+        """The token of each assignment (what the course's student notebooks hold)."""
+        return tokens_of_key(self.key)
 
     @property
     def members(self) -> dict[str, object]:
@@ -191,7 +191,8 @@ name writes this folder again.
 - `release/`: the student notebooks. Hand these out (not the book's `book/assignments/*.md`, whose
   mysteries are the public self-study ones). They hold no solution; `audit.md` and `pair_audit.md` call
   `use_course(...)` with this course's tokens.
-- `private/`: NEVER hand out. `answer-key.toml` holds the answers of assignments 3 and 4;
+- `private/`: NEVER hand out. `answer-key.toml` holds the course key (grading needs it: it selects
+  this course's answers) and the answers of assignments 3 and 4;
   `instructor/*.md` the reference solutions with this course's answers.
 - `grading.toml`: the grading configuration (course name; add points, time limits, a late policy).
 
@@ -204,9 +205,11 @@ what students cannot find is any written answer, in the wheel, the repository or
 """
 
 
-def _key_text(name: str, tokens: dict[str, str]) -> str:
+def _key_text(name: str, key: str) -> str:
+    tokens = tokens_of_key(key)
     lines = [f"# The answer key of course {name}: PRIVATE. Written by `python -m dptutor course new`.",
-             f'course = "{name}"', ""]
+             "# `key` selects this course's answers when grading; the student notebooks hold only the tokens.",
+             f'course = "{name}"', f'key = "{key}"', ""]
     for assignment in INSTANCE_ASSIGNMENTS:
         lines += [f"[{assignment}]", f'token = "{tokens[assignment]}"',
                   *answer_lines(assignment, member_of(tokens[assignment])[1]), ""]
@@ -222,7 +225,8 @@ def new_course(folder: Path | str, secret: str, *, name: str | None = None,
     (it is then written again); anything else is a ValueError naming ``folder``.
     """
     folder = Path(check_path(folder, "folder"))
-    tokens = course_tokens(secret)
+    key = course_key(secret)
+    tokens = tokens_of_key(key)
     name = _check_name(folder.resolve().name if name is None else name)
     book = book_assignments_folder() if book is None else Path(check_path(book, "book"))
     if not (book / "instructor").is_dir():
@@ -236,13 +240,13 @@ def new_course(folder: Path | str, secret: str, *, name: str | None = None,
             except ValueError:
                 raise ValueError(f"folder: {folder} is not empty and is not a course folder; choose a new "
                                  "folder") from None
-            if old.tokens != tokens or old.name != name:
+            if old.key != key or old.name != name:
                 raise ValueError(f"folder: {folder} is the course folder of another secret or name; choose a new "
                                  "folder") from None
     for sub in ("private/instructor", "release"):
         (folder / sub).mkdir(parents=True, exist_ok=True)
     # The key first: a run stopped half-way leaves a course folder that the same command completes.
-    (folder / _KEY_FILE).write_text(_key_text(name, tokens), encoding="utf-8")
+    (folder / _KEY_FILE).write_text(_key_text(name, key), encoding="utf-8")
     for a in ASSIGNMENTS.values():
         text = (book / "instructor" / a.notebook).read_text(encoding="utf-8")
         token = tokens.get(a.name)
@@ -255,7 +259,7 @@ def new_course(folder: Path | str, secret: str, *, name: str | None = None,
         config.write_text(f'# Grading configuration of course {name} (see dptutor.grading.config).\n'
                           f'course = "{name}"\n', encoding="utf-8")
     (folder / "README.md").write_text(_readme(name), encoding="utf-8")
-    return CourseFolder(folder, name, tokens)
+    return CourseFolder(folder, name, key)
 
 
 def load_course(folder: Path | str) -> CourseFolder:
@@ -272,7 +276,12 @@ def load_course(folder: Path | str) -> CourseFolder:
     name = raw.get("course")
     if not isinstance(name, str) or not COURSE_NAME.match(name):
         raise ValueError(f"folder: {path} has no valid course name")
-    tokens = {}
+    key = raw.get("key")
+    try:
+        tokens = tokens_of_key(key)
+    except (TypeError, ValueError):
+        raise ValueError(f"folder: {path} has no valid course key (a folder written before course keys? write it "
+                         "again with `course new` and the course's secret)") from None
     for assignment in INSTANCE_ASSIGNMENTS:
         table = raw.get(assignment)
         if not isinstance(table, dict) or not isinstance(table.get("token"), str):
@@ -283,10 +292,12 @@ def load_course(folder: Path | str) -> CourseFolder:
             raise ValueError(f"folder: {path}: the token of {assignment} is not a valid token") from None
         if found != assignment:
             raise ValueError(f"folder: {path}: the token of {assignment} belongs to {found}")
+        if table["token"].strip() != tokens[assignment]:
+            raise ValueError(f"folder: {path}: the token of {assignment} does not follow from the course key (edited "
+                             "by hand?); write the folder again with `course new` and the course's secret")
         written = {line.split(" = ", 1)[0]: tomllib.loads(line)[line.split(" = ", 1)[0]]
                    for line in answer_lines(assignment, member)}
         if any(table.get(key) != value for key, value in written.items()):
             raise ValueError(f"folder: {path}: the answers of {assignment} do not match its token (edited by hand?); "
                              "write the folder again with `course new` and the course's secret")
-        tokens[assignment] = table["token"]
-    return CourseFolder(folder, name, tokens)
+    return CourseFolder(folder, name, key)

@@ -20,13 +20,18 @@ uniformly drawn members.
 
 Threat model.  A student's notebook runs the mystery on the student's own computer, so it holds the
 token (``use_course(token)`` in the course's student notebooks) and this module, which turns the token
-into the member.  What this protects:
+into the mystery's behaviour.  What this protects:
 
 * the answers are written nowhere a student gets them: not in the wheel, the public repository or a
   course's student notebooks (a test searches them); the course's answer key stays in the course
   folder's ``private/`` part;
+* the grader's checks cannot be used as an oracle: a check that grades (``hidden=True``) takes the
+  answers from the course's answer key, which only the *course key* selects
+  (:func:`use_answer_key`, :func:`course_scope`; the key is in ``private/answer-key.toml``, and a token
+  is a one-way HMAC of it).  With only a token in use, a grading check refuses to run instead of
+  grading against the token's mysteries;
 * the answers change with the course: last semester's solutions say nothing about this one, and a
-  token reveals neither the secret nor the other assignment's member;
+  token reveals neither the secret, the course key nor the other assignment's member;
 * errors do not depend on the member: a mystery validates every input with the same rules (the widest
   any member needs) *before* it looks up its member, so a bad input raises the same error, after the
   same work, whatever the member;
@@ -34,12 +39,11 @@ into the member.  What this protects:
   scaled afterwards; in ``audit`` the calls are the same for every member), so a generator that records
   its calls learns no more than the output's shape.
 
-What it does not protect: a student who reads this module and calls :func:`member_of` on the token
-(or runs the package's checks with ``hidden=True`` in their own kernel, which grade against the
-token's member) learns the member, as a student who measures the noise of the outputs learns its scale.  Any mechanism
-that runs on the student's computer has that property (only a mechanism run as a remote service would
-not).  Reading the code is not an audit, though: the graded questions ask for replayable evidence that
-supports each verdict, and the justification is read by hand.
+What it does not protect: a student who reads this module can repeat :func:`member_of` on the token
+and learn the member, as a student who measures the noise of the outputs learns its scale.  Any
+mechanism that runs on the student's computer can be read there (only a mechanism run as a remote
+service could not).  Reading the code is not an audit, though: the graded questions ask for
+replayable evidence that supports each verdict, and the justification is read by hand.
 """
 
 from __future__ import annotations
@@ -48,7 +52,7 @@ import contextlib
 import hashlib
 import hmac
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,8 +64,9 @@ from dptutor.distributions import standard_laplace_fill
 __all__ = [
     "INSTANCE_ASSIGNMENTS", "AUDIT_BUGS", "AuditMember", "PairMember", "FAMILIES", "SELF_STUDY",
     "COURSE_FAMILIES", "TOKEN_PREFIX", "MIN_SECRET_LENGTH", "MYSTERY_EPSILON_RANGE", "PAIR_EPSILON",
-    "course_tokens", "member_of", "use_course", "use_self_study", "active_member", "course_scope",
-    "audit_mystery", "pair_mystery",
+    "COURSE_KEY_LENGTH", "course_key", "course_tokens", "tokens_of_key", "member_of", "use_course",
+    "use_self_study", "active_member", "use_answer_key", "answer_member", "course_scope", "audit_mystery",
+    "pair_mystery",
 ]
 
 #: The assignments whose mystery mechanisms are drawn per course.
@@ -78,6 +83,9 @@ MIN_SECRET_LENGTH = 12
 #: The first part of every token (the version of the family and of the derivation).
 TOKEN_PREFIX = "dptutor-course-1"
 _TOKEN = re.compile(r"^dptutor-course-1:(audit|pair_audit):([0-9a-f]{32})$")
+#: Hex digits in a course key (HMAC-SHA256 of the secret).
+COURSE_KEY_LENGTH = 64
+_KEY = re.compile(r"^[0-9a-f]{64}$")
 _COURSE_KEY_LABEL = b"dptutor course instance v1"
 _MAX_PAIR_SIZE = 1 << 24
 
@@ -145,17 +153,41 @@ SELF_STUDY: dict[str, object] = {"audit": AuditMember("A", "l2"), "pair_audit": 
 COURSE_FAMILIES: dict[str, tuple] = {a: tuple(m for m in FAMILIES[a] if m != SELF_STUDY[a]) for a in FAMILIES}
 
 _ACTIVE: dict[str, object] = dict(SELF_STUDY)
+#: The members whose answers grading checks use, by assignment: set only from a course key.
+_ANSWERS: dict[str, object] = {}
 
 
-def course_tokens(secret: str) -> dict[str, str]:
-    """The token of each assignment in :data:`INSTANCE_ASSIGNMENTS` for the course of ``secret``."""
+def course_key(secret: str) -> str:
+    """The course key of ``secret`` (64 hex digits): ``HMAC-SHA256(secret, "dptutor course instance v1")``.
+
+    It selects the course's answers when grading (:func:`use_answer_key`), so it stays in the course
+    folder's ``private/`` part; the student notebooks hold only the tokens derived from it.
+    """
     secret = check_str(secret, "secret")
     if len(secret.strip()) < MIN_SECRET_LENGTH:
         raise ValueError(f"secret must have at least {MIN_SECRET_LENGTH} characters (not counting spaces at "
                          "the ends); use a long random phrase")
-    key = hmac.new(secret.encode("utf-8"), _COURSE_KEY_LABEL, hashlib.sha256).digest()
-    return {a: f"{TOKEN_PREFIX}:{a}:{hmac.new(key, a.encode('ascii'), hashlib.sha256).hexdigest()[:32]}"
+    return hmac.new(secret.encode("utf-8"), _COURSE_KEY_LABEL, hashlib.sha256).hexdigest()
+
+
+def _check_key(key: object) -> str:
+    key = check_str(key, "key").strip()
+    if _KEY.match(key) is None:
+        raise ValueError(f"key must be a course key of {COURSE_KEY_LENGTH} lower-case hex digits (the `key` line of "
+                         "the course folder's private/answer-key.toml), got a string that is not")
+    return key
+
+
+def tokens_of_key(key: str) -> dict[str, str]:
+    """The token of each assignment in :data:`INSTANCE_ASSIGNMENTS` for the course key ``key``."""
+    raw = bytes.fromhex(_check_key(key))
+    return {a: f"{TOKEN_PREFIX}:{a}:{hmac.new(raw, a.encode('ascii'), hashlib.sha256).hexdigest()[:32]}"
             for a in INSTANCE_ASSIGNMENTS}
+
+
+def course_tokens(secret: str) -> dict[str, str]:
+    """The token of each assignment in :data:`INSTANCE_ASSIGNMENTS` for the course of ``secret``."""
+    return tokens_of_key(course_key(secret))
 
 
 def member_of(token: str) -> tuple[str, object]:
@@ -173,18 +205,23 @@ def member_of(token: str) -> tuple[str, object]:
 
 
 def use_course(token: str) -> None:
-    """Make the mystery mechanisms (and the feedback checks) of the token's assignment those of its course."""
+    """Make the mystery mechanisms (and the feedback checks) of the token's assignment those of its course.
+
+    The checks that grade (``hidden=True``) then refuse to run: they need the course key (:func:`use_answer_key`).
+    """
     assignment, member = member_of(token)
     _ACTIVE[assignment] = member
+    _ANSWERS.pop(assignment, None)  # a token selects the mysteries only; grading needs the course key
 
 
 def use_self_study(assignment: str | None = None) -> None:
-    """Go back to the book's self-study mysteries (of ``assignment``, or of both when None)."""
+    """Go back to the book's self-study mysteries and answers (of ``assignment``, or of both when None)."""
     if assignment is not None:
         assignment = check_choice(assignment, "assignment", INSTANCE_ASSIGNMENTS)
     for a in INSTANCE_ASSIGNMENTS:
         if assignment is None or a == assignment:
             _ACTIVE[a] = SELF_STUDY[a]
+            _ANSWERS.pop(a, None)
 
 
 def active_member(assignment: str) -> object:
@@ -192,33 +229,51 @@ def active_member(assignment: str) -> object:
     return _ACTIVE[check_choice(assignment, "assignment", INSTANCE_ASSIGNMENTS)]
 
 
-def course_scope(tokens: Mapping[str, str]) -> contextlib.AbstractContextManager[None]:
-    """Use the courses of ``tokens`` (a mapping, e.g. ``{"audit": token}``) inside a ``with`` block, then
-    restore the members used before (the grader grades a course's submissions this way).  The tokens
-    are checked at once, not when the block starts."""
-    if not isinstance(tokens, Mapping):
-        raise TypeError(f"tokens must be a mapping from assignments to tokens, got {type(tokens).__name__}")
-    chosen = {}
-    for name, token in tokens.items():
-        try:
-            assignment, member = member_of(token)
-        except (TypeError, ValueError) as exc:
-            raise type(exc)(f"tokens: {exc}") from None
-        if name != assignment:
-            raise ValueError(f"tokens: the token given for {name!r} is a token of {assignment!r}")
-        chosen[assignment] = member
-    return _scope(chosen)
+def use_answer_key(key: str) -> None:
+    """Grade with the course of the course key ``key``: its mysteries, and its answers for the checks that
+    grade (the grader's process does this; a Gradescope autograder's hidden tests too)."""
+    members = {a: member_of(t)[1] for a, t in tokens_of_key(key).items()}
+    _ACTIVE.update(members)
+    _ANSWERS.update(members)
+
+
+def answer_member(assignment: str) -> object:
+    """The member whose answers a grading check of ``assignment`` uses.
+
+    That is the course's member when a course key is in use (:func:`use_answer_key`), the book's public
+    self-study member when the self-study mysteries are in use, and otherwise (a course's token, without
+    its key) a ValueError: a course's answers are only in its private answer key.
+    """
+    assignment = check_choice(assignment, "assignment", INSTANCE_ASSIGNMENTS)
+    if assignment in _ANSWERS:
+        return _ANSWERS[assignment]
+    if _ACTIVE[assignment] == SELF_STUDY[assignment]:
+        return SELF_STUDY[assignment]
+    raise ValueError(f"hidden: the answers of this course's {assignment!r} are only in its private answer key; "
+                     "they are graded by your instructor (`python -m dptutor grade ... --course FOLDER`), so the "
+                     "checks in this notebook give feedback only (call them without hidden=True)")
+
+
+def course_scope(key: str) -> contextlib.AbstractContextManager[None]:
+    """Grade with the course of the course key ``key`` inside a ``with`` block (see :func:`use_answer_key`),
+    then restore the mysteries and answers used before.  The key is checked at once, not when the
+    block starts."""
+    members = {a: member_of(t)[1] for a, t in tokens_of_key(key).items()}
+    return _scope(members)
 
 
 @contextlib.contextmanager
 def _scope(chosen: dict[str, object]) -> Iterator[None]:
-    saved = dict(_ACTIVE)
+    saved, saved_answers = dict(_ACTIVE), dict(_ANSWERS)
     _ACTIVE.update(chosen)
+    _ANSWERS.update(chosen)
     try:
         yield
     finally:
         _ACTIVE.clear()
         _ACTIVE.update(saved)
+        _ANSWERS.clear()
+        _ANSWERS.update(saved_answers)
 
 
 def audit_mystery(label: str, x: NDArray, epsilon: float, rng: np.random.Generator) -> NDArray[np.float64]:

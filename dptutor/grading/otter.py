@@ -402,9 +402,10 @@ def export_otter(assignment: str, outdir: Path | str, *, time_limit: float = 60,
 
     ``course``: a course folder (``python -m dptutor course new``): the master notebook is the course's
     instructor notebook (its student notebook selects the course's mysteries), and every hidden test of
-    ``audit`` and ``pair_audit`` first selects them itself, so a submission that drops that line is
-    still graded against the course's answers.  The course's token then sits in the autograder zip,
-    which Gradescope does not show students (it is no more secret than the student notebook's own line)."""
+    ``audit`` and ``pair_audit`` first selects them and the course's answers with the course key
+    (:func:`dptutor.grading.instances.use_answer_key`), so a submission that drops that line is still
+    graded against the course's answers.  The course key then sits in the autograder zip's hidden
+    tests, which Gradescope does not show students: keep the zip as private as the course folder."""
     import shutil
 
     import jupytext
@@ -434,8 +435,8 @@ def export_otter(assignment: str, outdir: Path | str, *, time_limit: float = 60,
             raise ValueError(f"course: {str(exc).replace('folder: ', '', 1)}") from None
         source = jupytext.read(folder.folder / "private" / "instructor" / a.notebook)
         if a.name in INSTANCE_ASSIGNMENTS:
-            select = (f"__import__('dptutor.grading.instances', fromlist=['use_course'])"
-                      f".use_course({folder.tokens[a.name]!r})\n")
+            select = (f"__import__('dptutor.grading.instances', fromlist=['use_answer_key'])"
+                      f".use_answer_key({folder.key!r})\n")
     else:
         source = jupytext.read(assignments / "instructor" / a.notebook)
     outdir.mkdir(parents=True, exist_ok=True)

@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import stats
 
-from dptutor.grading.instances import PAIR_EPSILON, active_member, pair_mystery
+from dptutor.grading.instances import PAIR_EPSILON, answer_member, pair_mystery
 from dptutor.audit import audit_pair
 from dptutor.grading.feedback import Assignment, Finding, NotAnswered, Question, call, describe, hidden_rng
 from dptutor.grading.record import call_many
@@ -56,7 +56,7 @@ def mystery_pair(data: float, size: int, rng: np.random.Generator) -> NDArray[np
 def _true_epsilon() -> float:
     """The mechanism's privacy loss, sup over outputs of ln p(y | x) / p(y | x'), from its noise law
     (independent Laplace coordinates): attained far in the tail, where every coordinate's ratio is largest."""
-    member = active_member("pair_audit")
+    member = answer_member("pair_audit")
     law = stats.laplace(scale=member.scale)
     far = np.full(member.columns, max(PAIR_X, PAIR_X_PRIME) + 50 * member.scale)
     return float(np.sum(law.logpdf(far - PAIR_X_PRIME) - law.logpdf(far - PAIR_X)))

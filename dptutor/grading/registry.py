@@ -13,6 +13,7 @@ from typing import Any
 
 from dptutor._validate import check_choice, check_int, is_bool
 from dptutor.grading.feedback import Assignment, Feedback, Finding, NotAnswered, Question, describe, score
+from dptutor.grading.instances import INSTANCE_ASSIGNMENTS, answer_member
 
 __all__ = ["ASSIGNMENT_MODULES", "ASSIGNMENTS", "RECORD_TYPES", "get_assignment", "record_types", "check", "checker"]
 
@@ -62,6 +63,8 @@ def check(assignment: str, question: str, *objects: Any, hidden: bool = False,
     q = a.question(question)
     if not is_bool(hidden):
         check_int(hidden, "hidden", minimum=0)
+    if hidden and a.name in INSTANCE_ASSIGNMENTS:
+        answer_member(a.name)  # a course's answers need its key: ValueError naming hidden otherwise
     if len(objects) != len(q.needs):
         raise TypeError(f"objects: {assignment} {question} checks {', '.join(q.needs)}: "
                         f"pass {len(q.needs)} object(s)")

@@ -83,6 +83,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import contextlib
 import dataclasses
 import hashlib
 import importlib.util
@@ -1022,7 +1023,7 @@ def run_grade(args: argparse.Namespace) -> int:
         return _error(f"{args.submissions} is not a folder")
     config = GradingConfig()
     course = getattr(args, "course", None)
-    tokens: dict[str, str] = {}
+    course_key: str | None = None
     if course is not None and not Path(course).is_dir() and ("/" in course or os.sep in course):
         return _error(f"--course {course}: no such course folder (make one with `python -m dptutor course new`)")
     if course is not None and Path(course).is_dir():  # a course folder: its answer key (and config)
@@ -1030,7 +1031,7 @@ def run_grade(args: argparse.Namespace) -> int:
             folder = load_course(course)
         except ValueError as exc:
             return _error(f"--course {course}: {str(exc).replace('folder: ', '', 1)}")
-        course, tokens = folder.name, folder.tokens
+        course, course_key = folder.name, folder.key
         if getattr(args, "config", None) is None and folder.config.is_file():
             args.config = folder.config
     if getattr(args, "config", None) is not None:
@@ -1166,7 +1167,7 @@ def run_grade(args: argparse.Namespace) -> int:
     skipped = len(submissions) - len(todo) - (len(crashed) == 1)
     if skipped and only is None:
         print(f"{skipped} submission(s) already in {csv_path}: skipped (--regrade to grade them again)")
-    if todo and a.name in INSTANCE_ASSIGNMENTS and not tokens:
+    if todo and a.name in INSTANCE_ASSIGNMENTS and course_key is None:
         print(f"note: {a.name!r} is graded with the book's public self-study mysteries; give --course FOLDER (made "
               "by `course new`) to grade a course's submissions with its answer key", file=sys.stderr, flush=True)
     if todo:
@@ -1189,7 +1190,8 @@ def run_grade(args: argparse.Namespace) -> int:
         first = [n for n in crashed if len(crashed) > 1]
         for names, workers in ((first, 1), ([n for n in todo if n not in first], getattr(args, "workers", 1))):
             if names:
-                with course_scope(tokens):  # the course's answer key (forked workers inherit it)
+                # the course's mysteries and answers (forked workers inherit them)
+                with course_scope(course_key) if course_key is not None else contextlib.nullcontext():
                     grade_folder(a.name, args.submissions, timeout=timeout, total_timeout=total_timeout,
                                  progress=progress, on_result=save, only=names, sandbox=sandbox, workers=workers,
                                  hidden={n: saved_hidden[n] for n in names if n in saved_hidden},
