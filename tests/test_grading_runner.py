@@ -547,6 +547,65 @@ def test_otter_export_is_self_contained_and_grades_correct_blank_and_looping_sub
     assert "ran longer than 1 s (the grader's time limit)" in outputs["looping"]
 
 
+def test_otter_export_of_a_course_grades_with_the_course_key(tmp_path: Path) -> None:
+    """``export-otter pair_audit --course FOLDER`` through ``otter assign`` and ``otter run``: the course's
+    answers score full even in a submission that deleted its ``use_course`` line (each hidden test
+    selects the course with its key), and the self-study answer, right for the book's mystery, loses
+    the true-epsilon point; the student notebook holds the token and never the key."""
+    pytest.importorskip("otter", reason="the Gradescope export test needs otter-grader: pip install "
+                                        "'dptutor[otter]' (.ci/run installs it, so CI runs this test)")
+    import zipfile
+
+    import nbformat
+
+    from dptutor.grading.course import new_course
+    from dptutor.grading.instances import SELF_STUDY
+
+    course = new_course(tmp_path / "course", "a secret for the otter course run")
+    truth = course.members["pair_audit"].true_epsilon
+    public = SELF_STUDY["pair_audit"].true_epsilon
+    assert abs(truth - public) > 0.2
+    out = tmp_path / "out"
+    export = run_cli("export-otter", "pair_audit", str(out), "--course", str(course.folder), "--time-limit", "120")
+    assert export.returncode == 0, export.stderr
+    otter = [sys.executable, "-m", "otter"]
+    subprocess.run([*otter, "assign", "pair_audit.ipynb", "dist"], cwd=out, check=True, capture_output=True,
+                   timeout=300)
+    (zipped,) = (out / "dist" / "autograder").glob("*.zip")
+    student = json.dumps(nbformat.read(out / "dist" / "student" / "pair_audit.ipynb", as_version=4))
+    assert course.tokens["pair_audit"] in student and course.key not in student
+    site = tmp_path / "site"
+    (wheel,) = out.glob("dptutor-*.whl")
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-index", "--no-deps",
+                    "--disable-pip-version-check", "--target", str(site), str(wheel)],
+                   check=True, capture_output=True, timeout=120)
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    reference = nbformat.read(out / "dist" / "autograder" / "pair_audit.ipynb", as_version=4)
+    runs = {}
+    for label, value in (("course", truth), ("self-study", public)):
+        nb = nbformat.from_dict(json.loads(json.dumps(reference)))
+        for cell in nb.cells:
+            if cell.cell_type != "code":
+                continue
+            lines = [line for line in cell.source.splitlines() if "use_course(" not in line]
+            lines = [f"true_epsilon = {value!r}" if line.startswith("true_epsilon =") else line for line in lines]
+            cell.source = "\n".join(lines)
+        assert sum(c.source.count("true_epsilon = ") for c in nb.cells if c.cell_type == "code") >= 1
+        run_dir = tmp_path / f"run-{label}"
+        run_dir.mkdir()
+        nbformat.write(nb, run_dir / "submission.ipynb")
+        runs[label] = subprocess.Popen([*otter, "run", "-a", str(zipped), "-o", str(run_dir),
+                                        str(run_dir / "submission.ipynb")],
+                                       cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    scores = {}
+    for label, proc in runs.items():
+        proc.wait(timeout=600)
+        results = json.loads((tmp_path / f"run-{label}" / "results.json").read_text())
+        scores[label] = sum(t.get("score", 0) for t in results["tests"])
+    print("otter scores:", scores)
+    assert scores["course"] == pytest.approx(5.0) and scores["self-study"] == pytest.approx(4.0), scores
+
+
 def test_otter_export_with_a_given_wheel_pins_it_and_writes_plain_markdown(tmp_path: Path) -> None:
     """Without otter: ``--wheel`` ships the given wheel, ``requirements.txt`` installs it from the zip's
     files by a direct reference and pins its dependencies; no assignment's notebook keeps MyST markup."""
