@@ -88,6 +88,11 @@ def test_reference_solutions_get_full_marks(reference: dict, name: str) -> None:
             assert fb.status == "graded" and not fb.messages, fb.report()
             if hidden:  # the notebook feedback withholds verdicts (passed=None), grading does not
                 assert fb.score == q.points, fb.report()
+            # A question that names its checks (an instructor may weigh them) names every finding.
+            if q.checks:
+                assert all(f.check in q.checks for f in fb.findings), (q.name, [f.check for f in fb.findings])
+            else:
+                assert len(fb.findings) == 1, (q.name, fb.report())
 
 
 @pytest.mark.parametrize("name", sorted(ASSIGNMENTS))

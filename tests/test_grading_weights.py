@@ -84,10 +84,19 @@ def test_the_configuration_validates_weights_naming_the_key(tmp_path: Path) -> N
         path.write_text(text)
         with pytest.raises((ValueError, TypeError), match=key):
             load_config(path, MECHANISM)
-    # A question whose findings do not name their checks cannot be weighted.
-    path.write_text('[weights.q1]\nverdict = 2\n')
-    with pytest.raises(ValueError, match=r"weights\.q1: .*does not name its checks"):
+    # A question with a single, unnamed check cannot be weighted; the others name theirs.
+    path.write_text('[weights.q3]\ndiagnosis = 2\n')
+    with pytest.raises(ValueError, match=r"weights\.q3: .*does not name its checks"):
         load_config(path, get_assignment("audit"))
+    for name, text, expected in (("audit", '[weights.q2]\nverdict = 2\nsame_dimension = 0\n',
+                                  {"q2": {"verdict": 2.0, "same_dimension": 0.0}}),
+                                 ("pair_audit", '[weights.q1]\nform = 0\n', {"q1": {"form": 0.0}}),
+                                 ("selection", '[weights.q3]\nlaw = 2\n', {"q3": {"law": 2.0}})):
+        path.write_text(text)
+        assert load_config(path, get_assignment(name)).weights == expected
+        path.write_text('[weights.q1]\nloop = 1\n')
+        with pytest.raises(ValueError, match=r"weights\.q1\.loop"):
+            load_config(path, get_assignment(name))
 
 
 def test_a_row_is_scored_from_its_recorded_checks_and_round_trips(tmp_path: Path) -> None:

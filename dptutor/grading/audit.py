@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 
 from dptutor._validate import check_int
 from dptutor.audit import AuditResult, estimate_loss
-from dptutor.grading.feedback import Assignment, Finding, NotAnswered, Question
+from dptutor.grading.feedback import Assignment, Finding, NotAnswered, Question, named
 from dptutor.grading.instances import AUDIT_BUGS, answer_member, audit_mystery
 
 __all__ = ["ASSIGNMENT", "AUDIT_EPSILON", "AUDIT_CONFIDENCE", "VERDICTS", "DIAGNOSES", "JUSTIFICATION_WORDS",
@@ -229,7 +229,8 @@ def _verdict_and_replay(verdicts: Any, evidence: Any, label: str, truth: str | N
     else:
         finding = Finding(False, f"verdict for {label}: {wrong_hint}")
     result = _evidence(evidence, label)
-    return verdict, result, [finding, *_replay(result, mechanism, label, minimum_trials)]
+    return verdict, result, [*named("verdict", finding), *named("replay", *_replay(result, mechanism, label,
+                                                                                  minimum_trials))]
 
 
 #: The hint for a wrong verdict, by the right verdict (shown only when grading).
@@ -253,11 +254,12 @@ def _audit_one(label: str, verdicts: Any, evidence: Any, *, hidden: bool) -> lis
         a = _evidence(evidence, "A")
         if isinstance(a, AuditResult) and result.n != a.n:
             findings.append(Finding(False, f"compare like with like: audit B at the dimension where you audited A "
-                                           f"(n = {a.n}), not n = {result.n}"))
+                                           f"(n = {a.n}), not n = {result.n}", "same_dimension"))
         else:
-            findings.append(Finding(True, f"audited at the same dimension as A (n = {result.n})"))
+            findings.append(Finding(True, f"audited at the same dimension as A (n = {result.n})", "same_dimension"))
     if isinstance(result, AuditResult) and verdict in VERDICTS:
-        findings.append(_bound_agrees(result, truth if hidden and truth == VERDICTS[0] else verdict, label))
+        findings += named("agreement", _bound_agrees(result, truth if hidden and truth == VERDICTS[0] else verdict,
+                                                     label))
     return findings
 
 
@@ -323,8 +325,9 @@ def _audit_justification(justification: Any, *, hidden: bool | int = False) -> l
 
 
 ASSIGNMENT = Assignment("audit", "Auditing two mystery mechanisms", "audit.md", (
-    Question("q1", "mechanism A", 2.0, ("verdicts", "evidence"), _audit_a),
-    Question("q2", "mechanism B", 2.0, ("verdicts", "evidence"), _audit_b),
+    Question("q1", "mechanism A", 2.0, ("verdicts", "evidence"), _audit_a, checks=("verdict", "replay", "agreement")),
+    Question("q2", "mechanism B", 2.0, ("verdicts", "evidence"), _audit_b,
+             checks=("verdict", "replay", "same_dimension", "agreement")),
     Question("q3", "diagnosis", 1.0, ("diagnosis",), _audit_diagnosis),
     Question("q4", "justification", 1.0, ("justification",), _audit_justification),
 ))

@@ -36,8 +36,8 @@ multiplier applies to the total.
 
 Weights: the checks a question can weigh are the names in its ``Question.checks`` (an unknown
 name is refused with the list; ``mechanism`` q3 has ``shape``, ``unchanged``, ``rng``,
-``epsilon_zero``, ...; the instructor pages of ``mechanism`` and ``sampler`` list them); a question that does not
-name its checks cannot be weighted (its key is refused).  The scores CSV keeps every check's outcome, so a changed weight re-scores every row.
+``epsilon_zero``, ...; each assignment's instructor page lists them); a question with a single,
+unnamed check cannot be weighted (its key is refused).  The scores CSV keeps every check's outcome, so a changed weight re-scores every row.
 
 Error carried forward (``carry_forward = true``): a later question is judged against the student's
 own earlier answer where that is meaningful.  ``mechanism``: question 2 (the noise of

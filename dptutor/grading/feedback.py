@@ -11,6 +11,7 @@ A finding may name the property it checks (:attr:`Finding.check`, one of the que
 
 from __future__ import annotations
 
+import dataclasses
 import numbers
 import textwrap
 import warnings
@@ -35,6 +36,7 @@ __all__ = [
     "KS_ALPHA",
     "fmt_points",
     "score",
+    "named",
     "call",
     "describe",
     "as_floats",
@@ -238,6 +240,15 @@ class NotAnswered(Exception):
 def fmt_points(x: float) -> str:
     """A number of points as printed: ``2``, ``0.67``."""
     return f"{check_real(x, 'x'):g}"
+
+
+def named(check: str, *findings: Finding) -> list[Finding]:
+    """``findings`` as a list, each unnamed one given the check name ``check`` (named ones keep theirs)."""
+    if not isinstance(check, str) or not check.isidentifier():
+        raise TypeError(f"check must be an identifier, got {check!r}")
+    if not all(isinstance(f, Finding) for f in findings):
+        raise TypeError("findings must be Finding objects")
+    return [f if f.check else dataclasses.replace(f, check=check) for f in findings]
 
 
 def score(findings: Sequence[Finding], points: float, weights: dict[str, float] | None = None) -> float:

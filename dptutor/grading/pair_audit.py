@@ -98,12 +98,12 @@ def _per_output(fn: Any, outputs: NDArray[np.float64], rng: np.random.Generator,
     values = []
     for (value, exc), batch in zip(answers, batches):
         if exc is not None:
-            return None, Finding(False, f"{what}(outputs) raised {describe(exc)}")
+            return None, Finding(False, f"{what}(outputs) raised {describe(exc)}", "form")
         arr = np.asarray(value) if isinstance(value, (np.ndarray, list, tuple)) else None
         if arr is None or arr.shape != (len(batch),) or arr.dtype.kind not in "biuf":
             got = type(value).__name__ if arr is None else f"shape {arr.shape}, dtype {arr.dtype}"
             return None, Finding(False, f"{what}(outputs) on {len(batch):,} outputs (shape {outputs[:len(batch)].shape}) must "
-                                        f"return one number per output; got {got}")
+                                        f"return one number per output; got {got}", "form")
         values.append(arr)
     per_split = []
     for k, (first, second) in enumerate(splits):
@@ -117,7 +117,7 @@ def _per_output(fn: Any, outputs: NDArray[np.float64], rng: np.random.Generator,
         return None, Finding(False, (
             f"{what} gave different values for the same output depending on the batch it came in (the grader "
             "calls it on shuffled batches): its value for an output must depend on that output alone, not on the "
-            "other outputs of the batch and not on earlier calls"))
+            "other outputs of the batch and not on earlier calls"), "form")
     return a, None
 
 
@@ -143,7 +143,7 @@ def _statistic_check(statistic: Any, *, hidden: bool | int = False) -> list[Find
     if statistic is None:
         raise NotAnswered("statistic is None")
     if not callable(statistic):
-        return [Finding(False, f"statistic should be a function of an array of outputs, got {type(statistic).__name__}")]
+        return [Finding(False, f"statistic should be a function of an array of outputs, got {type(statistic).__name__}", "form")]
     seed = _seed("q1", hidden)
     rng = np.random.default_rng(seed)
     runs = {data: mystery_pair(data, PAIR_TRIALS, rng) for data in (PAIR_X, PAIR_X_PRIME)}
@@ -153,21 +153,21 @@ def _statistic_check(statistic: Any, *, hidden: bool | int = False) -> list[Find
         return [failure]
     values = values.astype(np.float64)
     if not np.isfinite(values).all():
-        return [Finding(False, "statistic(outputs) returned NaN or infinite values: it must return one real per output")]
-    findings = [Finding(True, "statistic returns one real per output, whatever batch the output comes in")]
+        return [Finding(False, "statistic(outputs) returned NaN or infinite values: it must return one real per output", "form")]
+    findings = [Finding(True, "statistic returns one real per output, whatever batch the output comes in", "form")]
     mechanism = _Values({PAIR_X: values[:PAIR_TRIALS], PAIR_X_PRIME: values[PAIR_TRIALS:]})
     result, exc = call(audit_pair, mechanism, PAIR_X, PAIR_X_PRIME, epsilon=PAIR_EPSILON, trials=PAIR_TRIALS,
                        seed=seed, confidence=PAIR_CONFIDENCE)
     if exc is not None:
-        return findings + [Finding(False, f"audit_pair(..., statistic=statistic) failed: {describe(exc)}")]
+        return findings + [Finding(False, f"audit_pair(..., statistic=statistic) failed: {describe(exc)}", "flags")]
     if result.is_violation():
         findings.append(Finding(True, f"audit_pair with your statistic flags the mechanism: 95% lower bound "
-                                      f"{result.lower_bound:.3f} > claimed epsilon {PAIR_EPSILON:g}"))
+                                      f"{result.lower_bound:.3f} > claimed epsilon {PAIR_EPSILON:g}", "flags"))
     else:
         findings.append(Finding(False, (
             f"audit_pair with your statistic at {PAIR_TRIALS:,} runs gives a 95% lower bound of "
             f"{result.lower_bound:.3f} <= claimed epsilon {PAIR_EPSILON:g}: no violation shown. Does your statistic "
-            "use both coordinates? Compare the densities of an output under the two counts.")))
+            "use both coordinates? Compare the densities of an output under the two counts."), "flags"))
     return findings
 
 
@@ -176,25 +176,26 @@ def _attack_check(attack: Any, *, hidden: bool | int = False) -> list[Finding]:
     if attack is None:
         raise NotAnswered("attack is None")
     if not callable(attack):
-        return [Finding(False, f"attack should be a function of an array of outputs, got {type(attack).__name__}")]
+        return [Finding(False, f"attack should be a function of an array of outputs, got {type(attack).__name__}", "form")]
     rng = np.random.default_rng(_seed("q2", hidden))
     pooled = np.concatenate([mystery_pair(data, PAIR_TRIALS, rng) for data in (PAIR_X, PAIR_X_PRIME)])
     flags, failure = _per_output(attack, pooled, rng, "attack")
     if failure is not None:
         return [failure]
     if flags.dtype.kind not in "biu" or not np.isin(flags, (0, 1)).all():
-        return [Finding(False, f"attack(outputs) must return one bool per output, got dtype {flags.dtype}")]
+        return [Finding(False, f"attack(outputs) must return one bool per output, got dtype {flags.dtype}", "form")]
     k, k_prime = int(np.count_nonzero(flags[:PAIR_TRIALS])), int(np.count_nonzero(flags[PAIR_TRIALS:]))
     bound = _event_lower_bound(k, k_prime, PAIR_TRIALS)
     rates = f"P[M({PAIR_X:g}) in S] = {k / PAIR_TRIALS:.4f}, P[M({PAIR_X_PRIME:g}) in S] = {k_prime / PAIR_TRIALS:.4f}"
-    findings = [Finding(True, "attack returns one bool per output, whatever batch the output comes in")]
+    findings = [Finding(True, "attack returns one bool per output, whatever batch the output comes in", "form")]
     if bound > PAIR_EPSILON:
         findings.append(Finding(True, f"your event ({rates}) certifies a loss of at least {bound:.3f} > "
-                                      f"claimed epsilon {PAIR_EPSILON:g} at 95%"))
+                                      f"claimed epsilon {PAIR_EPSILON:g} at 95%", "certifies"))
     else:
         findings.append(Finding(False, (
             f"your event ({rates}) certifies only {bound:.3f} <= claimed epsilon {PAIR_EPSILON:g} at 95%: "
-            "look for outputs whose likelihood ratio is largest, and keep the event likely enough to measure")))
+            "look for outputs whose likelihood ratio is largest, and keep the event likely enough to measure"),
+            "certifies"))
     return findings
 
 
@@ -214,7 +215,8 @@ def _true_epsilon_check(true_epsilon: Any, *, hidden: bool | int = False) -> lis
 
 
 ASSIGNMENT = Assignment("pair_audit", "Auditing a mechanism with audit_pair", "pair_audit.md", (
-    Question("q1", "a statistic that exposes the mechanism", 2.0, ("statistic",), _statistic_check),
-    Question("q2", "the attack", 2.0, ("attack",), _attack_check),
+    Question("q1", "a statistic that exposes the mechanism", 2.0, ("statistic",), _statistic_check,
+             checks=("form", "flags")),
+    Question("q2", "the attack", 2.0, ("attack",), _attack_check, checks=("form", "certifies")),
     Question("q3", "the true epsilon", 1.0, ("true_epsilon",), _true_epsilon_check),
 ))

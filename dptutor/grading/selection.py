@@ -41,7 +41,7 @@ from scipy import stats
 
 from dptutor._validate import check_bool, check_float_array, check_real
 from dptutor.audit import audit_pair
-from dptutor.grading.feedback import Assignment, Finding, Question, call, describe, hidden_rng
+from dptutor.grading.feedback import Assignment, Finding, Question, call, describe, hidden_rng, named
 from dptutor.grading.record import call_many
 from dptutor.selection import above_threshold_probabilities, report_noisy_max_probabilities
 
@@ -377,16 +377,16 @@ def _at_outputs_check(above_threshold: Any, *, hidden: bool | int = False) -> li
     (ia, ma), (ib, mb), (ic, mc) = _runs(above_threshold, "at", [(args, LAW_RUNS, a), (args, LAW_RUNS, b), (args, LAW_RUNS, a)])
     message = ma or mb or mc
     if message is not None:
-        return [Finding(False, message)]
-    findings = [Finding(True, "returns one valid row per run: 0s (below), at most one 1 (above), then -1s")]
-    findings.append(_law_finding(np.concatenate([ia, ib]), law, f"above_threshold({label})"))
+        return [Finding(False, message, "form")]
+    findings = [Finding(True, "returns one valid row per run: 0s (below), at most one 1 (above), then -1s", "form")]
+    findings += named("law", _law_finding(np.concatenate([ia, ib]), law, f"above_threshold({label})"))
     if not np.array_equal(ia, ic):
         findings.append(Finding(False, "two calls with the same seed gave different outputs: draw every noise from "
-                                       "the rng argument (rng.laplace), not np.random"))
+                                       "the rng argument (rng.laplace), not np.random", "rng"))
     elif np.array_equal(ia, ib):
-        findings.append(Finding(False, "two different seeds gave the same outputs: is any noise drawn from rng?"))
+        findings.append(Finding(False, "two different seeds gave the same outputs: is any noise drawn from rng?", "rng"))
     else:
-        findings.append(Finding(True, "draws its noise from the rng it is given (reproducible)"))
+        findings.append(Finding(True, "draws its noise from the rng it is given (reproducible)", "rng"))
     return findings
 
 
@@ -430,25 +430,26 @@ def _rnm_check(report_noisy_max: Any, *, hidden: bool | int = False) -> list[Fin
     a = int(np.random.SeedSequence(seed).generate_state(1, dtype=np.uint64)[0])
     [(indices, message)] = _runs(report_noisy_max, "rnm", [(args, LAW_RUNS, a)])
     if message is not None:
-        return [Finding(False, message)]
-    findings = [Finding(True, "returns one index per run"),
-                _law_finding(indices, law, f"report_noisy_max({label})")]
+        return [Finding(False, message, "form")]
+    findings = [Finding(True, "returns one index per run", "form"),
+                *named("law", _law_finding(indices, law, f"report_noisy_max({label})"))]
     offset = 0.0 if rng is None else float(rng.uniform(-20.0, 20.0))
     x, x_prime, _ = audit_pairs(offset)["report_noisy_max"]
     if rng is not None and rng.random() < 0.5:
         x, x_prime = x_prime, x
     result, _, message = _audit(report_noisy_max, "rnm", x, x_prime, (RNM_EPSILON,), RNM_EPSILON, RNM_TRIALS, seed + 1)
     if message is not None:
-        return findings + [Finding(False, message)]
+        return findings + [Finding(False, message, "audit")]
     finding = _audit_message(result, "report_noisy_max", x, x_prime, RNM_EPSILON, "")
     if not finding.passed:
         finding = Finding(False, finding.message + (
             " Step 2 of the proof: the cut moves by up to 2 Delta, so the noise needs scale 2 Delta/epsilon."))
-    return findings + [finding]
+    return findings + named("audit", finding)
 
 
 ASSIGNMENT = Assignment("selection", "AboveThreshold and report-noisy-max", "selection.md", (
-    Question("q1", "above_threshold: its outputs", 2.0, ("above_threshold",), _at_outputs_check),
+    Question("q1", "above_threshold: its outputs", 2.0, ("above_threshold",), _at_outputs_check,
+             checks=("form", "law", "rng")),
     Question("q2", "above_threshold: an audit", 2.0, ("above_threshold",), _at_audit_check),
-    Question("q3", "report_noisy_max", 2.0, ("report_noisy_max",), _rnm_check),
+    Question("q3", "report_noisy_max", 2.0, ("report_noisy_max",), _rnm_check, checks=("form", "law", "audit")),
 ))
