@@ -375,6 +375,7 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
     "grading.feedback.Assignment.question": {"name": _const("q1")},
     "grading.feedback.fmt_points": {"x": _const(0.5)},
     "grading.feedback.score": {"findings": lambda ctx: [_finding()], "points": _const(2.0)},
+    "grading.feedback.named": {"check": _const("form")},
     "grading.feedback.call": {"fn": _const(abs)},
     "grading.feedback.describe": {"exc": lambda ctx: ValueError("bad")},
     "grading.feedback.as_floats": {"value": _const([1.0, 2.0])},
