@@ -474,8 +474,16 @@ def test_grading_with_a_course_folder_uses_its_answer_key(tmp_path: Path, capsys
         assert proc.returncode == 0, proc.stdout + proc.stderr
         with open(out, newline="", encoding="utf-8") as fh:
             (rows[course.name],) = list(csv.DictReader(fh))
-    assert rows["course-a"]["course"] == "course-a" and rows["course-b"]["course"] == "course-b"
+    assert rows["course-a"]["course"] == a.identifier and rows["course-b"]["course"] == b.identifier
+    assert a.identifier.startswith("course-a@") and len(a.fingerprint) == 12
     assert float(rows["course-a"]["total"]) == 5.0, rows["course-a"]
+    # Another course of the same name (another secret) cannot add to, or regrade into, course A's file.
+    twin = new_course(tmp_path / "twin" / "course-a", secret_b)
+    assert twin.name == a.name and twin.identifier != a.identifier
+    proc = subprocess.run([sys.executable, "-m", "dptutor", "grade", "pair_audit", str(subs), "--course",
+                           str(twin.folder), "--csv", str(tmp_path / "course-a.csv"), "--regrade", *flags],
+                          capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 2 and "holds scores of course" in proc.stderr, proc.stderr
     # A course folder that is not one, or does not exist, is refused before anything runs.
     from dptutor.cli import main
 

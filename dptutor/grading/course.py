@@ -19,6 +19,7 @@ with the folder's answer key and configuration (:func:`load_course`).
 
 from __future__ import annotations
 
+import hashlib
 import re
 import textwrap
 import tomllib
@@ -64,6 +65,16 @@ class CourseFolder:
         object.__setattr__(self, "folder", Path(check_path(self.folder, "folder")))
         _check_name(self.name)
         tokens_of_key(self.key)  # TypeError/ValueError naming key
+
+    @property
+    def fingerprint(self) -> str:
+        """12 hex digits of SHA-256 of the course key: tells two courses of the same name apart."""
+        return hashlib.sha256(self.key.encode("ascii")).hexdigest()[:12]
+
+    @property
+    def identifier(self) -> str:
+        """What every row of a scores CSV graded with this folder records: ``NAME@FINGERPRINT``."""
+        return f"{self.name}@{self.fingerprint}"
 
     @property
     def tokens(self) -> dict[str, str]:

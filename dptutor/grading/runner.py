@@ -1024,6 +1024,7 @@ def run_grade(args: argparse.Namespace) -> int:
     config = GradingConfig()
     course = getattr(args, "course", None)
     course_key: str | None = None
+    identifier = ""
     if course is not None and not Path(course).is_dir() and ("/" in course or os.sep in course):
         return _error(f"--course {course}: no such course folder (make one with `python -m dptutor course new`)")
     if course is not None and Path(course).is_dir():  # a course folder: its answer key (and config)
@@ -1031,7 +1032,7 @@ def run_grade(args: argparse.Namespace) -> int:
             folder = load_course(course)
         except ValueError as exc:
             return _error(f"--course {course}: {str(exc).replace('folder: ', '', 1)}")
-        course, course_key = folder.name, folder.key
+        course, course_key, identifier = folder.name, folder.key, folder.identifier
         if getattr(args, "config", None) is None and folder.config.is_file():
             args.config = folder.config
     if getattr(args, "config", None) is not None:
@@ -1041,6 +1042,8 @@ def run_grade(args: argparse.Namespace) -> int:
             return _error(f"--config {args.config}: {str(exc).replace('path: ', '', 1)}")
     if course is not None and config.course and course != config.course:
         return _error(f"--course {course!r} differs from the config's course {config.course!r}")
+    if course_key is not None:  # a course folder: its rows record its name and key fingerprint
+        course = identifier
     course = course if course is not None else (config.course or None)  # None: the CSV's own, if any
     timeout = args.timeout if args.timeout is not None else (config.cell_timeout or 60.0)
     total_timeout = args.total_timeout if args.total_timeout is not None else (config.notebook_timeout or 600.0)
