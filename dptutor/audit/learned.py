@@ -12,6 +12,11 @@ Two models, as DP-Sniper (Bichsel et al., IEEE S&P 2021) uses a classifier for t
 - ``"logistic"``: logistic regression on the standardised output coordinates.  Its score is linear in
   the output, which is the exact log-likelihood ratio for shifted exponential-family noise on each
   coordinate, and a monotone stand-in for shifted Laplace noise;
+- ``"additive"``: logistic regression on a richer, generic feature map (:class:`AdditiveMap`): per output
+  value, a piecewise-linear function with knots at quantiles of the fitting sample, plus one indicator
+  per atom (a value many outputs share, such as a sentinel, or each value of a bit).  Its score is a sum of
+  one function per coordinate, which can represent the exact log-likelihood ratio of independent
+  Laplace noise on each coordinate (a clipped linear function of each value);
 - ``"boosting"``: gradient-boosted trees (scikit-learn's histogram gradient boosting), for outputs that
   mix real values with sentinels (a released value or "not answered"), where no linear score fits.
 
@@ -30,7 +35,17 @@ from numpy.typing import NDArray
 
 from dptutor._validate import check_choice, check_float_array, check_int
 
-__all__ = ["LearnedStatistic", "fit_statistic", "LEARN_TRIALS", "LEARN_MAX_TRIALS", "ATOM_FRACTION", "MODELS"]
+__all__ = [
+    "LearnedStatistic",
+    "fit_statistic",
+    "AdditiveMap",
+    "fit_additive_map",
+    "LEARN_TRIALS",
+    "LEARN_MAX_TRIALS",
+    "ATOM_FRACTION",
+    "SPLINE_KNOTS",
+    "MODELS",
+]
 
 #: Runs per dataset that :func:`dptutor.audit.audit_pair` spends on fitting a statistic: a sixteenth of its
 #: selection half, at least LEARN_TRIALS (2^15 per dataset fits in about a second on one core) and at most
@@ -45,8 +60,16 @@ LEARN_MAX_TRIALS: int = 1 << 19
 #: (a sentinel such as "not answered"): ``model="auto"`` then fits gradient-boosted trees.
 ATOM_FRACTION: float = 0.01
 
+#: Knots per output value of the additive model's piecewise-linear part: that many quantiles of the fitting
+#: sample's values (atoms left out), evenly spread in probability (see :func:`fit_additive_map`).
+SPLINE_KNOTS: int = 8
+
+#: The most atoms per output value (values held by at least ATOM_FRACTION of the fitting sample, and
+#: the infinities); at most 1 / ATOM_FRACTION values can qualify.
+_MAX_ATOMS = int(1 / ATOM_FRACTION) + 2
+
 #: The models :func:`fit_statistic` knows.
-MODELS: tuple[str, ...] = ("auto", "logistic", "boosting")
+MODELS: tuple[str, ...] = ("auto", "logistic", "additive", "boosting")
 
 
 def _as_rows(outputs: object, name: str) -> NDArray[np.float64]:
@@ -66,6 +89,165 @@ def _features(rows: NDArray[np.float64], infinite: NDArray[np.bool_]) -> NDArray
         return values
     cols = rows[:, infinite]
     return np.concatenate([values, (cols == np.inf).astype(np.float64), (cols == -np.inf).astype(np.float64)], axis=1)
+
+
+@dataclass(frozen=True, eq=False)
+class AdditiveMap:
+    """The additive model's feature map, fitted on a sample by :func:`fit_additive_map`.
+
+    For output value ``j`` (a coordinate of the flattened output), ``knots[j]`` holds sorted finite knots
+    (none, or at least two) and ``atoms[j]`` sorted atom values (infinities allowed).  An output value equal
+    to an atom sets that atom's indicator; any other value ``v`` is clipped to the knots' range and spread
+    over the two knots around it (the "hat" basis of piecewise-linear functions: weights ``1 - t`` and
+    ``t`` where ``t`` is ``v``'s position between them).  A linear model on these features is a sum over
+    coordinates of one continuous piecewise-linear function each (constant beyond the outer knots), plus
+    a free value per atom.
+    """
+
+    knots: tuple[Any, ...]
+    atoms: tuple[Any, ...]
+
+    def __post_init__(self) -> None:
+        knots, atoms = _array_tuple(self.knots, "knots"), _array_tuple(self.atoms, "atoms")
+        if len(knots) != len(atoms) or not knots:
+            raise ValueError(f"knots and atoms must hold one array per output value each, got {len(knots)} and {len(atoms)}")
+        for j, (k, a) in enumerate(zip(knots, atoms)):
+            if k.size == 1 or not np.isfinite(k).all() or (k.size and not (np.diff(k) > 0).all()):
+                raise ValueError(f"knots[{j}] must be empty or at least two increasing finite values, got {k}")
+            if a.size > _MAX_ATOMS or (a.size and not (np.diff(a) > 0).all()):
+                raise ValueError(f"atoms[{j}] must be at most {_MAX_ATOMS} increasing values, got {a}")
+        object.__setattr__(self, "knots", knots)
+        object.__setattr__(self, "atoms", atoms)
+
+    @property
+    def width(self) -> int:
+        """Values per output."""
+        return len(self.knots)
+
+    @property
+    def n_features(self) -> int:
+        """Columns of :meth:`transform`'s matrix: knots then atoms, output value by output value."""
+        return sum(k.size + a.size for k, a in zip(self.knots, self.atoms))
+
+    def transform(self, outputs: Any) -> Any:
+        """The features of ``outputs`` (one per row of the first axis) as a ``scipy.sparse`` CSR matrix with
+        :attr:`n_features` columns and at most two non-zero entries per output value."""
+        from scipy import sparse
+
+        rows = _as_rows(outputs, "outputs")
+        if rows.shape[1] != self.width:
+            raise ValueError(f"outputs must have {self.width} value(s) per output, got {rows.shape[1]}")
+        n = rows.shape[0]
+        cols, vals, offset = [], [], 0
+        for j, (knots, atoms) in enumerate(zip(self.knots, self.atoms)):
+            if knots.size == 0 and atoms.size == 0:
+                continue
+            v = rows[:, j]
+            hit, which = _atom_index(v, atoms)
+            if knots.size:
+                left, t = _hat(v, knots)
+                c0, c1 = offset + left, offset + left + 1
+                w0, w1 = 1.0 - t, t
+                if atoms.size:
+                    atom_col = offset + knots.size + which
+                    c0, c1 = np.where(hit, atom_col, c0), np.where(hit, atom_col, c1)
+                    w0, w1 = np.where(hit, 1.0, w0), np.where(hit, 0.0, w1)
+                cols += [c0, c1]
+                vals += [w0, w1]
+            else:
+                cols.append(offset + which)
+                vals.append(hit.astype(np.float64))
+            offset += knots.size + atoms.size
+        if not cols:
+            return sparse.csr_matrix((n, max(offset, 0)))
+        indices = np.stack(cols, axis=1).astype(np.int32).ravel()
+        data = np.stack(vals, axis=1).ravel()
+        per_row = len(cols)
+        indptr = np.arange(0, n * per_row + 1, per_row, dtype=np.int64)
+        return sparse.csr_matrix((data, indices, indptr), shape=(n, offset))
+
+
+def fit_additive_map(outputs: Any, *, knots: int = SPLINE_KNOTS) -> AdditiveMap:
+    """The :class:`AdditiveMap` of a sample of outputs (one per row of the first axis).
+
+    Per output value: its atoms are the infinities that occur and the values held by at least
+    :data:`ATOM_FRACTION` of the sample (at least two outputs); its knots are the quantiles at levels
+    ``(i + 1/2) / knots``, ``i = 0 .. knots - 1``, of the other values (duplicates dropped; none when fewer
+    than two remain), so that each constant tail beyond the outer knots holds ``1 / (2 knots)`` of them.
+    The map depends on this sample only: in :func:`dptutor.audit.audit_pair` it is the fitting sample.
+    """
+    rows = _as_rows(outputs, "outputs")
+    knots = check_int(knots, "knots", minimum=2, maximum=1024)
+    n = rows.shape[0]
+    least = max(2, math.ceil(ATOM_FRACTION * n))
+    all_knots, all_atoms = [], []
+    for col in rows.T:
+        values, counts = np.unique(col, return_counts=True)
+        atoms = values[(counts >= least) | ~np.isfinite(values)]
+        if atoms.size > _MAX_ATOMS:  # only possible through infinities and ties at the threshold
+            atoms = np.sort(values[np.argsort(-counts, kind="stable")[:_MAX_ATOMS]])
+        rest = col[np.isfinite(col) & ~np.isin(col, atoms)]
+        levels = (np.arange(knots) + 0.5) / knots
+        grid = np.unique(np.quantile(rest, levels)) if rest.size >= 2 else np.empty(0)
+        all_knots.append(grid if grid.size >= 2 else np.empty(0))
+        all_atoms.append(atoms)
+    return AdditiveMap(knots=tuple(all_knots), atoms=tuple(all_atoms))
+
+
+def _array_tuple(value: object, name: str) -> tuple[NDArray[np.float64], ...]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, (tuple, list)):
+        raise TypeError(f"{name} must be a tuple of arrays (one per output value), got {type(value).__name__}")
+    out = []
+    for j, item in enumerate(value):
+        arr = check_float_array(item, f"{name}[{j}]")
+        if arr.ndim != 1:
+            raise ValueError(f"{name}[{j}] must be one-dimensional, got shape {arr.shape}")
+        out.append(arr)
+    return tuple(out)
+
+
+def _atom_index(v: NDArray[np.float64], atoms: NDArray[np.float64]) -> tuple[NDArray[np.bool_], NDArray[np.int64]]:
+    """Which entries of ``v`` equal an atom, and the atom's index (0 where none)."""
+    if atoms.size == 0:
+        return np.zeros(v.shape, dtype=bool), np.zeros(v.shape, dtype=np.int64)
+    idx = np.minimum(np.searchsorted(atoms, v), atoms.size - 1)
+    hit = atoms[idx] == v
+    return hit, np.where(hit, idx, 0)
+
+
+def _hat(v: NDArray[np.float64], knots: NDArray[np.float64]) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """For each value (clipped to the knots' range): the knot on its left (never the last) and its position
+    ``t`` in [0, 1] towards the next knot."""
+    clipped = np.clip(np.where(np.isnan(v), knots[0], v), knots[0], knots[-1])
+    left = np.clip(np.searchsorted(knots, clipped, side="right") - 1, 0, knots.size - 2)
+    t = (clipped - knots[left]) / (knots[left + 1] - knots[left])
+    return left, np.clip(t, 0.0, 1.0)
+
+
+class _AdditiveScore:
+    """The fitted additive model: ``intercept + sum_j f_j(v_j)``, with ``f_j`` the piecewise-linear function
+    through ``(knots[j], knot_weights[j])`` outside the atoms and ``atom_weights[j]`` on them.  Scores raw
+    outputs directly (``np.interp``), the same values as the logistic regression on :meth:`AdditiveMap.transform`."""
+
+    def __init__(self, feature_map: AdditiveMap, coef: NDArray[np.float64], intercept: float) -> None:
+        self.feature_map, self.intercept = feature_map, float(intercept)
+        self.knot_weights, self.atom_weights = [], []
+        offset = 0
+        for knots, atoms in zip(feature_map.knots, feature_map.atoms):
+            self.knot_weights.append(coef[offset:offset + knots.size])
+            self.atom_weights.append(coef[offset + knots.size:offset + knots.size + atoms.size])
+            offset += knots.size + atoms.size
+
+    def decision_function(self, rows: NDArray[np.float64]) -> NDArray[np.float64]:
+        score = np.full(rows.shape[0], self.intercept)
+        for j, (knots, atoms) in enumerate(zip(self.feature_map.knots, self.feature_map.atoms)):
+            v = rows[:, j]
+            part = np.interp(v, knots, self.knot_weights[j]) if knots.size else np.zeros(v.shape)
+            if atoms.size:
+                hit, which = _atom_index(v, atoms)
+                part = np.where(hit, self.atom_weights[j][which], part)
+            score += part
+        return score
 
 
 @dataclass(frozen=True, eq=False)
@@ -97,8 +279,9 @@ class LearnedStatistic:
         rows = _as_rows(outputs, "outputs")
         if rows.shape[1] != self.width:
             raise ValueError(f"outputs must have {self.width} value(s) per output, got {rows.shape[1]}")
+        features = rows if self.kind == "additive" else _features(rows, self.infinite)
         with _one_thread():
-            score = np.asarray(self.model.decision_function(_features(rows, self.infinite)), dtype=np.float64)
+            score = np.asarray(self.model.decision_function(features), dtype=np.float64)
         return np.nan_to_num(score.reshape(rows.shape[0]), nan=0.0, posinf=1e300, neginf=-1e300)
 
     def __repr__(self) -> str:
@@ -134,6 +317,8 @@ def fit_statistic(outputs_x: Any, outputs_x_prime: Any, *, model: str = "auto", 
         est.decision_function = _ConstantScore()
         est.fit(features, labels)
         return LearnedStatistic(model=est, kind="logistic", width=a.shape[1], infinite=infinite)
+    if model == "additive":
+        return _fit_additive(rows, labels, a.shape[1], infinite)
     if model == "logistic":
         from sklearn.linear_model import LogisticRegression
         from sklearn.pipeline import make_pipeline
@@ -150,6 +335,26 @@ def fit_statistic(outputs_x: Any, outputs_x_prime: Any, *, model: str = "auto", 
         warnings.simplefilter("ignore")  # convergence chatter: the score is used as it is, never trusted
         est.fit(features, labels)
     return LearnedStatistic(model=est, kind=model, width=a.shape[1], infinite=infinite)
+
+
+def _fit_additive(
+    rows: NDArray[np.float64], labels: NDArray[np.int64], width: int, infinite: NDArray[np.bool_]
+) -> LearnedStatistic:
+    """Logistic regression on :func:`fit_additive_map`'s features of ``rows``, as a statistic."""
+    import warnings
+
+    from sklearn.linear_model import LogisticRegression
+
+    feature_map = fit_additive_map(rows)
+    features = feature_map.transform(rows)
+    est = LogisticRegression(max_iter=1000)
+    with np.errstate(all="ignore"), warnings.catch_warnings(), _one_thread():
+        warnings.simplefilter("ignore")  # convergence chatter, as above
+        est.fit(features, labels)
+    coef = np.nan_to_num(np.asarray(est.coef_, dtype=np.float64).reshape(-1))
+    intercept = float(np.nan_to_num(np.asarray(est.intercept_, dtype=np.float64).reshape(-1)[0]))
+    return LearnedStatistic(model=_AdditiveScore(feature_map, coef, intercept), kind="additive", width=width,
+                            infinite=infinite)
 
 
 def _one_thread() -> Any:
