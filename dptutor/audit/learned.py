@@ -20,8 +20,9 @@ Two models, as DP-Sniper (Bichsel et al., IEEE S&P 2021) uses a classifier for t
 - ``"boosting"``: gradient-boosted trees (scikit-learn's histogram gradient boosting), for outputs that
   mix real values with sentinels (a released value or "not answered"), where no linear score fits.
 
-``"auto"`` picks ``"boosting"`` when some coordinate of a real output has an atom (one value held by at
-least :data:`ATOM_FRACTION` of the fitting sample), else ``"logistic"``.
+``"auto"`` (the default) chooses between logistic regression and the additive model at a few numbers of
+knots by two-fold cross-validation on the fitting sample (:data:`AUTO_CANDIDATES`), so the choice too is a
+function of the selection half only.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ __all__ = [
     "LEARN_MAX_TRIALS",
     "ATOM_FRACTION",
     "SPLINE_KNOTS",
+    "MAX_KNOTS",
+    "AUTO_CANDIDATES",
     "MODELS",
 ]
 
@@ -56,8 +59,8 @@ LEARN_TRIALS: int = 1 << 15
 #: minute for boosting on a loaded 2-core machine).
 LEARN_MAX_TRIALS: int = 1 << 19
 
-#: A coordinate whose most common value holds at least this fraction of the fitting sample has an atom
-#: (a sentinel such as "not answered"): ``model="auto"`` then fits gradient-boosted trees.
+#: A value held by at least this fraction of the fitting sample in one coordinate is an atom (a sentinel
+#: such as "not answered", or each value of a bit): the additive model gives it an indicator of its own.
 ATOM_FRACTION: float = 0.01
 
 #: Knots per output value of the additive model's piecewise-linear part: that many quantiles of the fitting
@@ -177,7 +180,7 @@ def fit_additive_map(outputs: Any, *, knots: int = SPLINE_KNOTS) -> AdditiveMap:
     The map depends on this sample only: in :func:`dptutor.audit.audit_pair` it is the fitting sample.
     """
     rows = _as_rows(outputs, "outputs")
-    knots = check_int(knots, "knots", minimum=2, maximum=1024)
+    knots = check_int(knots, "knots", minimum=2, maximum=MAX_KNOTS)
     n = rows.shape[0]
     least = max(2, math.ceil(ATOM_FRACTION * n))
     all_knots, all_atoms = [], []
@@ -288,12 +291,20 @@ class LearnedStatistic:
         return f"LearnedStatistic(kind={self.kind!r}, width={self.width})"
 
 
-def fit_statistic(outputs_x: Any, outputs_x_prime: Any, *, model: str = "auto", seed: int = 0) -> LearnedStatistic:
+def fit_statistic(
+    outputs_x: Any, outputs_x_prime: Any, *, model: str = "auto", knots: int = SPLINE_KNOTS, seed: int = 0
+) -> LearnedStatistic:
     """Fit a classifier of "``x`` or ``x_prime``" on outputs of each and return it as a statistic.
 
     ``outputs_x`` and ``outputs_x_prime`` are arrays of outputs (first axis: one output each, the same
     shape per output), typically the fitting sample of :func:`dptutor.audit.audit_pair`'s selection half.
-    ``model`` is one of :data:`MODELS`; ``seed`` fixes the boosting model's internal randomness.
+    ``model`` is one of :data:`MODELS`; ``knots`` is the additive model's number of knots per output value;
+    ``seed`` fixes the boosting model's internal randomness.
+
+    ``"auto"`` chooses among :data:`AUTO_CANDIDATES` (logistic regression, and the additive model at
+    several numbers of knots) by two-fold cross-validation on this sample: each candidate is fitted on one
+    half of each dataset's outputs and scored by its mean log-loss on the other half, both ways; the best
+    is fitted again on the whole sample.  The choice, like the fit, sees only these outputs.
     """
     a, b = _as_rows(outputs_x, "outputs_x"), _as_rows(outputs_x_prime, "outputs_x_prime")
     if a.shape[1] != b.shape[1]:
@@ -301,13 +312,12 @@ def fit_statistic(outputs_x: Any, outputs_x_prime: Any, *, model: str = "auto", 
             f"outputs_x_prime must have the shape of outputs_x per output ({a.shape[1]} values), got {b.shape[1]}"
         )
     model = check_choice(model, "model", MODELS)
+    knots = check_int(knots, "knots", minimum=2, maximum=MAX_KNOTS)
     seed = check_int(seed, "seed", minimum=0, maximum=2**32 - 1)
     rows = np.concatenate([a, b])
     labels = np.concatenate([np.zeros(a.shape[0], dtype=np.int64), np.ones(b.shape[0], dtype=np.int64)])
     infinite = ~np.isfinite(rows).all(axis=0)
     features = _features(rows, infinite)
-    if model == "auto":
-        model = "boosting" if _has_atom(rows) else "logistic"
     spread = features.std(axis=0)
     if features.shape[0] < 2 or not (spread > 0).any():
         # Every output identical (or one output): nothing to learn; a constant score.
@@ -317,14 +327,53 @@ def fit_statistic(outputs_x: Any, outputs_x_prime: Any, *, model: str = "auto", 
         est.decision_function = _ConstantScore()
         est.fit(features, labels)
         return LearnedStatistic(model=est, kind="logistic", width=a.shape[1], infinite=infinite)
+    if model == "auto":
+        model, knots = _choose(a, b, seed)
+    return _fit(rows, labels, model, knots, seed)
+
+
+#: The candidates of ``model="auto"``: (model, knots), knots used by the additive model only.
+AUTO_CANDIDATES: tuple[tuple[str, int], ...] = (("logistic", 0), ("additive", 2), ("additive", 4), ("additive", 8),
+                                                 ("additive", 16))
+
+#: The most knots per output value.
+MAX_KNOTS: int = 256
+
+
+def _choose(a: NDArray[np.float64], b: NDArray[np.float64], seed: int) -> tuple[str, int]:
+    """The candidate of :data:`AUTO_CANDIDATES` with the smallest two-fold cross-validated mean log-loss
+    (ties to the earlier, simpler candidate); logistic regression when a fold would lack a dataset."""
+    half_a, half_b = a.shape[0] // 2, b.shape[0] // 2
+    if min(half_a, half_b, a.shape[0] - half_a, b.shape[0] - half_b) < 1:
+        return "logistic", SPLINE_KNOTS
+    folds = [(a[:half_a], b[:half_b]), (a[half_a:], b[half_b:])]
+    best, best_loss = AUTO_CANDIDATES[0], math.inf
+    for candidate in AUTO_CANDIDATES:
+        loss = 0.0
+        for k in range(2):
+            (fa, fb), (va, vb) = folds[k], folds[1 - k]
+            fit_rows = np.concatenate([fa, fb])
+            fit_labels = np.concatenate([np.zeros(fa.shape[0], dtype=np.int64), np.ones(fb.shape[0], dtype=np.int64)])
+            stat = _fit(fit_rows, fit_labels, candidate[0], max(candidate[1], 2), seed)
+            # log-loss: -log P[label | o] = log(1 + e^(-s)) for x_prime (label 1), log(1 + e^s) for x
+            loss += float(np.logaddexp(0.0, stat(va)).sum() + np.logaddexp(0.0, -stat(vb)).sum())
+        if loss < best_loss:
+            best, best_loss = candidate, loss
+    return best[0], max(best[1], 2)
+
+
+def _fit(rows: NDArray[np.float64], labels: NDArray[np.int64], model: str, knots: int, seed: int) -> LearnedStatistic:
+    """One model (not ``"auto"``) fitted on ``rows`` with ``labels`` (0 for ``x``, 1 for ``x_prime``)."""
+    infinite = ~np.isfinite(rows).all(axis=0)
+    features = _features(rows, infinite)
     if model == "additive":
-        return _fit_additive(rows, labels, a.shape[1], infinite)
+        return _fit_additive(rows, labels, rows.shape[1], infinite, knots)
     if model == "logistic":
         from sklearn.linear_model import LogisticRegression
         from sklearn.pipeline import make_pipeline
         from sklearn.preprocessing import StandardScaler
 
-        est = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
+        est: Any = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
     else:
         from sklearn.ensemble import HistGradientBoostingClassifier
 
@@ -334,18 +383,21 @@ def fit_statistic(outputs_x: Any, outputs_x_prime: Any, *, model: str = "auto", 
     with np.errstate(all="ignore"), warnings.catch_warnings(), _one_thread():
         warnings.simplefilter("ignore")  # convergence chatter: the score is used as it is, never trusted
         est.fit(features, labels)
-    return LearnedStatistic(model=est, kind=model, width=a.shape[1], infinite=infinite)
+    return LearnedStatistic(model=est, kind=model, width=rows.shape[1], infinite=infinite)
 
 
 def _fit_additive(
-    rows: NDArray[np.float64], labels: NDArray[np.int64], width: int, infinite: NDArray[np.bool_]
+    rows: NDArray[np.float64], labels: NDArray[np.int64], width: int, infinite: NDArray[np.bool_], knots: int
 ) -> LearnedStatistic:
     """Logistic regression on :func:`fit_additive_map`'s features of ``rows``, as a statistic."""
     import warnings
 
     from sklearn.linear_model import LogisticRegression
 
-    feature_map = fit_additive_map(rows)
+    feature_map = fit_additive_map(rows, knots=knots)
+    if feature_map.n_features == 0:  # no value repeats and none varies: nothing to fit (n = 1 per coordinate)
+        return LearnedStatistic(model=_AdditiveScore(feature_map, np.zeros(0), 0.0), kind="additive", width=width,
+                                infinite=infinite)
     features = feature_map.transform(rows)
     est = LogisticRegression(max_iter=1000)
     with np.errstate(all="ignore"), warnings.catch_warnings(), _one_thread():
@@ -370,16 +422,3 @@ class _ConstantScore:
 
     def __call__(self, features: Any) -> NDArray[np.float64]:
         return np.zeros(np.asarray(features).shape[0])
-
-
-def _has_atom(rows: NDArray[np.float64]) -> bool:
-    """True when a column of real values has a value held by at least ATOM_FRACTION of the rows (and
-    the column is not entirely integer-valued, which logistic regression handles)."""
-    n = rows.shape[0]
-    for col in rows.T:
-        if np.all(col == np.round(col)):
-            continue
-        _, counts = np.unique(col, return_counts=True)
-        if counts.max() >= max(2, math.ceil(ATOM_FRACTION * n)):
-            return True
-    return False
