@@ -162,17 +162,24 @@ def test_additive_map_knots_atoms_and_shapes():
     np.testing.assert_array_equal(fmap.knots[1], np.quantile(rest, levels))
     # Bits: two atoms, no knots.
     assert fmap.knots[2].size == 0 and fmap.atoms[2].tolist() == [0.0, 1.0]
-    assert fmap.width == 3 and fmap.n_features == 5 + (5 + 2) + 2
+    # Columns: 5 hats and a linear term; 5 hats, a linear term and 2 atoms; 2 atoms.
+    assert fmap.width == 3 and fmap.n_features == (5 + 1) + (5 + 1 + 2) + 2
     fresh = _mixed_sample(rng, 300)
-    fresh[0, 0], fresh[1, 0] = 1e9, -1e9  # beyond the outer knots: clipped to them
+    fresh[0, 0], fresh[1, 0] = 1e5, -1e5  # beyond the outer knots: the hats clip, the linear term does not
     features = fmap.transform(fresh).toarray()
     assert features.shape == (300, fmap.n_features)
-    assert (features >= 0).all()
-    # Per output value the weights sum to 1 (two neighbouring hats, or one atom indicator).
-    for lo, hi in ((0, 5), (5, 12), (12, 14)):
-        np.testing.assert_allclose(features[:, lo:hi].sum(axis=1), 1.0, rtol=0, atol=1e-12)
-        assert ((features[:, lo:hi] > 0).sum(axis=1) <= 2).all()
+    hats_and_atoms = np.r_[0:5, 6:11, 12:16]
+    assert (features[:, hats_and_atoms] >= 0).all()
+    # Per output value the hat and atom weights sum to 1 (two neighbouring hats, or one atom indicator).
+    for block in (np.r_[0:5], np.r_[6:11, 12:14], np.r_[14:16]):
+        np.testing.assert_allclose(features[:, block].sum(axis=1), 1.0, rtol=0, atol=1e-12)
+        assert ((features[:, block] > 0).sum(axis=1) <= 2).all()
     assert features[0, 4] == 1.0 and features[1, 0] == 1.0
+    # The linear term: (v - centre) / half-width of the knots' range, and 0 on an atom.
+    k0, k1 = fmap.knots[0][0], fmap.knots[0][-1]
+    np.testing.assert_allclose(features[:, 5], (fresh[:, 0] - (k0 + k1) / 2) / ((k1 - k0) / 2), rtol=1e-12)
+    on_atom = ~np.isfinite(fresh[:, 1]) | (fresh[:, 1] == 0.0)
+    assert on_atom.any() and (features[on_atom, 11] == 0.0).all()
 
 
 def test_additive_map_is_a_function_of_the_fitting_sample_only():
@@ -195,11 +202,14 @@ def test_additive_score_is_piecewise_linear_between_the_knots():
     knots = stat.model.feature_map.knots[0]
     base = np.array([0.0, 0.5, 1.0])
     rows = np.tile(base, (5, 1))
-    rows[:, 0] = [knots[2], knots[3], 0.25 * knots[2] + 0.75 * knots[3], knots[-1] + 100.0, knots[0] - 100.0]
+    rows[:, 0] = [knots[2], knots[3], 0.25 * knots[2] + 0.75 * knots[3], knots[-1] + 100.0, knots[-1] + 200.0]
     s = stat(rows)
     assert s[2] == pytest.approx(0.25 * s[0] + 0.75 * s[1], rel=0, abs=1e-12)
-    end = stat(np.array([[knots[-1], 0.5, 1.0], [knots[0], 0.5, 1.0]]))
-    assert s[3] == pytest.approx(end[0], abs=1e-12) and s[4] == pytest.approx(end[1], abs=1e-12)
+    # Beyond the outer knot only the linear term moves: linear again, with the slope of that term.
+    end = stat(np.array([[knots[-1], 0.5, 1.0]]))[0]
+    assert s[4] - s[3] == pytest.approx(s[3] - end, rel=1e-9, abs=1e-12)
+    slope = stat.model.linear_weights[0] / (0.5 * (knots[-1] - knots[0]))
+    assert s[3] - end == pytest.approx(100.0 * slope, rel=1e-9, abs=1e-12)
     # An atom has its own value, whatever the knots around it say.
     sentinel = stat(np.array([[0.0, 0.0, 1.0], [0.0, 1e-9, 1.0]]))
     assert sentinel[0] != pytest.approx(sentinel[1], abs=1e-6)

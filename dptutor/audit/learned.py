@@ -102,9 +102,11 @@ class AdditiveMap:
     (none, or at least two) and ``atoms[j]`` sorted atom values (infinities allowed).  An output value equal
     to an atom sets that atom's indicator; any other value ``v`` is clipped to the knots' range and spread
     over the two knots around it (the "hat" basis of piecewise-linear functions: weights ``1 - t`` and
-    ``t`` where ``t`` is ``v``'s position between them).  A linear model on these features is a sum over
-    coordinates of one continuous piecewise-linear function each (constant beyond the outer knots), plus
-    a free value per atom.
+    ``t`` where ``t`` is ``v``'s position between them), and ``v`` itself enters once more, linearly, as
+    ``(v - c) / h`` with ``c`` and ``h`` the centre and half-width of the knots' range (clipped to
+    :data:`_LINEAR_CLIP`; 0 on atoms).  A linear model on these features is a sum over coordinates of one
+    continuous piecewise-linear function each, either clipped (constant beyond the outer knots, as the
+    log-likelihood ratio of shifted Laplace noise) or with linear tails, plus a free value per atom.
     """
 
     knots: tuple[Any, ...]
@@ -129,12 +131,13 @@ class AdditiveMap:
 
     @property
     def n_features(self) -> int:
-        """Columns of :meth:`transform`'s matrix: knots then atoms, output value by output value."""
-        return sum(k.size + a.size for k, a in zip(self.knots, self.atoms))
+        """Columns of :meth:`transform`'s matrix: per output value, its knots, its linear term (when it
+        has knots), then its atoms."""
+        return sum(_columns(k, a) for k, a in zip(self.knots, self.atoms))
 
     def transform(self, outputs: Any) -> Any:
         """The features of ``outputs`` (one per row of the first axis) as a ``scipy.sparse`` CSR matrix with
-        :attr:`n_features` columns and at most two non-zero entries per output value."""
+        :attr:`n_features` columns and at most three non-zero entries per output value."""
         from scipy import sparse
 
         rows = _as_rows(outputs, "outputs")
@@ -151,16 +154,18 @@ class AdditiveMap:
                 left, t = _hat(v, knots)
                 c0, c1 = offset + left, offset + left + 1
                 w0, w1 = 1.0 - t, t
+                lin = _linear(v, knots)
                 if atoms.size:
-                    atom_col = offset + knots.size + which
+                    atom_col = offset + knots.size + 1 + which
                     c0, c1 = np.where(hit, atom_col, c0), np.where(hit, atom_col, c1)
                     w0, w1 = np.where(hit, 1.0, w0), np.where(hit, 0.0, w1)
-                cols += [c0, c1]
-                vals += [w0, w1]
+                    lin = np.where(hit, 0.0, lin)
+                cols += [c0, c1, np.full(n, offset + knots.size)]
+                vals += [w0, w1, lin]
             else:
                 cols.append(offset + which)
                 vals.append(hit.astype(np.float64))
-            offset += knots.size + atoms.size
+            offset += _columns(knots, atoms)
         if not cols:
             return sparse.csr_matrix((n, max(offset, 0)))
         indices = np.stack(cols, axis=1).astype(np.int32).ravel()
@@ -218,6 +223,24 @@ def _atom_index(v: NDArray[np.float64], atoms: NDArray[np.float64]) -> tuple[NDA
     return hit, np.where(hit, idx, 0)
 
 
+#: The additive model's linear term ``(v - c) / h`` is clipped to [-_LINEAR_CLIP, _LINEAR_CLIP] (an infinite
+#: value that is no atom of the fitting sample would otherwise make the score infinite).
+_LINEAR_CLIP = 1e6
+
+
+def _columns(knots: NDArray[np.float64], atoms: NDArray[np.float64]) -> int:
+    """Feature columns of one output value: its knots and its linear term (if it has knots), its atoms."""
+    return (knots.size + 1 if knots.size else 0) + atoms.size
+
+
+def _linear(v: NDArray[np.float64], knots: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``(v - c) / h``, with ``c`` and ``h`` the centre and half-width of the knots' range, clipped."""
+    centre, half = 0.5 * (knots[0] + knots[-1]), 0.5 * (knots[-1] - knots[0])
+    with np.errstate(all="ignore"):
+        out = (np.where(np.isnan(v), centre, v) - centre) / half
+    return np.clip(np.nan_to_num(out, nan=0.0), -_LINEAR_CLIP, _LINEAR_CLIP)
+
+
 def _hat(v: NDArray[np.float64], knots: NDArray[np.float64]) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """For each value (clipped to the knots' range): the knot on its left (never the last) and its position
     ``t`` in [0, 1] towards the next knot."""
@@ -229,23 +252,29 @@ def _hat(v: NDArray[np.float64], knots: NDArray[np.float64]) -> tuple[NDArray[np
 
 class _AdditiveScore:
     """The fitted additive model: ``intercept + sum_j f_j(v_j)``, with ``f_j`` the piecewise-linear function
-    through ``(knots[j], knot_weights[j])`` outside the atoms and ``atom_weights[j]`` on them.  Scores raw
-    outputs directly (``np.interp``), the same values as the logistic regression on :meth:`AdditiveMap.transform`."""
+    through ``(knots[j], knot_weights[j])`` plus ``linear_weights[j]`` times the linear term outside the
+    atoms, and ``atom_weights[j]`` on them.  Scores raw outputs directly (``np.interp``), the same values
+    as the logistic regression on :meth:`AdditiveMap.transform`."""
 
     def __init__(self, feature_map: AdditiveMap, coef: NDArray[np.float64], intercept: float) -> None:
         self.feature_map, self.intercept = feature_map, float(intercept)
-        self.knot_weights, self.atom_weights = [], []
+        self.knot_weights, self.linear_weights, self.atom_weights = [], [], []
         offset = 0
         for knots, atoms in zip(feature_map.knots, feature_map.atoms):
+            lin = 1 if knots.size else 0
             self.knot_weights.append(coef[offset:offset + knots.size])
-            self.atom_weights.append(coef[offset + knots.size:offset + knots.size + atoms.size])
-            offset += knots.size + atoms.size
+            self.linear_weights.append(float(coef[offset + knots.size]) if lin else 0.0)
+            self.atom_weights.append(coef[offset + knots.size + lin:offset + knots.size + lin + atoms.size])
+            offset += _columns(knots, atoms)
 
     def decision_function(self, rows: NDArray[np.float64]) -> NDArray[np.float64]:
         score = np.full(rows.shape[0], self.intercept)
         for j, (knots, atoms) in enumerate(zip(self.feature_map.knots, self.feature_map.atoms)):
             v = rows[:, j]
-            part = np.interp(v, knots, self.knot_weights[j]) if knots.size else np.zeros(v.shape)
+            if knots.size:
+                part = np.interp(v, knots, self.knot_weights[j]) + self.linear_weights[j] * _linear(v, knots)
+            else:
+                part = np.zeros(v.shape)
             if atoms.size:
                 hit, which = _atom_index(v, atoms)
                 part = np.where(hit, self.atom_weights[j][which], part)
