@@ -98,9 +98,9 @@ def test_fit_statistic_models_and_picklable():
         again = pickle.loads(pickle.dumps(stat))
         np.testing.assert_array_equal(again(a), stat(a))
     # "auto" chooses by cross-validation among logistic regression and the additive model, never boosting.
-    assert fit_statistic(a, b).kind in {m for m, _ in AUTO_CANDIDATES}
+    assert fit_statistic(a, b).kind in {m for m, _, _ in AUTO_CANDIDATES}
     with_atoms = np.where(rng.random((2000, 3)) < 0.3, -np.inf, a)
-    assert fit_statistic(with_atoms, b).kind in {m for m, _ in AUTO_CANDIDATES}
+    assert fit_statistic(with_atoms, b).kind in {m for m, _, _ in AUTO_CANDIDATES}
     constant = fit_statistic(np.zeros((5, 2)), np.zeros((5, 2)))
     np.testing.assert_array_equal(constant(np.ones((3, 2))), 0.0)
 
@@ -115,6 +115,7 @@ def test_fit_statistic_models_and_picklable():
         (dict(model="forest"), ValueError, "model"),
         (dict(knots=1), ValueError, "knots"),
         (dict(knots=2.5), TypeError, "knots"),
+        (dict(tails="curved"), ValueError, "tails"),
         (dict(seed=-1), ValueError, "seed"),
     ],
 )
@@ -152,7 +153,7 @@ def _mixed_sample(rng: np.random.Generator, n: int) -> np.ndarray:
 def test_additive_map_knots_atoms_and_shapes():
     rng = np.random.default_rng(11)
     sample = _mixed_sample(rng, 5000)
-    fmap = fit_additive_map(sample, knots=5)
+    fmap = fit_additive_map(sample, knots=5, tails="linear")
     levels = (np.arange(5) + 0.5) / 5
     np.testing.assert_array_equal(fmap.knots[0], np.quantile(sample[:, 0], levels))
     assert fmap.atoms[0].size == 0
@@ -198,7 +199,7 @@ def test_additive_map_is_a_function_of_the_fitting_sample_only():
 def test_additive_score_is_piecewise_linear_between_the_knots():
     rng = np.random.default_rng(14)
     a, b = _mixed_sample(rng, 4000), _mixed_sample(rng, 4000) + np.array([1.0, 0.5, 0.0])
-    stat = fit_statistic(a, b, model="additive", knots=8)
+    stat = fit_statistic(a, b, model="additive", knots=8, tails="linear")
     knots = stat.model.feature_map.knots[0]
     base = np.array([0.0, 0.5, 1.0])
     rows = np.tile(base, (5, 1))
@@ -210,6 +211,12 @@ def test_additive_score_is_piecewise_linear_between_the_knots():
     assert s[4] - s[3] == pytest.approx(s[3] - end, rel=1e-9, abs=1e-12)
     slope = stat.model.linear_weights[0] / (0.5 * (knots[-1] - knots[0]))
     assert s[3] - end == pytest.approx(100.0 * slope, rel=1e-9, abs=1e-12)
+    # With flat tails the score is constant beyond the outer knots.
+    flat = fit_statistic(a, b, model="additive", knots=8, tails="flat")
+    far = flat(np.array([[knots[-1], 0.5, 1.0], [knots[-1] + 100.0, 0.5, 1.0], [knots[0] - 1e6, 0.5, 1.0],
+                         [knots[0], 0.5, 1.0]]))
+    assert far[0] == far[1] and far[2] == far[3]
+    assert fit_additive_map(a, knots=8, tails="flat").n_features == fit_additive_map(a, knots=8, tails="linear").n_features - 2
     # An atom has its own value, whatever the knots around it say.
     sentinel = stat(np.array([[0.0, 0.0, 1.0], [0.0, 1e-9, 1.0]]))
     assert sentinel[0] != pytest.approx(sentinel[1], abs=1e-6)
@@ -266,6 +273,7 @@ def test_additive_model_on_degenerate_samples():
         (dict(atoms=(np.zeros((2, 2)),)), ValueError, "atoms"),
         (dict(atoms=()), ValueError, "atoms"),
         (dict(atoms=(np.array(["a"]),)), TypeError, "atoms"),
+        (dict(tails="curved"), ValueError, "tails"),
     ],
 )
 def test_additive_map_names_bad_parameters(kwargs, error, name):

@@ -21,8 +21,9 @@ Two models, as DP-Sniper (Bichsel et al., IEEE S&P 2021) uses a classifier for t
   mix real values with sentinels (a released value or "not answered"), where no linear score fits.
 
 ``"auto"`` (the default) chooses between logistic regression and the additive model at a few numbers of
-knots by two-fold cross-validation on the fitting sample (:data:`AUTO_CANDIDATES`), so the choice too is a
-function of the selection half only.
+knots, with flat or linear tails (:data:`AUTO_CANDIDATES`), by two-fold cross-validation on the fitting
+sample, judging each candidate by the audit bound its score's threshold events give on the held-out fold;
+so the choice too is a function of the selection half only.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ __all__ = [
     "ATOM_FRACTION",
     "SPLINE_KNOTS",
     "MAX_KNOTS",
+    "TAILS",
     "AUTO_CANDIDATES",
     "MODELS",
 ]
@@ -70,6 +72,9 @@ SPLINE_KNOTS: int = 8
 #: The most atoms per output value (values held by at least ATOM_FRACTION of the fitting sample, and
 #: the infinities); at most 1 / ATOM_FRACTION values can qualify.
 _MAX_ATOMS = int(1 / ATOM_FRACTION) + 2
+
+#: The additive model's two shapes beyond the outer knots: constant, or linear (see :class:`AdditiveMap`).
+TAILS: tuple[str, ...] = ("flat", "linear")
 
 #: The models :func:`fit_statistic` knows.
 MODELS: tuple[str, ...] = ("auto", "logistic", "additive", "boosting")
@@ -102,15 +107,17 @@ class AdditiveMap:
     (none, or at least two) and ``atoms[j]`` sorted atom values (infinities allowed).  An output value equal
     to an atom sets that atom's indicator; any other value ``v`` is clipped to the knots' range and spread
     over the two knots around it (the "hat" basis of piecewise-linear functions: weights ``1 - t`` and
-    ``t`` where ``t`` is ``v``'s position between them), and ``v`` itself enters once more, linearly, as
-    ``(v - c) / h`` with ``c`` and ``h`` the centre and half-width of the knots' range (clipped to
-    :data:`_LINEAR_CLIP`; 0 on atoms).  A linear model on these features is a sum over coordinates of one
-    continuous piecewise-linear function each, either clipped (constant beyond the outer knots, as the
-    log-likelihood ratio of shifted Laplace noise) or with linear tails, plus a free value per atom.
+    ``t`` where ``t`` is ``v``'s position between them).  With ``tails="linear"``, ``v`` enters once more,
+    linearly, as ``(v - c) / h`` with ``c`` and ``h`` the centre and half-width of the knots' range (clipped
+    to :data:`_LINEAR_CLIP`; 0 on atoms).  A linear model on these features is a sum over coordinates of
+    one continuous piecewise-linear function each, plus a free value per atom; beyond the outer knots the
+    function is constant with ``tails="flat"`` (as the log-likelihood ratio of shifted Laplace noise) and
+    linear with ``tails="linear"``.
     """
 
     knots: tuple[Any, ...]
     atoms: tuple[Any, ...]
+    tails: str = "flat"
 
     def __post_init__(self) -> None:
         knots, atoms = _array_tuple(self.knots, "knots"), _array_tuple(self.atoms, "atoms")
@@ -121,6 +128,7 @@ class AdditiveMap:
                 raise ValueError(f"knots[{j}] must be empty or at least two increasing finite values, got {k}")
             if a.size > _MAX_ATOMS or (a.size and not (np.diff(a) > 0).all()):
                 raise ValueError(f"atoms[{j}] must be at most {_MAX_ATOMS} increasing values, got {a}")
+        check_choice(self.tails, "tails", TAILS)
         object.__setattr__(self, "knots", knots)
         object.__setattr__(self, "atoms", atoms)
 
@@ -133,7 +141,12 @@ class AdditiveMap:
     def n_features(self) -> int:
         """Columns of :meth:`transform`'s matrix: per output value, its knots, its linear term (when it
         has knots), then its atoms."""
-        return sum(_columns(k, a) for k, a in zip(self.knots, self.atoms))
+        return sum(_columns(k, a, self.linear) for k, a in zip(self.knots, self.atoms))
+
+    @property
+    def linear(self) -> bool:
+        """Whether each output value with knots has a linear term (``tails="linear"``)."""
+        return self.tails == "linear"
 
     def transform(self, outputs: Any) -> Any:
         """The features of ``outputs`` (one per row of the first axis) as a ``scipy.sparse`` CSR matrix with
@@ -154,18 +167,20 @@ class AdditiveMap:
                 left, t = _hat(v, knots)
                 c0, c1 = offset + left, offset + left + 1
                 w0, w1 = 1.0 - t, t
-                lin = _linear(v, knots)
+                extra = int(self.linear)
                 if atoms.size:
-                    atom_col = offset + knots.size + 1 + which
+                    atom_col = offset + knots.size + extra + which
                     c0, c1 = np.where(hit, atom_col, c0), np.where(hit, atom_col, c1)
                     w0, w1 = np.where(hit, 1.0, w0), np.where(hit, 0.0, w1)
-                    lin = np.where(hit, 0.0, lin)
-                cols += [c0, c1, np.full(n, offset + knots.size)]
-                vals += [w0, w1, lin]
+                cols += [c0, c1]
+                vals += [w0, w1]
+                if extra:
+                    cols.append(np.full(n, offset + knots.size))
+                    vals.append(np.where(hit, 0.0, _linear(v, knots)))
             else:
                 cols.append(offset + which)
                 vals.append(hit.astype(np.float64))
-            offset += _columns(knots, atoms)
+            offset += _columns(knots, atoms, self.linear)
         if not cols:
             return sparse.csr_matrix((n, max(offset, 0)))
         indices = np.stack(cols, axis=1).astype(np.int32).ravel()
@@ -175,17 +190,19 @@ class AdditiveMap:
         return sparse.csr_matrix((data, indices, indptr), shape=(n, offset))
 
 
-def fit_additive_map(outputs: Any, *, knots: int = SPLINE_KNOTS) -> AdditiveMap:
+def fit_additive_map(outputs: Any, *, knots: int = SPLINE_KNOTS, tails: str = "flat") -> AdditiveMap:
     """The :class:`AdditiveMap` of a sample of outputs (one per row of the first axis).
 
     Per output value: its atoms are the infinities that occur and the values held by at least
     :data:`ATOM_FRACTION` of the sample (at least two outputs); its knots are the quantiles at levels
     ``(i + 1/2) / knots``, ``i = 0 .. knots - 1``, of the other values (duplicates dropped; none when fewer
-    than two remain), so that each constant tail beyond the outer knots holds ``1 / (2 knots)`` of them.
-    The map depends on this sample only: in :func:`dptutor.audit.audit_pair` it is the fitting sample.
+    than two remain), so that each tail beyond the outer knots holds ``1 / (2 knots)`` of them.  ``tails``
+    is ``"flat"`` or ``"linear"`` (see :class:`AdditiveMap`).  The map depends on this sample only: in
+    :func:`dptutor.audit.audit_pair` it is the fitting sample.
     """
     rows = _as_rows(outputs, "outputs")
     knots = check_int(knots, "knots", minimum=2, maximum=MAX_KNOTS)
+    tails = check_choice(tails, "tails", TAILS)
     n = rows.shape[0]
     least = max(2, math.ceil(ATOM_FRACTION * n))
     all_knots, all_atoms = [], []
@@ -199,7 +216,7 @@ def fit_additive_map(outputs: Any, *, knots: int = SPLINE_KNOTS) -> AdditiveMap:
         grid = np.unique(np.quantile(rest, levels)) if rest.size >= 2 else np.empty(0)
         all_knots.append(grid if grid.size >= 2 else np.empty(0))
         all_atoms.append(atoms)
-    return AdditiveMap(knots=tuple(all_knots), atoms=tuple(all_atoms))
+    return AdditiveMap(knots=tuple(all_knots), atoms=tuple(all_atoms), tails=tails)
 
 
 def _array_tuple(value: object, name: str) -> tuple[NDArray[np.float64], ...]:
@@ -228,9 +245,10 @@ def _atom_index(v: NDArray[np.float64], atoms: NDArray[np.float64]) -> tuple[NDA
 _LINEAR_CLIP = 1e6
 
 
-def _columns(knots: NDArray[np.float64], atoms: NDArray[np.float64]) -> int:
-    """Feature columns of one output value: its knots and its linear term (if it has knots), its atoms."""
-    return (knots.size + 1 if knots.size else 0) + atoms.size
+def _columns(knots: NDArray[np.float64], atoms: NDArray[np.float64], linear: bool) -> int:
+    """Feature columns of one output value: its knots and its linear term (if it has knots and ``linear``),
+    its atoms."""
+    return knots.size + int(linear and knots.size > 0) + atoms.size
 
 
 def _linear(v: NDArray[np.float64], knots: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -261,11 +279,11 @@ class _AdditiveScore:
         self.knot_weights, self.linear_weights, self.atom_weights = [], [], []
         offset = 0
         for knots, atoms in zip(feature_map.knots, feature_map.atoms):
-            lin = 1 if knots.size else 0
+            lin = int(feature_map.linear and knots.size > 0)
             self.knot_weights.append(coef[offset:offset + knots.size])
             self.linear_weights.append(float(coef[offset + knots.size]) if lin else 0.0)
             self.atom_weights.append(coef[offset + knots.size + lin:offset + knots.size + lin + atoms.size])
-            offset += _columns(knots, atoms)
+            offset += _columns(knots, atoms, feature_map.linear)
 
     def decision_function(self, rows: NDArray[np.float64]) -> NDArray[np.float64]:
         score = np.full(rows.shape[0], self.intercept)
@@ -321,19 +339,27 @@ class LearnedStatistic:
 
 
 def fit_statistic(
-    outputs_x: Any, outputs_x_prime: Any, *, model: str = "auto", knots: int = SPLINE_KNOTS, seed: int = 0
+    outputs_x: Any,
+    outputs_x_prime: Any,
+    *,
+    model: str = "auto",
+    knots: int = SPLINE_KNOTS,
+    tails: str = "flat",
+    seed: int = 0,
 ) -> LearnedStatistic:
     """Fit a classifier of "``x`` or ``x_prime``" on outputs of each and return it as a statistic.
 
     ``outputs_x`` and ``outputs_x_prime`` are arrays of outputs (first axis: one output each, the same
     shape per output), typically the fitting sample of :func:`dptutor.audit.audit_pair`'s selection half.
-    ``model`` is one of :data:`MODELS`; ``knots`` is the additive model's number of knots per output value;
-    ``seed`` fixes the boosting model's internal randomness.
+    ``model`` is one of :data:`MODELS`; ``knots`` and ``tails`` shape the additive model (see
+    :func:`fit_additive_map`); ``seed`` fixes the boosting model's internal randomness.
 
     ``"auto"`` chooses among :data:`AUTO_CANDIDATES` (logistic regression, and the additive model at
-    several numbers of knots) by two-fold cross-validation on this sample: each candidate is fitted on one
-    half of each dataset's outputs and scored by its mean log-loss on the other half, both ways; the best
-    is fitted again on the whole sample.  The choice, like the fit, sees only these outputs.
+    several numbers of knots, with flat or linear tails) by two-fold cross-validation on this sample: each
+    candidate is fitted on one half of each dataset's outputs and judged on the other half, both ways, by
+    the largest Clopper-Pearson bound ``ln(p_lo / q_hi)`` that a threshold of its score gives there (ties
+    by log-loss); the best is fitted again on the whole sample.  The choice, like the fit, sees only these
+    outputs.
     """
     a, b = _as_rows(outputs_x, "outputs_x"), _as_rows(outputs_x_prime, "outputs_x_prime")
     if a.shape[1] != b.shape[1]:
@@ -342,6 +368,7 @@ def fit_statistic(
         )
     model = check_choice(model, "model", MODELS)
     knots = check_int(knots, "knots", minimum=2, maximum=MAX_KNOTS)
+    tails = check_choice(tails, "tails", TAILS)
     seed = check_int(seed, "seed", minimum=0, maximum=2**32 - 1)
     rows = np.concatenate([a, b])
     labels = np.concatenate([np.zeros(a.shape[0], dtype=np.int64), np.ones(b.shape[0], dtype=np.int64)])
@@ -357,46 +384,95 @@ def fit_statistic(
         est.fit(features, labels)
         return LearnedStatistic(model=est, kind="logistic", width=a.shape[1], infinite=infinite)
     if model == "auto":
-        model, knots = _choose(a, b, seed)
-    return _fit(rows, labels, model, knots, seed)
+        model, knots, tails = _choose(a, b, seed)
+    return _fit(rows, labels, model, knots, tails, seed)
 
 
-#: The candidates of ``model="auto"``: (model, knots), knots used by the additive model only.
-AUTO_CANDIDATES: tuple[tuple[str, int], ...] = (("logistic", 0), ("additive", 2), ("additive", 4), ("additive", 8),
-                                                 ("additive", 16))
+#: The candidates of ``model="auto"``, in order of preference on a tie: (model, knots, tails), the last two
+#: used by the additive model only.
+AUTO_CANDIDATES: tuple[tuple[str, int, str], ...] = (
+    ("logistic", SPLINE_KNOTS, "flat"),
+    ("additive", 2, "flat"),
+    ("additive", 4, "flat"),
+    ("additive", 8, "flat"),
+    ("additive", 16, "flat"),
+    ("additive", 4, "linear"),
+    ("additive", 8, "linear"),
+)
 
 #: The most knots per output value.
 MAX_KNOTS: int = 256
 
 
-def _choose(a: NDArray[np.float64], b: NDArray[np.float64], seed: int) -> tuple[str, int]:
-    """The candidate of :data:`AUTO_CANDIDATES` with the smallest two-fold cross-validated mean log-loss
-    (ties to the earlier, simpler candidate); logistic regression when a fold would lack a dataset."""
+#: Thresholds per held-out fold at which :func:`_choose` evaluates a candidate's bound (quantiles of the
+#: fold's pooled scores), and the error of each one-sided Clopper-Pearson bound there.
+_CHOICE_CUTS = 256
+_CHOICE_GAMMA = 0.05
+
+
+def _choose(a: NDArray[np.float64], b: NDArray[np.float64], seed: int) -> tuple[str, int, str]:
+    """The candidate of :data:`AUTO_CANDIDATES` whose score audits best on held-out outputs: two-fold
+    cross-validation, each candidate fitted on one half of each dataset's outputs and judged on the other
+    half by :func:`_held_out_bound`, both ways; the largest sum wins, then the smallest log-loss, then the
+    earlier candidate.  Logistic regression when a fold would lack a dataset."""
     half_a, half_b = a.shape[0] // 2, b.shape[0] // 2
     if min(half_a, half_b, a.shape[0] - half_a, b.shape[0] - half_b) < 1:
-        return "logistic", SPLINE_KNOTS
+        return AUTO_CANDIDATES[0]
     folds = [(a[:half_a], b[:half_b]), (a[half_a:], b[half_b:])]
-    best, best_loss = AUTO_CANDIDATES[0], math.inf
+    best, best_key = AUTO_CANDIDATES[0], (-math.inf, -math.inf)
     for candidate in AUTO_CANDIDATES:
-        loss = 0.0
+        bound = loss = 0.0
         for k in range(2):
             (fa, fb), (va, vb) = folds[k], folds[1 - k]
             fit_rows = np.concatenate([fa, fb])
             fit_labels = np.concatenate([np.zeros(fa.shape[0], dtype=np.int64), np.ones(fb.shape[0], dtype=np.int64)])
-            stat = _fit(fit_rows, fit_labels, candidate[0], max(candidate[1], 2), seed)
+            stat = _fit(fit_rows, fit_labels, *candidate, seed)
+            sa, sb = stat(va), stat(vb)
+            bound += _held_out_bound(sa, sb)
             # log-loss: -log P[label | o] = log(1 + e^(-s)) for x_prime (label 1), log(1 + e^s) for x
-            loss += float(np.logaddexp(0.0, stat(va)).sum() + np.logaddexp(0.0, -stat(vb)).sum())
-        if loss < best_loss:
-            best, best_loss = candidate, loss
-    return best[0], max(best[1], 2)
+            loss += float(np.logaddexp(0.0, sa).sum() + np.logaddexp(0.0, -sb).sum())
+        key = (bound, -loss)
+        if key > best_key:
+            best, best_key = candidate, key
+    return best
 
 
-def _fit(rows: NDArray[np.float64], labels: NDArray[np.int64], model: str, knots: int, seed: int) -> LearnedStatistic:
+def _held_out_bound(score_x: NDArray[np.float64], score_x_prime: NDArray[np.float64]) -> float:
+    """The largest ``ln(p_lo / q_hi)`` over the events ``score >= t`` (``x_prime`` more likely) and
+    ``score < t`` (``x`` more likely), ``t`` at :data:`_CHOICE_CUTS` quantiles of the pooled scores, with
+    one-sided Clopper-Pearson bounds at error :data:`_CHOICE_GAMMA` from these outputs: how well the
+    score's events separate the two datasets, in the audit's own terms.  0 when no event does."""
+    from scipy import stats
+
+    na, nb = score_x.size, score_x_prime.size
+    cuts = np.unique(np.quantile(np.concatenate([score_x, score_x_prime]), np.linspace(0.0, 1.0, _CHOICE_CUTS)))
+    sa, sb = np.sort(score_x), np.sort(score_x_prime)
+    # Outputs at or above each cut, per dataset; the event below the cut holds the rest.
+    above_a = na - np.searchsorted(sa, cuts, side="left")
+    above_b = nb - np.searchsorted(sb, cuts, side="left")
+    best = 0.0
+    for k_num, n_num, k_den, n_den in ((above_b, nb, above_a, na), (na - above_a, na, nb - above_b, nb)):
+        ok = (k_num > 0) & (k_den < n_den)
+        if not ok.any():
+            continue
+        with np.errstate(all="ignore"):
+            low = stats.beta.ppf(_CHOICE_GAMMA, k_num[ok], n_num - k_num[ok] + 1)
+            high = stats.beta.isf(_CHOICE_GAMMA, k_den[ok] + 1, n_den - k_den[ok])
+            ratio = np.log(low) - np.log(high)
+        ratio = ratio[np.isfinite(ratio)]
+        if ratio.size:
+            best = max(best, float(ratio.max()))
+    return best
+
+
+def _fit(
+    rows: NDArray[np.float64], labels: NDArray[np.int64], model: str, knots: int, tails: str, seed: int
+) -> LearnedStatistic:
     """One model (not ``"auto"``) fitted on ``rows`` with ``labels`` (0 for ``x``, 1 for ``x_prime``)."""
     infinite = ~np.isfinite(rows).all(axis=0)
     features = _features(rows, infinite)
     if model == "additive":
-        return _fit_additive(rows, labels, rows.shape[1], infinite, knots)
+        return _fit_additive(rows, labels, rows.shape[1], infinite, knots, tails)
     if model == "logistic":
         from sklearn.linear_model import LogisticRegression
         from sklearn.pipeline import make_pipeline
@@ -416,14 +492,15 @@ def _fit(rows: NDArray[np.float64], labels: NDArray[np.int64], model: str, knots
 
 
 def _fit_additive(
-    rows: NDArray[np.float64], labels: NDArray[np.int64], width: int, infinite: NDArray[np.bool_], knots: int
+    rows: NDArray[np.float64], labels: NDArray[np.int64], width: int, infinite: NDArray[np.bool_], knots: int,
+    tails: str,
 ) -> LearnedStatistic:
     """Logistic regression on :func:`fit_additive_map`'s features of ``rows``, as a statistic."""
     import warnings
 
     from sklearn.linear_model import LogisticRegression
 
-    feature_map = fit_additive_map(rows, knots=knots)
+    feature_map = fit_additive_map(rows, knots=knots, tails=tails)
     if feature_map.n_features == 0:  # no value repeats and none varies: nothing to fit (n = 1 per coordinate)
         return LearnedStatistic(model=_AdditiveScore(feature_map, np.zeros(0), 0.0), kind="additive", width=width,
                                 infinite=infinite)
