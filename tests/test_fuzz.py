@@ -620,7 +620,7 @@ def _zoo_count():
 def _learned():
     from dptutor.audit import fit_statistic
 
-    return fit_statistic(np.zeros((4, 2)), np.ones((4, 2)))
+    return fit_statistic(np.zeros((4, 2)), np.ones((4, 2)), model="logistic")  # matches kind="logistic" below
 
 
 def _pair_audit():

@@ -328,9 +328,11 @@ class LearnedStatistic:
         rows = _as_rows(outputs, "outputs")
         if rows.shape[1] != self.width:
             raise ValueError(f"outputs must have {self.width} value(s) per output, got {rows.shape[1]}")
-        features = rows if self.kind == "additive" else _features(rows, self.infinite)
-        with _one_thread():
-            score = np.asarray(self.model.decision_function(features), dtype=np.float64)
+        if self.kind == "additive":  # numpy only: no thread pool to limit
+            score = np.asarray(self.model.decision_function(rows), dtype=np.float64)
+        else:
+            with _one_thread():
+                score = np.asarray(self.model.decision_function(_features(rows, self.infinite)), dtype=np.float64)
         return np.nan_to_num(score.reshape(rows.shape[0]), nan=0.0, posinf=1e300, neginf=-1e300)
 
     def __repr__(self) -> str:
@@ -380,9 +382,10 @@ def fit_statistic(
         est.decision_function = _ConstantScore()
         est.fit(features, labels)
         return LearnedStatistic(model=est, kind="logistic", width=a.shape[1], infinite=infinite)
-    if model == "auto":
-        model, knots, tails = _choose(a, b, seed)
-    return _fit(rows, labels, model, knots, tails, seed)
+    with _one_thread():
+        if model == "auto":
+            model, knots, tails = _choose(a, b, seed)
+        return _fit(rows, labels, model, knots, tails, seed)
 
 
 #: The candidates of ``model="auto"``, in order of preference on a tie: (model, knots, tails), the last two
@@ -444,7 +447,7 @@ def _fit(
         est = HistGradientBoostingClassifier(max_iter=200, early_stopping=True, random_state=seed)
     import warnings
 
-    with np.errstate(all="ignore"), warnings.catch_warnings(), _one_thread():
+    with np.errstate(all="ignore"), warnings.catch_warnings():  # one thread: fit_statistic limits it
         warnings.simplefilter("ignore")  # convergence chatter: the score is used as it is, never trusted
         est.fit(features, labels)
     return LearnedStatistic(model=est, kind=model, width=rows.shape[1], infinite=infinite)
@@ -465,7 +468,7 @@ def _fit_additive(
                                 infinite=infinite)
     features = feature_map.transform(rows)
     est = LogisticRegression(max_iter=1000)
-    with np.errstate(all="ignore"), warnings.catch_warnings(), _one_thread():
+    with np.errstate(all="ignore"), warnings.catch_warnings():  # one thread: fit_statistic limits it
         warnings.simplefilter("ignore")  # convergence chatter, as above
         est.fit(features, labels)
     coef = np.nan_to_num(np.asarray(est.coef_, dtype=np.float64).reshape(-1))
