@@ -5,6 +5,7 @@
     .venv/bin/python benchmarks/bench_blackbox.py --search        # also search the pair (StatDP's candidates)
     .venv/bin/python benchmarks/bench_blackbox.py --trials 220000000 --only SVT1   # DP-Sniper's own budget
     .venv/bin/python benchmarks/bench_blackbox.py --soundness 20  # 20 seeds on every entry with an exact epsilon
+    .venv/bin/python benchmarks/bench_blackbox.py --soundness 20 --only Rappor   # ... on the entries named
     .venv/bin/python benchmarks/bench_blackbox.py --classic       # audit_pair's default split and bounds
     .venv/bin/python benchmarks/bench_blackbox.py --full --ceiling  # the best bound any event could give
 
@@ -34,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from dptutor.audit import candidate_pairs, search_pairs  # noqa: E402
 from dptutor.dpsniper import (  # noqa: E402
     benchmark,
+    bloom_bits,
     rnm_index_probabilities,
     svt_pattern_probabilities,
     truncated_geometric_pmf,
@@ -87,14 +89,14 @@ def main(argv: list[str] | None = None) -> int:
     trials = 10**7 if args.full else args.trials
     entries = benchmark()
     settings = {} if args.classic else SETTINGS
-    if args.ceiling:
-        return ceiling(entries, trials, settings)
-    if args.soundness:
-        return soundness(entries, trials, args.soundness, settings)
     names = args.only or list(entries)
     unknown = [n for n in names if n not in entries]
     if unknown:
         parser.error(f"unknown mechanism(s) {unknown}; known: {list(entries)}")
+    if args.ceiling:
+        return ceiling({n: entries[n] for n in names}, trials, settings)
+    if args.soundness:
+        return soundness({n: entries[n] for n in names}, trials, args.soundness, settings)
 
     print(f"bench_blackbox: {trials:,} runs per dataset, pair {'searched' if args.search else 'handed in'}, "
           f"seed {args.seed}, settings {settings or 'audit_pair defaults'}, 95% bounds against DP-Sniper's "
@@ -144,14 +146,33 @@ def soundness(entries: dict, trials: int, seeds: int, settings: dict) -> int:
     return 0
 
 
+#: P(a bit reports 1 | set in the Bloom filter) and P(1 | clear) of RAPPOR's two entries (as in
+#: :func:`dptutor.dpsniper.benchmark`: f = 0.75, p = 0.45, q = 0.55, and the one-time version's f = 0.95).
+_BIT_KEEP = {"Rappor": (0.5125, 0.4875), "OneTimeRappor": (0.525, 0.475)}
+
+
 def _exact_distributions(entry) -> tuple[np.ndarray, np.ndarray] | None:
-    """The exact output distributions of a discrete entry on its pair, where this module can compute them."""
+    """The exact output distributions of a discrete entry on its pair (or of a sufficient summary of its
+    outputs), where this module can compute them."""
+    from scipy import stats
+
     opts = dict(entry.options)
     if entry.name == "TruncatedGeometric":
         return tuple(np.array([float(v) for v in truncated_geometric_pmf(int(d), epsilon=entry.epsilon)])
                      for d in (entry.x, entry.x_prime))
     if entry.name in ("ReportNoisyMax1", "ReportNoisyMax2"):
         return tuple(rnm_index_probabilities(d, epsilon=entry.epsilon, noise=opts["noise"]) for d in (entry.x, entry.x_prime))
+    if entry.name in _BIT_KEEP:
+        # Independent bits: the outputs' likelihood ratio depends only on how many of the bits set in one
+        # Bloom filter alone report that filter's value, so the laws of those counts are a sufficient summary.
+        keep1, keep0 = _BIT_KEEP[entry.name]
+        only_x = len(set(bloom_bits(int(entry.x))) - set(bloom_bits(int(entry.x_prime))))
+        only_xp = len(set(bloom_bits(int(entry.x_prime))) - set(bloom_bits(int(entry.x))))
+        under_x = np.outer(stats.binom.pmf(np.arange(only_x + 1), only_x, keep1),
+                           stats.binom.pmf(np.arange(only_xp + 1), only_xp, 1 - keep0)).ravel()
+        under_xp = np.outer(stats.binom.pmf(np.arange(only_x + 1), only_x, keep0),
+                            stats.binom.pmf(np.arange(only_xp + 1), only_xp, 1 - keep1)).ravel()
+        return under_x, under_xp
     if entry.name in ("SVT1", "SVT2", "SVT4"):
         laws = [svt_pattern_probabilities(d, epsilon=entry.epsilon, algorithm=opts["algorithm"], threshold=opts["threshold"])
                 for d in (entry.x, entry.x_prime)]

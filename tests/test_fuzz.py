@@ -300,6 +300,10 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
     "floating.log_ratio": {"p": _const(fractions.Fraction(1, 3)), "q": _const(fractions.Fraction(1, 4))},
     "audit.pair.audit_pair": {"mechanism": lambda ctx: _zoo_count(), "x": _const(0.0), "x_prime": _const(1.0)},
     "audit.learned.fit_statistic": {"outputs_x": _const(np.zeros((4, 2))), "outputs_x_prime": _const(np.ones((4, 2)))},
+    "audit.learned.fit_additive_map": {"outputs": _const(np.array([[0.0, 1.0], [0.0, 2.0], [1.0, 3.0], [0.0, 4.0]]))},
+    "audit.learned.AdditiveMap": {"knots": _const((np.array([0.0, 1.0]), np.empty(0))),
+                                  "atoms": _const((np.empty(0), np.array([-np.inf, 0.0])))},
+    "audit.learned.AdditiveMap.transform": {"outputs": _const(np.array([[0.5, 0.0], [2.0, -np.inf]]))},
     "audit.learned.LearnedStatistic": {"model": lambda ctx: _learned().model, "kind": _const("logistic"),
                                        "width": _const(2), "infinite": _const(np.zeros(2, dtype=bool))},
     "audit.search.candidate_pairs": {"k": _const(3)},
@@ -629,7 +633,7 @@ def _zoo_count():
 def _learned():
     from dptutor.audit import fit_statistic
 
-    return fit_statistic(np.zeros((4, 2)), np.ones((4, 2)))
+    return fit_statistic(np.zeros((4, 2)), np.ones((4, 2)), model="logistic")  # matches kind="logistic" below
 
 
 def _pair_audit():
