@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -11,6 +12,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# A shell starts background jobs with SIGINT ignored when job control is off (`(make test &)`, nohup in a
+# subshell), and Python then installs no KeyboardInterrupt handler in any process started from it: the
+# Ctrl-C tests would send SIGINT to graders that ignore it.  Restore Python's handler here, so that every
+# process the tests start (an exec resets a handled signal to its default) gets SIGINT as a terminal does.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @dataclass(frozen=True)
