@@ -417,6 +417,7 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
     "grading.instances.course_tokens": {"secret": _const(_COURSE_SECRET)},
     "grading.instances.course_key": {"secret": _const(_COURSE_SECRET)},
     "grading.instances.tokens_of_key": {"key": lambda ctx: _course_key()},
+    "grading.instances.members_of_key": {"key": lambda ctx: _course_key()},
     "grading.instances.use_answer_key": {"key": lambda ctx: _course_key()},
     "grading.instances.answer_member": {"assignment": _const("audit")},
     "grading.instances.member_of": {"token": lambda ctx: _course_token("audit")},

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dptutor._validate import check_choice, check_path, check_str
-from dptutor.grading.instances import (INSTANCE_ASSIGNMENTS, AuditMember, PairMember, course_key, member_of,
+from dptutor.grading.instances import (INSTANCE_ASSIGNMENTS, AuditMember, PairMember, course_key, members_of_key,
                                        tokens_of_key)
 from dptutor.grading.registry import ASSIGNMENTS
 from dptutor.grading.release import book_assignments_folder, student_version
@@ -84,7 +84,7 @@ class CourseFolder:
     @property
     def members(self) -> dict[str, object]:
         """The member each token selects."""
-        return {a: member_of(t)[1] for a, t in self.tokens.items()}
+        return members_of_key(self.key)
 
     @property
     def config(self) -> Path:
@@ -217,13 +217,13 @@ what students cannot find is any written answer, in the wheel, the repository or
 
 
 def _key_text(name: str, key: str) -> str:
-    tokens = tokens_of_key(key)
+    tokens, members = tokens_of_key(key), members_of_key(key)
     lines = [f"# The answer key of course {name}: PRIVATE. Written by `python -m dptutor course new`.",
              "# `key` selects this course's answers when grading; the student notebooks hold only the tokens.",
              f'course = "{name}"', f'key = "{key}"', ""]
     for assignment in INSTANCE_ASSIGNMENTS:
         lines += [f"[{assignment}]", f'token = "{tokens[assignment]}"',
-                  *answer_lines(assignment, member_of(tokens[assignment])[1]), ""]
+                  *answer_lines(assignment, members[assignment]), ""]
     return "\n".join(lines)
 
 
@@ -237,7 +237,7 @@ def new_course(folder: Path | str, secret: str, *, name: str | None = None,
     """
     folder = Path(check_path(folder, "folder"))
     key = course_key(secret)
-    tokens = tokens_of_key(key)
+    tokens, members = tokens_of_key(key), members_of_key(key)
     name = _check_name(folder.resolve().name if name is None else name)
     book = book_assignments_folder() if book is None else Path(check_path(book, "book"))
     if not (book / "instructor").is_dir():
@@ -262,7 +262,7 @@ def new_course(folder: Path | str, secret: str, *, name: str | None = None,
         text = (book / "instructor" / a.notebook).read_text(encoding="utf-8")
         token = tokens.get(a.name)
         if token is not None:
-            text = _with_token(a.name, course_notebook(a.name, text, member_of(token)[1], name), token)
+            text = _with_token(a.name, course_notebook(a.name, text, members[a.name], name), token)
         (folder / "private" / "instructor" / a.notebook).write_text(text, encoding="utf-8")
         (folder / "release" / a.notebook).write_text(student_version(text), encoding="utf-8")
     config = folder / "grading.toml"
@@ -293,21 +293,16 @@ def load_course(folder: Path | str) -> CourseFolder:
     except (TypeError, ValueError):
         raise ValueError(f"folder: {path} has no valid course key (a folder written before course keys? write it "
                          "again with `course new` and the course's secret)") from None
+    members = members_of_key(key)
     for assignment in INSTANCE_ASSIGNMENTS:
         table = raw.get(assignment)
         if not isinstance(table, dict) or not isinstance(table.get("token"), str):
             raise ValueError(f"folder: {path} has no token for {assignment}")
-        try:
-            found, member = member_of(table["token"])
-        except ValueError:
-            raise ValueError(f"folder: {path}: the token of {assignment} is not a valid token") from None
-        if found != assignment:
-            raise ValueError(f"folder: {path}: the token of {assignment} belongs to {found}")
         if table["token"].strip() != tokens[assignment]:
             raise ValueError(f"folder: {path}: the token of {assignment} does not follow from the course key (edited "
                              "by hand?); write the folder again with `course new` and the course's secret")
         written = {line.split(" = ", 1)[0]: tomllib.loads(line)[line.split(" = ", 1)[0]]
-                   for line in answer_lines(assignment, member)}
+                   for line in answer_lines(assignment, members[assignment])}
         if any(table.get(key) != value for key, value in written.items()):
             raise ValueError(f"folder: {path}: the answers of {assignment} do not match its token (edited by hand?); "
                              "write the folder again with `course new` and the course's secret")

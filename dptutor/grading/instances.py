@@ -64,7 +64,7 @@ from dptutor.distributions import standard_laplace_fill
 __all__ = [
     "INSTANCE_ASSIGNMENTS", "AUDIT_BUGS", "AuditMember", "PairMember", "FAMILIES", "SELF_STUDY",
     "COURSE_FAMILIES", "TOKEN_PREFIX", "MIN_SECRET_LENGTH", "MYSTERY_EPSILON_RANGE", "PAIR_EPSILON",
-    "COURSE_KEY_LENGTH", "course_key", "course_tokens", "tokens_of_key", "member_of", "use_course",
+    "COURSE_KEY_LENGTH", "course_key", "course_tokens", "tokens_of_key", "members_of_key", "member_of", "use_course",
     "use_self_study", "active_member", "use_answer_key", "answer_member", "course_scope", "audit_mystery",
     "pair_mystery",
 ]
@@ -204,6 +204,11 @@ def member_of(token: str) -> tuple[str, object]:
     return assignment, family[index]
 
 
+def members_of_key(key: str) -> dict[str, object]:
+    """The member of each assignment in :data:`INSTANCE_ASSIGNMENTS` for the course key ``key``."""
+    return {a: member_of(t)[1] for a, t in tokens_of_key(key).items()}
+
+
 def use_course(token: str) -> None:
     """Make the mystery mechanisms (and the feedback checks) of the token's assignment those of its course.
 
@@ -232,7 +237,7 @@ def active_member(assignment: str) -> object:
 def use_answer_key(key: str) -> None:
     """Grade with the course of the course key ``key``: its mysteries, and its answers for the checks that
     grade (the grader's process does this; a Gradescope autograder's hidden tests too)."""
-    members = {a: member_of(t)[1] for a, t in tokens_of_key(key).items()}
+    members = members_of_key(key)
     _ACTIVE.update(members)
     _ANSWERS.update(members)
 
@@ -258,8 +263,7 @@ def course_scope(key: str) -> contextlib.AbstractContextManager[None]:
     """Grade with the course of the course key ``key`` inside a ``with`` block (see :func:`use_answer_key`),
     then restore the mysteries and answers used before.  The key is checked at once, not when the
     block starts."""
-    members = {a: member_of(t)[1] for a, t in tokens_of_key(key).items()}
-    return _scope(members)
+    return _scope(members_of_key(key))
 
 
 @contextlib.contextmanager

@@ -1023,8 +1023,7 @@ def run_grade(args: argparse.Namespace) -> int:
         return _error(f"{args.submissions} is not a folder")
     config = GradingConfig()
     course = getattr(args, "course", None)
-    course_key: str | None = None
-    identifier = ""
+    folder = None  # a course folder: its key grades assignments 3 and 4, its identifier goes into every row
     if course is not None and not Path(course).is_dir() and ("/" in course or os.sep in course):
         return _error(f"--course {course}: no such course folder (make one with `python -m dptutor course new`)")
     if course is not None and Path(course).is_dir():  # a course folder: its answer key (and config)
@@ -1032,7 +1031,7 @@ def run_grade(args: argparse.Namespace) -> int:
             folder = load_course(course)
         except ValueError as exc:
             return _error(f"--course {course}: {str(exc).replace('folder: ', '', 1)}")
-        course, course_key, identifier = folder.name, folder.key, folder.identifier
+        course = folder.name
         if getattr(args, "config", None) is None and folder.config.is_file():
             args.config = folder.config
     if getattr(args, "config", None) is not None:
@@ -1042,8 +1041,8 @@ def run_grade(args: argparse.Namespace) -> int:
             return _error(f"--config {args.config}: {str(exc).replace('path: ', '', 1)}")
     if course is not None and config.course and course != config.course:
         return _error(f"--course {course!r} differs from the config's course {config.course!r}")
-    if course_key is not None:  # a course folder: its rows record its name and key fingerprint
-        course = identifier
+    if folder is not None:  # its rows record its name and key fingerprint
+        course = folder.identifier
     course = course if course is not None else (config.course or None)  # None: the CSV's own, if any
     timeout = args.timeout if args.timeout is not None else (config.cell_timeout or 60.0)
     total_timeout = args.total_timeout if args.total_timeout is not None else (config.notebook_timeout or 600.0)
@@ -1170,7 +1169,7 @@ def run_grade(args: argparse.Namespace) -> int:
     skipped = len(submissions) - len(todo) - (len(crashed) == 1)
     if skipped and only is None:
         print(f"{skipped} submission(s) already in {csv_path}: skipped (--regrade to grade them again)")
-    if todo and a.name in INSTANCE_ASSIGNMENTS and course_key is None:
+    if todo and a.name in INSTANCE_ASSIGNMENTS and folder is None:
         print(f"note: {a.name!r} is graded with the book's public self-study mysteries; give --course FOLDER (made "
               "by `course new`) to grade a course's submissions with its answer key", file=sys.stderr, flush=True)
     if todo:
@@ -1194,7 +1193,7 @@ def run_grade(args: argparse.Namespace) -> int:
         for names, workers in ((first, 1), ([n for n in todo if n not in first], getattr(args, "workers", 1))):
             if names:
                 # the course's mysteries and answers (forked workers inherit them)
-                with course_scope(course_key) if course_key is not None else contextlib.nullcontext():
+                with course_scope(folder.key) if folder is not None else contextlib.nullcontext():
                     grade_folder(a.name, args.submissions, timeout=timeout, total_timeout=total_timeout,
                                  progress=progress, on_result=save, only=names, sandbox=sandbox, workers=workers,
                                  hidden={n: saved_hidden[n] for n in names if n in saved_hidden},
