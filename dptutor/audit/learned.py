@@ -412,14 +412,15 @@ def _choose(a: NDArray[np.float64], b: NDArray[np.float64], seed: int) -> tuple[
     if min(half_a, half_b, a.shape[0] - half_a, b.shape[0] - half_b) < 1:
         return AUTO_CANDIDATES[0]
     folds = [(a[:half_a], b[:half_b]), (a[half_a:], b[half_b:])]
+    training = [(np.concatenate([fa, fb]),
+                 np.concatenate([np.zeros(fa.shape[0], dtype=np.int64), np.ones(fb.shape[0], dtype=np.int64)]))
+                for fa, fb in folds]  # the same two training sets for every candidate
     best, best_loss = AUTO_CANDIDATES[0], math.inf
     for candidate in AUTO_CANDIDATES:
         loss = 0.0
         for k in range(2):
-            (fa, fb), (va, vb) = folds[k], folds[1 - k]
-            fit_rows = np.concatenate([fa, fb])
-            fit_labels = np.concatenate([np.zeros(fa.shape[0], dtype=np.int64), np.ones(fb.shape[0], dtype=np.int64)])
-            stat = _fit(fit_rows, fit_labels, *candidate, seed)
+            va, vb = folds[1 - k]
+            stat = _fit(*training[k], *candidate, seed)
             # log-loss: -log P[label | o] = log(1 + e^(-s)) for x_prime (label 1), log(1 + e^s) for x
             loss += float(np.logaddexp(0.0, stat(va)).sum() + np.logaddexp(0.0, -stat(vb)).sum())
         if loss < best_loss:
@@ -432,9 +433,9 @@ def _fit(
 ) -> LearnedStatistic:
     """One model (not ``"auto"``) fitted on ``rows`` with ``labels`` (0 for ``x``, 1 for ``x_prime``)."""
     infinite = ~np.isfinite(rows).all(axis=0)
-    features = _features(rows, infinite)
-    if model == "additive":
+    if model == "additive":  # its own features (fit_additive_map), not the dense ones below
         return _fit_additive(rows, labels, rows.shape[1], infinite, knots, tails)
+    features = _features(rows, infinite)
     if model == "logistic":
         from sklearn.linear_model import LogisticRegression
         from sklearn.pipeline import make_pipeline
