@@ -32,7 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dptutor.audit import candidate_pairs, search_pairs  # noqa: E402
+from dptutor.audit import PAIR_BOUNDS, candidate_pairs, search_pairs  # noqa: E402
 from dptutor.dpsniper import (  # noqa: E402
     benchmark,
     bloom_bits,
@@ -81,6 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=2021)
     parser.add_argument("--classic", action="store_true",
                         help="audit_pair's default settings (halves, four bounds) instead of SETTINGS")
+    parser.add_argument("--bounds", choices=PAIR_BOUNDS, default=None,
+                        help=f"audit_pair's bounds= (default: {SETTINGS['bounds']!r}, as SETTINGS)")
     parser.add_argument("--soundness", type=int, default=0, metavar="SEEDS",
                         help="instead: audit every entry with a known exact epsilon with SEEDS seeds, count bounds above it")
     parser.add_argument("--ceiling", action="store_true",
@@ -88,7 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     trials = 10**7 if args.full else args.trials
     entries = benchmark()
-    settings = {} if args.classic else SETTINGS
+    settings = {} if args.classic else dict(SETTINGS)
+    if args.bounds is not None:
+        settings["bounds"] = args.bounds
     names = args.only or list(entries)
     unknown = [n for n in names if n not in entries]
     if unknown:

@@ -342,6 +342,51 @@ def test_the_default_split_is_unchanged_by_the_new_options():
     assert a.selection_trials == 2_000
 
 
+def _joint_exceedance(p_num: float, p_den: float, n_est: int, gamma: float) -> float:
+    """The exact probability that bounds='joint' exceeds ln(p_num / p_den) on a fixed event: the kept counts
+    are Poisson with mean (n_est - 6 sqrt(n_est)) p, the share's Clopper-Pearson bound exceeds eta exactly
+    when k_num is above the binomial (1 - gamma)-quantile given m (P[N > n_est] ~ 1e-9 is left out)."""
+    from scipy import stats
+
+    lam = n_est - 6.0 * math.sqrt(n_est)
+    mean = lam * (p_num + p_den)
+    m = np.arange(max(1, int(mean - 12 * math.sqrt(mean))), int(mean + 12 * math.sqrt(mean)))
+    eta = p_num / (p_num + p_den)
+    tail = stats.binom.sf(stats.binom.ppf(1 - gamma, m, eta), m, eta)
+    return float(np.sum(stats.poisson.pmf(m, mean) * tail))
+
+
+def test_the_joint_bound_errs_upward_at_its_exact_rate_on_a_boundary_event():
+    # Randomized response at epsilon = 1: both candidate events ({1} under x, {0} under x') have ratio
+    # exactly e, with the same two probabilities, so the rate at which the bound exceeds 1 is the same
+    # whichever the selection half picks, and is computable exactly.
+    rr = ZOO["randomized_response"]
+    mech = functools.partial(rr.mechanism, epsilon=1.0)
+    seeds, trials = 2_000, 4_000
+    results = [audit_pair(mech, 1, 0, epsilon=1.0, trials=trials, seed=s, selection=0.3, bounds="joint") for s in range(seeds)]
+    n_est = results[0].estimation_trials
+    rate = float(np.mean([r.lower_bound > 1.0 for r in results]))
+    exact = _joint_exceedance(math.e / (1 + math.e), 1 / (1 + math.e), n_est, 0.05)
+    assert 0.02 < exact <= 0.05
+    assert abs(rate - exact) <= 3.5 * math.sqrt(exact * (1 - exact) / seeds)
+    # The two-bound variant on the same runs errs far less often (it pays gamma/2 twice).
+    paired = 500
+    two = [audit_pair(mech, 1, 0, epsilon=1.0, trials=trials, seed=s, selection=0.3, bounds="two") for s in range(paired)]
+    assert float(np.mean([r.lower_bound > 1.0 for r in two])) < exact / 3
+    # ... and its bounds are lower: the paired differences are positive on average by many standard errors.
+    diff = np.array([a.lower_bound - b.lower_bound for a, b in zip(results, two)])
+    assert diff.mean() > 5 * diff.std(ddof=1) / math.sqrt(paired)
+
+
+def test_the_joint_bound_is_reproducible_and_refuses_delta():
+    mech = functools.partial(ZOO["randomized_response"].mechanism, epsilon=1.0)
+    a = audit_pair(mech, 1, 0, epsilon=1.0, trials=5_000, seed=4, bounds="joint")
+    b = audit_pair(mech, 1, 0, epsilon=1.0, trials=5_000, seed=4, bounds="joint", workers=2)
+    assert a.lower_bound == b.lower_bound > 0 and a.counts.tolist() == b.counts.tolist()
+    with pytest.raises(ValueError, match="bounds"):
+        audit_pair(mech, 1, 0, epsilon=1.0, trials=1_000, seed=4, bounds="joint", delta=1e-3)
+
+
 @pytest.mark.parametrize("name", ["LaplaceMechanism", "TruncatedGeometric", "NoisyHist1", "ReportNoisyMax2", "SVT4"])
 def test_the_two_bound_variant_never_exceeds_the_exact_epsilon(bench, name):
     # Sound whatever the split: at 2*10^5 runs the bound sits several standard errors below a boundary
