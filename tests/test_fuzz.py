@@ -307,6 +307,10 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
     "audit.learned.LearnedStatistic": {"model": lambda ctx: _learned().model, "kind": _const("logistic"),
                                        "width": _const(2), "infinite": _const(np.zeros(2, dtype=bool))},
     "audit.search.candidate_pairs": {"k": _const(3)},
+    "audit.limits.pair_epsilon": {"p": _const([0.7, 0.3]), "q": _const([0.3, 0.7])},
+    "audit.limits.nearest_pair": {"p": _const([0.7, 0.3]), "q": _const([0.3, 0.7]), "epsilon": _const(0.5)},
+    "audit.limits.reach_probability": {"p": _const([0.7, 0.3]), "q": _const([0.3, 0.7]), "trials": _const(1000),
+                                       "bound": _const(0.5)},
     "audit.search.search_pairs": {"mechanism": lambda ctx: _zoo_count(), "candidates": _const([(0.0, 1.0), (1.0, 0.0)]),
                                   "trials": _const(40), "pilot_trials": _const(20)},
     "audit.search.PairSearch": {"best": lambda ctx: _pair_audit(), "index": _const(0), "pair": _const((0.0, 1.0)),
@@ -998,7 +1002,7 @@ def test_discovery_finds_every_module():
     assert {"distributions", "mechanisms", "experiments", "plotting", "symbolic", "exact", "selection",
             "accounting", "approximate_dp", "zoo", "dpsniper"} <= fuzzed
     # The audit package's modules too (its public names are re-exported from dptutor.audit).
-    assert {"audit.sanity", "audit.pair", "audit.learned", "audit.search"} <= fuzzed
+    assert {"audit.sanity", "audit.pair", "audit.learned", "audit.search", "audit.limits"} <= fuzzed
     # The grading package's modules are discovered too (walk_packages), the notebook runner included.
     assert {"grading", "grading.feedback", "grading.registry", "grading.record", "grading.runner", "grading.release",
             "grading.audit", "grading.pair_audit", "grading.otter", "grading.selection", "grading.config",

@@ -9,17 +9,20 @@ One module per idea:
 - :mod:`dptutor.audit.learned`: a statistic learned from samples (a classifier of "which dataset
   produced this output"), which :func:`audit_pair` fits on its selection half when none is given;
 - :mod:`dptutor.audit.search`: :func:`search_pairs`, which ranks candidate pairs on a pilot budget
-  and confirms the best on fresh runs.
+  and confirms the best on fresh runs;
+- :mod:`dptutor.audit.limits`: :func:`reach_probability`, a Neyman-Pearson limit on what any valid audit
+  can report from a given number of runs.
 
 Every public name of these modules is importable from ``dptutor.audit``.
 """
 
 from __future__ import annotations
 
-from dptutor.audit import learned, pair, sanity, search
+from dptutor.audit import learned, limits, pair, sanity, search
 from dptutor.audit.learned import *  # noqa: F401,F403
+from dptutor.audit.limits import *  # noqa: F401,F403
 from dptutor.audit.pair import *  # noqa: F401,F403
 from dptutor.audit.sanity import *  # noqa: F401,F403
 from dptutor.audit.search import *  # noqa: F401,F403
 
-__all__ = [*sanity.__all__, *pair.__all__, *learned.__all__, *search.__all__]
+__all__ = [*sanity.__all__, *pair.__all__, *learned.__all__, *search.__all__, *limits.__all__]

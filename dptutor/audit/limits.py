@@ -1,0 +1,120 @@
+"""What no audit can reach: a Neyman-Pearson limit on lower confidence bounds for epsilon.
+
+A lower bound ``L`` on epsilon, valid at confidence ``1 - gamma``, satisfies ``P_Q[L > eps(Q)] <= gamma`` for
+*every* pair of output laws ``Q`` of the two datasets.  Take a pair ``Q`` whose epsilon is below ``b``: then
+``{L >= b}`` is a test of ``Q`` against the true laws ``P`` at level ``gamma``, so by the Neyman-Pearson lemma
+``P_P[L >= b]`` is at most the power of the most powerful such test.  The closer ``Q`` is to ``P``, the
+smaller that power; :func:`nearest_pair` builds a close one, and :func:`reach_probability` evaluates the
+power, which bounds the chance that *any* valid audit, however it chooses its events, reaches ``b``.
+
+The outputs must be discrete (or reduced to a discrete sufficient summary), with every outcome possible under
+both datasets, so that the pair's epsilon is finite.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dptutor._validate import check_float_array, check_int, check_positive, check_probability
+
+__all__ = ["pair_epsilon", "nearest_pair", "reach_probability"]
+
+
+def _laws(p: object, q: object) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Two probability vectors over the same outcomes, every entry positive, each summing to 1."""
+    arrays = []
+    for name, value in (("p", p), ("q", q)):
+        a = check_float_array(value, name, finite=True, ndim=1, min_size=2)
+        if np.any(a <= 0):
+            raise ValueError(f"{name} must be positive for every outcome (the pair's epsilon must be finite)")
+        total = float(a.sum())
+        if abs(total - 1.0) > 1e-9:
+            raise ValueError(f"{name} must sum to 1, got {total!r}")
+        arrays.append(a / total)
+    if arrays[0].shape != arrays[1].shape:
+        raise ValueError(f"p and q must list the same outcomes, got {arrays[0].size} and {arrays[1].size} entries")
+    return arrays[0], arrays[1]
+
+
+def pair_epsilon(p: object, q: object) -> float:
+    """The pure-DP epsilon of a pair of output laws: ``max |ln(p_i / q_i)|`` over the outcomes."""
+    a, b = _laws(p, q)
+    return float(np.max(np.abs(np.log(a) - np.log(b))))
+
+
+def _project(a: NDArray[np.float64], b: NDArray[np.float64], level: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Move every outcome whose ratio exceeds ``e^level`` onto that ratio by the least chi-squared change
+    (``a - u = D a / (a + e^{2 level} b)``, ``v - b = D e^level b / (a + e^{2 level} b)`` with
+    ``D = a - e^level b``, and the mirror image), then renormalise both laws."""
+    k = math.exp(level)
+    u, v = a.copy(), b.copy()
+    over = a > k * b  # too likely under the first law
+    gap, scale = a[over] - k * b[over], a[over] + k * k * b[over]
+    u[over], v[over] = a[over] - gap * a[over] / scale, b[over] + gap * k * b[over] / scale
+    under = b > k * a  # too likely under the second
+    gap, scale = b[under] - k * a[under], b[under] + k * k * a[under]
+    v[under], u[under] = b[under] - gap * b[under] / scale, a[under] + gap * k * a[under] / scale
+    return u / u.sum(), v / v.sum()
+
+
+def nearest_pair(p: object, q: object, epsilon: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """A pair of laws ``(u, v)`` with ``pair_epsilon(u, v) <= epsilon``, close to ``(p, q)`` in chi-squared.
+
+    Each outcome whose ratio exceeds ``e^level`` is moved onto it by the smallest chi-squared change, both
+    laws are renormalised, and ``level`` is the largest (found by bisection, 60 steps) for which the
+    renormalised pair is within ``epsilon``.  If ``(p, q)`` already is, it is returned unchanged."""
+    a, b = _laws(p, q)
+    eps = check_positive(epsilon, "epsilon")
+    if float(np.max(np.abs(np.log(a) - np.log(b)))) <= eps:
+        return a, b
+    limit = eps * (1.0 - 1e-12)  # room for the rounding of a later renormalisation
+    low, high = 0.0, eps
+    for _ in range(60):
+        mid = 0.5 * (low + high)
+        u, v = _project(a, b, mid)
+        if float(np.max(np.abs(np.log(u) - np.log(v)))) <= limit:
+            low = mid
+        else:
+            high = mid
+    u, v = _project(a, b, low)
+    if float(np.max(np.abs(np.log(u) - np.log(v)))) > limit:  # epsilon below renormalisation's rounding
+        u = v = 0.5 * (a + b)
+    return u, v
+
+
+def reach_probability(p: object, q: object, trials: int, bound: float, confidence: float = 0.95) -> float:
+    """An upper bound on the probability that *any* audit whose lower bound is valid at ``confidence``
+    reports at least ``bound``, from ``trials`` runs on each dataset whose outputs follow ``p`` and ``q``.
+
+    If ``bound`` exceeds the pair's epsilon, validity itself caps it at ``1 - confidence``.  Otherwise it is
+    the power of the most powerful level-``(1 - confidence)`` test of :func:`nearest_pair` at a level just
+    below ``bound`` against ``(p, q)``, in the normal approximation to the log-likelihood ratio's sum over
+    the ``2 trials`` runs (the central limit theorem; accurate when every outcome is expected many times)."""
+    from scipy import stats
+
+    a, b = _laws(p, q)
+    n = check_int(trials, "trials", minimum=1, maximum=10**15)
+    target = check_positive(bound, "bound")
+    level = check_probability(confidence, "confidence")
+    gamma = 1.0 - level
+    if target > float(np.max(np.abs(np.log(a) - np.log(b)))):
+        return gamma
+    u, v = nearest_pair(a, b, target * (1.0 - 1e-12))
+    mean_p = mean_q = var_p = var_q = 0.0
+    for law, null in ((a, u), (b, v)):
+        llr = np.log(law) - np.log(null)  # log dP/dQ of one run
+        for weights, is_p in ((law, True), (null, False)):
+            mean = float(np.dot(weights, llr))
+            var = max(float(np.dot(weights, (llr - mean) ** 2)), 0.0)
+            if is_p:
+                mean_p, var_p = mean_p + mean, var_p + var
+            else:
+                mean_q, var_q = mean_q + mean, var_q + var
+    if var_p <= 0.0 or var_q <= 0.0:  # Q equals P: no test beats its level
+        return gamma
+    critical = n * mean_q + float(stats.norm.isf(gamma)) * math.sqrt(n * var_q)
+    power = float(stats.norm.sf((critical - n * mean_p) / math.sqrt(n * var_p)))
+    return max(gamma, power)
