@@ -32,14 +32,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dptutor.audit import PAIR_BOUNDS, candidate_pairs, search_pairs  # noqa: E402
-from dptutor.dpsniper import (  # noqa: E402
-    benchmark,
-    bloom_bits,
-    rnm_index_probabilities,
-    svt_pattern_probabilities,
-    truncated_geometric_pmf,
-)
+from dptutor.audit import PAIR_BOUNDS, candidate_pairs, reach_probability, search_pairs  # noqa: E402
+from dptutor.dpsniper import benchmark, exact_output_laws  # noqa: E402
 
 #: How every audit here is run: 30% of the runs choose the event (the learned statistic's fitting sample
 #: included), 70% measure it, and the selection part also fixes the event's direction and side, so
@@ -150,40 +144,6 @@ def soundness(entries: dict, trials: int, seeds: int, settings: dict) -> int:
     return 0
 
 
-#: P(a bit reports 1 | set in the Bloom filter) and P(1 | clear) of RAPPOR's two entries (as in
-#: :func:`dptutor.dpsniper.benchmark`: f = 0.75, p = 0.45, q = 0.55, and the one-time version's f = 0.95).
-_BIT_KEEP = {"Rappor": (0.5125, 0.4875), "OneTimeRappor": (0.525, 0.475)}
-
-
-def _exact_distributions(entry) -> tuple[np.ndarray, np.ndarray] | None:
-    """The exact output distributions of a discrete entry on its pair (or of a sufficient summary of its
-    outputs), where this module can compute them."""
-    from scipy import stats
-
-    opts = dict(entry.options)
-    if entry.name == "TruncatedGeometric":
-        return tuple(np.array([float(v) for v in truncated_geometric_pmf(int(d), epsilon=entry.epsilon)])
-                     for d in (entry.x, entry.x_prime))
-    if entry.name in ("ReportNoisyMax1", "ReportNoisyMax2"):
-        return tuple(rnm_index_probabilities(d, epsilon=entry.epsilon, noise=opts["noise"]) for d in (entry.x, entry.x_prime))
-    if entry.name in _BIT_KEEP:
-        # Independent bits: the outputs' likelihood ratio depends only on how many of the bits set in one
-        # Bloom filter alone report that filter's value, so the laws of those counts are a sufficient summary.
-        keep1, keep0 = _BIT_KEEP[entry.name]
-        only_x = len(set(bloom_bits(int(entry.x))) - set(bloom_bits(int(entry.x_prime))))
-        only_xp = len(set(bloom_bits(int(entry.x_prime))) - set(bloom_bits(int(entry.x))))
-        under_x = np.outer(stats.binom.pmf(np.arange(only_x + 1), only_x, keep1),
-                           stats.binom.pmf(np.arange(only_xp + 1), only_xp, 1 - keep0)).ravel()
-        under_xp = np.outer(stats.binom.pmf(np.arange(only_x + 1), only_x, keep0),
-                            stats.binom.pmf(np.arange(only_xp + 1), only_xp, 1 - keep1)).ravel()
-        return under_x, under_xp
-    if entry.name in ("SVT1", "SVT2", "SVT4"):
-        laws = [svt_pattern_probabilities(d, epsilon=entry.epsilon, algorithm=opts["algorithm"], threshold=opts["threshold"])
-                for d in (entry.x, entry.x_prime)]
-        return tuple(np.array([law[k] for k in laws[0]]) for law in laws)
-    return None
-
-
 def best_possible_bound(p: np.ndarray, q: np.ndarray, n: int, gamma_each: float | tuple[float, ...],
                         grid: int = 20) -> float:
     """The largest ``ln(p_lo(E) / q_hi(E))`` over events E, with one-sided Clopper-Pearson bounds at error
@@ -213,24 +173,52 @@ def best_possible_bound(p: np.ndarray, q: np.ndarray, n: int, gamma_each: float 
     return best
 
 
+def joint_oracle_bound(p: np.ndarray, q: np.ndarray, n: int, gamma: float = 0.05, grid: int = 10) -> float:
+    """The largest joint-variant bound (``bounds="joint"``) over the likelihood-ratio events, at the expected
+    Poisson counts of ``n`` kept runs: the bound an auditor told the best event before any run would get."""
+    from scipy import stats
+
+    best = 0.0
+    for a, b in ((p, q), (q, p)):
+        order = np.argsort(-(np.log(a) - np.log(b)), kind="stable")
+        ca, cb = np.concatenate([[0.0], np.cumsum(a[order])]), np.concatenate([[0.0], np.cumsum(b[order])])
+        for i in range(len(order)):
+            for f in np.arange(1, grid + 1) / grid:
+                ka, kb = round((ca[i] + f * a[order[i]]) * n), round((cb[i] + f * b[order[i]]) * n)
+                if ka == 0 or kb == 0:
+                    continue
+                eta = stats.beta.ppf(gamma, ka, kb + 1)
+                best = max(best, math.log(eta / (1 - eta)))
+    return best
+
+
 def ceiling(entries: dict, trials: int, settings: dict) -> int:
-    """For the entries whose exact output distributions are computed here, the best bound any event could give."""
+    """For the entries whose exact output distributions are computed here, the best bound any event could give,
+    and the Neyman-Pearson limit on how often any valid 95% audit reaches DP-Sniper's published bound."""
     selection = settings.get("selection", 0.5)
     n_est = trials - int(trials * selection)
-    gamma_each = 0.05 / (2 if settings.get("bounds") == "two" else 4)
-    print(f"bench_blackbox --ceiling: {trials:,} runs per dataset, {n_est:,} to estimate, one-sided bounds at "
-          f"error {gamma_each:g}; the best event known exactly, expected counts")
+    gamma_each = 0.05 / {"two": 2, "joint": 1}.get(settings.get("bounds"), 4)
+    print(f"bench_blackbox --ceiling: {trials:,} runs per dataset, {n_est:,} to estimate, "
+          f"{'the joint bound' if settings.get('bounds') == 'joint' else 'one-sided bounds'} at "
+          f"error {gamma_each:g}; the best event known exactly, expected counts.  'oracle': all runs measure the "
+          "best event, two bounds splitting 5% in the best of 17 ways; 'joint': all runs, the joint bound; "
+          "'reach': the most often any valid 95% audit can reach DP-Sniper's bound (Neyman-Pearson)")
     for entry in entries.values():
-        laws = _exact_distributions(entry)
+        laws = exact_output_laws(entry.name)
         if laws is None:
             continue
-        top = best_possible_bound(*laws, n_est, gamma_each)
+        if settings.get("bounds") == "joint":
+            top = joint_oracle_bound(*laws, n_est)
+        else:
+            top = best_possible_bound(*laws, n_est, gamma_each)
         # The oracle: the best event known before any run, so all runs measure it, and the 5% error split
         # between the two bounds in the best of 17 ways: a ceiling for every audit made of two
         # Clopper-Pearson bounds on one event's counts.
         oracle = best_possible_bound(*laws, trials, tuple(np.linspace(0.005, 0.045, 17)), grid=10)
-        print(f"{entry.name:20s} ceiling {top:.4f}  oracle {oracle:.4f}  exact {entry.true_epsilon:.4f}  "
-              f"DP-Sniper {entry.dpsniper:.4f}  {'reachable' if top >= entry.dpsniper else 'out of reach'}"
+        joint = joint_oracle_bound(*laws, trials)
+        reach = reach_probability(*laws, trials, entry.dpsniper)
+        print(f"{entry.name:20s} ceiling {top:.4f}  oracle {oracle:.4f}  joint {joint:.4f}  exact {entry.true_epsilon:.4f}  "
+              f"DP-Sniper {entry.dpsniper:.4f}  reach {reach:.3f}  {'reachable' if top >= entry.dpsniper else 'out of reach'}"
               f"{'' if oracle >= entry.dpsniper else ' (even by the oracle)'}", flush=True)
     return 0
 

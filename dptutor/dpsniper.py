@@ -57,6 +57,7 @@ __all__ = [
     "bloom_bits",
     "rnm_index_probabilities",
     "svt_pattern_probabilities",
+    "exact_output_laws",
 ]
 
 #: DP-Sniper's published 90% lower confidence bounds (its reference results, logistic-regression run,
@@ -407,6 +408,11 @@ def _svt5_epsilon(x: NDArray[np.float64], xp: NDArray[np.float64], threshold: fl
 # ---------------------------------------------------------------------------------------------
 
 
+#: P(a bit reports 1 | set in the Bloom filter) and P(1 | clear): RAPPOR with f = 0.75, p = 0.45, q = 0.55,
+#: and one-time RAPPOR with f = 0.95.
+_BIT_KEEP = {"Rappor": (0.5125, 0.4875), "OneTimeRappor": (0.525, 0.475)}
+
+
 def _bit_epsilon(x: int, xp: int, keep1: float, keep0: float) -> float:
     """Epsilon of independent bits over Bloom filters: each bit set in one filter only costs
     ``ln(P(1 | set) / P(1 | clear))`` or that of 0, whichever is larger."""
@@ -485,11 +491,11 @@ def benchmark() -> dict[str, ZooEntry]:
                      known="Algorithm 6: no cut-off; exact epsilon on the pair by integration over 36 count classes",
                      dpsniper=PUBLISHED["SVT6"]))
     out.append(entry(name="Rappor", mechanism=rappor, x=1.0, x_prime=0.0, private=True,
-                     true_epsilon=_bit_epsilon(1, 0, 0.5125, 0.4875), known="RAPPOR with f = 0.75, p = 0.45, q = 0.55: "
+                     true_epsilon=_bit_epsilon(1, 0, *_BIT_KEEP["Rappor"]), known="RAPPOR with f = 0.75, p = 0.45, q = 0.55: "
                      "each bit set for one value only reports 1 with probability 0.5125 against 0.4875",
                      dpsniper=PUBLISHED["Rappor"], options=(), why="floating-point uniforms in the randomized responses"))
     out.append(entry(name="OneTimeRappor", mechanism=one_time_rappor, x=1.0, x_prime=0.0, private=True,
-                     true_epsilon=_bit_epsilon(1, 0, 0.525, 0.475), known="one-time RAPPOR with f = 0.95: each "
+                     true_epsilon=_bit_epsilon(1, 0, *_BIT_KEEP["OneTimeRappor"]), known="one-time RAPPOR with f = 0.95: each "
                      "differing bit reports 1 with probability 0.525 against 0.475", dpsniper=PUBLISHED["OneTimeRappor"],
                      why="floating-point uniforms in the randomized response"))
     out.append(entry(name="LaplaceParallel", mechanism=laplace_parallel, x=1.0, x_prime=0.0, private=True,
@@ -507,3 +513,36 @@ def benchmark() -> dict[str, ZooEntry]:
                      known="epsilon-DP in real arithmetic (Wang et al. 2019)", dpsniper=PUBLISHED["NumericalSVT"],
                      why="floating-point Laplace noise; it releases noisy values"))
     return {x.name: x for x in out}
+
+
+def exact_output_laws(name: str) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
+    """The exact output laws of the benchmark entry ``name`` on its pair, as two probability vectors over the
+    same outcomes, where they are computed here (else None): the truncated geometric's pmf, report-noisy-max's
+    index probabilities, the sparse vector technique's patterns (SVT1, 2 and 4), and for RAPPOR's two entries a
+    sufficient summary (outputs are independent bits, so the likelihood ratio depends only on how many of the
+    bits set in one Bloom filter alone report that filter's value)."""
+    from scipy import stats
+
+    entries = benchmark()
+    check_choice(name, "name", tuple(entries))
+    entry = entries[name]
+    opts = dict(entry.options)
+    if name == "TruncatedGeometric":
+        laws = [[float(v) for v in truncated_geometric_pmf(int(d), epsilon=entry.epsilon)] for d in (entry.x, entry.x_prime)]
+    elif name in ("ReportNoisyMax1", "ReportNoisyMax2"):
+        laws = [rnm_index_probabilities(d, epsilon=entry.epsilon, noise=opts["noise"]) for d in (entry.x, entry.x_prime)]
+    elif name in _BIT_KEEP:
+        keep1, keep0 = _BIT_KEEP[name]
+        only_x = len(set(bloom_bits(int(entry.x))) - set(bloom_bits(int(entry.x_prime))))
+        only_xp = len(set(bloom_bits(int(entry.x_prime))) - set(bloom_bits(int(entry.x))))
+        a, b = np.arange(only_x + 1), np.arange(only_xp + 1)
+        laws = [np.outer(stats.binom.pmf(a, only_x, keep1), stats.binom.pmf(b, only_xp, 1 - keep0)).ravel(),
+                np.outer(stats.binom.pmf(a, only_x, keep0), stats.binom.pmf(b, only_xp, 1 - keep1)).ravel()]
+    elif name in ("SVT1", "SVT2", "SVT4"):
+        patterns = [svt_pattern_probabilities(d, epsilon=entry.epsilon, algorithm=opts["algorithm"], threshold=opts["threshold"])
+                    for d in (entry.x, entry.x_prime)]
+        laws = [[law[k] for k in patterns[0]] for law in patterns]
+    else:
+        return None
+    p, q = (np.asarray(law, dtype=np.float64) for law in laws)
+    return p, q

@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from dptutor.audit import audit_pair, nearest_pair, pair_epsilon, reach_probability
-from dptutor.dpsniper import benchmark, svt_pattern_probabilities
+from dptutor.dpsniper import benchmark, bloom_bits, exact_output_laws, svt_pattern_probabilities
 from dptutor.zoo import ZOO
 
 E = math.e
@@ -107,3 +107,38 @@ def test_bad_values_name_the_parameter(kwargs, error, name):
     args = dict(p=RR[0], q=RR[1], trials=100, bound=0.5) | kwargs
     with pytest.raises(error, match=name):
         reach_probability(**args)
+
+
+# ---------------------------------------------------------------------------------------------
+# the benchmark's exact output laws, which the limits are computed from
+# ---------------------------------------------------------------------------------------------
+
+WITH_LAWS = ["TruncatedGeometric", "ReportNoisyMax1", "ReportNoisyMax2", "SVT1", "SVT2", "SVT4", "Rappor", "OneTimeRappor"]
+
+
+@pytest.mark.parametrize("name", WITH_LAWS)
+def test_exact_output_laws_give_the_entrys_exact_epsilon(name):
+    p, q = exact_output_laws(name)
+    assert p.shape == q.shape and p.size >= 2
+    assert p.sum() == pytest.approx(1.0, abs=1e-9) and q.sum() == pytest.approx(1.0, abs=1e-9)
+    assert np.all(p > 0) and np.all(q > 0)
+    assert pair_epsilon(p, q) == pytest.approx(benchmark()[name].true_epsilon, rel=1e-9)
+
+
+def test_exact_output_laws_of_rappor_match_its_runs():
+    # The summary (how many of the bits set for x only report 1, how many set for x' only report 0) from
+    # simulated runs of the mechanism, against the exact law: a chi-squared test, seeded.
+    entry = benchmark()["OneTimeRappor"]
+    p, _ = exact_output_laws("OneTimeRappor")
+    only_x = sorted(set(bloom_bits(1)) - set(bloom_bits(0)))
+    only_xp = sorted(set(bloom_bits(0)) - set(bloom_bits(1)))
+    out = np.asarray(entry.mechanism(entry.x, 200_000, np.random.default_rng(11)))
+    cells = out[:, only_x].sum(axis=1) * (len(only_xp) + 1) + (1 - out[:, only_xp]).sum(axis=1)
+    counts = np.bincount(cells.astype(int), minlength=p.size)
+    assert stats.chisquare(counts, p * counts.sum()).pvalue > 1e-3
+
+
+def test_exact_output_laws_are_none_where_not_computed_and_refuse_unknown_names():
+    assert exact_output_laws("LaplaceMechanism") is None
+    with pytest.raises(ValueError, match="name"):
+        exact_output_laws("NoSuchMechanism")

@@ -318,6 +318,7 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
                                 "confidence": _const(0.95)},
     "dpsniper.truncated_geometric": {"data": _const(2)},
     "dpsniper.truncated_geometric_pmf": {"data": _const(2)},
+    "dpsniper.exact_output_laws": {"name": _const("ReportNoisyMax1")},
     "dpsniper.laplace_parallel": {"data": _const(1.0)},
     "dpsniper.prefix_sum": {"data": _const((1.0, 0.0, 1.0))},
     "dpsniper.numerical_svt": {"data": _const((1.0, 0.0, 1.0))},

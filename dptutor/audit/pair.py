@@ -907,7 +907,7 @@ def _bound_from_counts(
     # bounds="joint" scores a cut by the Wilson bound on the share of the numerator among the event's runs
     # (the quantity its estimation step bounds), at the expected number of such runs, with the caution of
     # the two-bound score (z at gamma/2): at z(gamma) it chose a tail of 1,262 runs of 7*10^6 for
-    # LaplaceParallel's learned statistic, measured at 10^7 runs, and a bound of 0 instead of 0.04.
+    # LaplaceParallel's learned statistic at 10^7 runs, bound 0; with this caution, 0.045.
     each = alpha / 4.0 if bounds == "four" else alpha / 2.0
     ratio = (1.0 - selection) / selection if bounds == "four" else n_est / n_sel
     z = (1.0 + math.sqrt(ratio)) * float(stats.norm.isf(each))
