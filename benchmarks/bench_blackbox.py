@@ -71,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trials", type=int, default=10**5, help="runs per dataset (default 10^5)")
     parser.add_argument("--full", action="store_true", help="10^7 runs per dataset")
     parser.add_argument("--search", action="store_true", help="search the pair instead of using DP-Sniper's")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="with --search: rounds of successive halving in the pilot (default 1, a plain pilot)")
     parser.add_argument("--only", nargs="*", default=None, help="mechanism names (default: all 20)")
     parser.add_argument("--seed", type=int, default=2021)
     parser.add_argument("--classic", action="store_true",
@@ -96,7 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.soundness:
         return soundness({n: entries[n] for n in names}, trials, args.soundness, settings)
 
-    print(f"bench_blackbox: {trials:,} runs per dataset, pair {'searched' if args.search else 'handed in'}, "
+    print(f"bench_blackbox: {trials:,} runs per dataset, pair "
+          f"{f'searched ({args.rounds} pilot round(s))' if args.search else 'handed in'}, "
           f"seed {args.seed}, settings {settings or 'audit_pair defaults'}, 95% bounds against DP-Sniper's "
           "published 90% bounds")
     print(f"{'mechanism':20s} {'bound':>8s} {'exact':>8s} {'DP-Sniper':>9s} {'>= pub':>6s} {'CPU s':>7s}  pair / event")
@@ -107,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         start = time.process_time()
         if args.search:
             found = search_pairs(entry.release(), _candidates(entry), epsilon=entry.epsilon, trials=trials,
-                                 seed=args.seed, **settings)
+                                 seed=args.seed, rounds=args.rounds, **settings)
             result, pair = found.best, found.pair
         else:
             result, pair = entry.audit(trials, seed=args.seed, **settings), (entry.x, entry.x_prime)

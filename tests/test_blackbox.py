@@ -463,9 +463,33 @@ def test_search_finds_the_violating_pair_and_corrects_for_confirming_several():
     assert "confirmed" in found.summary()
 
 
+def test_successive_halving_keeps_the_best_pair_and_spends_the_pilot_budget_on_it():
+    mech = functools.partial(report_noisy_max_value, epsilon=0.1)
+    dull = [((1.0,) * 5, (0.0,) + (1.0,) * 4), ((0.0,) + (1.0,) * 4, (1.0,) * 5)]  # one answer moves down
+    sharp = ((0.0,) * 5, (1.0,) * 5)  # every answer moves: exact epsilon 0.25
+    calls = []
+
+    def counted(data, size, rng):
+        calls.append((tuple(data), size))
+        return mech(data, size, rng)
+
+    found = search_pairs(counted, [*dull, sharp], epsilon=0.1, trials=200_000, pilot_trials=100_000, rounds=2, seed=4)
+    assert found.pair == sharp and found.index == 2 and 0.1 < found.lower_bound <= 0.25
+    # Round 1: three candidates at 300,000 / (2 * 3) = 50,000 runs each; round 2: the better two at 75,000;
+    # then 200,000 to confirm.  The all-zero input belongs to the sharp pair only.
+    assert sum(size for data, size in calls if data == sharp[0]) == 50_000 + 75_000 + 200_000
+    assert sum(size for _, size in calls) == 2 * (3 * 50_000 + 2 * 75_000 + 200_000)
+    # One round is the plain pilot: the same ranking and result as without the parameter.
+    plain = search_pairs(mech, [*dull, sharp], epsilon=0.1, trials=20_000, pilot_trials=5_000, seed=4)
+    one = search_pairs(mech, [*dull, sharp], epsilon=0.1, trials=20_000, pilot_trials=5_000, seed=4, rounds=1)
+    assert plain.lower_bound == one.lower_bound and np.array_equal(plain.pilot_bounds, one.pilot_bounds)
+
+
 @pytest.mark.parametrize(
     "kwargs, error, name",
     [
+        (dict(rounds=0), ValueError, "rounds"),
+        (dict(rounds=1.5), TypeError, "rounds"),
         (dict(candidates=[]), ValueError, "candidates"),
         (dict(candidates=[(1.0,)]), TypeError, "candidates"),
         (dict(candidates=[("a", "b")]), TypeError, "candidates"),

@@ -127,6 +127,7 @@ def search_pairs(
     delta: float = 0.0,
     selection: float = 0.5,
     bounds: str = "four",
+    rounds: int = 1,
 ) -> PairSearch:
     """Find the pair of ``candidates`` with the largest lower bound on epsilon, soundly.
 
@@ -136,6 +137,11 @@ def search_pairs(
     are audited again with ``trials`` fresh runs per dataset, each at error ``(1 - confidence) /
     confirm``, and the largest confirmed bound is returned (see the module docstring for why this holds
     at ``confidence``).  ``statistic``, ``delta``, ``selection`` and ``bounds`` are passed to :func:`~dptutor.audit.pair.audit_pair`.
+
+    ``rounds > 1`` spends the same pilot budget by successive halving: the budget is split evenly among the
+    rounds; each round audits the remaining candidates on fresh runs, sharing its part equally, and keeps the
+    better half (never fewer than ``confirm``), so that the last rounds measure the few best pairs with many
+    runs.  A candidate's pilot bound is that of the last round it took part in.
     """
     check_callable(mechanism, "mechanism", "mechanism(data, size, rng)")
     pairs = check_sequence(candidates, "candidates")
@@ -147,6 +153,7 @@ def search_pairs(
         pilot_trials = max(2000, trials // (2 * len(pairs)))
     pilot_trials = check_int(pilot_trials, "pilot_trials", minimum=4, maximum=10**12)
     confirm = check_int(confirm, "confirm", minimum=1, maximum=len(pairs))
+    rounds = check_int(rounds, "rounds", minimum=1, maximum=64)
     seed = check_seed(seed, "seed")
     conf = check_probability(confidence, "confidence")
     check_real(delta, "delta", low=0.0, high=1.0, high_open=True)
@@ -154,20 +161,28 @@ def search_pairs(
 
     root = np.random.SeedSequence(seed)
     pilot_seq, confirm_seq = root.spawn(2)
-    pilot_seeds = pilot_seq.spawn(len(pairs))
-    pilots: list[float] = []
-    estimates: list[float] = []
-    for i, (x, x_prime) in enumerate(pairs):
-        try:
-            result = audit_pair(mechanism, x, x_prime, epsilon=epsilon, trials=pilot_trials, confidence=conf,
-                                seed=_entropy(pilot_seeds[i]), statistic=statistic, delta=delta,
-                                selection=selection, bounds=bounds)
-        except (TypeError, ValueError) as exc:
-            raise type(exc)(f"candidates[{i}]: {exc}") from exc
-        pilots.append(result.lower_bound)
-        estimates.append(min(result.estimate, 1e300))
-    pilot_bounds = np.array(pilots, dtype=np.float64)
-    chosen = np.lexsort((-np.array(estimates), -pilot_bounds))[:confirm]
+    pilots = np.zeros(len(pairs))
+    estimates = np.zeros(len(pairs))
+    alive = np.arange(len(pairs))
+    budget = pilot_trials * len(pairs)  # pilot runs per dataset, over all candidates and rounds
+    for r, round_seq in enumerate(pilot_seq.spawn(rounds) if rounds > 1 else [pilot_seq]):
+        size = pilot_trials if rounds == 1 else max(4, budget // (rounds * alive.size))
+        seeds = round_seq.spawn(len(pairs))
+        for i in alive:
+            x, x_prime = pairs[int(i)]
+            try:
+                result = audit_pair(mechanism, x, x_prime, epsilon=epsilon, trials=size, confidence=conf,
+                                    seed=_entropy(seeds[int(i)]), statistic=statistic, delta=delta,
+                                    selection=selection, bounds=bounds)
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"candidates[{i}]: {exc}") from exc
+            pilots[i] = result.lower_bound
+            estimates[i] = min(result.estimate, 1e300)
+        if r < rounds - 1:
+            ranked = alive[np.lexsort((-estimates[alive], -pilots[alive]))]
+            alive = np.sort(ranked[:max(confirm, -(-alive.size // 2))])
+    pilot_bounds = pilots
+    chosen = alive[np.lexsort((-estimates[alive], -pilots[alive]))][:confirm]
     each = 1.0 - (1.0 - conf) / confirm
     confirm_seeds = confirm_seq.spawn(confirm)
     confirmed = []
