@@ -50,6 +50,8 @@ CHUNK: int = 1 << 16
 
 # Index of the byte holding the IEEE-754 sign bit inside a native float64.
 _SIGN_BYTE: int = 7 if sys.byteorder == "little" else 0
+#: The scalar types for which :func:`laplace_ppf` takes its fast path (``np.float64`` is a float).
+_FLOATS = (float, np.float64)
 
 SamplerMethod = Literal["inverse_cdf", "fast"]
 NanPolicy = Literal["keep", "zero", "discard"]
@@ -145,6 +147,13 @@ def laplace_ppf(u: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0):
     ``u - 1/2`` were exact), whereas forming ``1 - 2|u - 1/2|`` naively loses all digits for tiny
     ``u`` (``u - 1/2`` rounds to ``-1/2``).  The formula itself is Eq. 4, ``sgn`` and all.
     """
+    if type(u) in _FLOATS and type(mu) in _FLOATS and type(b) in _FLOATS and 0.0 < u < 1.0 \
+            and math.isfinite(mu) and math.isfinite(b) and b > 0.0:
+        # Valid float scalars (a student's loop calls this once per element): the same float64
+        # operations in the same order as below, without the array checks (~20x faster a call).
+        x = float(u)
+        log_term = float(np.log(2.0 * min(x, 1.0 - x)))
+        return np.float64(float(mu) - float(b) * ((x > 0.5) - (x < 0.5)) * log_term)
     u_arr = _open_unit(u, "u", 0.0, 1.0)
     mu_arr, b_arr = _location_scale(mu, b)
     _broadcast(u=u_arr, mu=mu_arr, b=b_arr)

@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import special, stats
 
 from dptutor._validate import (
     check_choice,
@@ -118,6 +117,8 @@ def exponential_mechanism_probabilities(scores: Any, epsilon: float, sensitivity
         logits = np.where(gap == 0, 0.0, gap * factor)
     if not math.isfinite(factor):
         logits = np.where(gap == 0, 0.0, -np.inf)
+    from scipy import special
+
     return special.softmax(logits)
 
 
@@ -196,6 +197,8 @@ def report_noisy_max(
 
 
 def _noise_law(noise: str, scale: float) -> Any:
+    from scipy import stats
+
     return stats.laplace(0.0, scale) if noise == "laplace" else stats.expon(0.0, scale)
 
 
@@ -317,6 +320,8 @@ def above_threshold_probabilities(
     shifts = q - t  # rho's kinks: r = 0, and F_nu's kinks at r = q_i - tau
     if max(abs(shifts).max(), 0.0) > 1e3 * b_nu:
         raise ValueError("answers, threshold, epsilon and sensitivity put the answers more than 1000 noise scales from the threshold: the integrals would be too costly")
+    from scipy import stats
+
     rho_law, nu_law = stats.laplace(0.0, b_rho), stats.laplace(0.0, b_nu)
     lo = min(0.0, shifts.min()) - 60.0 * b_nu
     hi = max(0.0, shifts.max()) + 60.0 * b_nu

@@ -394,6 +394,23 @@ def test_ppf_bad_input(fn, var: str) -> None:
         fn("0.3")
 
 
+def test_ppf_of_a_float_is_the_array_value_bit_for_bit() -> None:
+    """laplace_ppf's fast path for float scalars (a student's loop) returns exactly the array path's
+    element, as a numpy float64, for ordinary, tiny, near-1 and half-way u and extreme mu and b."""
+    rng = np.random.default_rng(7)
+    us = np.concatenate([rng.random(2000), np.ldexp(rng.random(500), -rng.integers(1, 1070, 500)),
+                         1.0 - np.ldexp(rng.random(500), -rng.integers(1, 53, 500)),
+                         [5e-324, np.nextafter(1.0, 0.0), 0.5, np.nextafter(0.5, 0.0), np.nextafter(0.5, 1.0)]])
+    us = us[(us > 0.0) & (us < 1.0)]
+    for mu, b in [(0.0, 1.0), (-0.0, 0.5), (1.5, 3.7), (-3e300, 1e308), (1e308, 1e-300), (7.0, 5e-324)]:
+        with np.errstate(over="ignore"):
+            expected = laplace_ppf(us, mu, b)
+        for cast in (float, np.float64):
+            got = [laplace_ppf(cast(u), cast(mu), cast(b)) for u in us]
+            assert all(type(g) is np.float64 for g in got)
+            assert np.array(got).tobytes() == expected.tobytes(), (mu, b)
+
+
 def test_dptext_transform_bad_input() -> None:
     for bad in (-0.1, 1.0, 1.5, np.nan, [0.2, -1e-12]):
         with pytest.raises(ValueError, match="v"):

@@ -61,6 +61,19 @@ def test_student_notebook_is_generated_from_the_instructor_version(name: str) ->
     assert "BEGIN SOLUTION" in instructor
 
 
+def test_importing_the_grader_leaves_scipy_stats_unloaded() -> None:
+    """Every notebook the grader runs imports ``dptutor.grading`` in a fresh kernel; scipy.stats costs
+    about 1.5 s of CPU to import, so the checks import it only when they run (in the grader)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, dptutor.grading, dptutor.grading.record, dptutor.selection; "
+            "print(sorted(m for m in sys.modules if m.startswith('scipy.stats')))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]", proc.stdout
+
+
 def test_student_version_markers() -> None:
     text = ("a\n<!-- BEGIN SOLUTION -->\nsecret prose\n<!-- END SOLUTION -->\n"
             "def f():\n    # BEGIN SOLUTION\n    return 42\n    # END SOLUTION\n"

@@ -199,7 +199,7 @@ def test_memorising_the_graders_samples_gains_nothing(reference: dict) -> None:
             rng = np.random.default_rng(seed)
             mystery_pair(0.0, PAIR_TRIALS, rng)
             known.update(map(tuple, np.round(mystery_pair(PAIR_X_PRIME, PAIR_TRIALS, rng), 12)[:2000].tolist()))
-        return np.array([tuple(np.round(row, 12)) in known for row in outputs])
+        return np.array([row in known for row in map(tuple, np.round(np.asarray(outputs), 12).tolist())])
 
     fbs = grade_with_tampering(dict(reference["pair_audit"], attack=attack), "pair_audit", lambda m, a: (m, a), sources)
     assert fbs["q2"].score < 2 and "certifies only" in messages(fbs, "q2"), fbs["q2"].report()

@@ -20,7 +20,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats
 
 from dptutor.distributions import standard_laplace_fill
 from dptutor.grading.feedback import (KS_ALPHA, UNSCORED, Assignment, Finding, Question, as_floats, call, describe,
@@ -210,6 +209,8 @@ def _judge_case(case: tuple[int, int, float, int, int], answers: list[Any], data
             f"{where}: every coordinate got the same noise value; the Laplace mechanism (Eq. 2-3) "
             "adds an independent Lap(0, b) draw to each coordinate (size=k)."))
     _flag_reference(noise, b, k, seeds)
+    from scipy import stats
+
     law = stats.laplace(loc=0.0, scale=b)
     if calls == 1:
         p = stats.kstest(noise.ravel(), law.cdf).pvalue

@@ -20,7 +20,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats
 
 from dptutor.grading.instances import PAIR_EPSILON, answer_member, pair_mystery
 from dptutor.audit import audit_pair
@@ -57,6 +56,8 @@ def _true_epsilon() -> float:
     """The mechanism's privacy loss, sup over outputs of ln p(y | x) / p(y | x'), from its noise law
     (independent Laplace coordinates): attained far in the tail, where every coordinate's ratio is largest."""
     member = answer_member("pair_audit")
+    from scipy import stats
+
     law = stats.laplace(scale=member.scale)
     far = np.full(member.columns, max(PAIR_X, PAIR_X_PRIME) + 50 * member.scale)
     return float(np.sum(law.logpdf(far - PAIR_X_PRIME) - law.logpdf(far - PAIR_X)))
@@ -71,6 +72,8 @@ def _event_lower_bound(k: int, k_prime: int, n: int) -> float:
     """95% lower bound on the loss of a fixed event seen ``k`` and ``k_prime`` times in ``n`` runs of each
     dataset: exact Clopper-Pearson intervals with error (1 - confidence)/4 per side, both directions."""
     a = (1.0 - PAIR_CONFIDENCE) / 4.0
+    from scipy import stats
+
     lo, hi = {}, {}
     for key, count in (("x", k), ("x'", k_prime)):
         ci = stats.binomtest(count, n).proportion_ci(confidence_level=1.0 - 2.0 * a, method="exact")

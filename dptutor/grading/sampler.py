@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats
 
 from dptutor.distributions import laplace_ppf
 from dptutor.grading.feedback import (KS_ALPHA, Assignment, Finding, Question, as_floats, call, describe,
@@ -116,6 +115,8 @@ def _law_case(f: Callable, seed: int, mu: float, b: float) -> tuple[Finding, NDA
             f"{where}: your samples are never below mu = {mu:g} (never negative noise). Did you use "
             "Eq. 9 with u ~ U(0, 1)? That is DPText's sampler (Theorem 3.1); with u ~ U(0, 1) the "
             "inverse CDF is Eq. 4 (or Eq. 5), with u - 1/2 inside.")), None, False
+    from scipy import stats
+
     p = stats.kstest(x, stats.laplace(loc=mu, scale=b).cdf).pvalue
     if p > KS_ALPHA:
         return Finding(True, f"{where} follows Lap({mu:g}, {b:g}) (KS p-value {p:.2g})"), u, False

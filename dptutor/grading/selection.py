@@ -37,7 +37,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats
 
 from dptutor._validate import check_bool, check_float_array, check_real
 from dptutor.audit import audit_pair
@@ -127,6 +126,8 @@ def above_threshold_law(answers: Any, threshold: float, *, rho_scale: float, nu_
     if np.abs(q - t).max() > 100.0 * b_nu:
         raise ValueError("answers, threshold and nu_scale: the answers are more than 100 noise scales (nu_scale) "
                          "from the threshold")
+    from scipy import stats
+
     nu = stats.laplace(0.0, b_nu)
     m = q.size
     if b_rho == 0.0:
@@ -284,6 +285,8 @@ def _law_finding(indices: NDArray[np.int64], law: NDArray[np.float64], what: str
             obs_cells, exp_cells = [o], [e]
     if len(exp_cells) < 2:
         return Finding(True, f"{what}: the frequencies of the outputs match the exact law")
+    from scipy import stats
+
     p = float(stats.chisquare(obs_cells, exp_cells).pvalue)
     freq = ", ".join(f"{v:.3f}" for v in observed / n)
     exact = ", ".join(f"{v:.3f}" for v in law)
@@ -326,6 +329,8 @@ def _audit(f: Any, kind: str, x: tuple, x_prime: tuple, args: tuple, eps: float,
                x_prime: np.concatenate([v for v, _ in answers[_AUDIT_CALLS:]])}
     table = np.array([np.bincount(outputs[d], minlength=len(x) + 1) for d in (x, x_prime)])
     table = table[:, table.sum(axis=0) > 0]
+    from scipy import stats
+
     if table.shape[1] < 2 or stats.chi2_contingency(table).pvalue > LAW_ALPHA:
         return None, None, ("the outputs on the two datasets follow the same law: the mechanism ignores its answers "
                             "(private, but useless: an audit of it shows nothing)")
