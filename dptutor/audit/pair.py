@@ -413,11 +413,10 @@ def _log_ratio(num: Any, den: Any) -> Any:
 
 
 def _exact_interval(k: int, n: int, alpha_each_side: float) -> tuple[float, float]:
-    """Two-sided Clopper-Pearson interval for a binomial proportion, ``alpha_each_side`` per side."""
-    from scipy import stats
-
-    ci = stats.binomtest(k, n).proportion_ci(confidence_level=1.0 - 2.0 * alpha_each_side, method="exact")
-    return float(ci.low), float(ci.high)
+    """Two-sided Clopper-Pearson interval for a binomial proportion, ``alpha_each_side`` per side: the two
+    one-sided bounds of :func:`_exact_one_sided` (beta quantiles; ``scipy.stats.binomtest``'s
+    ``proportion_ci(method="exact")`` finds the same bounds by a root search, some 18 times slower)."""
+    return (_exact_one_sided(k, n, alpha_each_side, lower=True), _exact_one_sided(k, n, alpha_each_side, lower=False))
 
 
 def _exact_one_sided(k: int, n: int, alpha: float, *, lower: bool) -> float:
