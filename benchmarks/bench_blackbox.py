@@ -160,20 +160,26 @@ def best_possible_bound(p: np.ndarray, q: np.ndarray, n: int, gamma_each: float 
 
     splits = [(g, 0.05 - g) for g in gamma_each] if isinstance(gamma_each, tuple) else [(gamma_each, gamma_each)]
     best = 0.0
+    for pa, pb in _ratio_events(p, q, grid):
+        ka, kb = round(pa * n), round(pb * n)
+        if ka == 0 or kb >= n:
+            continue
+        for g_lo, g_hi in splits:
+            lo = stats.beta.ppf(g_lo, ka, n - ka + 1)
+            hi = stats.beta.isf(g_hi, kb + 1, n - kb)
+            best = max(best, math.log(lo / hi))
+    return best
+
+
+def _ratio_events(p: np.ndarray, q: np.ndarray, grid: int):
+    """The probabilities (under the numerator, under the denominator) of the likelihood-ratio prefixes in both
+    directions, the next output value included with probability j / grid."""
     for a, b in ((p, q), (q, p)):
         order = np.argsort(-(np.log(a) - np.log(b)), kind="stable")
         ca, cb = np.concatenate([[0.0], np.cumsum(a[order])]), np.concatenate([[0.0], np.cumsum(b[order])])
         for i in range(len(order)):
             for f in np.arange(1, grid + 1) / grid:
-                pa, pb = ca[i] + f * a[order[i]], cb[i] + f * b[order[i]]
-                ka, kb = round(pa * n), round(pb * n)
-                if ka == 0 or kb >= n:
-                    continue
-                for g_lo, g_hi in splits:
-                    lo = stats.beta.ppf(g_lo, ka, n - ka + 1)
-                    hi = stats.beta.isf(g_hi, kb + 1, n - kb)
-                    best = max(best, math.log(lo / hi))
-    return best
+                yield ca[i] + f * a[order[i]], cb[i] + f * b[order[i]]
 
 
 def joint_oracle_bound(p: np.ndarray, q: np.ndarray, n: int, gamma: float = 0.05, grid: int = 10) -> float:
@@ -182,16 +188,12 @@ def joint_oracle_bound(p: np.ndarray, q: np.ndarray, n: int, gamma: float = 0.05
     from scipy import stats
 
     best = 0.0
-    for a, b in ((p, q), (q, p)):
-        order = np.argsort(-(np.log(a) - np.log(b)), kind="stable")
-        ca, cb = np.concatenate([[0.0], np.cumsum(a[order])]), np.concatenate([[0.0], np.cumsum(b[order])])
-        for i in range(len(order)):
-            for f in np.arange(1, grid + 1) / grid:
-                ka, kb = round((ca[i] + f * a[order[i]]) * n), round((cb[i] + f * b[order[i]]) * n)
-                if ka == 0 or kb == 0:
-                    continue
-                eta = stats.beta.ppf(gamma, ka, kb + 1)
-                best = max(best, math.log(eta / (1 - eta)))
+    for pa, pb in _ratio_events(p, q, grid):
+        ka, kb = round(pa * n), round(pb * n)
+        if ka == 0 or kb == 0:
+            continue
+        eta = stats.beta.ppf(gamma, ka, kb + 1)
+        best = max(best, math.log(eta / (1 - eta)))
     return best
 
 
