@@ -434,12 +434,12 @@ def _joint_bound(k_num: int, k_den: int, n: int, alpha: float, seed: Any) -> flo
     """The ``bounds="joint"`` lower bound on ``ln(p_num / p_den)`` from the event's counts ``k_num`` and
     ``k_den`` among ``n`` runs of each dataset (the joint variant of the book's split-sample audit).
 
-    Each dataset keeps a uniformly random subset of its runs whose size ``nu`` is Poisson with mean
-    ``nu_bar = n - POISSON_MARGIN * sqrt(n)`` (a draw seeded by ``seed``, independent of the runs).  The counts
-    of the event in the kept runs are then independent Poisson variables with means ``nu_bar p_num`` and
-    ``nu_bar p_den``, so given their sum ``m`` the numerator's count is ``Binomial(m, eta)`` with
-    ``eta = p_num / (p_num + p_den)``.  The one-sided Clopper-Pearson bound at error ``alpha`` on ``eta`` gives
-    ``ln(eta_lo / (1 - eta_lo))``.  If either ``nu`` exceeds ``n`` (probability about 1e-9), the bound is 0."""
+    Each dataset keeps a uniformly random subset of its runs whose size ``R`` is Poisson with mean
+    ``R_bar = n - POISSON_MARGIN * sqrt(n)`` (a draw seeded by ``seed``, independent of the runs).  The counts
+    of the event in the kept runs are then independent Poisson variables with means ``R_bar p_num`` and
+    ``R_bar p_den``, so given their sum ``m`` the numerator's count is ``Binomial(m, w)`` with the share
+    ``w = p_num / (p_num + p_den)`` (the book's varpi).  The one-sided Clopper-Pearson bound at error ``alpha`` on
+    ``w`` gives ``ln(w_lo / (1 - w_lo))``.  If either ``R`` exceeds ``n`` (probability about 1e-9), the bound is 0."""
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(3,)))
     lam = max(0.0, n - POISSON_MARGIN * math.sqrt(n))
     kept = []
@@ -449,10 +449,10 @@ def _joint_bound(k_num: int, k_den: int, n: int, alpha: float, seed: Any) -> flo
             return 0.0
         kept.append(int(rng.hypergeometric(k, n - k, size)) if size > 0 else 0)
     m = kept[0] + kept[1]
-    eta_lo = _exact_one_sided(kept[0], m, alpha, lower=True) if m > 0 else 0.0
-    if eta_lo <= 0.0:
+    share_lo = _exact_one_sided(kept[0], m, alpha, lower=True) if m > 0 else 0.0
+    if share_lo <= 0.0:
         return 0.0
-    return max(0.0, math.log(eta_lo) - math.log1p(-eta_lo))
+    return max(0.0, math.log(share_lo) - math.log1p(-share_lo))
 
 
 #: The four (event, direction) pairs compared for a prefix P of the cells: (complement?, numerator).
