@@ -9,24 +9,19 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dptutor.audit import audit_pair, nearest_pair, pair_epsilon, reach_probability
+from dptutor.audit import audit_pair, nearest_pair, reach_probability
 from dptutor.dpsniper import benchmark, bloom_bits, exact_output_laws, svt_pattern_probabilities
+from dptutor.selection import max_log_ratio
 from dptutor.zoo import ZOO
 
 E = math.e
 RR = (np.array([E / (1 + E), 1 / (1 + E)]), np.array([1 / (1 + E), E / (1 + E)]))  # randomized response, eps = 1
 
 
-def test_pair_epsilon_is_the_largest_log_ratio():
-    assert pair_epsilon(*RR) == pytest.approx(1.0, rel=1e-12)
-    assert pair_epsilon([0.5, 0.5], [0.5, 0.5]) == 0.0
-    assert pair_epsilon([0.2, 0.3, 0.5], [0.1, 0.3, 0.6]) == pytest.approx(math.log(2.0), rel=1e-12)
-
-
 @pytest.mark.parametrize("epsilon", [0.999, 0.9, 0.5, 0.1, 1e-6])
 def test_the_nearest_pair_is_within_epsilon_and_close(epsilon):
     u, v = nearest_pair(*RR, epsilon)
-    assert pair_epsilon(u, v) <= epsilon
+    assert max_log_ratio(u, v) <= epsilon
     assert u.sum() == pytest.approx(1.0) and v.sum() == pytest.approx(1.0)
     # For two outcomes the closest pair within epsilon (in chi-squared) is randomized response at epsilon.
     assert u[0] == pytest.approx(math.exp(epsilon) / (1 + math.exp(epsilon)), rel=1e-9)
@@ -44,7 +39,7 @@ def test_the_nearest_pair_of_the_sparse_vector_technique_is_within_the_bound():
             for d in (entry.x, entry.x_prime)]
     p, q = (np.array([law[k] for k in laws[0]]) for law in laws)
     u, v = nearest_pair(p, q, entry.dpsniper)
-    assert pair_epsilon(u, v) <= entry.dpsniper < pair_epsilon(p, q)
+    assert max_log_ratio(u, v) <= entry.dpsniper < max_log_ratio(p, q)
     assert np.max(np.abs(u - p) / p) < 0.01  # a small move: the outcomes' ratios were close to the bound
 
 
@@ -122,7 +117,7 @@ def test_exact_output_laws_give_the_entrys_exact_epsilon(name):
     assert p.shape == q.shape and p.size >= 2
     assert p.sum() == pytest.approx(1.0, abs=1e-9) and q.sum() == pytest.approx(1.0, abs=1e-9)
     assert np.all(p > 0) and np.all(q > 0)
-    assert pair_epsilon(p, q) == pytest.approx(benchmark()[name].true_epsilon, rel=1e-9)
+    assert max_log_ratio(p, q) == pytest.approx(benchmark()[name].true_epsilon, rel=1e-9)
 
 
 def test_exact_output_laws_of_rappor_match_its_runs():

@@ -307,7 +307,6 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
     "audit.learned.LearnedStatistic": {"model": lambda ctx: _learned().model, "kind": _const("logistic"),
                                        "width": _const(2), "infinite": _const(np.zeros(2, dtype=bool))},
     "audit.search.candidate_pairs": {"k": _const(3)},
-    "audit.limits.pair_epsilon": {"p": _const([0.7, 0.3]), "q": _const([0.3, 0.7])},
     "audit.limits.nearest_pair": {"p": _const([0.7, 0.3]), "q": _const([0.3, 0.7]), "epsilon": _const(0.5)},
     "audit.limits.reach_probability": {"p": _const([0.7, 0.3]), "q": _const([0.3, 0.7]), "trials": _const(1000),
                                        "bound": _const(0.5)},

@@ -19,8 +19,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dptutor._validate import check_float_array, check_int, check_positive, check_probability
+from dptutor.selection import max_log_ratio
 
-__all__ = ["pair_epsilon", "nearest_pair", "reach_probability"]
+__all__ = ["nearest_pair", "reach_probability"]
 
 
 def _laws(p: object, q: object) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -39,12 +40,6 @@ def _laws(p: object, q: object) -> tuple[NDArray[np.float64], NDArray[np.float64
     return arrays[0], arrays[1]
 
 
-def pair_epsilon(p: object, q: object) -> float:
-    """The pure-DP epsilon of a pair of output laws: ``max |ln(p_i / q_i)|`` over the outcomes."""
-    a, b = _laws(p, q)
-    return float(np.max(np.abs(np.log(a) - np.log(b))))
-
-
 def _project(a: NDArray[np.float64], b: NDArray[np.float64], level: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Move every outcome whose ratio exceeds ``e^level`` onto that ratio by the least chi-squared change
     (``a - u = D a / (a + e^{2 level} b)``, ``v - b = D e^level b / (a + e^{2 level} b)`` with
@@ -61,26 +56,26 @@ def _project(a: NDArray[np.float64], b: NDArray[np.float64], level: float) -> tu
 
 
 def nearest_pair(p: object, q: object, epsilon: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """A pair of laws ``(u, v)`` with ``pair_epsilon(u, v) <= epsilon``, close to ``(p, q)`` in chi-squared.
+    """A pair of laws ``(u, v)`` with ``max_log_ratio(u, v) <= epsilon`` (:func:`dptutor.selection.max_log_ratio`), close to ``(p, q)`` in chi-squared.
 
     Each outcome whose ratio exceeds ``e^level`` is moved onto it by the smallest chi-squared change, both
     laws are renormalised, and ``level`` is the largest (found by bisection, 60 steps) for which the
     renormalised pair is within ``epsilon``.  If ``(p, q)`` already is, it is returned unchanged."""
     a, b = _laws(p, q)
     eps = check_positive(epsilon, "epsilon")
-    if float(np.max(np.abs(np.log(a) - np.log(b)))) <= eps:
+    if max_log_ratio(a, b) <= eps:
         return a, b
     limit = eps * (1.0 - 1e-12)  # room for the rounding of a later renormalisation
     low, high = 0.0, eps
     for _ in range(60):
         mid = 0.5 * (low + high)
         u, v = _project(a, b, mid)
-        if float(np.max(np.abs(np.log(u) - np.log(v)))) <= limit:
+        if max_log_ratio(u, v) <= limit:
             low = mid
         else:
             high = mid
     u, v = _project(a, b, low)
-    if float(np.max(np.abs(np.log(u) - np.log(v)))) > limit:  # epsilon below renormalisation's rounding
+    if max_log_ratio(u, v) > limit:  # epsilon below renormalisation's rounding
         u = v = 0.5 * (a + b)
     return u, v
 
@@ -100,19 +95,15 @@ def reach_probability(p: object, q: object, trials: int, bound: float, confidenc
     target = check_positive(bound, "bound")
     level = check_probability(confidence, "confidence")
     gamma = 1.0 - level
-    if target > float(np.max(np.abs(np.log(a) - np.log(b)))):
+    if target > max_log_ratio(a, b):
         return gamma
     u, v = nearest_pair(a, b, target * (1.0 - 1e-12))
-    mean_p = mean_q = var_p = var_q = 0.0
-    for law, null in ((a, u), (b, v)):
-        llr = np.log(law) - np.log(null)  # log dP/dQ of one run
-        for weights, is_p in ((law, True), (null, False)):
-            mean = float(np.dot(weights, llr))
-            var = max(float(np.dot(weights, (llr - mean) ** 2)), 0.0)
-            if is_p:
-                mean_p, var_p = mean_p + mean, var_p + var
-            else:
-                mean_q, var_q = mean_q + mean, var_q + var
+    # log dP/dQ of one run of each dataset, and its mean and variance under P and under Q (both datasets).
+    llr = [np.log(a) - np.log(u), np.log(b) - np.log(v)]
+    mean_p = sum(float(np.dot(w, l)) for w, l in zip((a, b), llr))
+    mean_q = sum(float(np.dot(w, l)) for w, l in zip((u, v), llr))
+    var_p = sum(float(np.dot(w, (l - np.dot(w, l)) ** 2)) for w, l in zip((a, b), llr))
+    var_q = sum(float(np.dot(w, (l - np.dot(w, l)) ** 2)) for w, l in zip((u, v), llr))
     if var_p <= 0.0 or var_q <= 0.0:  # Q equals P: no test beats its level
         return gamma
     critical = n * mean_q + float(stats.norm.isf(gamma)) * math.sqrt(n * var_q)

@@ -947,19 +947,18 @@ def _bound_from_counts(
             found.append(float(_log_ratio(iv[num][0] - delta, iv[1 - num][1])))
         combo = int(np.argmax(found)) if max(found) > 0 else combo_sel
         lower = max(0.0, found[combo])
-    elif bounds == "joint":
-        combo = combo_sel
-        complement, num = _COMBOS[combo]
-        k_c = [n_est - k[d] if complement else k[d] for d in (0, 1)]
-        lower = _joint_bound(k_c[num], k_c[1 - num], n_est, alpha, seed)
     else:
-        # The combination was fixed on the selection half: one lower and one upper bound, alpha/2 each.
+        # The combination was fixed on the selection half: one lower and one upper bound at alpha/2 each
+        # ("two"), or one bound at alpha on the numerator's share of the event's runs ("joint").
         combo = combo_sel
         complement, num = _COMBOS[combo]
         k_c = [n_est - k[d] if complement else k[d] for d in (0, 1)]
-        p_low = _exact_one_sided(k_c[num], n_est, each, lower=True)
-        p_high = _exact_one_sided(k_c[1 - num], n_est, each, lower=False)
-        lower = max(0.0, float(_log_ratio(p_low - delta, p_high)))
+        if bounds == "joint":
+            lower = _joint_bound(k_c[num], k_c[1 - num], n_est, alpha, seed)
+        else:
+            p_low = _exact_one_sided(k_c[num], n_est, each, lower=True)
+            p_high = _exact_one_sided(k_c[1 - num], n_est, each, lower=False)
+            lower = max(0.0, float(_log_ratio(p_low - delta, p_high)))
     complement, num = _COMBOS[combo]
     k_in = [n_est - k[d] if complement else k[d] for d in (0, 1)]
     p_num, p_den = k_in[num] / n_est, k_in[1 - num] / n_est
