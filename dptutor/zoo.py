@@ -286,13 +286,36 @@ SVT_ALGORITHMS: dict[int, str] = {
 }
 
 
+def _cut_off_rows(above: NDArray[np.bool_], c: int) -> NDArray[np.int8]:
+    """:func:`_cut_off` row by row: 1 / 0 per query, -1 after the ``c``-th answer above."""
+    out = above.astype(np.int8)
+    # answers above strictly before each query (int16 suffices below 32767 queries)
+    before = np.cumsum(above, axis=1, dtype=np.int16 if above.shape[1] < 32767 else np.int64)
+    before -= above
+    np.putmask(out, before >= c, -1)
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _cut_off_table(k: int, c: int) -> NDArray[np.int8]:
+    """The cut-off rows of all 2^k above / below patterns, pattern j's bit i being query i."""
+    patterns = ((np.arange(1 << k)[:, None] >> np.arange(k)) & 1).astype(bool)
+    return _cut_off_rows(patterns, c)
+
+
 def _cut_off(above: NDArray[np.bool_], c: int | None) -> NDArray[np.int8]:
     """1 / 0 per query, and -1 for the queries after the ``c``-th answer above (not answered)."""
-    out = above.astype(np.int8)
-    if c is not None:
-        before = np.cumsum(above, axis=1) - above  # answers above strictly before each query
-        out[before >= c] = -1
-    return out
+    k = above.shape[1]
+    if c is None:
+        return above.astype(np.int8)
+    if not 0 < k <= 16:
+        return _cut_off_rows(above, c)
+    # Few queries: look each row's pattern up in a table of all 2^k patterns (the same rows, faster).
+    code = above[:, k - 1].astype(np.int32)
+    for i in range(k - 2, -1, -1):
+        code <<= 1
+        code |= above[:, i]
+    return np.take(_cut_off_table(k, c), code, axis=0)
 
 
 def svt(
@@ -336,7 +359,11 @@ def svt(
     else:
         scale = 2.0 * c / eps2 if algorithm == 1 else 1.0 / eps2  # BUG (4, 6): scale does not grow with c
         noise = rng.laplace(0.0, scale, shape)
-    above = (q + noise) >= t + rho
+    if algorithm == 5:
+        above = q + noise >= t + rho
+    else:
+        noise += q  # in place: the same sums as q + noise, one array fewer
+        above = noise >= t + rho
     return _cut_off(above, None if algorithm in (5, 6) else c)
 
 

@@ -159,6 +159,36 @@ def test_boolean_vectors_are_categories_and_the_composed_loss_is_found():
     assert "(0, 0)" in r.event or "(1, 1)" in r.event
 
 
+def relabelled_bits(data, size, rng, epsilon=0.5, form="int8"):
+    """Three randomized responses of the bit as an integer vector, its values relabelled column by column
+    (each relabelling keeps the order): the same categories whatever ``form``."""
+    bits = np.stack([randomized_response(data, size, rng, epsilon) for _ in range(3)], axis=1).astype(np.int64)
+    if form == "int8":
+        return bits.astype(np.int8)
+    if form == "offsets":  # small ranges, far apart: counted per column
+        return bits * np.array([1, 1000, 1]) + np.array([2**40, -7, 0])
+    if form == "uint16":
+        return (bits * np.array([3, 1, 1])).astype(np.uint16)
+    return bits * np.array([2**40, 1, 2**30])  # a code space beyond 2^62: rows sorted, not coded
+
+
+def test_integer_vectors_are_the_same_categories_whatever_their_labels():
+    # The counting of integer rows takes one of three routes (bincount on one range for all columns,
+    # bincount on per-column ranges, a sort of the rows); each must give the same counts and bound.
+    results = {form: audit_pair(functools.partial(relabelled_bits, form=form), 1, 0, epsilon=0.5,
+                                trials=20_000, seed=8)
+               for form in ("int8", "offsets", "uint16", "huge")}
+    base = results["int8"]
+    assert base.lower_bound > 0.5  # three bits at 0.5 each: 1.5 in all
+    for form, r in results.items():
+        assert r.lower_bound == base.lower_bound, form
+        assert np.array_equal(r.counts, base.counts), form
+    # The event names the rows in their own labels: all zeros, relabelled.
+    assert "{(0, 0, 0)}" in base.event
+    assert results["uint16"].event == results["huge"].event == base.event
+    assert results["offsets"].event == base.event.replace("(0, 0, 0)", f"({2**40}, -7, 0)")
+
+
 def test_statistic_audits_real_vectors():
     zeros, ones = np.zeros(4), np.ones(4)
     correct = audit_pair(vector_laplace, zeros, ones, epsilon=1.0, trials=100_000, seed=2, statistic=clipped_sum)

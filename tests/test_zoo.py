@@ -104,6 +104,29 @@ def test_svt_cut_off_and_variants():
         zoo.svt(q, 1, rng, epsilon=1.0, algorithm=3)
 
 
+@pytest.mark.parametrize("k", [1, 3, 10, 16, 17, 24])
+@pytest.mark.parametrize("c", [1, 2, 3])
+def test_svt_rows_stop_after_the_c_th_answer_above(k, c):
+    # Noise comparable to the answers, so that all patterns occur: before the c-th 1 of a row (inclusive)
+    # only 0 and 1, after it only -1, and no -1 in a row with fewer than c answers above.
+    q = np.linspace(-1.0, 3.0, k)
+    rows = zoo.svt(q, 4000, np.random.default_rng(k * 10 + c), epsilon=2.0, algorithm=1, c=c, threshold=1.0)
+    assert rows.shape == (4000, k) and rows.dtype == np.int8
+    ones = np.cumsum(rows == 1, axis=1)
+    stopped = np.concatenate([np.zeros((rows.shape[0], 1), dtype=bool), ones[:, :-1] >= c], axis=1)
+    assert np.array_equal(rows == -1, stopped)
+    assert (ones[:, -1] <= c).all() and (ones[:, -1] == min(c, k)).any() and (ones[:, -1] < c).any()
+    # With negligible noise the rows are known exactly: check them against a plain loop, pattern by pattern.
+    gen = np.random.default_rng(k + 100 * c)
+    for _ in range(20):
+        q = np.where(gen.random(k) < 0.5, 5.0, -5.0)
+        want, seen = [], 0
+        for v in q:
+            want.append(-1 if seen >= c else int(v > 0))
+            seen += v > 0
+        assert (zoo.svt(q, 2, gen, epsilon=1e6, algorithm=1, c=c) == want).all()
+
+
 def test_svt_log_likelihood_ratio_is_antisymmetric():
     e = ZOO["svt3"]
     out = e.release()(e.x, 500, np.random.default_rng(5))

@@ -55,6 +55,8 @@ def _fmt(x: float) -> str:
 #: Outputs drawn per mechanism call are capped at this many elements (rows x width), so that a
 #: vector-valued mechanism never needs more than a few MB per call.
 PAIR_CALL_ELEMENTS: int = 1 << 20
+#: Discrete outputs whose value ranges span at most this many mixed-radix cells are counted with bincount.
+PAIR_BINCOUNT_CELLS: int = 1 << 22
 
 #: Central histogram bins (uniform between the 1% and 99% quantiles of the probe block).
 PAIR_CENTRAL_BINS: int = 4096
@@ -224,29 +226,44 @@ def _bin_counts(values: NDArray[np.float64], layout: _Layout) -> NDArray[np.int6
 
 def _category_counts(out: np.ndarray) -> dict[Any, int]:
     """Distinct output rows (ints, or tuples of ints for vectors) and how often each occurs."""
-    rows = out.reshape(out.shape[0], -1).astype(np.int64, copy=False)
+    rows = out.reshape(out.shape[0], -1)
+    if rows.dtype.kind not in "iu" or rows.dtype == np.uint64:
+        rows = rows.astype(np.int64)
     if rows.shape[0] == 0:
         return {}
-    if rows.shape[1] > 1:
-        # Mixed-radix codes (one int64 per row) make np.unique 1-D and fast; rows are decoded back.
-        lo = rows.min(axis=0)
-        radix = rows.max(axis=0) - lo + 1
-        if float(np.prod(radix.astype(np.float64))) < 2.0**62:
-            mult = np.concatenate([np.cumprod(radix[::-1])[::-1][1:], [1]]).astype(np.int64)
-            codes, counts = np.unique((rows - lo) @ mult, return_counts=True)
-            digits = (codes[:, None] // mult) % radix + lo
-            return dict(zip(map(tuple, digits.tolist()), counts.tolist()))
+    width = rows.shape[1]
+    low, high = int(rows.min()), int(rows.max())  # one range for every column, when it is small enough
+    if float(high - low + 1) ** width <= PAIR_BINCOUNT_CELLS:
+        lo = np.full(width, low, dtype=np.int64)
+        radix = np.full(width, high - low + 1, dtype=np.int64)
+    else:
+        lo = rows.min(axis=0).astype(np.int64)
+        radix = rows.max(axis=0).astype(np.int64) - lo + 1
+    space = float(np.prod(radix.astype(np.float64)))
+    if space <= PAIR_BINCOUNT_CELLS:
+        # Mixed-radix codes (one int per row, built column by column) counted by bincount: no sort.
+        code = rows[:, 0].astype(np.int32 if rows.dtype.itemsize < 4 else np.int64)
+        code -= int(lo[0])
+        for j in range(1, width):
+            code *= int(radix[j])
+            code += rows[:, j]
+            code -= int(lo[j])
+        bc = np.bincount(code, minlength=int(space))
+        codes = np.flatnonzero(bc)
+        counts = bc[codes]
+    elif space < 2.0**62:
+        mult = np.concatenate([np.cumprod(radix[::-1])[::-1][1:], [1]]).astype(np.int64)
+        codes, counts = np.unique((rows.astype(np.int64) - lo) @ mult, return_counts=True)
+    else:
+        keys, counts = np.unique(rows.astype(np.int64), axis=0, return_counts=True)
+        if rows.shape[1] == 1:
+            return dict(zip(keys[:, 0].tolist(), counts.tolist()))
+        return dict(zip(map(tuple, keys.tolist()), counts.tolist()))
     if rows.shape[1] == 1:
-        v = rows[:, 0]
-        lo, hi = int(v.min()), int(v.max())
-        if hi - lo < (1 << 20):
-            bc = np.bincount(v - lo)
-            nz = np.flatnonzero(bc)
-            return dict(zip((nz + lo).tolist(), bc[nz].tolist()))
-        keys, counts = np.unique(v, return_counts=True)
-        return dict(zip(keys.tolist(), counts.tolist()))
-    keys, counts = np.unique(rows, axis=0, return_counts=True)
-    return dict(zip(map(tuple, keys.tolist()), counts.tolist()))
+        return dict(zip((codes + lo[0]).tolist(), counts.tolist()))
+    mult = np.concatenate([np.cumprod(radix[::-1])[::-1][1:], [1]]).astype(np.int64)
+    digits = (codes[:, None] // mult) % radix + lo
+    return dict(zip(map(tuple, digits.tolist()), counts.tolist()))
 
 
 def _draw(mechanism: Any, data: Any, size: int, rng: np.random.Generator, layout: _Layout, name: str):
