@@ -108,7 +108,8 @@ def test_bad_values_name_the_parameter(kwargs, error, name):
 # the benchmark's exact output laws, which the limits are computed from
 # ---------------------------------------------------------------------------------------------
 
-WITH_LAWS = ["TruncatedGeometric", "ReportNoisyMax1", "ReportNoisyMax2", "SVT1", "SVT2", "SVT4", "Rappor", "OneTimeRappor"]
+WITH_LAWS = ["LaplaceMechanism", "TruncatedGeometric", "NoisyHist1", "ReportNoisyMax1", "ReportNoisyMax2",
+             "ReportNoisyMax3", "SVT1", "SVT2", "SVT4", "Rappor", "OneTimeRappor"]
 
 
 @pytest.mark.parametrize("name", WITH_LAWS)
@@ -134,6 +135,67 @@ def test_exact_output_laws_of_rappor_match_its_runs():
 
 
 def test_exact_output_laws_are_none_where_not_computed_and_refuse_unknown_names():
-    assert exact_output_laws("LaplaceMechanism") is None
+    assert exact_output_laws("SVT3") is None
+    assert exact_output_laws("NoisyHist1", (0.0, 0.0, 1.0, 1.0, 1.0), (1.0,) * 5) is None  # two bins change
     with pytest.raises(ValueError, match="name"):
         exact_output_laws("NoSuchMechanism")
+    with pytest.raises(ValueError, match="together"):
+        exact_output_laws("ReportNoisyMax3", (0.0,) * 5)
+    with pytest.raises(ValueError, match="same length"):
+        exact_output_laws("SVT1", (0.0,) * 5, (1.0,) * 4)
+    with pytest.raises(ValueError, match="x_prime"):
+        exact_output_laws("TruncatedGeometric", 2, 9)
+
+
+def test_exact_output_laws_on_other_pairs():
+    # Swapping the pair swaps the laws; report-noisy-max's are its index probabilities; RAPPOR's epsilon is
+    # the number of bits set in one filter only times the cost of one bit; a shift of 3 costs 3 epsilon.
+    for name in ("SVT1", "ReportNoisyMax3", "Rappor"):
+        e = benchmark()[name]
+        p, q = exact_output_laws(name, e.x_prime, e.x)
+        p0, q0 = exact_output_laws(name)
+        if name == "Rappor":  # the summary's cells are listed in another order
+            p, q, p0, q0 = (np.sort(v) for v in (p, q, p0, q0))
+        assert np.allclose(p, q0, rtol=1e-12, atol=0) and np.allclose(q, p0, rtol=1e-12, atol=0)
+    x, xp = (3.0, 1.0, 0.0, 2.0), (2.0, 2.0, 1.0, 1.0)
+    p, q = exact_output_laws("ReportNoisyMax1", x, xp)
+    assert np.array_equal(p, svt_free_rnm(x)) and np.array_equal(q, svt_free_rnm(xp))
+    differ = len(set(bloom_bits(5)) ^ set(bloom_bits(7)))
+    assert max_log_ratio(*exact_output_laws("OneTimeRappor", 5, 7)) == pytest.approx(differ * math.log(0.525 / 0.475), rel=1e-12)
+    assert max_log_ratio(*exact_output_laws("LaplaceMechanism", 4.0, 1.0)) == pytest.approx(0.3, rel=1e-9)
+
+
+def svt_free_rnm(data):
+    from dptutor.dpsniper import rnm_index_probabilities
+
+    return rnm_index_probabilities(data, epsilon=0.1, noise="laplace")
+
+
+@pytest.mark.parametrize("name", ["ReportNoisyMax3", "LaplaceMechanism"])
+def test_binned_laws_match_the_mechanisms_runs(name):
+    # 2 x 10^5 seeded runs, put in 25 groups of cells of equal exact probability: a chi-squared test.
+    e = benchmark()[name]
+    p, _ = exact_output_laws(name)
+    from dptutor import dpsniper
+
+    span = dpsniper.BINNED_TAIL * (2.0 if name == "ReportNoisyMax3" else 1.0) / e.epsilon
+    xs = np.atleast_1d(np.asarray(e.x, dtype=float))
+    xps = np.atleast_1d(np.asarray(e.x_prime, dtype=float))
+    edges = np.linspace(min(xs.min(), xps.min()) - span, max(xs.max(), xps.max()) + span, dpsniper.BINNED_CELLS - 1)
+    out = np.asarray(e.release()(e.x, 200_000, np.random.default_rng(21)), dtype=float).reshape(-1)
+    cell = np.searchsorted(edges, out, side="right")  # cell i holds [edges[i-1], edges[i])
+    group = np.minimum((np.cumsum(p) - p / 2) * 25, 24).astype(int)  # 25 groups by the cells' cumulative mass
+    counts = np.bincount(group[cell], minlength=25)
+    expected = np.bincount(group, weights=p, minlength=25) * out.size
+    assert stats.chisquare(counts, expected).pvalue > 1e-3
+
+
+@pytest.mark.parametrize("name", ["ReportNoisyMax3", "NoisyHist1"])
+def test_binned_limits_barely_move_with_coarser_cells(name, monkeypatch):
+    from dptutor import dpsniper
+
+    e = benchmark()[name]
+    fine = reach_probability(*exact_output_laws(name), 10**7, e.dpsniper)
+    monkeypatch.setattr(dpsniper, "BINNED_CELLS", dpsniper.BINNED_CELLS // 10)
+    coarse = reach_probability(*exact_output_laws(name), 10**7, e.dpsniper)
+    assert abs(fine - coarse) < 1e-3 and 0.01 < fine < 1.0
