@@ -169,6 +169,11 @@ def relabelled_bits(data, size, rng, epsilon=0.5, form="int8"):
         return bits * np.array([1, 1000, 1]) + np.array([2**40, -7, 0])
     if form == "uint16":
         return (bits * np.array([3, 1, 1])).astype(np.uint16)
+    if form == "extremes":  # the ends of int64: a range that overflows int64 arithmetic
+        info = np.iinfo(np.int64)
+        return np.where(bits == 1, info.max, info.min)
+    if form == "uint64":  # labels beyond int64
+        return (bits.astype(np.uint64) + np.uint64(2**63 + 5))
     return bits * np.array([2**40, 1, 2**30])  # a code space beyond 2^62: rows sorted, not coded
 
 
@@ -177,7 +182,7 @@ def test_integer_vectors_are_the_same_categories_whatever_their_labels():
     # bincount on per-column ranges, a sort of the rows); each must give the same counts and bound.
     results = {form: audit_pair(functools.partial(relabelled_bits, form=form), 1, 0, epsilon=0.5,
                                 trials=20_000, seed=8)
-               for form in ("int8", "offsets", "uint16", "huge")}
+               for form in ("int8", "offsets", "uint16", "huge", "extremes", "uint64")}
     base = results["int8"]
     assert base.lower_bound > 0.5  # three bits at 0.5 each: 1.5 in all
     for form, r in results.items():
@@ -187,6 +192,9 @@ def test_integer_vectors_are_the_same_categories_whatever_their_labels():
     assert "{(0, 0, 0)}" in base.event
     assert results["uint16"].event == results["huge"].event == base.event
     assert results["offsets"].event == base.event.replace("(0, 0, 0)", f"({2**40}, -7, 0)")
+    low = np.iinfo(np.int64).min
+    assert results["extremes"].event == base.event.replace("(0, 0, 0)", f"({low}, {low}, {low})")
+    assert results["uint64"].event == base.event.replace("(0, 0, 0)", f"({2**63 + 5}, {2**63 + 5}, {2**63 + 5})")
 
 
 def test_statistic_audits_real_vectors():

@@ -227,43 +227,53 @@ def _bin_counts(values: NDArray[np.float64], layout: _Layout) -> NDArray[np.int6
 def _category_counts(out: np.ndarray) -> dict[Any, int]:
     """Distinct output rows (ints, or tuples of ints for vectors) and how often each occurs."""
     rows = out.reshape(out.shape[0], -1)
-    if rows.dtype.kind not in "iu" or rows.dtype == np.uint64:
-        rows = rows.astype(np.int64)
     if rows.shape[0] == 0:
         return {}
+    if rows.dtype.kind not in "iu":
+        rows = rows.astype(np.int64)
     width = rows.shape[1]
-    low, high = int(rows.min()), int(rows.max())  # one range for every column, when it is small enough
-    if float(high - low + 1) ** width <= PAIR_BINCOUNT_CELLS:
-        lo = np.full(width, low, dtype=np.int64)
-        radix = np.full(width, high - low + 1, dtype=np.int64)
+    low, high = int(rows.min()), int(rows.max())
+    if rows.dtype == np.uint64:
+        if high >= 2**63:  # beyond int64: count the rows as they are (Python ints keep every label exact)
+            return _unique_rows(rows)
+        rows = rows.astype(np.int64)
+    # Ranges as Python ints (no overflow): one range for every column when it is small enough, else per column.
+    r = high - low + 1
+    if r == 1 or (width <= PAIR_BINCOUNT_CELLS.bit_length() and r**width <= PAIR_BINCOUNT_CELLS):
+        lo, radix = [low] * width, [r] * width
     else:
-        lo = rows.min(axis=0).astype(np.int64)
-        radix = rows.max(axis=0).astype(np.int64) - lo + 1
-    space = float(np.prod(radix.astype(np.float64)))
+        lo = rows.min(axis=0).tolist()
+        radix = [h - v + 1 for h, v in zip(rows.max(axis=0).tolist(), lo)]
+    space = math.prod(radix)
+    if space >= 2**62:
+        return _unique_rows(rows)
     if space <= PAIR_BINCOUNT_CELLS:
         # Mixed-radix codes (one int per row, built column by column) counted by bincount: no sort.
         code = rows[:, 0].astype(np.int32 if rows.dtype.itemsize < 4 else np.int64)
-        code -= int(lo[0])
-        for j in range(1, width):
-            code *= int(radix[j])
-            code += rows[:, j]
-            code -= int(lo[j])
-        bc = np.bincount(code, minlength=int(space))
+        code -= lo[0]
+        for k in range(1, width):
+            code *= radix[k]
+            code += rows[:, k]
+            code -= lo[k]
+        bc = np.bincount(code, minlength=space)
         codes = np.flatnonzero(bc)
         counts = bc[codes]
-    elif space < 2.0**62:
-        mult = np.concatenate([np.cumprod(radix[::-1])[::-1][1:], [1]]).astype(np.int64)
-        codes, counts = np.unique((rows.astype(np.int64) - lo) @ mult, return_counts=True)
     else:
-        keys, counts = np.unique(rows.astype(np.int64), axis=0, return_counts=True)
-        if rows.shape[1] == 1:
-            return dict(zip(keys[:, 0].tolist(), counts.tolist()))
-        return dict(zip(map(tuple, keys.tolist()), counts.tolist()))
-    if rows.shape[1] == 1:
+        mult = np.array([math.prod(radix[k + 1:]) for k in range(width)], dtype=np.int64)
+        codes, counts = np.unique((rows.astype(np.int64) - np.array(lo, dtype=np.int64)) @ mult, return_counts=True)
+    if width == 1:
         return dict(zip((codes + lo[0]).tolist(), counts.tolist()))
-    mult = np.concatenate([np.cumprod(radix[::-1])[::-1][1:], [1]]).astype(np.int64)
-    digits = (codes[:, None] // mult) % radix + lo
+    mult = np.array([math.prod(radix[k + 1:]) for k in range(width)], dtype=np.int64)
+    digits = (codes[:, None] // mult) % np.array(radix, dtype=np.int64) + np.array(lo, dtype=np.int64)
     return dict(zip(map(tuple, digits.tolist()), counts.tolist()))
+
+
+def _unique_rows(rows: np.ndarray) -> dict[Any, int]:
+    """:func:`_category_counts` by sorting the rows (for output spaces too large to code in one int64)."""
+    keys, counts = np.unique(rows, axis=0, return_counts=True)
+    if rows.shape[1] == 1:
+        return dict(zip(keys[:, 0].tolist(), counts.tolist()))
+    return dict(zip(map(tuple, keys.tolist()), counts.tolist()))
 
 
 def _draw(mechanism: Any, data: Any, size: int, rng: np.random.Generator, layout: _Layout, name: str):
