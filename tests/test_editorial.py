@@ -595,7 +595,8 @@ def visible_text(page: str) -> tuple[str, str]:
     return " ".join(parser.prose), " ".join(parser.code)
 
 
-MD_TABLE = re.compile(r"\|\s*:?-{3,}:?\s*\|")
+# A delimiter row left as text: "---" as typed, or as the typographer turns it into dashes (em, en).
+MD_TABLE = re.compile(r"\|\s*:?(?:-{3,}|[\u2013\u2014]+-*):?\s*\|")
 DOLLAR_MATH = re.compile(r"\$\$|\$(?=\S)[^$\n]{1,200}?(?<=\S)\$")
 GLUE_REMNANT = re.compile(r"\{glue(?::\w+)?\}")
 
@@ -615,6 +616,8 @@ def test_page_check_catches_each_remnant() -> None:
            '# Theorem thm-prob-bayes</pre></div>')
     problems = page_problems(bad, labels)
     assert len(problems) == 4, problems
+    # The same table after the typographer, which turns its delimiter row into em dashes.
+    assert len(page_problems('<p>| a | b |\n|\u2014|\u2014|</p>', set())) == 1
     good = ('<p>The value <span class="math notranslate nohighlight">\\(n = 1\\)</span> costs $5 or more.</p>'
             '<script>var a = "$x$ | --- |";</script><a href="#thm-prob-bayes">Theorem 1.1</a>')
     assert page_problems(good, labels) == []
