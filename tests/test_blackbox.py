@@ -150,6 +150,32 @@ def _mixed_sample(rng: np.random.Generator, n: int) -> np.ndarray:
     return out
 
 
+@pytest.mark.parametrize("tails", ["flat", "linear"])
+def test_additive_score_is_the_logistic_regression_on_the_feature_map(tails):
+    # The fitted additive model scores raw outputs with np.interp and atom tests; it must give the logistic
+    # regression's own score on the feature map: intercept + transform(outputs) . coefficients. The fourth
+    # output value takes six values (six atoms: the lookup path), the second two atoms and -inf (direct tests).
+    rng = np.random.default_rng(12)
+
+    def sample(n, shift):
+        out = _mixed_sample(rng, n)
+        out[:, 0] += shift
+        return np.column_stack([out, rng.integers(0, 6, n) + (rng.random(n) < shift)])
+
+    stat = fit_statistic(sample(4000, 0.0), sample(4000, 0.3), model="additive", knots=6, tails=tails, seed=1)
+    score = stat.model
+    fmap = score.feature_map
+    coef = []
+    for j, knots in enumerate(fmap.knots):
+        linear = [score.linear_weights[j]] if fmap.linear and knots.size else []
+        coef += list(score.knot_weights[j]) + linear + list(score.atom_weights[j])
+    assert fmap.atoms[3].size == 7 and fmap.atoms[1].size == 2
+    fresh = sample(3000, 0.15)
+    fresh[:5, 0] = [np.inf, -np.inf, 1e300, -1e300, -0.0]  # beyond the knots: the linear term clips
+    want = fmap.transform(fresh) @ np.array(coef) + score.intercept
+    np.testing.assert_allclose(stat(fresh), want, rtol=1e-9, atol=1e-9)
+
+
 def test_additive_map_knots_atoms_and_shapes():
     rng = np.random.default_rng(11)
     sample = _mixed_sample(rng, 5000)

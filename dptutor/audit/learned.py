@@ -239,6 +239,9 @@ def _atom_index(v: NDArray[np.float64], atoms: NDArray[np.float64]) -> tuple[NDA
     return hit, np.where(hit, idx, 0)
 
 
+#: Up to this many atoms per output value, the additive model tests each atom directly instead of a lookup.
+_FEW_ATOMS = 4
+
 #: The additive model's linear term ``(v - c) / h`` is clipped to [-_LINEAR_CLIP, _LINEAR_CLIP] (an infinite
 #: value that is no atom of the fitting sample would otherwise make the score infinite).
 _LINEAR_CLIP = 1e6
@@ -251,11 +254,13 @@ def _columns(knots: NDArray[np.float64], atoms: NDArray[np.float64], linear: boo
 
 
 def _linear(v: NDArray[np.float64], knots: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``(v - c) / h``, with ``c`` and ``h`` the centre and half-width of the knots' range, clipped."""
+    """``(v - c) / h``, with ``c`` and ``h`` the centre and half-width of the knots' range, clipped (0 for NaN)."""
     centre, half = 0.5 * (knots[0] + knots[-1]), 0.5 * (knots[-1] - knots[0])
     with np.errstate(all="ignore"):
-        out = (np.where(np.isnan(v), centre, v) - centre) / half
-    return np.clip(np.nan_to_num(out, nan=0.0), -_LINEAR_CLIP, _LINEAR_CLIP)
+        out = np.subtract(v, centre)
+        out /= half
+    np.clip(out, -_LINEAR_CLIP, _LINEAR_CLIP, out=out)  # infinities to the clip; NaN stays NaN ...
+    return np.nan_to_num(out, copy=False, nan=0.0)  # ... and becomes 0
 
 
 def _hat(v: NDArray[np.float64], knots: NDArray[np.float64]) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
@@ -286,15 +291,21 @@ class _AdditiveScore:
 
     def decision_function(self, rows: NDArray[np.float64]) -> NDArray[np.float64]:
         score = np.full(rows.shape[0], self.intercept)
+        columns = np.ascontiguousarray(rows.T)  # each output value's column, contiguous
         for j, (knots, atoms) in enumerate(zip(self.feature_map.knots, self.feature_map.atoms)):
-            v = rows[:, j]
+            v = columns[j]
             if knots.size:
-                part = np.interp(v, knots, self.knot_weights[j]) + self.linear_weights[j] * _linear(v, knots)
+                part = _linear(v, knots)
+                part *= self.linear_weights[j]
+                part += np.interp(v, knots, self.knot_weights[j])
             else:
                 part = np.zeros(v.shape)
-            if atoms.size:
+            if atoms.size > _FEW_ATOMS:
                 hit, which = _atom_index(v, atoms)
                 part = np.where(hit, self.atom_weights[j][which], part)
+            else:  # a few atoms: one comparison each (the same values as the lookup)
+                for atom, weight in zip(atoms, self.atom_weights[j]):
+                    np.putmask(part, v == atom, weight)
             score += part
         return score
 
