@@ -96,11 +96,16 @@ _MAX_EXACT_EPSILON = 50.0
 _MAX_EXACT_ANSWER = 1e6
 
 
-def _exact_inputs(data: object, epsilon: object) -> tuple[NDArray[np.float64], float]:
-    q = _vector(data)
+def _answers(data: object, name: str = "data") -> NDArray[np.float64]:
+    """Query answers that the exact-probability functions accept: finite, at most _MAX_EXACT_ANSWER in size."""
+    q = check_float_array(data, name, finite=True, ndim=1, min_size=1)
     if np.abs(q).max() > _MAX_EXACT_ANSWER:
-        raise ValueError(f"data must hold answers of at most {_MAX_EXACT_ANSWER:g} in absolute value")
-    return q, check_real(epsilon, "epsilon", low=_MIN_EPSILON, high=_MAX_EXACT_EPSILON)
+        raise ValueError(f"{name} must hold answers of at most {_MAX_EXACT_ANSWER:g} in absolute value")
+    return q
+
+
+def _exact_inputs(data: object, epsilon: object) -> tuple[NDArray[np.float64], float]:
+    return _answers(data), check_real(epsilon, "epsilon", low=_MIN_EPSILON, high=_MAX_EXACT_EPSILON)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -231,10 +236,14 @@ def _murmur3_32(data: bytes, seed: int) -> int:
     return h - (1 << 32) if h >= 1 << 31 else h
 
 
+#: The largest integer, in absolute value, that RAPPOR's entries and their Bloom filters take.
+_BLOOM_VALUES = 2**62
+
+
 def bloom_bits(value: int, *, hashes: int = 4, bits: int = 20) -> tuple[int, ...]:
     """The Bloom-filter positions set for the integer ``value``: MurmurHash3 of its decimal string with
     seeds 0..hashes-1, modulo ``bits`` (RAPPOR's step 1 as DP-Sniper implements it)."""
-    value = _integer(value, -(2**62), 2**62, "value")
+    value = _integer(value, -_BLOOM_VALUES, _BLOOM_VALUES, "value")
     hashes = check_int(hashes, "hashes", minimum=1, maximum=64)
     bits = check_int(bits, "bits", minimum=1, maximum=1 << 12)
     return tuple(sorted({_murmur3_32(str(value).encode(), i) % bits for i in range(hashes)}))
@@ -253,7 +262,7 @@ def one_time_rappor(
     with ``f``.  Each differing bit costs ``ln((1 - f/2) / (f/2))`` (DP-Sniper's OneTimeRappor)."""
     size, rng = check_int(size, "size", minimum=0, maximum=1 << 28), check_rng(rng)
     f = check_real(f, "f", low=0.0, high=1.0, low_open=True)
-    positions = list(bloom_bits(_integer(data, -(2**62), 2**62), hashes=hashes, bits=bits))
+    positions = list(bloom_bits(_integer(data, -_BLOOM_VALUES, _BLOOM_VALUES), hashes=hashes, bits=bits))
     filt = np.zeros((size, int(bits)), dtype=bool)
     filt[:, positions] = True
     return _permanent(filt, rng, f).astype(np.int8)
@@ -269,7 +278,7 @@ def rappor(
     f = check_real(f, "f", low=0.0, high=1.0, low_open=True)
     p = check_real(p, "p", low=0.0, high=1.0)
     q = check_real(q, "q", low=0.0, high=1.0)
-    positions = list(bloom_bits(_integer(data, -(2**62), 2**62), hashes=hashes, bits=bits))
+    positions = list(bloom_bits(_integer(data, -_BLOOM_VALUES, _BLOOM_VALUES), hashes=hashes, bits=bits))
     filt = np.zeros((size, int(bits)), dtype=bool)
     filt[:, positions] = True
     perm = _permanent(filt, rng, f)
@@ -538,13 +547,9 @@ def _binned_laws(log_cdfs: list[Any], lo: float, hi: float) -> list[NDArray[np.f
 
 
 def _pair_vectors(name: str, x: object, x_prime: object) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    a = check_float_array(x, "x", finite=True, ndim=1, min_size=1)
-    b = check_float_array(x_prime, "x_prime", finite=True, ndim=1, min_size=1)
+    a, b = _answers(x, "x"), _answers(x_prime, "x_prime")
     if a.shape != b.shape:
         raise ValueError(f"x and x_prime must have the same length for {name}, got {a.size} and {b.size}")
-    for arr, label in ((a, "x"), (b, "x_prime")):
-        if np.abs(arr).max() > _MAX_EXACT_ANSWER:
-            raise ValueError(f"{label} must hold answers of at most {_MAX_EXACT_ANSWER:g} in absolute value")
     return a, b
 
 
@@ -582,7 +587,7 @@ def exact_output_laws(
         laws = [rnm_index_probabilities(d, epsilon=eps, noise=opts["noise"]) for d in _pair_vectors(name, x, x_prime)]
     elif name in _BIT_KEEP:
         keep1, keep0 = _BIT_KEEP[name]
-        a_bits, b_bits = (set(bloom_bits(_integer(d, -(2**62), 2**62, label)))
+        a_bits, b_bits = (set(bloom_bits(_integer(d, -_BLOOM_VALUES, _BLOOM_VALUES, label)))
                           for d, label in ((x, "x"), (x_prime, "x_prime")))
         only_x, only_xp = len(a_bits - b_bits), len(b_bits - a_bits)
         a, b = np.arange(only_x + 1), np.arange(only_xp + 1)

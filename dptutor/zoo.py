@@ -300,7 +300,9 @@ def _cut_off_rows(above: NDArray[np.bool_], c: int) -> NDArray[np.int8]:
 def _cut_off_table(k: int, c: int) -> NDArray[np.int8]:
     """The cut-off rows of all 2^k above / below patterns, pattern j's bit i being query i."""
     patterns = ((np.arange(1 << k)[:, None] >> np.arange(k)) & 1).astype(bool)
-    return _cut_off_rows(patterns, c)
+    table = _cut_off_rows(patterns, c)
+    table.setflags(write=False)  # shared by every call (np.take copies out of it)
+    return table
 
 
 def _cut_off(above: NDArray[np.bool_], c: int | None) -> NDArray[np.int8]:
@@ -355,15 +357,12 @@ def svt(
         return _cut_off(above, c)
     rho = rng.laplace(0.0, 1.0 / eps1, (size, 1))
     if algorithm == 5:
-        noise = 0.0  # BUG: no noise on the queries
+        noisy = q  # BUG: no noise on the queries
     else:
         scale = 2.0 * c / eps2 if algorithm == 1 else 1.0 / eps2  # BUG (4, 6): scale does not grow with c
-        noise = rng.laplace(0.0, scale, shape)
-    if algorithm == 5:
-        above = q + noise >= t + rho
-    else:
-        noise += q  # in place: the same sums as q + noise, one array fewer
-        above = noise >= t + rho
+        noisy = rng.laplace(0.0, scale, shape)
+        noisy += q  # in place: the same sums as q + noise, one array fewer
+    above = noisy >= t + rho
     return _cut_off(above, None if algorithm in (5, 6) else c)
 
 

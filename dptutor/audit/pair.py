@@ -247,6 +247,7 @@ def _category_counts(out: np.ndarray) -> dict[Any, int]:
     space = math.prod(radix)
     if space >= 2**62:
         return _unique_rows(rows)
+    mult = np.array([math.prod(radix[k + 1:]) for k in range(width)], dtype=np.int64)  # place values
     if space <= PAIR_BINCOUNT_CELLS:
         # Mixed-radix codes (one int per row, built column by column) counted by bincount: no sort.
         code = rows[:, 0].astype(np.int32 if rows.dtype.itemsize < 4 else np.int64)
@@ -259,11 +260,9 @@ def _category_counts(out: np.ndarray) -> dict[Any, int]:
         codes = np.flatnonzero(bc)
         counts = bc[codes]
     else:
-        mult = np.array([math.prod(radix[k + 1:]) for k in range(width)], dtype=np.int64)
         codes, counts = np.unique((rows.astype(np.int64) - np.array(lo, dtype=np.int64)) @ mult, return_counts=True)
     if width == 1:
         return dict(zip((codes + lo[0]).tolist(), counts.tolist()))
-    mult = np.array([math.prod(radix[k + 1:]) for k in range(width)], dtype=np.int64)
     digits = (codes[:, None] // mult) % np.array(radix, dtype=np.int64) + np.array(lo, dtype=np.int64)
     return dict(zip(map(tuple, digits.tolist()), counts.tolist()))
 
