@@ -32,7 +32,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dptutor.audit import PAIR_BOUNDS, candidate_pairs, reach_probability, search_pairs  # noqa: E402
+from dptutor.audit import (  # noqa: E402
+    PAIR_BOUNDS,
+    candidate_pairs,
+    reach_count_probability,
+    reach_probability,
+    search_pairs,
+)
 from dptutor.dpsniper import benchmark, exact_output_laws  # noqa: E402
 from dptutor.selection import max_log_ratio  # noqa: E402
 
@@ -244,13 +250,9 @@ def ceiling(entries: dict, trials: int, settings: dict) -> int:
         print(f"{entry.name:20s} ceiling {top:.4f}  oracle {oracle:.4f}  joint {joint:.4f}  exact {entry.true_epsilon:.4f}  "
               f"DP-Sniper {entry.dpsniper:.4f}  reach {reach:.3f}  {'reachable' if top >= entry.dpsniper else 'out of reach'}"
               f"{'' if oracle >= entry.dpsniper else ' (even by the oracle)'}", flush=True)
-    # Different mechanisms are audited on independent runs, and "at least k reached" only grows with each
-    # entry's chance, so the limits (and 1 for the entries without computed laws) bound its probability.
-    from scipy import stats
-
     free = len(entries) - len(reaches)
     for k in sorted({min(16, len(entries)), len(entries)}):
-        top = float(stats.poisson_binom.sf(k - 1 - free, reaches)) if k > free else 1.0
+        top = reach_count_probability(reaches, k, unlimited=free)
         print(f"any valid 95% audit reaches DP-Sniper's bound on at least {k} of these {len(entries)} with probability "
               f"at most {top:.3f} (the {free} without computed laws counted as reached)")
     return 0

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 
 import numpy as np
 import pytest
 from scipy import stats
 
-from dptutor.audit import audit_pair, nearest_pair, reach_probability
+from dptutor.audit import audit_pair, nearest_pair, reach_count_probability, reach_probability
 from dptutor.dpsniper import benchmark, bloom_bits, exact_output_laws, svt_pattern_probabilities
 from dptutor.selection import max_log_ratio
 from dptutor.zoo import ZOO
@@ -199,3 +200,40 @@ def test_binned_limits_barely_move_with_coarser_cells(name, monkeypatch):
     monkeypatch.setattr(dpsniper, "BINNED_CELLS", dpsniper.BINNED_CELLS // 10)
     coarse = reach_probability(*exact_output_laws(name), 10**7, e.dpsniper)
     assert abs(fine - coarse) < 1e-3 and 0.01 < fine < 1.0
+
+
+# ---------------------------------------------------------------------------------------------
+# how many of several independent audits reach their targets
+# ---------------------------------------------------------------------------------------------
+
+
+def test_reach_count_probability_is_the_tail_over_every_outcome():
+    # Against a sum over all 2^5 outcomes of five independent audits, with two more always reached.
+    limits = [0.8, 0.2, 0.5, 0.9, 0.05]
+    for k in range(0, 9):
+        exact = 0.0
+        for hits in itertools.product([0, 1], repeat=5):
+            if sum(hits) + 2 >= k:
+                exact += math.prod(p if h else 1 - p for p, h in zip(limits, hits))
+        assert reach_count_probability(limits, k, unlimited=2) == pytest.approx(min(1.0, exact), abs=1e-12)
+    assert reach_count_probability([], 0) == 1.0 and reach_count_probability([], 1) == 0.0
+    assert reach_count_probability([0.3], 3, unlimited=1) == 0.0  # more than there are
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, name",
+    [
+        (dict(limits=[0.5, 1.5]), ValueError, "limits"),
+        (dict(limits=[-0.1]), ValueError, "limits"),
+        (dict(limits=[[0.5]]), ValueError, "limits"),
+        (dict(limits=[math.nan]), ValueError, "limits"),
+        (dict(limits="abc"), TypeError, "limits"),
+        (dict(at_least=-1), ValueError, "at_least"),
+        (dict(at_least=1.5), TypeError, "at_least"),
+        (dict(unlimited=-2), ValueError, "unlimited"),
+    ],
+)
+def test_reach_count_probability_refuses_bad_values_by_name(kwargs, error, name):
+    args = dict(limits=[0.5, 0.2], at_least=1) | kwargs
+    with pytest.raises(error, match=name):
+        reach_count_probability(**args)

@@ -310,6 +310,7 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
     "audit.limits.nearest_pair": {"p": _const([0.7, 0.3]), "q": _const([0.3, 0.7]), "epsilon": _const(0.5)},
     "audit.limits.reach_probability": {"p": _const([0.7, 0.3]), "q": _const([0.3, 0.7]), "trials": _const(1000),
                                        "bound": _const(0.5)},
+    "audit.limits.reach_count_probability": {"limits": _const([0.5, 0.2]), "at_least": _const(1)},
     "audit.search.search_pairs": {"mechanism": lambda ctx: _zoo_count(), "candidates": _const([(0.0, 1.0), (1.0, 0.0)]),
                                   "trials": _const(40), "pilot_trials": _const(20)},
     "audit.search.PairSearch": {"best": lambda ctx: _pair_audit(), "index": _const(0), "pair": _const((0.0, 1.0)),

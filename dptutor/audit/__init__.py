@@ -11,7 +11,8 @@ One module per idea:
 - :mod:`dptutor.audit.search`: :func:`search_pairs`, which ranks candidate pairs on a pilot budget
   and confirms the best on fresh runs;
 - :mod:`dptutor.audit.limits`: :func:`reach_probability`, a Neyman-Pearson limit on what any valid audit
-  can report from a given number of runs.
+  can report from a given number of runs, and :func:`reach_count_probability`, the same for how many of
+  several independent audits reach their targets.
 
 Every public name of these modules is importable from ``dptutor.audit``.
 """

@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 from dptutor._validate import check_float_array, check_int, check_positive, check_probability
 from dptutor.selection import max_log_ratio
 
-__all__ = ["nearest_pair", "reach_probability"]
+__all__ = ["nearest_pair", "reach_probability", "reach_count_probability"]
 
 
 def _laws(p: object, q: object) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -109,3 +109,24 @@ def reach_probability(p: object, q: object, trials: int, bound: float, confidenc
     critical = n * mean_q + float(stats.norm.isf(gamma)) * math.sqrt(n * var_q)
     power = float(stats.norm.sf((critical - n * mean_p) / math.sqrt(n * var_p)))
     return max(gamma, power)
+
+
+def reach_count_probability(limits: object, at_least: int, *, unlimited: int = 0) -> float:
+    """An upper bound on the probability that an audit reaches its target on at least ``at_least`` of
+    several mechanisms audited on independent runs, from each one's :func:`reach_probability` (``limits``)
+    and ``unlimited`` more mechanisms without a computed limit, counted as reached every time.
+
+    The number reached is Poisson-binomial (independent trials, unequal chances), and its tail only grows
+    with each chance, so the tail at the limits bounds it (``scipy.stats.poisson_binom``)."""
+    from scipy import stats
+
+    chances = check_float_array(limits, "limits", finite=True, ndim=1, low=0.0)
+    if chances.size and chances.max() > 1.0:
+        raise ValueError(f"limits must be probabilities in [0, 1], got a largest value of {chances.max()!r}")
+    free = check_int(unlimited, "unlimited", minimum=0)
+    k = check_int(at_least, "at_least", minimum=0)
+    if k <= free:
+        return 1.0
+    if k > free + chances.size:
+        return 0.0
+    return min(1.0, float(stats.poisson_binom.sf(k - 1 - free, chances)))
