@@ -524,7 +524,7 @@ def benchmark() -> dict[str, ZooEntry]:
     return {x.name: x for x in out}
 
 
-#: Cells of the binned laws of :func:`exact_output_laws` for real outputs (LaplaceMechanism, NoisyHist1,
+#: Cells of the binned laws of :func:`exact_output_laws` for real outputs (LaplaceMechanism, NoisyHist1, NoisyHist2,
 #: ReportNoisyMax3): uniform between the answers' range widened by BINNED_TAIL noise scales on each side, plus
 #: the two infinite end cells.
 BINNED_CELLS: int = 200_000
@@ -562,8 +562,8 @@ def exact_output_laws(
     Exact: the truncated geometric's pmf, report-noisy-max's index probabilities, the sparse vector
     technique's patterns (SVT1, 2 and 4), and for RAPPOR's two entries a sufficient summary (outputs are
     independent bits, so the likelihood ratio depends only on how many of the bits set in one Bloom filter
-    alone report that filter's value).  Binned: for the real outputs of LaplaceMechanism, NoisyHist1 (its one
-    changed bin, a sufficient summary; None when the pair changes several bins) and ReportNoisyMax3 (the
+    alone report that filter's value).  Binned: for the real outputs of LaplaceMechanism, NoisyHist1 and
+    NoisyHist2 (the one changed bin, a sufficient summary; None when the pair changes several bins) and ReportNoisyMax3 (the
     maximum of the noisy answers, CDF ``prod_i F(t - q_i)``), the exact probabilities of BINNED_CELLS cells.
     A binned law is that of a coarser output, so the limits computed from it are those of audits that see
     the cell only; cells a few thousandths of a noise scale wide leave little out: ten times coarser ones
@@ -597,17 +597,18 @@ def exact_output_laws(
         patterns = [svt_pattern_probabilities(d, epsilon=eps, algorithm=opts["algorithm"], threshold=opts["threshold"])
                     for d in _pair_vectors(name, x, x_prime)]
         laws = [[law[k] for k in patterns[0]] for law in patterns]
-    elif name in ("LaplaceMechanism", "NoisyHist1", "ReportNoisyMax3"):
+    elif name in ("LaplaceMechanism", "NoisyHist1", "NoisyHist2", "ReportNoisyMax3"):
         if name == "LaplaceMechanism":
             a, b = (np.atleast_1d(check_float_array(d, label, finite=True, ndim=0))
                     for d, label in ((x, "x"), (x_prime, "x_prime")))
             scale = 1.0 / eps
-        elif name == "NoisyHist1":
+        elif name in ("NoisyHist1", "NoisyHist2"):
             a, b = _pair_vectors(name, x, x_prime)
             changed = np.flatnonzero(a != b)
             if changed.size != 1:
                 return None  # several bins change: the likelihood ratio is a sum, not one coordinate's
-            a, b, scale = a[changed], b[changed], 1.0 / eps
+            # NoisyHist2's bug: noise Lap(epsilon) where NoisyHist1 has Lap(1/epsilon)
+            a, b, scale = a[changed], b[changed], (1.0 / eps if name == "NoisyHist1" else eps)
         else:
             a, b = _pair_vectors(name, x, x_prime)
             scale = 2.0 / eps

@@ -109,7 +109,7 @@ def test_bad_values_name_the_parameter(kwargs, error, name):
 # the benchmark's exact output laws, which the limits are computed from
 # ---------------------------------------------------------------------------------------------
 
-WITH_LAWS = ["LaplaceMechanism", "TruncatedGeometric", "NoisyHist1", "ReportNoisyMax1", "ReportNoisyMax2",
+WITH_LAWS = ["LaplaceMechanism", "TruncatedGeometric", "NoisyHist1", "NoisyHist2", "ReportNoisyMax1", "ReportNoisyMax2",
              "ReportNoisyMax3", "SVT1", "SVT2", "SVT4", "Rappor", "OneTimeRappor"]
 
 
@@ -137,7 +137,8 @@ def test_exact_output_laws_of_rappor_match_its_runs():
 
 def test_exact_output_laws_are_none_where_not_computed_and_refuse_unknown_names():
     assert exact_output_laws("SVT3") is None
-    assert exact_output_laws("NoisyHist1", (0.0, 0.0, 1.0, 1.0, 1.0), (1.0,) * 5) is None  # two bins change
+    for name in ("NoisyHist1", "NoisyHist2"):  # two bins change
+        assert exact_output_laws(name, (0.0, 0.0, 1.0, 1.0, 1.0), (1.0,) * 5) is None
     with pytest.raises(ValueError, match="name"):
         exact_output_laws("NoSuchMechanism")
     with pytest.raises(ValueError, match="together"):
@@ -164,6 +165,10 @@ def test_exact_output_laws_on_other_pairs():
     differ = len(set(bloom_bits(5)) ^ set(bloom_bits(7)))
     assert max_log_ratio(*exact_output_laws("OneTimeRappor", 5, 7)) == pytest.approx(differ * math.log(0.525 / 0.475), rel=1e-12)
     assert max_log_ratio(*exact_output_laws("LaplaceMechanism", 4.0, 1.0)) == pytest.approx(0.3, rel=1e-9)
+    # one bin changed by 2: NoisyHist1's noise Lap(1/epsilon) makes it cost 2 epsilon, NoisyHist2's Lap(epsilon) 2 / epsilon
+    one_bin = ((1.0,) * 5, (1.0, 1.0, 3.0, 1.0, 1.0))
+    assert max_log_ratio(*exact_output_laws("NoisyHist1", *one_bin)) == pytest.approx(0.2, rel=1e-9)
+    assert max_log_ratio(*exact_output_laws("NoisyHist2", *one_bin)) == pytest.approx(20.0, rel=1e-9)
 
 
 def svt_free_rnm(data):
