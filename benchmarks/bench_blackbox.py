@@ -176,11 +176,12 @@ def soundness(entries: dict, trials: int, seeds: int, settings: dict, search: bo
                 unknown += 1
                 continue
             compared += 1
-            largest = max(largest, bound - exact)
+            if math.isfinite(exact):  # an infinite exact epsilon has no gap to report
+                largest = max(largest, bound - exact)
             bad += bound > exact
         above += bad
         checked += compared
-        gap = "-" if compared == 0 else f"{largest:+.4f}"
+        gap = "-" if largest == -math.inf else f"{largest:+.4f}"
         print(f"{entry.name:20s} compared {compared:3d}  largest bound - exact {gap:>8s}  above exact: {bad}",
               flush=True)
     print(f"{above} of {checked} bounds above the exact epsilon of their pair"
