@@ -77,6 +77,16 @@ def _exact_epsilon(entry, pair: tuple) -> float | None:
     return None if laws is None else max_log_ratio(*laws)
 
 
+def _audit(entry, trials: int, seed: int, settings: dict, search: bool, rounds: int) -> tuple:
+    """``(result, pair)``: the entry audited on its own pair, or (``search``) on the pair that
+    :func:`dptutor.audit.search_pairs` finds among StatDP's candidates."""
+    if search:
+        found = search_pairs(entry.release(), _candidates(entry), epsilon=entry.epsilon, trials=trials,
+                             seed=seed, rounds=rounds, **settings)
+        return found.best, found.pair
+    return entry.audit(trials, seed=seed, **settings), (entry.x, entry.x_prime)
+
+
 def _fmt(x: float | None) -> str:
     if x is None:
         return "?"
@@ -125,12 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         entry = entries[name]
         start = time.process_time()
-        if args.search:
-            found = search_pairs(entry.release(), _candidates(entry), epsilon=entry.epsilon, trials=trials,
-                                 seed=args.seed, rounds=args.rounds, **settings)
-            result, pair = found.best, found.pair
-        else:
-            result, pair = entry.audit(trials, seed=args.seed, **settings), (entry.x, entry.x_prime)
+        result, pair = _audit(entry, trials, args.seed, settings, args.search, args.rounds)
         cpu = time.process_time() - start
         total_cpu += cpu
         bound = result.lower_bound
@@ -153,10 +158,9 @@ def soundness(entries: dict, trials: int, seeds: int, settings: dict, search: bo
     bound is compared with the exact epsilon of the pair it found, where that is known (DP-Sniper's own pair,
     or any pair of an entry whose output laws are computed); audits of pairs with no known value are counted
     apart, never as sound."""
-    if search:
-        known = list(entries.values())
-    else:
-        known = [e for e in entries.values() if e.true_epsilon is not None]
+    # Every entry whose output laws are computed has a known exact epsilon on its own pair, so the entries
+    # without one could never be compared, searched or not.
+    known = [e for e in entries.values() if e.true_epsilon is not None]
     print(f"bench_blackbox --soundness: {len(known)} entries x {seeds} seeds at {trials:,} runs per dataset, "
           f"pair {f'searched ({rounds} pilot round(s))' if search else 'handed in'}, "
           f"settings {settings or 'audit_pair defaults'}")
@@ -166,12 +170,8 @@ def soundness(entries: dict, trials: int, seeds: int, settings: dict, search: bo
         bad = compared = 0
         largest = -math.inf
         for s in range(seeds):
-            if search:
-                found = search_pairs(entry.release(), _candidates(entry), epsilon=entry.epsilon, trials=trials,
-                                     seed=s, rounds=rounds, **settings)
-                bound, exact = found.best.lower_bound, _exact_epsilon(entry, found.pair)
-            else:
-                bound, exact = entry.audit(trials, seed=s, **settings).lower_bound, entry.true_epsilon
+            result, pair = _audit(entry, trials, s, settings, search, rounds)
+            bound, exact = result.lower_bound, _exact_epsilon(entry, pair)
             if exact is None:
                 unknown += 1
                 continue

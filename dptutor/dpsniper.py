@@ -524,9 +524,9 @@ def benchmark() -> dict[str, ZooEntry]:
     return {x.name: x for x in out}
 
 
-#: Cells of the binned laws of :func:`exact_output_laws` for real outputs (LaplaceMechanism, NoisyHist1, NoisyHist2,
-#: ReportNoisyMax3): uniform between the answers' range widened by BINNED_TAIL noise scales on each side, plus
-#: the two infinite end cells.
+#: Cells of the binned laws of :func:`exact_output_laws` for real outputs (LaplaceMechanism, NoisyHist1,
+#: NoisyHist2, ReportNoisyMax3): uniform between the answers' range widened by BINNED_TAIL noise scales on
+#: each side, plus the two infinite end cells.
 BINNED_CELLS: int = 200_000
 BINNED_TAIL: float = 60.0
 
@@ -563,8 +563,9 @@ def exact_output_laws(
     technique's patterns (SVT1, 2 and 4), and for RAPPOR's two entries a sufficient summary (outputs are
     independent bits, so the likelihood ratio depends only on how many of the bits set in one Bloom filter
     alone report that filter's value).  Binned: for the real outputs of LaplaceMechanism, NoisyHist1 and
-    NoisyHist2 (the one changed bin, a sufficient summary; None when the pair changes several bins) and ReportNoisyMax3 (the
-    maximum of the noisy answers, CDF ``prod_i F(t - q_i)``), the exact probabilities of BINNED_CELLS cells.
+    NoisyHist2 (the one changed bin, a sufficient summary; None when the pair changes several bins) and
+    ReportNoisyMax3 (the maximum of the noisy answers, CDF ``prod_i F(t - q_i)``), the exact probabilities of
+    BINNED_CELLS cells.
     A binned law is that of a coarser output, so the limits computed from it are those of audits that see
     the cell only; cells a few thousandths of a noise scale wide leave little out: ten times coarser ones
     lower ReportNoisyMax3's reach limit at 10^7 runs by about 1e-4 (tested: by less than 1e-3)."""
