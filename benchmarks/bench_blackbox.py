@@ -245,14 +245,15 @@ def joint_oracle_bound(p: np.ndarray, q: np.ndarray, n: int, gamma: float = 0.05
 _EVENT_CEILING_OUTCOMES = 1000
 
 
-def _best_reach(entry, trials: int) -> float:
-    """The largest :func:`reach_probability` over the entry's own pair and StatDP's candidates with computed laws.
+def _candidate_reach(entry, trials: int) -> float:
+    """The largest :func:`reach_probability` over StatDP's candidates other than the entry's own pair that have
+    computed laws (0 if none).
 
     A searched audit confirms its one chosen pair on fresh runs at the full 5% error, and the choice depends only
     on the pilot's runs, so it reaches DP-Sniper's bound at most as often as on its best candidate."""
-    reach = reach_probability(*exact_output_laws(entry.name), trials, entry.dpsniper)
+    reach = 0.0
     for pair in _candidates(entry):
-        laws = exact_output_laws(entry.name, *pair)
+        laws = None if _same_pair(pair, entry) else exact_output_laws(entry.name, *pair)
         if laws is not None:
             reach = max(reach, reach_probability(*laws, trials, entry.dpsniper))
     return reach
@@ -276,7 +277,9 @@ def ceiling(entries: dict, trials: int, settings: dict, search: bool = False) ->
         laws = exact_output_laws(entry.name)
         if laws is None:
             continue
-        reach = _best_reach(entry, trials) if search else reach_probability(*laws, trials, entry.dpsniper)
+        reach = reach_probability(*laws, trials, entry.dpsniper)
+        if search:
+            reach = max(reach, _candidate_reach(entry, trials))
         reaches.append(reach)
         if laws[0].size > _EVENT_CEILING_OUTCOMES:  # binned real outputs: the limit only
             print(f"{entry.name:20s} ceiling      -  oracle      -  joint      -  exact {entry.true_epsilon:.4f}  "
