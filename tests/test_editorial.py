@@ -646,3 +646,22 @@ def test_notation_page_links_every_entry(book_build: BookBuild) -> None:
         assert path.is_file(), hrefs[-1]
         if len(target) > 1:
             assert f'id="{target[1]}"' in path.read_text(), hrefs[-1]
+
+
+def test_every_chapter_shows_prerequisites_and_reading_time(book_build: BookBuild) -> None:
+    """Each numbered chapter's page opens with its prerequisites and reading time; the intro lists the three
+    reading paths with their times (book/_ext/reading_time.py, book/_data/reading.yml)."""
+    assert book_build.returncode == 0, "the book did not build"
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    chapters = [c["file"] for part in toc["parts"] if part.get("numbered") for c in part["chapters"]]
+    for doc in chapters:
+        page = (book_build.html / f"{doc}.html").read_text()
+        meta = re.search(r'<p class="dptutor-chapter-meta">(.*?)</p>', page, flags=re.S)
+        assert meta, f"{doc}: no prerequisites/reading-time line"
+        text = re.sub(r"<[^>]+>", "", meta.group(1))
+        assert "Prerequisites:" in text and re.search(r"Reading time: about (\d+ h )?\d+ min", text), text
+        # The line sits right under the chapter's title, before any other paragraph.
+        assert page.index("dptutor-chapter-meta") < page.index("<p", page.index("</h1>") - 1) + 40, doc
+    intro = re.sub(r"<[^>]+>", "", (book_build.html / "book" / "intro.html").read_text())
+    for title in ("The paper's story (", "A course's DP unit (", "The practitioner's path ("):
+        assert title in intro.replace("\u2019", "'"), title
