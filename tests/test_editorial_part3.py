@@ -244,50 +244,15 @@ def test_amplification_alt_text_agrees_with_amplified_composition():
 # Each check catches what it is meant to catch
 # ---------------------------------------------------------------------------------------------
 
-GOOD_SHAPE = """# T
+def _exercise(title: str, label: str) -> str:
+    return (f"```{{exercise-start}} {title}\n:label: {label}\n```\n```{{exercise-end}}\n```\n"
+            f"```{{solution-start}} {label}\n:class: dropdown\n```\n```{{solution-end}}\n```\n")
 
-```{admonition} Learning objectives
-:class: tip
-- a
-```
 
-## Body
-
-## Exercises
-
-```{exercise-start} One (code)
-:label: ex-a
-```
-```{exercise-end}
-```
-```{solution-start} ex-a
-:class: dropdown
-```
-```{solution-end}
-```
-```{exercise-start} Two (code)
-:label: ex-b
-```
-```{exercise-end}
-```
-```{solution-start} ex-b
-:class: dropdown
-```
-```{solution-end}
-```
-```{exercise-start} Bug hunt: three
-:label: ex-c
-```
-```{exercise-end}
-```
-```{solution-start} ex-c
-:class: dropdown
-```
-```{solution-end}
-```
-
-## Summary
-"""
+GOOD_SHAPE = ("# T\n\n```{admonition} Learning objectives\n:class: tip\n- a\n```\n\n## Body\n\n## Exercises\n\n"
+              + "".join(_exercise(t, lab) for t, lab in (("One (code)", "ex-a"), ("Two (code)", "ex-b"),
+                                                          ("Bug hunt: three", "ex-c")))
+              + "\n## Summary\n")
 
 
 def test_shape_check_accepts_good_and_catches_each_fault():
