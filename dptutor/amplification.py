@@ -52,7 +52,7 @@ def subsampled_epsilon(epsilon: float, sampling_rate: float) -> float:
     Examples
     --------
     >>> round(subsampled_epsilon(1.0, 0.01), 6)
-    0.017036
+    0.017037
     >>> subsampled_epsilon(2.0, 1.0)
     2.0
     """
@@ -91,8 +91,8 @@ def subsampled_delta(delta: float, sampling_rate: float) -> float:
 
     Examples
     --------
-    >>> subsampled_delta(1e-5, 0.01)
-    1e-07
+    >>> subsampled_delta(1e-5, 0.5)
+    5e-06
     """
     dlt = check_probability(delta, "delta", closed=True)
     theta = check_probability(sampling_rate, "sampling_rate", closed=True)
@@ -125,8 +125,8 @@ def subsampled_dp(epsilon: float, delta: float, sampling_rate: float) -> tuple[f
 
     Examples
     --------
-    >>> eps, dlt = subsampled_dp(1.0, 1e-5, 0.01)
+    >>> eps, dlt = subsampled_dp(1.0, 1e-5, 0.5)
     >>> round(eps, 6), dlt
-    (0.017036, 1e-07)
+    (0.620115, 5e-06)
     """
     return subsampled_epsilon(epsilon, sampling_rate), subsampled_delta(delta, sampling_rate)

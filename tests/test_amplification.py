@@ -180,3 +180,12 @@ def test_fuzz_random_inputs():
             assert 0.0 <= out_eps <= float(eps)
             assert 0.0 <= out_dlt <= float(dlt)
             assert not math.isnan(out_eps)
+
+
+def test_docstring_examples():
+    import doctest
+
+    import dptutor.amplification
+
+    result = doctest.testmod(dptutor.amplification)
+    assert result.attempted >= 5 and result.failed == 0
