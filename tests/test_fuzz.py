@@ -212,6 +212,7 @@ VALID: dict[str, Factory] = {
     "b": _const(1.0),
     "epsilon": _const(1.0),
     "delta": _const(1e-5),
+    "sampling_rate": _const(0.1),
     "n": _const(2),
     "trials": _const(200),
     "repeats": _const(2),

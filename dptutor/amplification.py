@@ -1,0 +1,132 @@
+"""Privacy amplification by Poisson subsampling, for pure and approximate DP.
+
+A mechanism ``M`` that is (epsilon, delta)-DP for add/remove neighbours (datasets that differ by one
+record added or removed), run on a Poisson subsample of its input (each record kept independently with
+probability ``sampling_rate``, theta below), is (epsilon', delta')-DP for the same neighbours with
+
+    epsilon' = ln(1 + theta (e^epsilon - 1)),    delta' = theta delta.
+
+The statement and its proof are in the chapter "Composition and accounting" (``book/accounting.md``,
+theorem ``thm-acc-amplification``); see also Balle, Barthe and Gaboardi (2018), "Privacy amplification
+by subsampling: tight analyses via couplings and divergences".  The bound is tight: randomized response
+on the parity of the subsample's size attains it on the pair of the empty dataset and a single record,
+which is what the tests check in exact arithmetic.
+"""
+
+from __future__ import annotations
+
+import math
+
+from dptutor._validate import check_probability, check_real
+
+__all__ = ["subsampled_epsilon", "subsampled_delta", "subsampled_dp"]
+
+#: Above this epsilon, ``e^epsilon`` would overflow a double; the formula is then rewritten as
+#: ``epsilon + ln(theta + (1 - theta) e^-epsilon)``, which is the same number in real arithmetic.
+_LARGE_EPSILON = 700.0
+
+
+def subsampled_epsilon(epsilon: float, sampling_rate: float) -> float:
+    """The epsilon of an epsilon-DP mechanism run on a Poisson subsample.
+
+    Parameters
+    ----------
+    epsilon : float
+        The mechanism's epsilon for add/remove neighbours, finite and ``>= 0``.
+    sampling_rate : float
+        The probability theta with which each record joins the subsample, in ``[0, 1]``.
+
+    Returns
+    -------
+    float
+        ``ln(1 + theta (e^epsilon - 1))``: at most ``epsilon``, about ``theta (e^epsilon - 1)`` when that
+        is small, and ``0`` when ``theta = 0``.
+
+    Raises
+    ------
+    TypeError
+        If a parameter is not a real number (booleans included).
+    ValueError
+        If ``epsilon`` is negative, infinite or NaN, or ``sampling_rate`` lies outside ``[0, 1]``.
+
+    Examples
+    --------
+    >>> round(subsampled_epsilon(1.0, 0.01), 6)
+    0.017037
+    >>> subsampled_epsilon(2.0, 1.0)
+    2.0
+    """
+    eps = check_real(epsilon, "epsilon", low=0.0)
+    theta = check_probability(sampling_rate, "sampling_rate", closed=True)
+    if theta == 0.0 or eps == 0.0:
+        return 0.0
+    if theta == 1.0:
+        return eps
+    if eps <= _LARGE_EPSILON:
+        return math.log1p(theta * math.expm1(eps))
+    return eps + math.log(theta + (1.0 - theta) * math.exp(-eps))
+
+
+def subsampled_delta(delta: float, sampling_rate: float) -> float:
+    """The delta of an (epsilon, delta)-DP mechanism run on a Poisson subsample: ``theta * delta``.
+
+    Parameters
+    ----------
+    delta : float
+        The mechanism's delta for add/remove neighbours, in ``[0, 1]``.
+    sampling_rate : float
+        The probability theta with which each record joins the subsample, in ``[0, 1]``.
+
+    Returns
+    -------
+    float
+        ``theta * delta``; it goes with the epsilon of :func:`subsampled_epsilon`.
+
+    Raises
+    ------
+    TypeError
+        If a parameter is not a real number (booleans included).
+    ValueError
+        If a parameter lies outside ``[0, 1]`` or is NaN.
+
+    Examples
+    --------
+    >>> subsampled_delta(1e-5, 0.5)
+    5e-06
+    """
+    dlt = check_probability(delta, "delta", closed=True)
+    theta = check_probability(sampling_rate, "sampling_rate", closed=True)
+    return theta * dlt
+
+
+def subsampled_dp(epsilon: float, delta: float, sampling_rate: float) -> tuple[float, float]:
+    """Both parameters at once: ``(subsampled_epsilon(epsilon, theta), subsampled_delta(delta, theta))``.
+
+    Parameters
+    ----------
+    epsilon : float
+        The mechanism's epsilon for add/remove neighbours, finite and ``>= 0``.
+    delta : float
+        The mechanism's delta, in ``[0, 1]``.
+    sampling_rate : float
+        The probability theta with which each record joins the subsample, in ``[0, 1]``.
+
+    Returns
+    -------
+    tuple of float
+        ``(epsilon', delta')`` of the mechanism run on the Poisson subsample.
+
+    Raises
+    ------
+    TypeError
+        If a parameter is not a real number (booleans included).
+    ValueError
+        If a parameter is out of range or NaN.
+
+    Examples
+    --------
+    >>> eps, dlt = subsampled_dp(1.0, 1e-5, 0.5)
+    >>> round(eps, 6), dlt
+    (0.620115, 5e-06)
+    """
+    return subsampled_epsilon(epsilon, sampling_rate), subsampled_delta(delta, sampling_rate)
