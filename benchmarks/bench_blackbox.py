@@ -10,6 +10,7 @@
     .venv/bin/python benchmarks/bench_blackbox.py --classic       # audit_pair's default split and bounds
     .venv/bin/python benchmarks/bench_blackbox.py --full --ceiling  # the best bound any event could give
     .venv/bin/python benchmarks/bench_blackbox.py --full --ceiling --search  # ... and the limit over the pairs searched
+    .venv/bin/python benchmarks/bench_blackbox.py --full --seeds 1 2 3 4 5   # reach rates over five base seeds
 
 Every audit uses no hand-written statistic: ``audit_pair`` counts discrete outputs one by one, thresholds real
 scalars, and learns a statistic (a classifier fitted on its selection half) for vectors.  For each mechanism
@@ -17,6 +18,12 @@ it prints the 95% lower bound, the exact epsilon on the pair where known (:mod:`
 published 90% bound, and the CPU seconds of the audit (process time: the learned models' threads count).
 With ``--search`` the pair is not handed in: :func:`dptutor.audit.search_pairs` ranks StatDP's candidate
 pairs on a pilot of about half the budget and confirms the best on ``trials`` fresh runs.
+
+Independent audits: entry ``i`` of :func:`dptutor.dpsniper.benchmark` (its place in the full list, whatever
+``--only`` selects) is audited with the seed ``SeedSequence([seed, i])`` (:func:`entry_seed`), which also seeds
+its learned statistic, its pilot and confirmation runs, and the joint bound's Poisson thinning draws.  So the
+20 audits of one run are independent, as the Poisson-binomial combination of ``--ceiling`` assumes, and
+``--seeds`` repeats the whole benchmark over several base seeds to report reach *rates*, never one seed's count.
 
 If DP-Sniper is installed (``import dpsniper``; never required), nothing here calls it: its own command
 (``python -m dpsniper.experiments``) runs the same mechanisms at its budget, for a side-by-side timing.
@@ -52,6 +59,13 @@ SETTINGS: dict = {"selection": 0.3, "bounds": "two"}
 
 #: Mechanisms whose neighbourhood changes one entry by at most 1 (the others: every answer by at most 1).
 _ONE_ENTRY = {"NoisyHist1", "NoisyHist2"}
+
+
+def entry_seed(seed: int, index: int) -> tuple[int, int]:
+    """The seed of entry ``index`` in a run with base seed ``seed``: ``SeedSequence([seed, index])`` as
+    ``audit_pair`` and ``search_pairs`` take it, so that every entry's runs, thinning draws included, are
+    independent of every other entry's."""
+    return (int(seed), int(index))
 
 
 def _candidates(entry) -> list:
@@ -102,7 +116,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=1,
                         help="with --search: rounds of successive halving in the pilot (default 1, a plain pilot)")
     parser.add_argument("--only", nargs="*", default=None, help="mechanism names (default: all 20)")
-    parser.add_argument("--seed", type=int, default=2021)
+    parser.add_argument("--seed", type=int, default=2021,
+                        help="base seed: entry i is audited with SeedSequence([seed, i]) (default 2021)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=None, metavar="SEED",
+                        help="run the benchmark once per base seed and report each entry's reach rate over them")
     parser.add_argument("--classic", action="store_true",
                         help="audit_pair's default settings (halves, four bounds) instead of SETTINGS")
     parser.add_argument("--bounds", choices=PAIR_BOUNDS, default=None,
@@ -123,8 +140,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown mechanism(s) {unknown}; known: {list(entries)}")
     if args.ceiling:
         return ceiling({n: entries[n] for n in names}, trials, settings, args.search)
+    index = {n: i for i, n in enumerate(entries)}
     if args.soundness:
-        return soundness({n: entries[n] for n in names}, trials, args.soundness, settings, args.search, args.rounds)
+        return soundness({n: entries[n] for n in names}, trials, args.soundness, settings, args.search, args.rounds,
+                         index)
+    if args.seeds:
+        return rates({n: entries[n] for n in names}, trials, args.seeds, settings, args.search, args.rounds, index)
 
     print(f"bench_blackbox: {trials:,} runs per dataset, pair "
           f"{f'searched ({args.rounds} pilot round(s))' if args.search else 'handed in'}, "
@@ -136,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         entry = entries[name]
         start = time.process_time()
-        result, pair = _audit(entry, trials, args.seed, settings, args.search, args.rounds)
+        result, pair = _audit(entry, trials, entry_seed(args.seed, index[name]), settings, args.search, args.rounds)
         cpu = time.process_time() - start
         total_cpu += cpu
         bound = result.lower_bound
@@ -152,7 +173,31 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def soundness(entries: dict, trials: int, seeds: int, settings: dict, search: bool = False, rounds: int = 1) -> int:
+def rates(entries: dict, trials: int, seeds: list[int], settings: dict, search: bool, rounds: int,
+          index: dict) -> int:
+    """Run the benchmark once per base seed; print each entry's reach rate and the distribution of the count."""
+    print(f"bench_blackbox --seeds: {len(entries)} entries x {len(seeds)} base seeds at {trials:,} runs per dataset, "
+          f"pair {f'searched ({rounds} pilot round(s))' if search else 'handed in'}, "
+          f"settings {settings or 'audit_pair defaults'}; entry i seeded by SeedSequence([seed, i])")
+    counts = dict.fromkeys(seeds, 0)
+    start = time.process_time()
+    for name, entry in entries.items():
+        reached = 0
+        for seed in seeds:
+            result, _ = _audit(entry, trials, entry_seed(seed, index[name]), settings, search, rounds)
+            hit = result.lower_bound >= entry.dpsniper
+            reached += hit
+            counts[seed] += hit
+        print(f"{name:20s} reaches DP-Sniper's bound in {reached} of {len(seeds)} seeds", flush=True)
+    per_seed = [counts[s] for s in seeds]
+    print(f"number reached per seed: {per_seed}; mean {np.mean(per_seed):.2f} of {len(entries)}; "
+          f"seeds with at least {min(16, len(entries))}: {sum(c >= min(16, len(entries)) for c in per_seed)} "
+          f"of {len(seeds)} ({time.process_time() - start:.0f} CPU s)")
+    return 0
+
+
+def soundness(entries: dict, trials: int, seeds: int, settings: dict, search: bool = False, rounds: int = 1,
+              index: dict | None = None) -> int:
     """Audit every entry with a known exact epsilon with ``seeds`` seeds; print how many bounds exceed it.
 
     With ``search``, each seed also searches the pair (:func:`dptutor.audit.search_pairs`, ``rounds``) and the
@@ -162,6 +207,7 @@ def soundness(entries: dict, trials: int, seeds: int, settings: dict, search: bo
     # Every entry whose output laws are computed has a known exact epsilon on its own pair, so the entries
     # without one could never be compared, searched or not.
     known = [e for e in entries.values() if e.true_epsilon is not None]
+    index = index or {e.name: i for i, e in enumerate(entries.values())}
     print(f"bench_blackbox --soundness: {len(known)} entries x {seeds} seeds at {trials:,} runs per dataset, "
           f"pair {f'searched ({rounds} pilot round(s))' if search else 'handed in'}, "
           f"settings {settings or 'audit_pair defaults'}")
@@ -171,7 +217,7 @@ def soundness(entries: dict, trials: int, seeds: int, settings: dict, search: bo
         bad = compared = 0
         largest = -math.inf
         for s in range(seeds):
-            result, pair = _audit(entry, trials, s, settings, search, rounds)
+            result, pair = _audit(entry, trials, entry_seed(s, index[entry.name]), settings, search, rounds)
             bound, exact = result.lower_bound, _exact_epsilon(entry, pair)
             if exact is None:
                 unknown += 1
