@@ -20,7 +20,7 @@ pytestmark = pytest.mark.skipif(
 )
 # Pages whose math must be typeset, and the reproduction chapters whose figures must be present.
 MATH_PAGES = ["probability", "dp_primer", "laplace_mechanism", "inverse_cdf", "dptext", "sanity_check",
-              "reading_audits", "floating_point", "stronger_audits", "composition", "approximate_dp"]
+              "reading_audits", "floating_point", "stronger_audits", "blackbox_audits", "composition", "approximate_dp"]
 FIGURE_PAGES = {"inverse_cdf": 1, "dptext": 1, "sanity_check": 1, "reading_audits": 1, "stronger_audits": 1,
                 "composition": 1, "approximate_dp": 3}
 
