@@ -79,7 +79,7 @@ def test_the_repository_is_a_setting_left_empty() -> None:
     assert CONFIG["repository"]["url"] == ""
     assert CONFIG["html"]["use_repository_button"] is False
     assert "publishing" in CONFIG["sphinx"]["local_extensions"]
-    for path in ("_config.yml", "README.md", "book/intro.md", "book/course.md"):
+    for path in ("_config.yml", "README.md", "book/intro.md", "book/course.md", "book/publishing.md"):
         assert "github.com/OWNER" not in (ROOT / path).read_text(), path
     workflow = (ROOT / ".github" / "workflows" / "publish.yml").read_text()
     assert "DPTUTOR_REPOSITORY_URL: ${{ github.server_url }}/${{ github.repository }}" in workflow
@@ -264,7 +264,9 @@ CHAPTERS = [c["file"] for p in TOC["parts"] if p["caption"].startswith("Part") f
 
 def test_course_pages_are_in_the_toc() -> None:
     part = next(p for p in TOC["parts"] if p["caption"] == "For instructors")
-    assert [c["file"] for c in part["chapters"]] == ["book/course", "book/outlines"]
+    assert [c["file"] for c in part["chapters"]] == ["book/course", "book/outlines", "book/instructors/setup",
+                                                     "book/instructors/grading", "book/instructors/gradescope",
+                                                     "book/instructors/threat_model", "book/instructors/full_scale"]
     captions = [p["caption"] for p in TOC["parts"]]
     assert captions.index("For instructors") == captions.index("Assignments") + 1
 

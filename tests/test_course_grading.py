@@ -1,4 +1,4 @@
-"""The instructor's grading path of the README, walked on a small folder of mixed layouts.
+"""The instructor's grading path (book/instructors/grading.md), walked on a small folder of mixed layouts.
 
 One module-scoped run grades three sampler submissions (a flat correct notebook, a partial one in
 Moodle's one-folder-per-student layout, a blank one) with ``--workers 2``, a grading configuration
@@ -64,7 +64,7 @@ def table(path: Path) -> dict[str, dict[str, str]]:
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """The README's path up to the first grading run, shared by the tests below."""
+    """The grading page's path up to the first grading run, shared by the tests below."""
     home = tmp_path_factory.mktemp("course")
     solution = (ROOT / "book" / "assignments" / "instructor" / "sampler.md").read_text(encoding="utf-8")
     stub = (ROOT / "book" / "assignments" / "sampler.md").read_text(encoding="utf-8")
@@ -352,27 +352,3 @@ def test_score_rows_round_trip_and_refuse_edits(tmp_path: Path) -> None:
         read_scores(path, SAMPLER, course="c2")
     with pytest.raises(ValueError, match="'sampler'"):
         read_scores(path, get_assignment("audit"))
-
-
-def test_the_readme_sets_up_a_course(tmp_path: Path, capsys, monkeypatch) -> None:
-    """The README's "Setting up a course" block, run as written: a course folder whose configuration is
-    valid for every assignment and whose course name the scores will record (no kernel starts)."""
-    from dptutor.grading import ASSIGNMENTS
-    from dptutor.grading.course import load_course
-
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("**Setting up a course.**"):]
-    start = section.index("```bash\n") + len("```bash\n")
-    lines = section[start:section.index("```", start)].splitlines()
-    commands = [line.split("#")[0].split() for line in lines if "-m dptutor" in line]
-    assert [c[:5] for c in commands] == [[".venv/bin/python", "-m", "dptutor", "course", "new"]], lines
-    assert any(line.startswith("export DPTUTOR_COURSE_SECRET=") for line in lines)
-    monkeypatch.setenv("DPTUTOR_COURSE_SECRET", "the secret of the README walk")
-    code, out, err = run_here(*commands[0][3:], cwd=tmp_path, capsys=capsys, monkeypatch=monkeypatch)
-    assert code == 0, err
-    course = load_course(tmp_path / commands[0][5])
-    assert course.name == "dp-2026"
-    for a in ASSIGNMENTS.values():
-        assert load_config(course.config, a).course == "dp-2026"
-    for path in (course.folder / "release").iterdir():
-        assert "BEGIN SOLUTION" not in path.read_text(encoding="utf-8")

@@ -515,7 +515,7 @@ def test_glue_check_catches_a_visible_glue_call() -> None:
 def test_no_visible_code_cell_calls_glue(name: str) -> None:
     lines = visible_glue((BOOK / f"{name}.md").read_text())
     assert not lines, (f"{name}.md: the code cells at lines {lines} call glue(; move the calls into a cell "
-                       "tagged remove-cell right after (README, 'Where things go')")
+                       "tagged remove-cell right after (CONTRIBUTING.md, 'Writing the book')")
 
 
 # ---------------------------------------------------------------------------------------------
