@@ -22,18 +22,11 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
 
-#: Chapters that other helpers are still fixing: skipped by the lab-notebook check only. The lead empties
-#: this list once every branch is merged (each name is a file of book/ without ``.md``).
-LAB_WORDS_PENDING: frozenset[str] = frozenset({
-    "floating_point",   # issue 34 item 3: its commit, dates and CPU seconds move to benchmarks/README.md
-    "approximate_dp",   # issue 34 item 3: likewise
-    "accounting",       # issue 34 item 3: likewise
-    "selection",        # issue 34 item 4: its audit printouts move to the audit chapters
-    "composition",      # "An earlier version of this check ..." (its sympy check's history)
-})
+#: Chapters skipped by the lab-notebook check: none (each name would be a file of book/ without ``.md``).
+LAB_WORDS_PENDING: frozenset[str] = frozenset()
 
-#: Chapters whose exercises other helpers are still titling: skipped by the title check only (lead empties it).
-UNTITLED_PENDING: frozenset[str] = frozenset({"inverse_cdf", "dptext", "floating_point"})
+#: Chapters skipped by the exercise-title check: none.
+UNTITLED_PENDING: frozenset[str] = frozenset()
 
 
 def chapters() -> list[str]:
