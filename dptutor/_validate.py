@@ -397,3 +397,84 @@ def _known_finite(value: np.ndarray) -> bool:
     owner = value if value.base is None else value.base
     ref = _IMMUTABLE_FINITE.get(id(owner))
     return ref is not None and ref() is owner
+
+
+# ---------------------------------------------------------------------------------------------
+# (modC) scipy's ``rng`` and the arguments of the zoo's and DP-Sniper's mechanisms
+# ---------------------------------------------------------------------------------------------
+
+__all__ += [
+    "MIN_MECHANISM_EPSILON",
+    "MAX_MECHANISM_SIZE",
+    "as_generator",
+    "check_mechanism_epsilon",
+    "check_mechanism_call",
+    "check_answer_vector",
+]
+
+#: The smallest epsilon the mechanisms of :mod:`dptutor.zoo` and :mod:`dptutor.dpsniper` accept
+#: (below it, noise scales such as ``2c / epsilon`` overflow).
+MIN_MECHANISM_EPSILON: float = 1e-12
+
+#: The most outputs one call of a zoo or DP-Sniper mechanism may draw.
+MAX_MECHANISM_SIZE: int = 1 << 28
+
+
+def as_generator(value: object, name: str = "rng") -> np.random.Generator:
+    """scipy's ``rng``: a ``numpy.random.Generator`` as it is, else ``numpy.random.default_rng(value)``.
+
+    ``value`` may be a ``Generator`` (used, not copied: its state advances), a ``SeedSequence`` or a
+    non-negative int seed; an int seed gives the same draws as ``np.random.default_rng(seed)``.
+    ``None`` (fresh entropy), floats, bools and the legacy ``RandomState`` are refused: a run must
+    repeat.
+    """
+    if isinstance(value, np.random.Generator):
+        return value
+    if isinstance(value, np.random.SeedSequence):
+        return np.random.default_rng(value)
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if isinstance(value, numbers.Integral) and not is_bool(value):
+        if int(value) < 0:
+            raise ValueError(f"{name} must be a non-negative int seed, got {int(value)}")
+        return np.random.default_rng(int(value))
+    raise TypeError(
+        f"{name} must be a numpy.random.Generator, a numpy.random.SeedSequence or a non-negative int seed, "
+        f"got {type(value).__name__}"
+    )
+
+
+def check_mechanism_epsilon(value: object, name: str = "epsilon", *, high: float = math.inf) -> float:
+    """A mechanism's epsilon: a real in ``[MIN_MECHANISM_EPSILON, high]``."""
+    return check_real(value, name, low=MIN_MECHANISM_EPSILON, high=high)
+
+
+def check_mechanism_call(size: object, rng: object, epsilon: object) -> tuple[int, np.random.Generator, float]:
+    """The common arguments of ``mechanism(data, size, rng, *, epsilon)``: ``size`` in
+    ``[0, MAX_MECHANISM_SIZE]``, ``rng`` through :func:`as_generator`, and the epsilon."""
+    return (check_int(size, "size", minimum=0, maximum=MAX_MECHANISM_SIZE), as_generator(rng),
+            check_mechanism_epsilon(epsilon))
+
+
+def check_answer_vector(value: object, name: str = "data") -> NDArray[np.float64]:
+    """A non-empty 1-D array of finite reals (query answers, a histogram, one person's vector)."""
+    return check_float_array(value, name, finite=True, ndim=1, min_size=1)
+
+
+def check_output_rows(value: object, name: str = "outputs") -> NDArray[np.float64]:
+    """A mechanism's outputs, one row each: a non-empty 2-D array of reals (infinities allowed, no NaN)."""
+    return check_float_array(value, name, ndim=2, min_size=1)
+
+
+__all__ += ["check_output_rows"]
+
+
+def check_integer_value(value: object, low: int, high: int, name: str = "data") -> int:
+    """A whole number in ``[low, high]`` given as any real (``2.0`` is accepted: datasets are floats)."""
+    x = check_real(value, name)
+    if x != round(x) or not low <= x <= high:
+        raise ValueError(f"{name} must be an integer in [{low}, {high}], got {value!r}")
+    return int(x)
+
+
+__all__ += ["check_integer_value"]

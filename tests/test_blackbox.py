@@ -593,7 +593,7 @@ def test_svt_pattern_probabilities_match_monte_carlo(algorithm, threshold):
 
 
 def test_rappor_hashes_like_murmur3_and_dpsnipers_filter():
-    from dptutor.dpsniper import _murmur3_32
+    from dptutor.dpsniper.mechanisms import _murmur3_32
 
     # MurmurHash3 x86_32 reference values (as mmh3.hash returns them, signed).
     assert _murmur3_32(b"foo", 0) == -156908512 and _murmur3_32(b"foo", 42) == -1322301282

@@ -222,7 +222,7 @@ def test_svt_log_likelihood_ratio_does_not_read_floating_point_bits():
     "call, name",
     [
         (lambda: zoo.laplace_count(0.0, -1, np.random.default_rng(), epsilon=1.0), "size"),
-        (lambda: zoo.laplace_count(0.0, 1, 3, epsilon=1.0), "rng"),
+        (lambda: zoo.laplace_count(0.0, 1, 3.5, epsilon=1.0), "rng"),
         (lambda: zoo.laplace_count(0.0, 1, np.random.default_rng(), epsilon=0.0), "epsilon"),
         (lambda: zoo.laplace_count(math.nan, 1, np.random.default_rng(), epsilon=1.0), "data"),
         (lambda: zoo.gaussian_count(0.0, 1, np.random.default_rng(), epsilon=1.0, delta=1.5), "delta"),
@@ -298,7 +298,7 @@ def test_gaussian_count_true_epsilon_is_at_the_claimed_delta():
     from dptutor.approximate_dp import discrete_gaussian_delta, gaussian_epsilon
 
     e = ZOO["gaussian_count"]
-    sigma = zoo._classic_sigma(e.epsilon, e.delta)
+    sigma = zoo.counts.classic_sigma(e.epsilon, e.delta)
     assert discrete_gaussian_delta(e.true_epsilon, sigma, 1) <= e.delta
     assert discrete_gaussian_delta(e.true_epsilon - 1e-6, sigma, 1) > e.delta
     # close to the continuous law's 0.061 (issue 21 #7), and below the claim
