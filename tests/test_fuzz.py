@@ -270,17 +270,17 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
     "distributions.standard_laplace_fill": {"out": lambda ctx: np.empty(5)},
     "distributions.sample_dptext": {"nan": _const("zero")},  # "keep" returns NaN by design
     "audit.sanity.estimate_losses": {"cells": lambda ctx: [_audit_cell()]},
-    "experiments.GridRow": {"mechanism": _const("laplace"), "counts": _const((3, 7, 7, 3)), "trials": _const(10)},
+    "grid_files.GridRow": {"mechanism": _const("laplace"), "counts": _const((3, 7, 7, 3)), "trials": _const(10)},
     "experiments.RepeatResult": {"mechanism": _const("adept"), "trials": _const(10)},
     "experiments.cell_seed": {"mechanism": _const("laplace")},
     "experiments.repeat_loss": {"mechanism": _const("adept")},
-    "experiments.write_results": {"out": lambda ctx: ctx.tmp / "written"},
-    "experiments.atomic_write_text": {"path": lambda ctx: ctx.tmp / "note.txt"},
+    "grid_files.write_results": {"out": lambda ctx: ctx.tmp / "written"},
+    "grid_files.atomic_write_text": {"path": lambda ctx: ctx.tmp / "note.txt"},
     "experiments.run_grid": {"out": lambda ctx: ctx.tmp / "grid"},
     "audit.sanity.AuditResult": {"trials": _const(10)},
     "audit.sanity.AuditResult.from_counts": {},
-    "symbolic.laplace_pdf_expr": {},
-    "symbolic.Symbols": {name: (lambda ctx, name=name: getattr(_symbols(), name))
+    "symbolic.laplace.laplace_pdf_expr": {},
+    "symbolic.laplace.Symbols": {name: (lambda ctx, name=name: getattr(_symbols(), name))
                          for name in ("x", "mu", "b", "u", "v", "epsilon", "y", "t", "Delta")},
     "plotting.plot_sampling_strategies": {"panels": lambda ctx: [("a", np.linspace(-3, 3, 7))]},
     "plotting.plot_histograms_with_pdf": {"samples": lambda ctx: {"a": np.linspace(-3, 3, 7)}, "pdf": _const(_pdf)},
