@@ -66,7 +66,6 @@ CSV_COLUMNS: tuple[str, ...] = (
 )
 
 
-
 @dataclass(frozen=True)
 class GridRow:
     """One cell of the grid.
@@ -206,6 +205,8 @@ def _parse_int(s: str) -> int | None:
 
 
 def rows_to_csv_text(rows: Sequence[GridRow]) -> str:
+    """The text of ``results.csv`` for ``rows``: a header of :data:`CSV_COLUMNS`, then one line per row."""
+    rows = _check_rows(rows)
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)

@@ -29,13 +29,13 @@ from numpy.typing import NDArray
 
 from dptutor._validate import (
     MAX_ELEMENTS,
+    as_generator,
     check_batch,
     check_choice,
     check_int,
     check_positive,
     check_probability,
     check_real,
-    check_rng,
     check_size,
 )
 
@@ -99,7 +99,7 @@ def _checked(x: object, epsilon: object, rng: object) -> tuple[NDArray[np.float6
     eps = check_positive(epsilon, "epsilon")
     if not np.isfinite(arr.shape[1] / eps):
         raise ValueError(f"epsilon = {eps!r} is too small: the noise scale n / epsilon overflows")
-    return arr, eps, check_rng(rng)
+    return arr, eps, as_generator(rng)
 
 
 def opendp_laplace_mechanism(x: NDArray, epsilon: float, rng: np.random.Generator) -> NDArray[np.float64]:
@@ -183,7 +183,7 @@ class OpenDPGaussian:
         if value != round(value) or abs(value) >= 2**52:
             raise ValueError(f"data must be an integer below 2**52 in magnitude, got {data!r}")
         (rows,) = check_size(size, "size")
-        check_rng(rng)
+        as_generator(rng)
         return opendp_integer_gaussian(self.scale, rows) + int(value)
 
 
@@ -243,7 +243,7 @@ class DiffprivlibGaussian:
     def __call__(self, data: Any, size: int, rng: np.random.Generator) -> NDArray:
         value = check_real(data, "data")
         (rows,) = check_size(size, "size")
-        rng = check_rng(rng)
+        rng = as_generator(rng)
         mech = self._mechanism(int(rng.integers(0, 2**32 - 1)))
         if self.kind == "GaussianDiscrete":
             if value != round(value) or abs(value) >= 2**52:

@@ -23,12 +23,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dptutor._validate import (
+    as_generator,
     check_choice,
     check_float_array,
     check_int,
     check_positive,
     check_real,
-    check_rng,
     check_sequence,
     check_size,
     is_bool,
@@ -127,7 +127,7 @@ def exponential_mechanism(
 ) -> Any:
     """The index of one candidate drawn with the probabilities of equation ``sel-eq-exponential`` (``size`` draws if given)."""
     p = exponential_mechanism_probabilities(scores, epsilon, sensitivity)
-    rng = check_rng(rng)
+    rng = as_generator(rng)
     shape = _shape(size, 1)
     # Inverse-CDF sampling on the cumulative probabilities (rng.choice would recheck the sum).
     cdf = np.cumsum(p)
@@ -188,7 +188,7 @@ def report_noisy_max(
     noise = check_choice(noise, "noise", _NOISES)
     eps = check_positive(epsilon, "epsilon")
     scale = _scale(2.0, check_positive(sensitivity, "sensitivity"), eps)
-    rng = check_rng(rng)
+    rng = as_generator(rng)
     shape = _shape(size, q.size) + (q.size,)
     z = rng.laplace(0.0, scale, shape) if noise == "laplace" else rng.exponential(scale, shape)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -265,7 +265,7 @@ def sparse_vector(
     sens = check_positive(sensitivity, "sensitivity")
     b_rho = _scale(2.0, sens, eps)  # Delta / epsilon_1
     b_nu = _scale(4.0 * c, sens, eps)  # 2 c Delta / epsilon_2
-    rng = check_rng(rng)
+    rng = as_generator(rng)
     shape = _shape(size, q.size)
     rows = shape[0] if shape else 1
     rho = rng.laplace(0.0, b_rho, (rows, 1))

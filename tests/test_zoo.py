@@ -304,3 +304,29 @@ def test_gaussian_count_true_epsilon_is_at_the_claimed_delta():
     # close to the continuous law's 0.061 (issue 21 #7), and below the claim
     assert abs(e.true_epsilon - gaussian_epsilon(e.delta, float(sigma))) < 1e-3
     assert e.true_epsilon < e.epsilon
+
+
+@pytest.mark.parametrize("name", ["laplace_count", "noisy_histogram", "report_noisy_max_value", "svt1", "svt3",
+                                  "dptext_vector"])
+def test_mechanism_rng_takes_an_int_a_seed_sequence_or_a_generator(name):
+    entry = ZOO[name]
+    release = entry.release()
+    expected = release(entry.x, 20, np.random.default_rng(5))
+    for form in (5, np.random.SeedSequence(5)):
+        assert np.array_equal(release(entry.x, 20, form), expected)
+    with pytest.raises(ValueError, match="rng"):
+        release(entry.x, 20, -5)
+
+
+def test_package_keeps_every_public_import_path():
+    """The zoo and DP-Sniper's benchmark became packages: every name of their __all__ is importable from
+    the package and is the object of the module that defines it."""
+    import importlib
+
+    for package in ("dptutor.zoo", "dptutor.dpsniper", "dptutor.symbolic"):
+        module = importlib.import_module(package)
+        for name in module.__all__:
+            obj = getattr(module, name)
+            home = getattr(obj, "__module__", package)
+            if home != package and home.startswith(package):
+                assert getattr(importlib.import_module(home), name) is obj

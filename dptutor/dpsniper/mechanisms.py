@@ -38,7 +38,6 @@ __all__ = [
 ]
 
 
-
 def _geometric_parameters(epsilon: float, n: int) -> tuple[int, int]:
     """Balcer and Vadhan's (2018) ``k = ceil(ln(2 / epsilon))`` and ``d = (2^(k+1) + 1)(2^k + 1)^(n-1)``."""
     if not epsilon < 2.0:

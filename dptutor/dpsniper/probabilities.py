@@ -34,7 +34,6 @@ def _exact_inputs(data: object, epsilon: object) -> tuple[NDArray[np.float64], f
     return exact_answers(data), check_mechanism_epsilon(epsilon, high=MAX_EXACT_EPSILON)
 
 
-
 def _laplace_cdf(z: Any, b: float) -> Any:
     z = np.asarray(z, dtype=np.float64)
     return np.where(z < 0, 0.5 * np.exp(np.minimum(z, 0.0) / b), 1.0 - 0.5 * np.exp(-np.maximum(z, 0.0) / b))

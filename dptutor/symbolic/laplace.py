@@ -3,10 +3,13 @@ Theorem A.1 (see :mod:`dptutor.symbolic`), and the standard symbols every deriva
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from functools import lru_cache
 
 import sympy as sp
+
+from dptutor._validate import check_real, is_bool
 
 __all__ = [
     "Symbols",

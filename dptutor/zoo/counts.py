@@ -36,9 +36,40 @@ __all__ = [
 ]
 
 
-
 def laplace_count(data: float, size: int, rng: np.random.Generator, *, epsilon: float) -> NDArray[np.float64]:
-    """A count (sensitivity 1) plus ``Lap(0, 1/epsilon)``: epsilon-DP (the paper's Eq. 2 with ``n = 1``)."""
+    """A count (sensitivity 1) plus ``Lap(0, 1/epsilon)``: epsilon-DP (the paper's Eq. 2 with ``n = 1``).
+
+    Parameters
+    ----------
+    data : float
+        The true count (sensitivity 1).
+    size : int
+        The number of independent outputs, in ``[0, 2**28]``.
+    rng : numpy.random.Generator, numpy.random.SeedSequence or int
+        The source of randomness.  A Generator is used (its state advances); a SeedSequence or a
+        non-negative int seed gives the draws of ``np.random.default_rng(rng)``.
+    epsilon : float
+        The claimed privacy budget, at least ``1e-12``.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (size,)
+        The noisy counts.
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dptutor.zoo import laplace_count
+    >>> laplace_count(3.0, 4, 0, epsilon=1.0).shape
+    (4,)
+    """
     size, rng, eps = check_mechanism_call(size, rng, epsilon)
     return check_real(data, "data") + rng.laplace(0.0, 1.0 / eps, size)
 
@@ -47,7 +78,34 @@ def gaussian_count(
     data: float, size: int, rng: np.random.Generator, *, epsilon: float, delta: float
 ) -> NDArray[np.float64]:
     """A count plus ``N(0, sigma^2)`` with the classic calibration ``sigma = sqrt(2 ln(1.25/delta)) / epsilon``
-    (Dwork and Roth 2014, Theorem A.1; (epsilon, delta)-DP for epsilon < 1, never epsilon-DP)."""
+    (Dwork and Roth 2014, Theorem A.1; (epsilon, delta)-DP for epsilon < 1, never epsilon-DP).
+
+    Parameters
+    ----------
+    data : float
+        The true count (sensitivity 1).
+    size : int
+        The number of independent outputs, in ``[0, 2**28]``.
+    rng : numpy.random.Generator, numpy.random.SeedSequence or int
+        The source of randomness.  A Generator is used (its state advances); a SeedSequence or a
+        non-negative int seed gives the draws of ``np.random.default_rng(rng)``.
+    epsilon : float
+        The claimed privacy budget, at least ``1e-12``.
+    delta : float
+        The claimed delta, in ``(0, 1)``.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (size,)
+        The noisy counts.
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
+    """
     size, rng, eps = check_mechanism_call(size, rng, epsilon)
     dlt = check_probability(delta, "delta")
     sigma = math.sqrt(2.0 * math.log(1.25 / dlt)) / eps
@@ -62,7 +120,23 @@ def _integer_answer(data: object) -> int:
 
 
 def exact_scale(epsilon: float) -> Fraction:
-    """A rational scale ``t >= 1 / epsilon`` with denominator 2^20 (so ``1 / t <= epsilon`` exactly)."""
+    """A rational scale ``t >= 1 / epsilon`` with denominator 2^20 (so ``1 / t <= epsilon`` exactly).
+
+    Parameters
+    ----------
+    epsilon : float
+        The privacy budget (positive).
+
+    Returns
+    -------
+    fractions.Fraction
+        The smallest multiple of ``2**-20`` that is at least ``1 / epsilon``.
+
+    Raises
+    ------
+    ValueError
+        If ``epsilon`` is so small that the scale's numerator reaches ``2**53``.
+    """
     t = Fraction(math.ceil(Fraction(1) / Fraction(epsilon) * 2**20), 2**20)
     if t.numerator >= 1 << 53:
         raise ValueError(f"epsilon = {epsilon!r} is too small for the exact sampler (scale numerator above 2**53)")
@@ -72,7 +146,32 @@ def exact_scale(epsilon: float) -> Fraction:
 def exact_laplace_count(data: float, size: int, rng: np.random.Generator, *, epsilon: float) -> NDArray[np.float64]:
     """A count plus exact discrete Laplace noise of scale ``t >= 1/epsilon`` (Canonne, Kamath and Steinke
     2020): epsilon-DP as implemented (every integer is a possible output of every count).  The output is
-    the integer as a float64, so that threshold events apply."""
+    the integer as a float64, so that threshold events apply.
+
+    Parameters
+    ----------
+    data : float
+        The true count, a whole number below ``2**52`` in magnitude.
+    size : int
+        The number of independent outputs, in ``[0, 2**28]``.
+    rng : numpy.random.Generator, numpy.random.SeedSequence or int
+        The source of randomness.  A Generator is used (its state advances); a SeedSequence or a
+        non-negative int seed gives the draws of ``np.random.default_rng(rng)``.
+    epsilon : float
+        The claimed privacy budget, at least ``1e-12``.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (size,)
+        The noisy counts, integers stored as floats.
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
+    """
     size, rng, eps = check_mechanism_call(size, rng, epsilon)
     count = _integer_answer(data)
     return (sample_discrete_laplace(exact_scale(eps), size, rng) + count).astype(np.float64)
@@ -80,7 +179,25 @@ def exact_laplace_count(data: float, size: int, rng: np.random.Generator, *, eps
 
 def classic_sigma(epsilon: float, delta: float) -> Fraction:
     """The classic sigma ``sqrt(2 ln(1.25/delta)) / epsilon``, rounded up to a multiple of 1/32 (a small
-    denominator keeps the exact sampler's integers in int64)."""
+    denominator keeps the exact sampler's integers in int64).
+
+    Parameters
+    ----------
+    epsilon : float
+        The privacy budget (positive).
+    delta : float
+        The delta, in ``(0, 1)``.
+
+    Returns
+    -------
+    fractions.Fraction
+        The classic sigma rounded up to a multiple of 1/32.
+
+    Raises
+    ------
+    ValueError
+        If sigma reaches ``2**25``.
+    """
     sigma = math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
     if not sigma < 2.0**25:
         raise ValueError(f"epsilon={epsilon!r}, delta={delta!r} give sigma={sigma:g}: too large")
@@ -92,7 +209,34 @@ def discrete_gaussian_count(
 ) -> NDArray[np.float64]:
     """A count plus exact discrete Gaussian noise (:func:`dptutor.exact.sample_discrete_gaussian`) with the
     classic calibration ``sigma = sqrt(2 ln(1.25/delta)) / epsilon`` rounded up to a multiple of 1/32: its
-    exact epsilon at ``delta`` comes from :func:`dptutor.approximate_dp.discrete_gaussian_epsilon`."""
+    exact epsilon at ``delta`` comes from :func:`dptutor.approximate_dp.discrete_gaussian_epsilon`.
+
+    Parameters
+    ----------
+    data : float
+        The true count, a whole number below ``2**52`` in magnitude.
+    size : int
+        The number of independent outputs, in ``[0, 2**28]``.
+    rng : numpy.random.Generator, numpy.random.SeedSequence or int
+        The source of randomness.  A Generator is used (its state advances); a SeedSequence or a
+        non-negative int seed gives the draws of ``np.random.default_rng(rng)``.
+    epsilon : float
+        The claimed privacy budget, at least ``1e-12``.
+    delta : float
+        The claimed delta, in ``(0, 1)``.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (size,)
+        The noisy counts, integers stored as floats.
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
+    """
     size, rng, eps = check_mechanism_call(size, rng, epsilon)
     dlt = check_probability(delta, "delta")
     count = _integer_answer(data)
@@ -101,7 +245,32 @@ def discrete_gaussian_count(
 
 def exact_noisy_histogram(data: Any, size: int, rng: np.random.Generator, *, epsilon: float) -> NDArray[np.float64]:
     """Each bin of an integer histogram plus exact discrete Laplace noise of scale ``t >= 1/epsilon``:
-    epsilon-DP as implemented when one person changes one bin by 1."""
+    epsilon-DP as implemented when one person changes one bin by 1.
+
+    Parameters
+    ----------
+    data : array_like of float, shape (k,)
+        The histogram's bins, whole numbers below ``2**52`` in magnitude.
+    size : int
+        The number of independent outputs, in ``[0, 2**28]``.
+    rng : numpy.random.Generator, numpy.random.SeedSequence or int
+        The source of randomness.  A Generator is used (its state advances); a SeedSequence or a
+        non-negative int seed gives the draws of ``np.random.default_rng(rng)``.
+    epsilon : float
+        The claimed privacy budget, at least ``1e-12``.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (size, k)
+        The noisy histograms, one per row (integers stored as floats).
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
+    """
     size, rng, eps = check_mechanism_call(size, rng, epsilon)
     counts = check_answer_vector(data)
     if not (np.all(counts == np.round(counts)) and np.all(np.abs(counts) < 2**52)):
@@ -113,7 +282,32 @@ def exact_noisy_histogram(data: Any, size: int, rng: np.random.Generator, *, eps
 def granular_laplace_vector(data: Any, size: int, rng: np.random.Generator, *, epsilon: float) -> NDArray[np.float64]:
     """The paper's Laplace mechanism on ``[0, 1]^n`` made private as implemented: Google's granular
     Laplace (:func:`dptutor.mechanisms.granular_laplace_mechanism`), ``r (round(x / r) + Z)`` with exact
-    discrete Laplace ``Z``; its exact loss is :func:`dptutor.exact.granular_loss` (below epsilon)."""
+    discrete Laplace ``Z``; its exact loss is :func:`dptutor.exact.granular_loss` (below epsilon).
+
+    Parameters
+    ----------
+    data : array_like of float, shape (n,)
+        One person's vector (finite; in ``[0, 1]^n`` for the privacy claim).
+    size : int
+        The number of independent outputs, in ``[0, 2**28]``.
+    rng : numpy.random.Generator, numpy.random.SeedSequence or int
+        The source of randomness.  A Generator is used (its state advances); a SeedSequence or a
+        non-negative int seed gives the draws of ``np.random.default_rng(rng)``.
+    epsilon : float
+        The claimed privacy budget, at least ``1e-12``.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (size, n)
+        The noisy vectors, one per row, on the grid of multiples of ``r``.
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
+    """
     size, rng, eps = check_mechanism_call(size, rng, epsilon)
     x = check_answer_vector(data)
     params = granular_parameters(eps, x.size)
@@ -126,7 +320,32 @@ def granular_laplace_vector(data: Any, size: int, rng: np.random.Generator, *, e
 
 
 def randomized_response(data: int, size: int, rng: np.random.Generator, *, epsilon: float) -> NDArray[np.bool_]:
-    """Report the bit ``data`` with probability ``e^eps / (1 + e^eps)``, else its negation: exactly epsilon-DP."""
+    """Report the bit ``data`` with probability ``e^eps / (1 + e^eps)``, else its negation: exactly epsilon-DP.
+
+    Parameters
+    ----------
+    data : int
+        The true bit, 0 or 1.
+    size : int
+        The number of independent outputs, in ``[0, 2**28]``.
+    rng : numpy.random.Generator, numpy.random.SeedSequence or int
+        The source of randomness.  A Generator is used (its state advances); a SeedSequence or a
+        non-negative int seed gives the draws of ``np.random.default_rng(rng)``.
+    epsilon : float
+        The claimed privacy budget, at least ``1e-12``.
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (size,)
+        The reported bits.
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
+    """
     size, rng, eps = check_mechanism_call(size, rng, epsilon)
     bit = check_int(data, "data", minimum=0, maximum=1)
     keep = rng.random(size) < 1.0 / (1.0 + math.exp(-eps))
@@ -135,7 +354,32 @@ def randomized_response(data: int, size: int, rng: np.random.Generator, *, epsil
 
 def noisy_histogram(data: Any, size: int, rng: np.random.Generator, *, epsilon: float) -> NDArray[np.float64]:
     """Each bin of the histogram ``data`` plus ``Lap(0, 1/epsilon)``: epsilon-DP when one person changes one
-    bin by 1 (StatDP's ``histogram``, DP-Sniper's NoisyHist1)."""
+    bin by 1 (StatDP's ``histogram``, DP-Sniper's NoisyHist1).
+
+    Parameters
+    ----------
+    data : array_like of float, shape (k,)
+        The histogram's bins (finite).
+    size : int
+        The number of independent outputs, in ``[0, 2**28]``.
+    rng : numpy.random.Generator, numpy.random.SeedSequence or int
+        The source of randomness.  A Generator is used (its state advances); a SeedSequence or a
+        non-negative int seed gives the draws of ``np.random.default_rng(rng)``.
+    epsilon : float
+        The claimed privacy budget, at least ``1e-12``.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (size, k)
+        The noisy histograms, one per row.
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
+    """
     size, rng, eps = check_mechanism_call(size, rng, epsilon)
     counts = check_answer_vector(data)
     return counts + rng.laplace(0.0, 1.0 / eps, (size, counts.size))
@@ -143,7 +387,32 @@ def noisy_histogram(data: Any, size: int, rng: np.random.Generator, *, epsilon: 
 
 def histogram_eps(data: Any, size: int, rng: np.random.Generator, *, epsilon: float) -> NDArray[np.float64]:
     """BUG: the histogram with noise ``Lap(0, epsilon)`` instead of ``Lap(0, 1/epsilon)`` (StatDP's
-    ``histogram_eps``, DP-Sniper's NoisyHist2).  Its true epsilon is ``1/epsilon``."""
+    ``histogram_eps``, DP-Sniper's NoisyHist2).  Its true epsilon is ``1/epsilon``.
+
+    Parameters
+    ----------
+    data : array_like of float, shape (k,)
+        The histogram's bins (finite).
+    size : int
+        The number of independent outputs, in ``[0, 2**28]``.
+    rng : numpy.random.Generator, numpy.random.SeedSequence or int
+        The source of randomness.  A Generator is used (its state advances); a SeedSequence or a
+        non-negative int seed gives the draws of ``np.random.default_rng(rng)``.
+    epsilon : float
+        The claimed privacy budget, at least ``1e-12``.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (size, k)
+        The noisy histograms, one per row.
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
+    """
     size, rng, eps = check_mechanism_call(size, rng, epsilon)
     counts = check_answer_vector(data)
     return counts + rng.laplace(0.0, eps, (size, counts.size))

@@ -37,7 +37,6 @@ from dptutor.zoo.vectors import adept_vector, clipped_sum, dptext_vector, first_
 __all__ = ["PRIVACY", "ZooEntry", "ZOO"]
 
 
-
 #: What an entry's ``privacy`` says: private as the code runs on a real computer, private only in real
 #: arithmetic (the algorithm is correct, its floating-point implementation is not), or not private.
 PRIVACY: tuple[str, str, str] = ("as implemented", "in real arithmetic only", "not private")
@@ -56,6 +55,44 @@ class ZooEntry:
     bound published by Bichsel et al. (2021) at claimed epsilon = 0.1, where one exists: a 90% lower
     confidence bound, the larger of their logistic-regression and neural-network runs (by the union bound,
     both hold with probability at least 80%).
+
+    Parameters
+    ----------
+    name : str
+        The entry's name (non-empty).
+    mechanism : callable
+        ``mechanism(data, size, rng, *, epsilon, ...)``.
+    epsilon : float
+        The claimed epsilon, at least ``1e-12``.
+    x, x_prime : float or tuple of float
+        The standard neighbouring inputs.
+    private : bool
+        Whether the algorithm meets its claim in real arithmetic.
+    true_epsilon : float or None
+        The exact epsilon on the neighbourhood (``math.inf`` if none exists), or ``None`` if unknown.
+    known : str
+        What is known about its privacy, in words.
+    source : str
+        The bibliography key of its source.
+    delta : float, default 0.0
+        The claimed delta, in ``[0, 1)``.
+    statistic : callable or None, default None
+        ``statistic(outputs)``, one real per output, for mechanisms with vector outputs.
+    dpsniper : float or None, default None
+        DP-Sniper's published lower bound, where one exists.
+    options : tuple of (str, object) pairs, default ()
+        Keyword arguments bound into :meth:`release`.
+    privacy : str or None, default None
+        One of :data:`PRIVACY` (``None``: from ``private``).
+    why : str, default ''
+        Why the code is not private as implemented, where it is not.
+
+    Raises
+    ------
+    TypeError
+        If a field is of the wrong kind (the message names it).
+    ValueError
+        If a field is out of range, or ``privacy`` contradicts ``private``.
     """
 
     name: str
@@ -104,7 +141,18 @@ class ZooEntry:
 
     def release(self) -> Callable[..., Any]:
         """The mechanism as ``release(data, size, rng)``, with the claimed epsilon (and delta) bound in
-        (epsilon only if the mechanism takes it: RAPPOR's privacy is set by its own parameters)."""
+        (epsilon only if the mechanism takes it: RAPPOR's privacy is set by its own parameters).
+
+        Returns
+        -------
+        callable
+            ``release(data, size, rng)`` (a :func:`functools.partial` of the mechanism).
+
+        Raises
+        ------
+        None
+            The fields were checked when the entry was made.
+        """
         kwargs = dict(self.options)
         if _takes(self.mechanism, "epsilon"):
             kwargs["epsilon"] = self.epsilon
@@ -113,7 +161,27 @@ class ZooEntry:
         return functools.partial(self.mechanism, **kwargs)
 
     def audit(self, trials: int, *, seed: int | None = None, **kwargs: Any) -> PairAudit:
-        """:func:`dptutor.audit.audit_pair` on the standard inputs, at the claimed epsilon and delta."""
+        """:func:`dptutor.audit.audit_pair` on the standard inputs, at the claimed epsilon and delta.
+
+        Parameters
+        ----------
+        trials : int
+            The runs per dataset.
+        seed : int, sequence of int or None, default None
+            The audit's recorded seed (see :func:`dptutor.audit.audit_pair`).
+        **kwargs
+            Further keyword arguments of :func:`dptutor.audit.audit_pair`.
+
+        Returns
+        -------
+        dptutor.audit.PairAudit
+            The audit's lower bound and its evidence.
+
+        Raises
+        ------
+        TypeError, ValueError
+            As :func:`dptutor.audit.audit_pair`, naming the parameter.
+        """
         return audit_pair(
             self.release(), self.x, self.x_prime, epsilon=self.epsilon, delta=self.delta, trials=trials,
             seed=seed, statistic=self.statistic, **kwargs,

@@ -89,6 +89,42 @@ def svt(
     ``data`` holds the answers of sensitivity-1 queries; each output is one row of 1 (above the noisy
     threshold), 0 (below) and -1 (not answered, after ``c`` answers above).  Only Algorithms 1 and 2
     are epsilon-DP; see :data:`SVT_ALGORITHMS`.  Algorithm 3 releases numbers: :func:`svt_numerical_value`.
+
+    Parameters
+    ----------
+    data : array_like of float, shape (k,)
+        The answers of ``k`` sensitivity-1 queries (finite).
+    size : int
+        The number of independent outputs, in ``[0, 2**28]``.
+    rng : numpy.random.Generator, numpy.random.SeedSequence or int
+        The source of randomness.  A Generator is used (its state advances); a SeedSequence or a
+        non-negative int seed gives the draws of ``np.random.default_rng(rng)``.
+    epsilon : float
+        The claimed privacy budget, at least ``1e-12``.
+    algorithm : {1, 2, 4, 5, 6}, default 1
+        Lyu, Su and Li's algorithm (3 is :func:`svt_numerical_value`).
+    c : int, default 2
+        The cut-off: the number of answers "above" after which the algorithm stops (at least 1).
+    threshold : float, default 1.0
+        The threshold ``tau``.
+
+    Returns
+    -------
+    numpy.ndarray of int8, shape (size, k)
+        One row per output: 1 (above), 0 (below) or -1 (not answered).
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
+
+    Examples
+    --------
+    >>> from dptutor.zoo import svt
+    >>> svt([5.0, 0.0, 5.0], 2, 0, epsilon=1.0).shape
+    (2, 3)
     """
     size, rng, eps = check_mechanism_call(size, rng, epsilon)
     algorithm = check_int(algorithm, "algorithm", minimum=1, maximum=6)
@@ -125,7 +161,36 @@ def svt_numerical_value(
 ) -> NDArray[np.float64]:
     """BUG: Lyu, Su and Li's (2017) Algorithm 3, which releases the noisy answer ``q_i + nu_i`` when it
     is above the noisy threshold.  Each row holds that value, ``-inf`` for "below" and ``+inf`` for
-    a query not answered; audit it through a statistic (e.g. :func:`svt_pattern`)."""
+    a query not answered; audit it through a statistic (e.g. :func:`svt_pattern`).
+
+    Parameters
+    ----------
+    data : array_like of float, shape (k,)
+        The answers of ``k`` sensitivity-1 queries (finite).
+    size : int
+        The number of independent outputs, in ``[0, 2**28]``.
+    rng : numpy.random.Generator, numpy.random.SeedSequence or int
+        The source of randomness.  A Generator is used (its state advances); a SeedSequence or a
+        non-negative int seed gives the draws of ``np.random.default_rng(rng)``.
+    epsilon : float
+        The claimed privacy budget, at least ``1e-12``.
+    c : int, default 2
+        The cut-off: the number of answers "above" after which the algorithm stops (at least 1).
+    threshold : float, default 1.0
+        The threshold ``tau``.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (size, k)
+        One row per output: the released value, ``-inf`` (below) or ``+inf`` (not answered).
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
+    """
     size, rng, eps = check_mechanism_call(size, rng, epsilon)
     c = check_int(c, "c", minimum=1)
     t = check_real(threshold, "threshold")
@@ -140,7 +205,25 @@ def svt_numerical_value(
 
 def svt_pattern(outputs: NDArray) -> NDArray[np.int8]:
     """The above / below / not-answered pattern of :func:`svt_numerical_value`'s rows (1, 0, -1), which
-    the auditor then treats as categories."""
+    the auditor then treats as categories.
+
+    Parameters
+    ----------
+    outputs : array_like, shape (trials, k)
+        :func:`svt_numerical_value`'s outputs, one per row.
+
+    Returns
+    -------
+    numpy.ndarray of int8, shape (trials, k)
+        1 where a value was released, 0 for ``-inf``, -1 for ``+inf``.
+
+    Raises
+    ------
+    TypeError
+        If ``outputs`` does not hold real numbers.
+    ValueError
+        If ``outputs`` is not a non-empty 2-D array or holds NaN.
+    """
     arr = check_output_rows(outputs)
     return np.where(np.isfinite(arr), 1, np.where(arr < 0, 0, -1)).astype(np.int8)
 
@@ -179,6 +262,35 @@ def svt_log_likelihood_ratio(
     this statistic measures the algorithm and not those bits, ``v`` is clipped to ``[q, q']`` before
     its term ``|v - q'| - |v - q|`` (which is constant outside) and the result is rounded to ``decimals``
     places (``None``: not rounded).
+
+    Parameters
+    ----------
+    outputs : array_like, shape (trials, k)
+        :func:`svt_numerical_value`'s outputs, one per row.
+    x, x_prime : array_like of float, shape (k,)
+        The query answers on the two neighbouring datasets (at most ``1e12`` in absolute value).
+    epsilon : float
+        The epsilon the outputs were drawn at, at least ``1e-12``.
+    c : int, default 2
+        The cut-off the outputs were drawn at.
+    threshold : float, default 1.0
+        The threshold the outputs were drawn at.
+    grid : int, default 1024
+        The number of uniform integration nodes, in ``[2, 2**16]``.
+    decimals : int or None, default 9
+        The decimals the ratios are rounded to, in ``[0, 15]`` (``None``: not rounded).
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (trials,)
+        ``ln p_x(o) - ln p_x'(o)`` for each output ``o``.
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
     """
     arr = check_output_rows(outputs)
     grid = check_int(grid, "grid", minimum=2, maximum=1 << 16)
