@@ -73,6 +73,22 @@ def benchmark() -> dict[str, ZooEntry]:
     """DP-Sniper's 20 mechanisms at claimed epsilon = 0.1 with their pairs, exact epsilons and published bounds.
 
     The exact epsilons take about a second to integrate, so they are computed on first call and cached.
+
+    Returns
+    -------
+    dict of str to dptutor.zoo.ZooEntry
+        The 20 entries, keyed by DP-Sniper's names.
+
+    Raises
+    ------
+    None
+        The function takes no arguments.
+
+    Examples
+    --------
+    >>> from dptutor.dpsniper import benchmark
+    >>> len(benchmark())
+    20
     """
     e = 0.1
     entry = functools.partial(ZooEntry, epsilon=e, source="bichsel2021dpsniper")
@@ -224,7 +240,27 @@ def exact_output_laws(
     BINNED_CELLS cells.
     A binned law is that of a coarser output, so the limits computed from it are those of audits that see
     the cell only; cells a few thousandths of a noise scale wide leave little out: ten times coarser ones
-    lower ReportNoisyMax3's reach limit at 10^7 runs by about 1e-4 (tested: by less than 1e-3)."""
+    lower ReportNoisyMax3's reach limit at 10^7 runs by about 1e-4 (tested: by less than 1e-3).
+
+    Parameters
+    ----------
+    name : str
+        A key of :func:`benchmark`.
+    x, x_prime : float or array_like of float, optional
+        The pair (both or neither; default: the entry's own pair).
+
+    Returns
+    -------
+    tuple of two numpy.ndarray of float64, or None
+        The laws on ``x`` and on ``x_prime`` over the same outcomes, or ``None`` where they are not computed here.
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
+    """
     from scipy import stats
 
     entries = benchmark()

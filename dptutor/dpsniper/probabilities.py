@@ -23,7 +23,27 @@ MAX_EXACT_ANSWER = 1e6
 
 
 def exact_answers(data: object, name: str = "data") -> NDArray[np.float64]:
-    """Query answers that the exact-probability functions accept: finite, at most MAX_EXACT_ANSWER in size."""
+    """Query answers that the exact-probability functions accept: finite, at most MAX_EXACT_ANSWER in size.
+
+    Parameters
+    ----------
+    data : array_like of float, shape (k,)
+        Query answers.
+    name : str, default 'data'
+        The parameter's name, for the messages.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (k,)
+        The answers.
+
+    Raises
+    ------
+    TypeError
+        If ``data`` does not hold real numbers.
+    ValueError
+        If ``data`` is empty, not 1-D, not finite or has an answer above ``MAX_EXACT_ANSWER`` in absolute value.
+    """
     q = check_float_array(data, name, finite=True, ndim=1, min_size=1)
     if np.abs(q).max() > MAX_EXACT_ANSWER:
         raise ValueError(f"{name} must hold answers of at most {MAX_EXACT_ANSWER:g} in absolute value")
@@ -64,7 +84,29 @@ def _integrate(fn: Any, kinks: list[float], scale: float) -> float:
 
 def rnm_index_probabilities(data: Any, *, epsilon: float, noise: str = "laplace") -> NDArray[np.float64]:
     """``P(index i is reported)`` for :func:`dptutor.zoo.report_noisy_max` on the answers ``data``:
-    ``int f(t - q_i) prod_{j != i} F(t - q_j) dt``, integrated numerically (noise scale ``2/epsilon``)."""
+    ``int f(t - q_i) prod_{j != i} F(t - q_j) dt``, integrated numerically (noise scale ``2/epsilon``).
+
+    Parameters
+    ----------
+    data : array_like of float, shape (k,)
+        The query answers, at most ``1e6`` in absolute value.
+    epsilon : float
+        The epsilon, in ``[1e-12, 50]``.
+    noise : {'laplace', 'exponential'}, default 'laplace'
+        The noise of :func:`dptutor.zoo.report_noisy_max`.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (k,)
+        ``P(index i is reported)`` for each ``i``.
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
+    """
     q, eps = _exact_inputs(data, epsilon)
     noise = check_choice(noise, "noise", ("laplace", "exponential"))
     b = 2.0 / eps
@@ -91,7 +133,31 @@ def svt_pattern_probabilities(
 ) -> dict[tuple[int, ...], float]:
     """Exact probabilities of every output of :func:`dptutor.zoo.svt` with cut-off ``c = 1`` (Algorithms 1,
     2 and 4; Algorithm 2 equals 1 at ``c = 1``) on the answers ``data``: for the first answer "above" at
-    query ``k``, ``int f_rho(r) prod_{i<k} F(t + r - q_i) (1 - F(t + r - q_k)) dr``, integrated numerically."""
+    query ``k``, ``int f_rho(r) prod_{i<k} F(t + r - q_i) (1 - F(t + r - q_k)) dr``, integrated numerically.
+
+    Parameters
+    ----------
+    data : array_like of float, shape (k,)
+        The query answers, at most ``1e6`` in absolute value.
+    epsilon : float
+        The epsilon, in ``[1e-12, 50]``.
+    algorithm : {1, 2, 4}
+        Lyu, Su and Li's algorithm.
+    threshold : float, default 1.0
+        The threshold, at most ``1e6`` in absolute value.
+
+    Returns
+    -------
+    dict of tuple of int to float
+        The probability of each of the ``k + 1`` possible outputs (1 / 0 / -1 per query).
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
+    """
     q, eps = _exact_inputs(data, epsilon)
     algorithm = check_int(algorithm, "algorithm", minimum=1, maximum=6)
     if algorithm not in (1, 2, 4):
@@ -119,7 +185,27 @@ def svt_pattern_probabilities(
 
 def svt6_epsilon(x: NDArray[np.float64], xp: NDArray[np.float64], epsilon: float, threshold: float) -> float:
     """Exact epsilon of Algorithm 6 (no cut-off) on a pair: patterns with the same number of answers above in
-    each group of queries with equal (q_i, q'_i) have equal probabilities, so only those counts are enumerated."""
+    each group of queries with equal (q_i, q'_i) have equal probabilities, so only those counts are enumerated.
+
+    Parameters
+    ----------
+    x, xp : numpy.ndarray of float64, shape (k,)
+        The query answers on the two datasets.
+    epsilon : float
+        The claimed epsilon.
+    threshold : float
+        The threshold.
+
+    Returns
+    -------
+    float
+        The largest absolute log ratio of one output's probabilities over all outputs.
+
+    Raises
+    ------
+    ValueError
+        If a probability underflows to 0 (its logarithm is then undefined).
+    """
     eps1 = epsilon / 2.0
     b_rho, b_nu = 1.0 / eps1, 1.0 / (epsilon - eps1)
     groups: dict[tuple[float, float], int] = {}
@@ -146,7 +232,25 @@ def svt6_epsilon(x: NDArray[np.float64], xp: NDArray[np.float64], epsilon: float
 def svt5_epsilon(x: NDArray[np.float64], xp: NDArray[np.float64], threshold: float) -> float | None:
     """Algorithm 5 answers ``q_i >= threshold + rho`` without query noise: the output is a step function of
     rho, so each input has a finite set of possible outputs, one per interval of rho.  Infinite when some
-    output is possible under one input only; ``None`` (not computed here) otherwise."""
+    output is possible under one input only; ``None`` (not computed here) otherwise.
+
+    Parameters
+    ----------
+    x, xp : numpy.ndarray of float64, shape (k,)
+        The query answers on the two datasets.
+    threshold : float
+        The threshold.
+
+    Returns
+    -------
+    float or None
+        ``math.inf`` when some output is possible on one dataset only, else ``None``.
+
+    Raises
+    ------
+    None
+        The arguments are the benchmark's own.
+    """
     edges = sorted({*(x - threshold).tolist(), *(xp - threshold).tolist()})
     cells = [edges[0] - 1.0] + [(a + b) / 2 for a, b in zip(edges[:-1], edges[1:])] + edges + [edges[-1] + 1.0]
     seen: list[set[tuple[int, ...]]] = [set(), set()]
