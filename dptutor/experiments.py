@@ -90,6 +90,30 @@ class RepeatResult:
 
     ``std`` is the population standard deviation (``ddof=0``, as ``numpy.std``); ``exact`` the
     closed form for a built-in mechanism.
+
+    Parameters
+    ----------
+    mechanism : str
+        The mechanism's name (non-empty).
+    n : int
+        The dimension.
+    epsilon : float
+        The budget (positive).
+    trials : int
+        The runs per dataset of each repeat.
+    seeds : tuple of int
+        One seed per repeat (non-negative).
+    losses : tuple of float
+        One loss per repeat (non-negative; ``inf`` allowed).
+    exact : float or None, default None
+        The closed-form loss, for a built-in mechanism.
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
     """
 
     mechanism: str
@@ -145,6 +169,35 @@ def cell_seed(seed: int, mechanism: str, epsilon: float, n: int) -> int:
 
     SHA-256 of ``"seed|mechanism|epsilon|n"``: stable across platforms, Python versions and grid
     shapes (adding a cell never changes another cell's seed).
+
+    Parameters
+    ----------
+    seed : int
+        The run's seed (non-negative).
+    mechanism : str
+        The cell's mechanism.
+    epsilon : float
+        The cell's budget (positive).
+    n : int
+        The cell's dimension (at least 1).
+
+    Returns
+    -------
+    int
+        The cell's seed, in ``[0, 2**64)``.
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
+
+    Examples
+    --------
+    >>> from dptutor.experiments import cell_seed
+    >>> cell_seed(1234, 'laplace', 0.1, 2) == cell_seed(1234, 'laplace', 0.1, 2)
+    True
     """
     seed = check_int(seed, "seed", minimum=0)
     mechanism = check_str(mechanism, "mechanism")
@@ -234,6 +287,44 @@ def run_grid(
     ``progress=True`` shows a tqdm bar over cells.  Ctrl-C loses only the blocks in flight.
 
     The rows are returned in grid order (mechanisms, then epsilons, then dims).
+
+    Parameters
+    ----------
+    mechanisms : sequence of str or mapping of str to callable, default PAPER_MECHANISMS
+        Built-in mechanism names, or names mapped to ``mechanism(x, epsilon, rng)``.
+    epsilons : sequence of float, default PAPER_EPSILONS
+        The budgets (positive, no duplicates).
+    dims : sequence of int, default PAPER_DIMS
+        The dimensions (in ``[1, MAX_N]``, no duplicates).
+    trials : int, default 100_000
+        The runs per dataset of each cell.
+    seed : int, default PAPER_SEED
+        The run's seed, from which each cell's recorded seed is derived (:func:`cell_seed`); a recorded
+        integer, not a stream, so it is not scipy's ``rng``.
+    workers : int, default 1
+        The processes of the pool.
+    out : str, os.PathLike or None, default None
+        The folder of ``results.csv`` and ``results.json`` (created if missing).
+    exact : bool, default False
+        Fill the grid from the closed forms instead.
+    progress : bool, default False
+        Show a progress bar.
+    on_row : callable or None, default None
+        ``on_row(row)`` for each newly computed row.
+    on_invalid : callable or None, default None
+        ``on_invalid(message)`` for each row of ``results.csv`` that does not check out (default: ignore).
+
+    Returns
+    -------
+    list of GridRow
+        One row per cell, in grid order.
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range, has duplicates, or ``out`` is not a writeable folder (the message names it).
     """
     mechs = _resolve_mechanisms(mechanisms)
     eps_list, dim_list = _check_axes(epsilons, dims)
@@ -362,6 +453,37 @@ def repeat_loss(
     The paper's footnote 7: ADePT at n = 2, epsilon = 0.1, 10 million trials, 100 repeats, mean
     0.195 and standard deviation 0.0008.  (Our seeds feed :func:`estimate_loss`, not numpy's
     legacy global seed, so individual losses differ from the authors'; their spread should not.)
+
+    Parameters
+    ----------
+    mechanism : str, default 'adept'
+        A built-in mechanism's name.
+    n : int, default 2
+        The dimension.
+    epsilon : float, default 0.1
+        The budget.
+    trials : int, default PAPER_TRIALS
+        The runs per dataset of each repeat.
+    repeats : int, default 100
+        The number of repeats, in ``[1, 10**6]``.
+    first_seed : int, default 0
+        The first repeat's seed (the seeds are recorded integers, not scipy's ``rng``).
+    workers : int, default 1
+        The processes of the pool.
+    progress : bool, default False
+        Show a progress bar.
+
+    Returns
+    -------
+    RepeatResult
+        The losses, their mean and standard deviation.
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
     """
     check_choice(mechanism, "mechanism", MECHANISMS)
     repeats = check_int(repeats, "repeats", minimum=1, maximum=MAX_REPEATS)
@@ -386,7 +508,31 @@ MAX_DPI: float = 2400.0
 
 
 def save_figure(fig, stem: str | os.PathLike, formats: Sequence[str] = ("png", "svg"), dpi: int = 150) -> list[Path]:
-    """Save a matplotlib figure as ``stem.<format>`` for each format, each file written atomically."""
+    """Save a matplotlib figure as ``stem.<format>`` for each format, each file written atomically.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The figure.
+    stem : str or os.PathLike
+        The path without the extension (its folder is created if missing).
+    formats : sequence of str, default ('png', 'svg')
+        The formats, each one the figure's canvas supports.
+    dpi : float, default 150
+        The resolution, in ``[1, 2400]``.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written, one per format.
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
+    """
     from matplotlib.figure import Figure
 
     if not isinstance(fig, Figure):

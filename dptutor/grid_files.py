@@ -75,6 +75,38 @@ class GridRow:
     ``trials == 0``, ``counts``, ``seed`` and ``lower_bound_95`` set to ``None`` and
     ``loss == exact_loss``.  ``exact_loss`` is ``None`` for a mechanism that is not built in.
     ``seconds`` is the wall time the cell took and ``finished_at`` an ISO timestamp (UTC).
+
+    Parameters
+    ----------
+    mechanism : str
+        The mechanism's name (non-empty).
+    epsilon : float
+        The budget (positive).
+    n : int
+        The dimension.
+    trials : int
+        The runs per dataset (0 for a closed-form row).
+    loss : float
+        The loss (non-negative; ``inf`` allowed).
+    counts : tuple of 4 int or None, default None
+        ``(c00, c01, c10, c11)``.
+    lower_bound_95 : float or None, default None
+        The 95% lower confidence bound its counts give.
+    exact_loss : float or None, default None
+        The closed form's loss.
+    seed : int or None, default None
+        The cell's recorded seed.
+    seconds : float or None, default None
+        The cell's wall time.
+    finished_at : str or None, default None
+        An ISO timestamp (UTC).
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range, or a derived field (loss, bound, exact loss) is not what the counts and cell give.
     """
 
     mechanism: str
@@ -134,15 +166,49 @@ class GridRow:
 
     @property
     def key(self) -> tuple[str, str, int]:
-        """``(mechanism, epsilon_key(epsilon), n)``: identifies the cell."""
+        """``(mechanism, epsilon_key(epsilon), n)``: identifies the cell.
+
+        Returns
+        -------
+        tuple of (str, str, int)
+            ``(mechanism, epsilon_key(epsilon), n)``.
+
+        Raises
+        ------
+        None
+            The fields were checked when the row was made.
+        """
         return self.mechanism, epsilon_key(self.epsilon), self.n
 
     @property
     def is_exact(self) -> bool:
+        """True for a row filled from the closed form (``trials == 0``).
+
+        Returns
+        -------
+        bool
+            Whether ``trials == 0``.
+
+        Raises
+        ------
+        None
+            The fields were checked when the row was made.
+        """
         return self.trials == 0
 
     def audit_result(self) -> AuditResult:
-        """The Monte Carlo row as an :class:`AuditResult` (for its bounds and summary)."""
+        """The Monte Carlo row as an :class:`AuditResult` (for its bounds and summary).
+
+        Returns
+        -------
+        dptutor.audit.AuditResult
+            The row's counts as an audit result.
+
+        Raises
+        ------
+        ValueError
+            If the row is exact (it has no counts).
+        """
         if self.counts is None:
             raise ValueError("an exact row has no counts")
         c = self.counts
@@ -157,13 +223,53 @@ def _same(a: float, b: float) -> bool:
 
 
 def epsilon_key(epsilon: float) -> str:
-    """The JSON key of an epsilon as in the authors' file: ``repr(float(epsilon))`` ("0.1", "1.0")."""
+    """The JSON key of an epsilon as in the authors' file: ``repr(float(epsilon))`` ("0.1", "1.0").
+
+    Parameters
+    ----------
+    epsilon : float
+        The budget (positive).
+
+    Returns
+    -------
+    str
+        ``repr(float(epsilon))``.
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
+
+    Examples
+    --------
+    >>> from dptutor.experiments import epsilon_key
+    >>> epsilon_key(1)
+    '1.0'
+    """
     return repr(check_positive(epsilon, "epsilon"))
 
 
 @contextlib.contextmanager
 def atomic_target(path: Path) -> Iterator[str]:
-    """Yield a temporary file name beside ``path``; on success it replaces ``path``, else it is removed."""
+    """Yield a temporary file name beside ``path``; on success it replaces ``path``, else it is removed.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The file to replace.
+
+    Yields
+    ------
+    str
+        The temporary file's name.
+
+    Raises
+    ------
+    OSError
+        If the temporary file cannot be made or moved (it is removed).
+    """
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:
@@ -177,7 +283,26 @@ def atomic_target(path: Path) -> Iterator[str]:
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` to ``path`` atomically: a temporary file in the same folder, then ``os.replace``."""
+    """Write ``text`` to ``path`` atomically: a temporary file in the same folder, then ``os.replace``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file. (in an existing folder)
+    text : str
+        The text, written as UTF-8.
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is a folder or in a missing folder (the message names ``path``).
+    """
     path = check_path(path, "path")
     text = check_str(text, "text")
     if path.is_dir():
@@ -205,7 +330,25 @@ def _parse_int(s: str) -> int | None:
 
 
 def rows_to_csv_text(rows: Sequence[GridRow]) -> str:
-    """The text of ``results.csv`` for ``rows``: a header of :data:`CSV_COLUMNS`, then one line per row."""
+    """The text of ``results.csv`` for ``rows``: a header of :data:`CSV_COLUMNS`, then one line per row.
+
+    Parameters
+    ----------
+    rows : sequence of GridRow
+        The rows.
+
+    Returns
+    -------
+    str
+        The CSV text.
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
+    """
     rows = _check_rows(rows)
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
@@ -237,6 +380,25 @@ def read_rows_csv(path: str | os.PathLike, *, on_invalid: Callable[[str], None] 
     its counts and cell do not give, and half-written rows).  With ``on_invalid=None`` the first
     invalid row raises ``ValueError``; otherwise ``on_invalid(message)`` is called for each invalid
     row (or unreadable file), which is skipped.  A UTF-8 byte-order mark is accepted.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file. (a ``results.csv``)
+    on_invalid : callable or None, default None
+        ``on_invalid(message)`` for each invalid row, which is skipped; ``None``: raise.
+
+    Returns
+    -------
+    list of GridRow
+        The valid rows.
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is unreadable, or (with ``on_invalid=None``) a row is invalid.
     """
     path = check_path(path, "path")
     if on_invalid is not None:
@@ -297,7 +459,25 @@ def _check_rows(rows: object, name: str = "rows") -> list[GridRow]:
 
 
 def rows_to_nested(rows: Sequence[GridRow]) -> dict[str, dict[str, dict[str, float]]]:
-    """``{mechanism: {epsilon_key: {str(n): loss}}}``, the layout of the authors' ``results.json``."""
+    """``{mechanism: {epsilon_key: {str(n): loss}}}``, the layout of the authors' ``results.json``.
+
+    Parameters
+    ----------
+    rows : sequence of GridRow
+        The rows.
+
+    Returns
+    -------
+    dict
+        ``{mechanism: {epsilon_key: {str(n): loss}}}``.
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
+    """
     nested: dict[str, dict[str, dict[str, float]]] = {}
     for r in _check_rows(rows):
         nested.setdefault(r.mechanism, {}).setdefault(epsilon_key(r.epsilon), {})[str(r.n)] = r.loss
@@ -305,12 +485,49 @@ def rows_to_nested(rows: Sequence[GridRow]) -> dict[str, dict[str, dict[str, flo
 
 
 def sort_rows(rows: Iterable[GridRow], order: Sequence[str]) -> list[GridRow]:
+    """``rows`` sorted by mechanism (in ``order``, then unknown ones by name), epsilon and n.
+
+    Parameters
+    ----------
+    rows : iterable of GridRow
+        The rows.
+    order : sequence of str
+        The mechanisms' order.
+
+    Returns
+    -------
+    list of GridRow
+        The sorted rows.
+
+    Raises
+    ------
+    None
+        The rows are checked where they are made.
+    """
     rank = {name: i for i, name in enumerate(order)}
     return sorted(rows, key=lambda r: (rank.get(r.mechanism, len(rank)), r.mechanism, r.epsilon, r.n))
 
 
 def output_folder(out: object) -> Path:
-    """``out`` as an existing, writeable folder (created if missing), or a ValueError naming ``out``."""
+    """``out`` as an existing, writeable folder (created if missing), or a ValueError naming ``out``.
+
+    Parameters
+    ----------
+    out : str or os.PathLike
+        The folder (created if missing).
+
+    Returns
+    -------
+    pathlib.Path
+        The folder.
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is a file, cannot be created or is not writeable (the message names ``out``).
+    """
     path = check_path(out, "out")
     if path.exists() and not path.is_dir():
         raise ValueError(f"out must be a folder, but {path} is a file")
@@ -330,6 +547,26 @@ def write_results(rows: Sequence[GridRow], out: str | os.PathLike, *, json_rows:
     the current run there, so that cells of earlier runs with other trials or seeds, which stay in
     the CSV with their trials and seed, are not mixed in.  Losses are never NaN (:class:`GridRow`);
     an infinite loss is written as ``Infinity``, like the authors' file.
+
+    Parameters
+    ----------
+    rows : sequence of GridRow
+        The rows. of ``results.csv``.
+    out : str or os.PathLike
+        The folder (created if missing).
+    json_rows : sequence of GridRow or None, default None
+        The rows of ``results.json`` (default: ``rows``).
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
     """
     rows = _check_rows(rows)
     json_rows = rows if json_rows is None else _check_rows(json_rows, "json_rows")

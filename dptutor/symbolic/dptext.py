@@ -14,7 +14,18 @@ __all__ = ["dptext_expr", "dptext_analysis", "dptext_law"]
 
 
 def dptext_expr() -> sp.Expr:
-    """Eq. 9, DPText's transform, ``mu - b sgn(v) ln(1 - 2|v|)`` with ``v ~ Uni(0, 1)`` (Eq. 8)."""
+    """Eq. 9, DPText's transform, ``mu - b sgn(v) ln(1 - 2|v|)`` with ``v ~ Uni(0, 1)`` (Eq. 8).
+
+    Returns
+    -------
+    sympy.Expr
+        Eq. 9 in the symbols ``v``, ``mu`` and ``b``.
+
+    Raises
+    ------
+    None
+        The function takes no arguments.
+    """
     return laplace_ppf_centered_expr()
 
 
@@ -41,7 +52,18 @@ class DPTextAnalysis:
 
 @lru_cache(maxsize=None)
 def dptext_analysis() -> DPTextAnalysis:
-    """Theorem 3.1, symbolically."""
+    """Theorem 3.1, symbolically.
+
+    Returns
+    -------
+    DPTextAnalysis
+        The steps of Theorem 3.1 (the noise is never negative).
+
+    Raises
+    ------
+    None
+        The function takes no arguments.
+    """
     s = symbols()
     w = positive_symbol("w")
     g = dptext_expr()
@@ -105,6 +127,16 @@ def dptext_law() -> DPTextLaw:
     for ``t >= mu``, ``{g(V) <= t} = {V <= g^-1(t)}`` (Eq. 16) and ``P(V <= a) = a`` (Eq. 13).  The
     values ``v > 1/2`` give NaN and never satisfy ``W <= t``; ``W >= mu`` always, so the CDF is 0 below
     ``mu``.
+
+    Returns
+    -------
+    DPTextLaw
+        DPText's output CDF and density, and their checks.
+
+    Raises
+    ------
+    None
+        The function takes no arguments.
     """
     s = symbols()
     p = positive_symbol("p")

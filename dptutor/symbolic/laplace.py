@@ -34,7 +34,18 @@ HALF = sp.Rational(1, 2)
 
 @dataclass(frozen=True)
 class Symbols:
-    """The standard symbols, with the assumptions the derivations rely on."""
+    """The standard symbols, with the assumptions the derivations rely on.
+
+    Parameters
+    ----------
+    x, mu, b, u, v, epsilon, y, t, Delta : sympy.Symbol
+        The symbols (see the comments of the fields).
+
+    Raises
+    ------
+    TypeError
+        If a field is not a sympy Symbol (the message names it).
+    """
 
     x: sp.Symbol  # a real value (argument of pdf/cdf)
     mu: sp.Symbol  # location, real
@@ -54,7 +65,24 @@ class Symbols:
 
 @lru_cache(maxsize=None)
 def symbols() -> Symbols:
-    """Return the standard symbols ``x, mu, b, u, v, epsilon`` (and ``y, t, Delta``)."""
+    """Return the standard symbols ``x, mu, b, u, v, epsilon`` (and ``y, t, Delta``).
+
+    Returns
+    -------
+    Symbols
+        The same (cached) symbols on every call.
+
+    Raises
+    ------
+    None
+        The function takes no arguments.
+
+    Examples
+    --------
+    >>> from dptutor.symbolic import symbols
+    >>> symbols().b.is_positive
+    True
+    """
     return Symbols(
         x=sp.Symbol("x", real=True),
         mu=sp.Symbol("mu", real=True),
@@ -69,12 +97,44 @@ def symbols() -> Symbols:
 
 
 def positive_symbol(name: str) -> sp.Symbol:
-    """A sympy symbol assumed positive (how the derivations open ``Abs`` and ``sign``)."""
+    """A sympy symbol assumed positive (how the derivations open ``Abs`` and ``sign``).
+
+    Parameters
+    ----------
+    name : str
+        The symbol's name.
+
+    Returns
+    -------
+    sympy.Symbol
+        A symbol assumed positive.
+
+    Raises
+    ------
+    TypeError
+        If ``name`` is not a string (sympy's own message).
+    """
     return sp.Symbol(name, positive=True)
 
 
 def nonnegative_symbol(name: str) -> sp.Symbol:
-    """A sympy symbol assumed non-negative."""
+    """A sympy symbol assumed non-negative.
+
+    Parameters
+    ----------
+    name : str
+        The symbol's name.
+
+    Returns
+    -------
+    sympy.Symbol
+        A symbol assumed non-negative.
+
+    Raises
+    ------
+    TypeError
+        If ``name`` is not a string (sympy's own message).
+    """
     return sp.Symbol(name, nonnegative=True)
 
 
@@ -84,7 +144,31 @@ def nonnegative_symbol(name: str) -> sp.Symbol:
 
 
 def laplace_pdf_expr(x: sp.Expr | None = None) -> sp.Expr:
-    """The Laplace density ``exp(-|x - mu|/b) / (2b)`` (the recitation's PDF)."""
+    """The Laplace density ``exp(-|x - mu|/b) / (2b)`` (the recitation's PDF).
+
+    Parameters
+    ----------
+    x : sympy.Expr, float or None, default None
+        Where the density is taken (``None``: the symbol ``x``).
+
+    Returns
+    -------
+    sympy.Expr
+        The density, in the symbols ``mu`` and ``b``.
+
+    Raises
+    ------
+    TypeError
+        If ``x`` is neither a sympy expression nor a real number.
+    ValueError
+        If ``x`` is NaN or infinite.
+
+    Examples
+    --------
+    >>> from dptutor.symbolic import laplace_pdf_expr
+    >>> laplace_pdf_expr()
+    exp(-Abs(mu - x)/b)/(2*b)
+    """
     s = symbols()
     if x is None:
         x = s.x
@@ -112,6 +196,16 @@ def laplace_cdf_derivation() -> CdfDerivation:
     and sympy integrates plain exponentials.
     ``F(x) = int_{mu-x}^{oo} h(mu - w) dw`` for ``x < mu`` and
     ``F(x) = int_0^{oo} h(mu - w) dw + int_0^{x-mu} h(mu + w) dw`` for ``x >= mu``.
+
+    Returns
+    -------
+    CdfDerivation
+        The integrals on both sides of ``mu`` and their piecewise result.
+
+    Raises
+    ------
+    None
+        The function takes no arguments.
     """
     s = symbols()
     w = positive_symbol("w")
@@ -126,7 +220,18 @@ def laplace_cdf_derivation() -> CdfDerivation:
 
 
 def laplace_cdf_expr() -> sp.Piecewise:
-    """The Laplace CDF as a ``Piecewise`` (``x < mu`` and ``x >= mu``), obtained by integration."""
+    """The Laplace CDF as a ``Piecewise`` (``x < mu`` and ``x >= mu``), obtained by integration.
+
+    Returns
+    -------
+    sympy.Piecewise
+        The CDF (Eq. 4), in the symbols ``x``, ``mu`` and ``b``.
+
+    Raises
+    ------
+    None
+        The function takes no arguments.
+    """
     return laplace_cdf_derivation().cdf
 
 
@@ -151,6 +256,16 @@ def laplace_ppf_branches() -> PpfBranches:
     With ``z = (x - mu)/b``, the lower branch reads ``exp(z)/2 = u`` and the upper branch
     ``1 - exp(-z)/2 = u``; on the upper branch we write ``u = 1 - q`` with ``q > 0`` so that sympy
     returns the real logarithm.  Then ``x = mu + b z``.
+
+    Returns
+    -------
+    PpfBranches
+        The solved inverse CDF on each side of ``u = 1/2``.
+
+    Raises
+    ------
+    None
+        The function takes no arguments.
     """
     s = symbols()
     d = laplace_cdf_derivation()
@@ -168,13 +283,35 @@ def laplace_ppf_branches() -> PpfBranches:
 
 
 def laplace_ppf_sgn_expr() -> sp.Expr:
-    """Eq. 4: ``mu - b sgn(u - 1/2) ln(1 - 2|u - 1/2|)``."""
+    """Eq. 4: ``mu - b sgn(u - 1/2) ln(1 - 2|u - 1/2|)``.
+
+    Returns
+    -------
+    sympy.Expr
+        Eq. 5's inverse CDF in the symbols ``u``, ``mu`` and ``b``.
+
+    Raises
+    ------
+    None
+        The function takes no arguments.
+    """
     s = symbols()
     return s.mu - s.b * sp.sign(s.u - HALF) * sp.log(1 - 2 * sp.Abs(s.u - HALF))
 
 
 def laplace_ppf_centered_expr() -> sp.Expr:
-    """Eq. 7: ``mu - b sgn(v) ln(1 - 2|v|)`` for ``v ~ Uni(-1/2, 1/2)``."""
+    """Eq. 7: ``mu - b sgn(v) ln(1 - 2|v|)`` for ``v ~ Uni(-1/2, 1/2)``.
+
+    Returns
+    -------
+    sympy.Expr
+        Eq. 7's inverse CDF in the symbols ``v``, ``mu`` and ``b``.
+
+    Raises
+    ------
+    None
+        The function takes no arguments.
+    """
     s = symbols()
     return s.mu - s.b * sp.sign(s.v) * sp.log(1 - 2 * sp.Abs(s.v))
 
@@ -202,6 +339,16 @@ def check_ppf_equivalences() -> tuple[PpfEquivalence, ...]:
 
     ``u < 1/2``: ``u = 1/2 - d`` with ``0 < d < 1/2``; ``u > 1/2``: ``u = 1/2 + d``; and ``u = 1/2``.
     On each branch ``sgn`` and ``|.|`` evaluate by themselves and the differences simplify to 0.
+
+    Returns
+    -------
+    tuple of PpfEquivalence
+        One check per pair of forms and branch; each ``holds``.
+
+    Raises
+    ------
+    None
+        The function takes no arguments.
     """
     s = symbols()
     d = positive_symbol("d")
@@ -248,6 +395,16 @@ def verify_inverse() -> tuple[InverseCheck, ...]:
     Parametrisations (all new symbols positive or non-negative): lower branch ``x = mu - w``
     (``w > 0``) and ``u = exp(-k)/2`` (``k > 0``, i.e. ``0 < u < 1/2``); upper branch ``x = mu + w``
     (``w >= 0``) and ``u = 1 - exp(-k)/2`` (``k >= 0``, i.e. ``1/2 <= u < 1``).
+
+    Returns
+    -------
+    tuple of InverseCheck
+        One check per branch: ``F(F^-1(u)) = u`` and ``F^-1(F(x)) = x``.
+
+    Raises
+    ------
+    None
+        The function takes no arguments.
     """
     s = symbols()
     cdf = laplace_cdf_derivation()

@@ -27,7 +27,18 @@ def _query_symbols() -> tuple[sp.Symbol, sp.Symbol]:
 
 def privacy_loss_expr() -> sp.Expr:
     """``ln(h(y - f(x)) / h(y - f(x')))`` for the Lap(b) density ``h``, simplified to
-    ``(|y - f(x')| - |y - f(x)|) / b``.  Symbols: ``y``, ``f_x``, ``f_xp``, ``b``."""
+    ``(|y - f(x')| - |y - f(x)|) / b``.  Symbols: ``y``, ``f_x``, ``f_xp``, ``b``.
+
+    Returns
+    -------
+    sympy.Expr
+        ``(|y - f_xp| - |y - f_x|) / b``.
+
+    Raises
+    ------
+    None
+        The function takes no arguments.
+    """
     s = symbols()
     fx, fxp = _query_symbols()
     h = lambda z: sp.exp(-sp.Abs(z) / s.b) / (2 * s.b)  # noqa: E731 - the recitation's h
@@ -55,6 +66,8 @@ class LossRegion:
 
 @dataclass(frozen=True)
 class LaplaceMechanismProof:
+    """The steps of the proof that the Laplace mechanism's privacy loss is at most ``Delta / b``."""
+
     loss: sp.Expr  # privacy_loss_expr()
     regions: tuple[LossRegion, ...]
     bound_by_delta_over_b: bool  # every region bounded
@@ -72,6 +85,16 @@ def laplace_mechanism_privacy_loss() -> LaplaceMechanismProof:
     offsets ``>= 0``.  The mirrored case ``f(x) >= f(x')`` swaps the roles.  On every region the loss
     lies in ``[-delta/b, delta/b]``; with ``b = Delta/epsilon`` and ``delta <= Delta`` that is at most
     ``epsilon``.
+
+    Returns
+    -------
+    LaplaceMechanismProof
+        The proof's steps; ``bound_by_delta_over_b`` and ``attained`` are True.
+
+    Raises
+    ------
+    None
+        The function takes no arguments.
     """
     s = symbols()
     fx, fxp = _query_symbols()
@@ -154,6 +177,23 @@ def theorem_3_2(z: sp.Expr | float = sp.Rational(1, 10)) -> Theorem32:
 
     The theorem is about outputs ``z`` in (0, 1), where DPText's output on ``X' = 1`` has no
     density; any other ``z`` (or a non-number) is refused with a ``ValueError`` or ``TypeError``.
+
+    Parameters
+    ----------
+    z : sympy.Expr or float, default 1/10
+        The output, in the open interval (0, 1).
+
+    Returns
+    -------
+    Theorem32
+        The two densities, the likelihood ratio's privacy loss (``+oo``) and the comparison with Laplace.
+
+    Raises
+    ------
+    TypeError
+        If ``z`` is not a real number.
+    ValueError
+        If ``z`` is not in (0, 1).
     """
     return _theorem_3_2(_check_z(z))
 
