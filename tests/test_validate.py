@@ -179,3 +179,28 @@ def test_mechanism_arguments() -> None:
     for bad in (2.5, 6, -1):
         with pytest.raises(ValueError, match=r"^x must be an integer in \[0, 5\]"):
             v.check_integer_value(bad, 0, 5, "x")
+
+
+def test_deprecated_keywords() -> None:
+    @v.deprecated_keywords(seed="rng")
+    def f(*, rng=None):
+        return rng
+
+    assert f(rng=3) == 3
+    with pytest.warns(DeprecationWarning, match=r"f\(\): seed= is deprecated .* use rng="):
+        assert f(seed=3) == 3
+    with pytest.raises(TypeError, match="rng= and its deprecated alias seed="):
+        f(rng=3, seed=3)
+
+
+def test_recordable_seed() -> None:
+    assert v.recordable_seed(None) is None and v.recordable_seed(5) == 5 and v.recordable_seed([1, 2]) == (1, 2)
+    assert v.recordable_seed(np.random.SeedSequence(5)) == 5
+    child = np.random.SeedSequence(5).spawn(1)[0]
+    assert v.recordable_seed(child) == tuple(int(w) for w in child.generate_state(4))
+    gen = np.random.default_rng(5)
+    words = v.recordable_seed(gen)
+    assert words == tuple(int(w) for w in np.random.default_rng(5).integers(0, 2**32, size=4, dtype=np.uint64))
+    for bad, exc in ((-1, ValueError), (1.5, TypeError), (np.random.RandomState(0), TypeError), ([], ValueError)):
+        with pytest.raises(exc, match="^rng"):
+            v.recordable_seed(bad)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -16,6 +17,8 @@ from dptutor._validate import (
     check_float_array,
     check_mechanism_epsilon,
     check_real,
+    deprecated_keywords,
+    recordable_seed,
 )
 from dptutor.approximate_dp import discrete_gaussian_epsilon
 from dptutor.audit import PairAudit, audit_pair
@@ -160,15 +163,17 @@ class ZooEntry:
             kwargs["delta"] = self.delta
         return functools.partial(self.mechanism, **kwargs)
 
-    def audit(self, trials: int, *, seed: int | None = None, **kwargs: Any) -> PairAudit:
+    @deprecated_keywords(seed="rng")
+    def audit(self, trials: int, *, rng: Any = None, **kwargs: Any) -> PairAudit:
         """:func:`dptutor.audit.audit_pair` on the standard inputs, at the claimed epsilon and delta.
 
         Parameters
         ----------
         trials : int
             The runs per dataset.
-        seed : int, sequence of int or None, default None
-            The audit's recorded seed (see :func:`dptutor.audit.audit_pair`).
+        rng : int, sequence of int, numpy.random.SeedSequence, numpy.random.Generator or None, default None
+            What seeds the audit; the audit records a seed that repeats it (a Generator gives four words
+            drawn from it; ``None`` fresh entropy).  ``seed=`` is its deprecated alias.
         **kwargs
             Further keyword arguments of :func:`dptutor.audit.audit_pair`.
 
@@ -179,24 +184,30 @@ class ZooEntry:
 
         Raises
         ------
-        TypeError, ValueError
+        TypeError
+            If ``rng`` and its alias ``seed`` are both given, or an argument is of the wrong kind.
+        ValueError
             As :func:`dptutor.audit.audit_pair`, naming the parameter.
         """
+        seed = recordable_seed(rng)
         return audit_pair(
             self.release(), self.x, self.x_prime, epsilon=self.epsilon, delta=self.delta, trials=trials,
-            seed=seed, statistic=self.statistic, **kwargs,
+            statistic=self.statistic, **{_AUDIT_SEED: seed}, **kwargs,
         )
 
 
 def _takes(fn: Callable[..., Any], name: str) -> bool:
     """True when ``fn`` has a parameter ``name`` (or ``**kwargs``, or a signature that cannot be read)."""
-    import inspect
-
     try:
         params = inspect.signature(fn).parameters
     except (TypeError, ValueError):
         return True
     return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+#: :func:`dptutor.audit.audit_pair`'s keyword for its seed: ``rng`` where it speaks scipy's vocabulary
+#: (``seed`` is then its deprecated alias), else ``seed``.
+_AUDIT_SEED = "rng" if _takes(audit_pair, "rng") else "seed"
 
 
 def _count_entries(e: float) -> list[ZooEntry]:
