@@ -36,7 +36,10 @@ from dptutor._validate import (
     check_real,
     check_sequence,
     check_str,
+    check_seed,
     check_workers,
+    deprecated_keywords,
+    recordable_seed,
 )
 from dptutor.audit import MAX_N, MAX_TRIALS, AuditCell, AuditResult, estimate_losses, exact_loss
 from dptutor.grid_files import (  # the file layer: these names were defined here and are re-exported
@@ -164,7 +167,7 @@ class RepeatResult:
 # ---------------------------------------------------------------------------------------------
 
 
-def cell_seed(seed: int, mechanism: str, epsilon: float, n: int) -> int:
+def cell_seed(seed: int | tuple[int, ...], mechanism: str, epsilon: float, n: int) -> int:
     """A 64-bit seed for one cell, derived deterministically from the run's ``seed`` and the cell.
 
     SHA-256 of ``"seed|mechanism|epsilon|n"``: stable across platforms, Python versions and grid
@@ -172,8 +175,8 @@ def cell_seed(seed: int, mechanism: str, epsilon: float, n: int) -> int:
 
     Parameters
     ----------
-    seed : int
-        The run's seed (non-negative).
+    seed : int or tuple of int
+        The run's recorded seed (non-negative; a tuple where the run was seeded by a Generator).
     mechanism : str
         The cell's mechanism.
     epsilon : float
@@ -199,7 +202,9 @@ def cell_seed(seed: int, mechanism: str, epsilon: float, n: int) -> int:
     >>> cell_seed(1234, 'laplace', 0.1, 2) == cell_seed(1234, 'laplace', 0.1, 2)
     True
     """
-    seed = check_int(seed, "seed", minimum=0)
+    seed = check_seed(seed, "seed")
+    if seed is None:
+        raise TypeError("seed must be a non-negative int or a sequence of them, got None")
     mechanism = check_str(mechanism, "mechanism")
     n = check_int(n, "n", minimum=1)
     text = f"{seed}|{mechanism}|{epsilon_key(epsilon)}|{n}"
@@ -257,13 +262,14 @@ def _row_from_result(result: AuditResult, name: str, seed: int, seconds: float) 
     )
 
 
+@deprecated_keywords(seed="rng")
 def run_grid(
     mechanisms: Iterable[str] | Mapping[str, Mechanism] = PAPER_MECHANISMS,
     epsilons: Iterable[float] = PAPER_EPSILONS,
     dims: Iterable[int] = PAPER_DIMS,
     trials: int = 100_000,
     *,
-    seed: int = PAPER_SEED,
+    rng: Any = PAPER_SEED,
     workers: int = 1,
     out: str | os.PathLike | None = None,
     exact: bool = False,
@@ -273,7 +279,8 @@ def run_grid(
 ) -> list[GridRow]:
     """Audit every (mechanism, epsilon, n) cell; return one :class:`GridRow` per cell.
 
-    Each cell runs ``estimate_loss(mechanism, n, epsilon, trials, seed=cell_seed(seed, ...))``,
+    Each cell runs ``estimate_loss(mechanism, n, epsilon, trials)`` seeded by ``cell_seed(seed, ...)``,
+    where ``seed`` is the run's recorded seed (``rng`` itself for an int),
     so any single cell can be repeated on its own.  ``exact=True`` fills the grid from
     :func:`dptutor.audit.exact_loss` instead (built-in mechanisms only).  ``workers > 1`` runs
     the blocks of all cells in one process pool (cells still finish roughly in order); it is capped
@@ -298,9 +305,10 @@ def run_grid(
         The dimensions (in ``[1, MAX_N]``, no duplicates).
     trials : int, default 100_000
         The runs per dataset of each cell.
-    seed : int, default PAPER_SEED
-        The run's seed, from which each cell's recorded seed is derived (:func:`cell_seed`); a recorded
-        integer, not a stream, so it is not scipy's ``rng``.
+    rng : int, sequence of int, numpy.random.SeedSequence, numpy.random.Generator or None, default PAPER_SEED
+        What seeds the run: the run's recorded seed is ``rng`` itself for an int, a SeedSequence's entropy,
+        four words drawn from a Generator, fresh entropy for ``None``; each cell's seed derives from it
+        (:func:`cell_seed`).  ``seed=`` is its deprecated alias.
     workers : int, default 1
         The processes of the pool.
     out : str, os.PathLike or None, default None
@@ -329,7 +337,8 @@ def run_grid(
     mechs = _resolve_mechanisms(mechanisms)
     eps_list, dim_list = _check_axes(epsilons, dims)
     trials = check_int(trials, "trials", minimum=1, maximum=MAX_TRIALS)
-    seed = check_int(seed, "seed", minimum=0)
+    seed = recordable_seed(rng)
+    seed = np.random.SeedSequence().entropy if seed is None else seed
     workers = check_workers(workers)
     exact = check_bool(exact, "exact")
     progress = check_bool(progress, "progress")
@@ -375,7 +384,7 @@ _Key = tuple[str, str, int]
 
 
 def _reusable(
-    out_path: Path | None, cells: list[tuple[str, float, int]], trials: int, seed: int, exact: bool,
+    out_path: Path | None, cells: list[tuple[str, float, int]], trials: int, seed: int | tuple[int, ...], exact: bool,
     on_invalid: Callable[[str], None] | None,
 ) -> tuple[dict[_Key, GridRow], dict[_Key, GridRow], list[tuple[str, float, int]]]:
     """The rows already in ``out_path/results.csv`` (by cell), those of them this run reuses (same
@@ -408,7 +417,8 @@ def _check_axes(epsilons: object, dims: object) -> tuple[list[float], list[int]]
 
 
 def _run_cells(
-    todo: list[tuple[str, float, int]], mechs: Mapping[str, Mechanism], trials: int, seed: int, workers: int,
+    todo: list[tuple[str, float, int]], mechs: Mapping[str, Mechanism], trials: int, seed: int | tuple[int, ...],
+    workers: int,
     exact: bool, record: Callable[[GridRow], None], bar: Any,
 ) -> None:
     """Compute the cells ``todo`` (closed forms, or audits in one pool), handing each row to ``record``."""
