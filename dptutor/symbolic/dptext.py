@@ -34,6 +34,17 @@ class DPTextAnalysis:
     """Theorem 3.1: where Eq. 9 is increasing, where it leaves the reals, and how.
 
     Lower region ``v = 1/2 - w`` and upper region ``v = 1/2 + w``, both with ``0 < w < 1/2``.
+
+    Parameters
+    ----------
+    **fields
+        The steps, one field each (the comment beside each field says what it holds); made by
+        :func:`dptext_analysis`, not by hand.
+
+    Raises
+    ------
+    None
+        The fields are not checked: the record only carries what ``dptext_analysis`` derived.
     """
 
     lower_value: sp.Expr  # g(v) on (0, 1/2)
@@ -106,7 +117,19 @@ def dptext_analysis() -> DPTextAnalysis:
 
 @dataclass(frozen=True)
 class DPTextLaw:
-    """The law of DPText's output, derived from ``P(g(V) <= t) = P(V <= g^-1(t))`` on [0, 1/2)."""
+    """The law of DPText's output, derived from ``P(g(V) <= t) = P(V <= g^-1(t))`` on [0, 1/2).
+
+    Parameters
+    ----------
+    **fields
+        The steps, one field each (the comment beside each field says what it holds); made by
+        :func:`dptext_law`, not by hand.
+
+    Raises
+    ------
+    None
+        The fields are not checked: the record only carries what ``dptext_law`` derived.
+    """
 
     inverse_on_lower: sp.Expr  # v = g^-1(t) for t >= mu
     finite_cdf: sp.Piecewise  # P(W <= t and W finite) (defective, total 1/2)

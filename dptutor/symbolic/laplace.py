@@ -179,7 +179,19 @@ def laplace_pdf_expr(x: sp.Expr | None = None) -> sp.Expr:
 
 @dataclass(frozen=True)
 class CdfDerivation:
-    """The pieces of the CDF derivation, for display."""
+    """The pieces of the CDF derivation, for display.
+
+    Parameters
+    ----------
+    **fields
+        The steps, one field each (the comment beside each field says what it holds); made by
+        :func:`laplace_cdf_derivation`, not by hand.
+
+    Raises
+    ------
+    None
+        The fields are not checked: the record only carries what ``laplace_cdf_derivation`` derived.
+    """
 
     total_mass: sp.Expr  # integral of the pdf over the real line (= 1)
     mass_below_mu: sp.Expr  # integral up to mu (= 1/2)
@@ -242,7 +254,19 @@ def laplace_cdf_expr() -> sp.Piecewise:
 
 @dataclass(frozen=True)
 class PpfBranches:
-    """Eq. 5 derived by solving ``F(x) = u`` on each branch of the CDF."""
+    """Eq. 5 derived by solving ``F(x) = u`` on each branch of the CDF.
+
+    Parameters
+    ----------
+    **fields
+        The steps, one field each (the comment beside each field says what it holds); made by
+        :func:`laplace_ppf_branches`, not by hand.
+
+    Raises
+    ------
+    None
+        The fields are not checked: the record only carries what ``laplace_ppf_branches`` derived.
+    """
 
     lower: sp.Expr  # x = F^-1(u) for u < 1/2
     upper: sp.Expr  # x = F^-1(u) for u >= 1/2
@@ -318,7 +342,19 @@ def laplace_ppf_centered_expr() -> sp.Expr:
 
 @dataclass(frozen=True)
 class PpfEquivalence:
-    """One branch of the proof that Eq. 4, Eq. 5 and Eq. 7 (with v = u - 1/2) coincide on (0, 1)."""
+    """One branch of the proof that Eq. 4, Eq. 5 and Eq. 7 (with v = u - 1/2) coincide on (0, 1).
+
+    Parameters
+    ----------
+    **fields
+        The steps, one field each (the comment beside each field says what it holds); made by
+        :func:`check_ppf_equivalences`, not by hand.
+
+    Raises
+    ------
+    None
+        The fields are not checked: the record only carries what ``check_ppf_equivalences`` derived.
+    """
 
     branch: str  # "u < 1/2", "u = 1/2" or "u > 1/2"
     substitution: sp.Expr  # u written with the positive symbol d
@@ -330,6 +366,18 @@ class PpfEquivalence:
 
     @property
     def holds(self) -> bool:
+        """Whether both differences simplified to 0.
+
+        Returns
+        -------
+        bool
+            True when Eq. 4 minus Eq. 5 and Eq. 7 minus Eq. 4 are both 0.
+
+        Raises
+        ------
+        None
+            The property reads the record's own fields.
+        """
         return self.eq4_minus_eq5 == 0 and self.eq7_minus_eq4 == 0
 
 
@@ -377,7 +425,19 @@ def check_ppf_equivalences() -> tuple[PpfEquivalence, ...]:
 
 @dataclass(frozen=True)
 class InverseCheck:
-    """Theorem A.1's key facts for the Laplace CDF, branch by branch."""
+    """Theorem A.1's key facts for the Laplace CDF, branch by branch.
+
+    Parameters
+    ----------
+    **fields
+        The steps, one field each (the comment beside each field says what it holds); made by
+        :func:`verify_inverse`, not by hand.
+
+    Raises
+    ------
+    None
+        The fields are not checked: the record only carries what ``verify_inverse`` derived.
+    """
 
     branch: str
     f_of_ppf: sp.Expr  # F(F^-1(u)), simplified: u

@@ -51,6 +51,17 @@ class LossRegion:
 
     ``y`` and ``f(x')`` are written as ``f(x)`` plus non-negative offsets so that sympy can open the
     absolute values; ``delta = |f(x) - f(x')|`` in those offsets.
+
+    Parameters
+    ----------
+    **fields
+        The steps, one field each (the comment beside each field says what it holds); made by
+        :func:`laplace_mechanism_privacy_loss`, not by hand.
+
+    Raises
+    ------
+    None
+        The fields are not checked: the record only carries what ``laplace_mechanism_privacy_loss`` derived.
     """
 
     case: str  # "f(x) <= f(x')" or "f(x) >= f(x')"
@@ -66,7 +77,19 @@ class LossRegion:
 
 @dataclass(frozen=True)
 class LaplaceMechanismProof:
-    """The steps of the proof that the Laplace mechanism's privacy loss is at most ``Delta / b``."""
+    """The steps of the proof that the Laplace mechanism's privacy loss is at most ``Delta / b``.
+
+    Parameters
+    ----------
+    **fields
+        The steps, one field each (the comment beside each field says what it holds); made by
+        :func:`laplace_mechanism_privacy_loss`, not by hand.
+
+    Raises
+    ------
+    None
+        The fields are not checked: the record only carries what ``laplace_mechanism_privacy_loss`` derived.
+    """
 
     loss: sp.Expr  # privacy_loss_expr()
     regions: tuple[LossRegion, ...]
@@ -151,7 +174,19 @@ def laplace_mechanism_privacy_loss() -> LaplaceMechanismProof:
 
 @dataclass(frozen=True)
 class Theorem32:
-    """Densities of DPText's output at ``z`` for ``X = 0`` and ``X' = 1`` (identity query)."""
+    """Densities of DPText's output at ``z`` for ``X = 0`` and ``X' = 1`` (identity query).
+
+    Parameters
+    ----------
+    **fields
+        The steps, one field each (the comment beside each field says what it holds); made by
+        :func:`theorem_3_2`, not by hand.
+
+    Raises
+    ------
+    None
+        The fields are not checked: the record only carries what ``theorem_3_2`` derived.
+    """
 
     z: sp.Expr
     density_x: sp.Expr  # continuous-part density at z with mu = f(X) = 0 (NaN discarded)
