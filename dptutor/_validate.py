@@ -410,6 +410,10 @@ __all__ += [
     "check_mechanism_epsilon",
     "check_mechanism_call",
     "check_answer_vector",
+    "check_output_rows",
+    "check_integer_value",
+    "deprecated_keywords",
+    "recordable_seed",
 ]
 
 #: The smallest epsilon the mechanisms of :mod:`dptutor.zoo` and :mod:`dptutor.dpsniper` accept
@@ -466,18 +470,12 @@ def check_output_rows(value: object, name: str = "outputs") -> NDArray[np.float6
     return check_float_array(value, name, ndim=2, min_size=1)
 
 
-__all__ += ["check_output_rows"]
-
-
 def check_integer_value(value: object, low: int, high: int, name: str = "data") -> int:
     """A whole number in ``[low, high]`` given as any real (``2.0`` is accepted: datasets are floats)."""
     x = check_real(value, name)
     if x != round(x) or not low <= x <= high:
         raise ValueError(f"{name} must be an integer in [{low}, {high}], got {value!r}")
     return int(x)
-
-
-__all__ += ["check_integer_value"]
 
 
 def deprecated_keywords(**renames: str) -> Any:
@@ -526,6 +524,3 @@ def recordable_seed(value: object, name: str = "rng") -> int | tuple[int, ...] |
     except TypeError:
         raise TypeError(f"{name} must be None, a non-negative int (or a sequence of them), a numpy.random.SeedSequence "
                         f"or a numpy.random.Generator, got {type(value).__name__}") from None
-
-
-__all__ += ["deprecated_keywords", "recordable_seed"]
