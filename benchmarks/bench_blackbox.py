@@ -99,7 +99,7 @@ def _audit(entry, trials: int, seed: int, settings: dict, search: bool, rounds: 
         found = search_pairs(entry.release(), _candidates(entry), epsilon=entry.epsilon, trials=trials,
                              seed=seed, rounds=rounds, **settings)
         return found.best, found.pair
-    return entry.audit(trials, seed=seed, **settings), (entry.x, entry.x_prime)
+    return entry.audit(trials, rng=seed, **settings), (entry.x, entry.x_prime)
 
 
 def _fmt(x: float | None) -> str:

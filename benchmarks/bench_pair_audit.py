@@ -83,7 +83,7 @@ def sensitive(samples: int, seeds: int) -> bool:
         if known is None or known < 1.5 * entry.epsilon:
             continue
         t0 = time.perf_counter()
-        bounds = np.array([entry.audit(samples, seed=s).lower_bound for s in range(1, seeds + 1)])
+        bounds = np.array([entry.audit(samples, rng=s).lower_bound for s in range(1, seeds + 1)])
         flagged = int(np.sum(bounds > entry.epsilon))
         ok &= flagged == seeds
         true = "unknown (DP-Sniper >= %.3g)" % entry.dpsniper if entry.true_epsilon is None else f"{entry.true_epsilon:g}"
@@ -124,7 +124,7 @@ def zoo(scale: int) -> bool:
     for name, entry in ZOO.items():
         samples = (10**6 if name.startswith("svt") else 300_000) // scale
         t0 = time.perf_counter()
-        r = entry.audit(samples, seed=7)
+        r = entry.audit(samples, rng=7)
         print(f"   {name:<36s} {samples:>9,} samples  bound {r.lower_bound:7.3f}  flagged {'yes' if r.is_violation() else 'no '}"
               f"  ({time.perf_counter() - t0:.1f} s)")
     return True

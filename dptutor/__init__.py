@@ -11,7 +11,7 @@ differentially-private text representation learning". Modules, one idea each:
 - :mod:`dptutor.audit`: the empirical sanity check, exact closed forms and confidence bounds; ``audit_pair``,
   a sound lower bound on (epsilon, delta) for any mechanism and pair of datasets.
 - :mod:`dptutor.zoo`: correct and buggy mechanisms from the literature, with claims and known true epsilon.
-- :mod:`dptutor.experiments`: the paper-scale reproduction grid.
+- :mod:`dptutor.experiments`: the paper-scale reproduction grid (its result files: :mod:`dptutor.grid_files`).
 - :mod:`dptutor.reference`: the authors' published results, shipped as package data.
 - :mod:`dptutor.plotting`: the book's figures.
 - :mod:`dptutor.floating`: which doubles a floating-point Laplace sampler can output; the exact attack.

@@ -397,3 +397,130 @@ def _known_finite(value: np.ndarray) -> bool:
     owner = value if value.base is None else value.base
     ref = _IMMUTABLE_FINITE.get(id(owner))
     return ref is not None and ref() is owner
+
+
+# ---------------------------------------------------------------------------------------------
+# (modC) scipy's ``rng`` and the arguments of the zoo's and DP-Sniper's mechanisms
+# ---------------------------------------------------------------------------------------------
+
+__all__ += [
+    "MIN_MECHANISM_EPSILON",
+    "MAX_MECHANISM_SIZE",
+    "as_generator",
+    "check_mechanism_epsilon",
+    "check_mechanism_call",
+    "check_answer_vector",
+    "check_output_rows",
+    "check_integer_value",
+    "deprecated_keywords",
+    "recordable_seed",
+]
+
+#: The smallest epsilon the mechanisms of :mod:`dptutor.zoo` and :mod:`dptutor.dpsniper` accept
+#: (below it, noise scales such as ``2c / epsilon`` overflow).
+MIN_MECHANISM_EPSILON: float = 1e-12
+
+#: The most outputs one call of a zoo or DP-Sniper mechanism may draw.
+MAX_MECHANISM_SIZE: int = 1 << 28
+
+
+def as_generator(value: object, name: str = "rng") -> np.random.Generator:
+    """scipy's ``rng``: a ``numpy.random.Generator`` as it is, else ``numpy.random.default_rng(value)``.
+
+    ``value`` may be a ``Generator`` (used, not copied: its state advances), a ``SeedSequence`` or a
+    non-negative int seed; an int seed gives the same draws as ``np.random.default_rng(seed)``.
+    ``None`` (fresh entropy), floats, bools and the legacy ``RandomState`` are refused: a run must
+    repeat.
+    """
+    if isinstance(value, np.random.Generator):
+        return value
+    if isinstance(value, np.random.SeedSequence):
+        return np.random.default_rng(value)
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if isinstance(value, numbers.Integral) and not is_bool(value):
+        if int(value) < 0:
+            raise ValueError(f"{name} must be a non-negative int seed, got {int(value)}")
+        return np.random.default_rng(int(value))
+    raise TypeError(
+        f"{name} must be a numpy.random.Generator, a numpy.random.SeedSequence or a non-negative int seed, "
+        f"got {type(value).__name__}"
+    )
+
+
+def check_mechanism_epsilon(value: object, name: str = "epsilon", *, high: float = math.inf) -> float:
+    """A mechanism's epsilon: a real in ``[MIN_MECHANISM_EPSILON, high]``."""
+    return check_real(value, name, low=MIN_MECHANISM_EPSILON, high=high)
+
+
+def check_mechanism_call(size: object, rng: object, epsilon: object) -> tuple[int, np.random.Generator, float]:
+    """The common arguments of ``mechanism(data, size, rng, *, epsilon)``: ``size`` in
+    ``[0, MAX_MECHANISM_SIZE]``, ``rng`` through :func:`as_generator`, and the epsilon."""
+    return (check_int(size, "size", minimum=0, maximum=MAX_MECHANISM_SIZE), as_generator(rng),
+            check_mechanism_epsilon(epsilon))
+
+
+def check_answer_vector(value: object, name: str = "data") -> NDArray[np.float64]:
+    """A non-empty 1-D array of finite reals (query answers, a histogram, one person's vector)."""
+    return check_float_array(value, name, finite=True, ndim=1, min_size=1)
+
+
+def check_output_rows(value: object, name: str = "outputs") -> NDArray[np.float64]:
+    """A mechanism's outputs, one row each: a non-empty 2-D array of reals (infinities allowed, no NaN)."""
+    return check_float_array(value, name, ndim=2, min_size=1)
+
+
+def check_integer_value(value: object, low: int, high: int, name: str = "data") -> int:
+    """A whole number in ``[low, high]`` given as any real (``2.0`` is accepted: datasets are floats)."""
+    x = check_real(value, name)
+    if x != round(x) or not low <= x <= high:
+        raise ValueError(f"{name} must be an integer in [{low}, {high}], got {value!r}")
+    return int(x)
+
+
+def deprecated_keywords(**renames: str) -> Any:
+    """A decorator keeping old keyword names as deprecated aliases of new ones, for one release.
+
+    ``@deprecated_keywords(seed="rng")``: a call passing ``seed=`` behaves as one passing ``rng=`` and
+    emits a ``DeprecationWarning`` naming ``rng``; passing both is a ``TypeError`` naming both.
+    """
+    import functools
+    import warnings
+
+    def decorate(fn: Any) -> Any:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            for old, new in renames.items():
+                if old in kwargs:
+                    if new in kwargs:
+                        raise TypeError(f"{fn.__qualname__}() got both {new}= and its deprecated alias {old}=; "
+                                        f"pass {new}= only")
+                    warnings.warn(f"{fn.__qualname__}(): {old}= is deprecated and will be removed in the next "
+                                  f"release; use {new}=", DeprecationWarning, stacklevel=2)
+                    kwargs[new] = kwargs.pop(old)
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    return decorate
+
+
+def recordable_seed(value: object, name: str = "rng") -> int | tuple[int, ...] | None:
+    """scipy's ``rng`` for a function that records its seed: a seed whose ``SeedSequence`` repeats the run.
+
+    ``None``, an int or a sequence of ints are returned as :func:`check_seed` returns them; a root
+    ``SeedSequence`` (numpy's default pool size) gives its entropy; any other ``SeedSequence`` four words
+    of its state; a ``Generator`` four 32-bit words drawn from it (so its state advances).
+    """
+    if isinstance(value, np.random.Generator):
+        return tuple(int(v) for v in value.integers(0, 2**32, size=4, dtype=np.uint64))
+    if isinstance(value, np.random.SeedSequence):
+        if value.spawn_key or value.pool_size != 4:
+            return tuple(int(v) for v in value.generate_state(4))
+        entropy = value.entropy
+        return tuple(int(v) for v in entropy) if isinstance(entropy, (list, tuple, np.ndarray)) else int(entropy)
+    try:
+        return check_seed(value, name)
+    except TypeError:
+        raise TypeError(f"{name} must be None, a non-negative int (or a sequence of them), a numpy.random.SeedSequence "
+                        f"or a numpy.random.Generator, got {type(value).__name__}") from None

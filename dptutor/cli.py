@@ -142,7 +142,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
             args.epsilons,
             args.dims,
             args.trials,
-            seed=args.seed,
+            rng=args.seed,
             workers=args.workers,
             out=args.out,
             exact=args.exact,

@@ -38,7 +38,31 @@ def _check_epsilons(epsilons: Iterable[float], name: str) -> list[float]:
 
 
 def sequential_epsilon(epsilons: Iterable[float]) -> float:
-    """The budget of running mechanisms with budgets ``epsilons`` on the same data: their sum."""
+    """The budget of running mechanisms with budgets ``epsilons`` on the same data: their sum.
+
+    Parameters
+    ----------
+    epsilons : sequence of float
+        The budgets (each positive).
+
+    Returns
+    -------
+    float
+        Their sum.
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
+
+    Examples
+    --------
+    >>> from dptutor.composition import sequential_epsilon
+    >>> sequential_epsilon([0.5, 0.25])
+    0.75
+    """
     values = _check_epsilons(epsilons, "epsilons")
     try:
         total = math.fsum(values)
@@ -50,7 +74,31 @@ def sequential_epsilon(epsilons: Iterable[float]) -> float:
 
 
 def parallel_epsilon(epsilons: Iterable[float]) -> float:
-    """The budget of mechanisms run on disjoint parts of the data: the largest of ``epsilons``."""
+    """The budget of mechanisms run on disjoint parts of the data: the largest of ``epsilons``.
+
+    Parameters
+    ----------
+    epsilons : sequence of float
+        The budgets (each positive).
+
+    Returns
+    -------
+    float
+        The largest of them.
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
+
+    Examples
+    --------
+    >>> from dptutor.composition import parallel_epsilon
+    >>> parallel_epsilon([0.5, 0.25])
+    0.5
+    """
     return max(_check_epsilons(epsilons, "epsilons"))
 
 
@@ -64,6 +112,26 @@ class Budget:
     (each float counts as the ``Fraction`` it exactly equals), so rounding never lets a release
     through: the double ``0.1`` is slightly more than 1/10, so ten releases of ``0.1`` overdraw a
     total of ``1.0`` and the tenth is refused.  :meth:`split` hands out shares that fit exactly.
+
+    Parameters
+    ----------
+    total : float
+        The whole budget (positive).
+    spent : tuple of float, default ()
+        The budgets already used, one per release (each positive; at most ``total`` in all).
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
+
+    Examples
+    --------
+    >>> from dptutor.composition import Budget
+    >>> Budget(1.0).spend(0.25).remaining
+    0.75
     """
 
     total: float
@@ -79,22 +147,66 @@ class Budget:
 
     @property
     def used_exactly(self) -> Fraction:
-        """The budget used so far, exactly (sequential composition: the sum of ``spent``)."""
+        """The budget used so far, exactly (sequential composition: the sum of ``spent``).
+
+        Returns
+        -------
+        fractions.Fraction
+            The exact sum of ``spent``.
+
+        Raises
+        ------
+        None
+            The fields were checked when the budget was made.
+        """
         return sum((Fraction(e) for e in self.spent), Fraction(0))
 
     @property
     def remaining_exactly(self) -> Fraction:
-        """What is left, exactly; never negative."""
+        """What is left, exactly; never negative.
+
+        Returns
+        -------
+        fractions.Fraction
+            ``total`` minus the exact sum of ``spent``.
+
+        Raises
+        ------
+        None
+            The fields were checked when the budget was made.
+        """
         return Fraction(self.total) - self.used_exactly
 
     @property
     def used(self) -> float:
-        """The budget used so far, rounded to the nearest double."""
+        """The budget used so far, rounded to the nearest double.
+
+        Returns
+        -------
+        float
+            :attr:`used_exactly` rounded to the nearest double.
+
+        Raises
+        ------
+        None
+            The fields were checked when the budget was made.
+        """
         return float(self.used_exactly)
 
     @property
     def remaining(self) -> float:
-        """What is left, rounded down to a double, so that spending it never overdraws the account."""
+        """What is left, rounded down to a double, so that spending it never overdraws the account.
+
+        Returns
+        -------
+        float
+            The largest double at most :attr:`remaining_exactly`.
+
+        Raises
+        ------
+        None
+            The fields were checked when the budget was made.
+        """
         left = self.remaining_exactly
         value = float(left)
         if Fraction(value) > left:
@@ -102,7 +214,25 @@ class Budget:
         return value
 
     def spend(self, epsilon: float) -> "Budget":
-        """The budget after one more release with budget ``epsilon``; refuses to overdraw, exactly."""
+        """The budget after one more release with budget ``epsilon``; refuses to overdraw, exactly.
+
+        Parameters
+        ----------
+        epsilon : float
+            The release's budget (positive).
+
+        Returns
+        -------
+        Budget
+            A new budget with ``epsilon`` appended to ``spent``.
+
+        Raises
+        ------
+        TypeError
+            If ``epsilon`` is not a real number.
+        ValueError
+            If ``epsilon`` is not positive, or exceeds the remaining budget exactly.
+        """
         eps = check_positive(epsilon, "epsilon")
         if Fraction(eps) > self.remaining_exactly:
             raise ValueError(
@@ -116,6 +246,23 @@ class Budget:
 
         ``remaining / k`` rounded to the nearest double can exceed the exact ``k``-th part (``1 / 10``
         does), so each share is rounded down: spending all ``k`` shares never overdraws.
+
+        Parameters
+        ----------
+        k : int
+            The number of shares, in ``[1, 10**9]``.
+
+        Returns
+        -------
+        list of float
+            ``k`` equal shares, rounded down.
+
+        Raises
+        ------
+        TypeError
+            If ``k`` is not an integer.
+        ValueError
+            If ``k`` is out of range, or the shares would be zero.
         """
         k = check_int(k, "k", minimum=1, maximum=10**9)
         exact = self.remaining_exactly / k
@@ -135,6 +282,33 @@ def repeated_laplace_box_loss(k: int, epsilon: float, t: float = 0.0) -> tuple[f
     and ``loss = k (ln F(t) - ln F(t - 1))``, which is exactly ``k * epsilon`` for ``t <= 0``:
     the composition bound is attained.  ``log_prob = k ln F(t)`` is the event's log-probability on
     ``D`` (how rarely an attacker sees it).  Computed with ``scipy.stats.laplace.logcdf``.
+
+    Parameters
+    ----------
+    k : int
+        The number of releases, in ``[1, 10**15]``.
+    epsilon : float
+        Each release's budget (positive).
+    t : float, default 0.0
+        The event's threshold.
+
+    Returns
+    -------
+    tuple of float
+        ``(loss, log_prob)``: the event's privacy loss and its log-probability on ``D``.
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
+
+    Examples
+    --------
+    >>> from dptutor.composition import repeated_laplace_box_loss
+    >>> repeated_laplace_box_loss(3, 0.5)[0]
+    1.5
     """
     from scipy import stats
 
@@ -158,6 +332,25 @@ def majority_vote_loss(k: int, epsilon: float) -> float:
     and ``p1 = 1 - p0`` on ``X'``, independently, so the number of ones is binomial and
     ``loss = max over the two guesses of |ln P(guess | X) - ln P(guess | X')|``, computed with
     ``scipy.stats.binom``'s log survival and log CDF (no underflow for large k).
+
+    Parameters
+    ----------
+    k : int
+        The number of releases, in ``[1, 10**7]``.
+    epsilon : float
+        Each release's budget (positive).
+
+    Returns
+    -------
+    float
+        The vote's exact privacy loss (at most ``k * epsilon``).
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
     """
     from scipy import stats
 
@@ -181,6 +374,20 @@ class CompositionProof:
     ``eps_i = Delta_i / b_i`` and ``Delta_i = |f_i(X) - f_i(X')| + g_i`` (``g_i >= 0``: the
     sensitivity bounds the change); ``bound_gap``: the pair "y between the answers" for both outputs;
     ``bounded``: sympy proves every gap non-negative (steps 3-4).
+
+    Parameters
+    ----------
+    joint_loss, sum_of_losses, bound_gap : sympy.Expr
+        The expressions described above.
+    factorizes, bounded : bool
+        What sympy proved.
+    region_gaps : tuple of sympy.Expr, default ()
+        ``epsilon_1 + epsilon_2 - loss`` on each region.
+
+    Raises
+    ------
+    TypeError
+        If a field is not of its type.
     """
 
     joint_loss: sp.Expr
@@ -210,6 +417,16 @@ def sequential_composition_proof() -> CompositionProof:
     ``s = |f(X) - f(X')|``, sympy's ``delta``); with ``b_i = Delta_i / eps_i`` and
     ``Delta_i = s_i + g_i``, ``g_i >= 0``, the gap ``(eps1 + eps2) - (L1 + L2)`` is written over
     the positive ``b_i`` and sympy decides its sign for all 36 pairs of regions.
+
+    Returns
+    -------
+    CompositionProof
+        The proof's steps; ``factorizes`` and ``bounded`` are True.
+
+    Raises
+    ------
+    None
+        The function takes no arguments.
     """
     from dptutor.symbolic import laplace_mechanism_privacy_loss
 

@@ -11,18 +11,15 @@ seed, so an interrupted run resumes where it stopped.
 :func:`repeat_loss` repeats one cell over seeds 0, 1, ... (the paper's footnote 7).
 """
 
+
 from __future__ import annotations
 
-import contextlib
-import csv
 import hashlib
-import io
-import json
 import math
 import os
-import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -39,9 +36,25 @@ from dptutor._validate import (
     check_real,
     check_sequence,
     check_str,
+    check_seed,
     check_workers,
+    deprecated_keywords,
+    recordable_seed,
 )
-from dptutor.audit import MAX_N, MAX_TRIALS, AuditCell, AuditResult, estimate_losses, exact_loss, loss_from_counts
+from dptutor.audit import MAX_N, MAX_TRIALS, AuditCell, AuditResult, estimate_losses, exact_loss
+from dptutor.grid_files import (  # the file layer: these names were defined here and are re-exported
+    RESULTS_CSV,
+    GridRow,
+    atomic_target,
+    atomic_write_text,
+    epsilon_key,
+    output_folder,
+    read_rows_csv,
+    rows_to_nested,
+    sort_rows,
+    write_results,
+)
+from dptutor.grid_files import CSV_COLUMNS, RESULTS_JSON, rows_to_csv_text  # noqa: F401 (re-exported)
 from dptutor.mechanisms import MECHANISMS, Mechanism
 
 __all__ = [
@@ -73,112 +86,6 @@ PAPER_SEED: int = 1234
 #: More repeats of one cell than this is refused (the paper's footnote 7 uses 100).
 MAX_REPEATS: int = 10**6
 
-RESULTS_JSON = "results.json"
-_FILE_MODE = 0o644  # mkstemp creates 0600 files; results are meant to be shared
-RESULTS_CSV = "results.csv"
-
-CSV_COLUMNS: tuple[str, ...] = (
-    "mechanism",
-    "epsilon",
-    "n",
-    "trials",
-    "count_d0_y0",
-    "count_d0_y1",
-    "count_d1_y0",
-    "count_d1_y1",
-    "loss",
-    "lower_bound_95",
-    "exact_loss",
-    "seed",
-    "seconds",
-    "finished_at",
-)
-
-
-@dataclass(frozen=True)
-class GridRow:
-    """One cell of the grid.
-
-    ``trials`` is per dataset; ``counts`` is ``(c00, c01, c10, c11)`` with ``c_dy`` as in
-    :class:`dptutor.audit.AuditResult`.  Rows filled from the closed form (``exact=True``) have
-    ``trials == 0``, ``counts``, ``seed`` and ``lower_bound_95`` set to ``None`` and
-    ``loss == exact_loss``.  ``exact_loss`` is ``None`` for a mechanism that is not built in.
-    ``seconds`` is the wall time the cell took and ``finished_at`` an ISO timestamp (UTC).
-    """
-
-    mechanism: str
-    epsilon: float
-    n: int
-    trials: int
-    loss: float
-    counts: tuple[int, int, int, int] | None = None
-    lower_bound_95: float | None = None
-    exact_loss: float | None = None
-    seed: int | None = None
-    seconds: float | None = None
-    finished_at: str | None = None
-
-    def __post_init__(self) -> None:
-        """Check every field, and that the derived ones (loss, bound, exact loss) match what the
-        counts and the cell give: a row edited by hand, or half written, is refused."""
-        v: dict[str, object] = {
-            "mechanism": check_str(self.mechanism, "mechanism", allow_empty=False),
-            "epsilon": check_positive(self.epsilon, "epsilon"),
-            "n": check_int(self.n, "n", minimum=1, maximum=MAX_N),
-            "trials": check_int(self.trials, "trials", minimum=0, maximum=MAX_TRIALS),
-            "loss": check_real(self.loss, "loss", low=0.0, allow_inf=True),
-        }
-        for key in ("lower_bound_95", "exact_loss", "seconds"):
-            value = getattr(self, key)
-            v[key] = None if value is None else check_real(value, key, low=0.0, allow_inf=key != "seconds")
-        v["seed"] = None if self.seed is None else check_int(self.seed, "seed", minimum=0)
-        if self.finished_at is not None:
-            v["finished_at"] = check_str(self.finished_at, "finished_at")
-        if self.counts is None:
-            if v["trials"] != 0:
-                raise ValueError("counts must be given for a Monte Carlo row (trials > 0)")
-        else:
-            items = check_sequence(self.counts, "counts", min_len=4)
-            if len(items) != 4:
-                raise ValueError(f"counts must be 4 integers (c00, c01, c10, c11), got {len(items)}")
-            counts = tuple(check_int(c, "counts", minimum=0) for c in items)
-            if counts[0] + counts[1] != v["trials"] or counts[2] + counts[3] != v["trials"]:
-                raise ValueError(f"counts must sum to trials = {v['trials']} on each dataset, got {counts}")
-            v["counts"] = counts
-            expected = loss_from_counts([counts[:2], counts[2:]])
-            if not _same(v["loss"], expected):
-                raise ValueError(f"loss must be the loss its counts give ({expected!r}), got {v['loss']!r}")
-            if v["lower_bound_95"] is not None:
-                result = AuditResult(expected, [counts[:2], counts[2:]], v["trials"], v["n"], v["epsilon"])
-                if not _same(v["lower_bound_95"], result.lower_bound(0.95)):
-                    raise ValueError("lower_bound_95 must be the 95% lower bound its counts give")
-        if self.mechanism in MECHANISMS and v["exact_loss"] is not None:
-            truth = exact_loss(self.mechanism, v["n"], v["epsilon"])
-            if not _same(v["exact_loss"], truth):
-                raise ValueError(f"exact_loss must be the closed form's {truth!r}, got {v['exact_loss']!r}")
-        if v["trials"] == 0 and not (v["exact_loss"] is not None and _same(v["loss"], v["exact_loss"])):
-            raise ValueError("an exact row (trials = 0) must have loss == exact_loss")
-        for key, value in v.items():
-            object.__setattr__(self, key, value)
-
-    @property
-    def key(self) -> tuple[str, str, int]:
-        """``(mechanism, epsilon_key(epsilon), n)``: identifies the cell."""
-        return self.mechanism, epsilon_key(self.epsilon), self.n
-
-    @property
-    def is_exact(self) -> bool:
-        return self.trials == 0
-
-    def audit_result(self) -> AuditResult:
-        """The Monte Carlo row as an :class:`AuditResult` (for its bounds and summary)."""
-        if self.counts is None:
-            raise ValueError("an exact row has no counts")
-        c = self.counts
-        return AuditResult.from_counts(
-            [[c[0], c[1]], [c[2], c[3]]], n=self.n, epsilon=self.epsilon, seed=self.seed, mechanism=self.mechanism
-        )
-
 
 @dataclass(frozen=True)
 class RepeatResult:
@@ -186,6 +93,30 @@ class RepeatResult:
 
     ``std`` is the population standard deviation (``ddof=0``, as ``numpy.std``); ``exact`` the
     closed form for a built-in mechanism.
+
+    Parameters
+    ----------
+    mechanism : str
+        The mechanism's name (non-empty).
+    n : int
+        The dimension.
+    epsilon : float
+        The budget (positive).
+    trials : int
+        The runs per dataset of each repeat.
+    seeds : tuple of int
+        One seed per repeat (non-negative).
+    losses : tuple of float
+        One loss per repeat (non-negative; ``inf`` allowed).
+    exact : float or None, default None
+        The closed-form loss, for a built-in mechanism.
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
     """
 
     mechanism: str
@@ -236,23 +167,44 @@ class RepeatResult:
 # ---------------------------------------------------------------------------------------------
 
 
-def _same(a: float, b: float) -> bool:
-    """Equal floats up to a few ulps of rounding (``inf == inf``)."""
-    return a == b or math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-300)
-
-
-def epsilon_key(epsilon: float) -> str:
-    """The JSON key of an epsilon as in the authors' file: ``repr(float(epsilon))`` ("0.1", "1.0")."""
-    return repr(check_positive(epsilon, "epsilon"))
-
-
-def cell_seed(seed: int, mechanism: str, epsilon: float, n: int) -> int:
+def cell_seed(seed: int | tuple[int, ...], mechanism: str, epsilon: float, n: int) -> int:
     """A 64-bit seed for one cell, derived deterministically from the run's ``seed`` and the cell.
 
     SHA-256 of ``"seed|mechanism|epsilon|n"``: stable across platforms, Python versions and grid
     shapes (adding a cell never changes another cell's seed).
+
+    Parameters
+    ----------
+    seed : int or tuple of int
+        The run's recorded seed (non-negative; a tuple where the run was seeded by a Generator).
+    mechanism : str
+        The cell's mechanism.
+    epsilon : float
+        The cell's budget (positive).
+    n : int
+        The cell's dimension (at least 1).
+
+    Returns
+    -------
+    int
+        The cell's seed, in ``[0, 2**64)``.
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
+
+    Examples
+    --------
+    >>> from dptutor.experiments import cell_seed
+    >>> cell_seed(1234, 'laplace', 0.1, 2) == cell_seed(1234, 'laplace', 0.1, 2)
+    True
     """
-    seed = check_int(seed, "seed", minimum=0)
+    seed = check_seed(seed, "seed")
+    if seed is None:
+        raise TypeError("seed must be a non-negative int or a sequence of them, got None")
     mechanism = check_str(mechanism, "mechanism")
     n = check_int(n, "n", minimum=1)
     text = f"{seed}|{mechanism}|{epsilon_key(epsilon)}|{n}"
@@ -278,186 +230,6 @@ def _resolve_mechanisms(mechanisms: Iterable[str] | Mapping[str, Mechanism]) -> 
     if not resolved:
         raise ValueError("mechanisms must not be empty")
     return resolved
-
-
-# ---------------------------------------------------------------------------------------------
-# files
-# ---------------------------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def _atomic_target(path: Path) -> Iterator[str]:
-    """Yield a temporary file name beside ``path``; on success it replaces ``path``, else it is removed."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        os.chmod(tmp, _FILE_MODE)
-        yield tmp
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
-def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` to ``path`` atomically: a temporary file in the same folder, then ``os.replace``."""
-    path = check_path(path, "path")
-    text = check_str(text, "text")
-    if path.is_dir():
-        raise ValueError(f"path must be a file, but {path} is a folder")
-    if not path.parent.is_dir():
-        raise ValueError(f"path must be in an existing folder, got {path}")
-    with _atomic_target(path) as tmp, open(tmp, "w", encoding="utf-8", newline="") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-
-
-def _fmt_float(x: float | None) -> str:
-    if x is None:
-        return ""
-    return repr(float(x))  # 'inf' for infinity; round-trips exactly
-
-
-def _parse_float(s: str) -> float | None:
-    return None if s == "" else float(s)
-
-
-def _parse_int(s: str) -> int | None:
-    return None if s == "" else int(s)
-
-
-def rows_to_csv_text(rows: Sequence[GridRow]) -> str:
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
-    for r in rows:
-        counts = r.counts if r.counts is not None else (None,) * 4
-        writer.writerow(
-            [
-                r.mechanism,
-                epsilon_key(r.epsilon),
-                r.n,
-                r.trials,
-                *("" if c is None else c for c in counts),
-                _fmt_float(r.loss),
-                _fmt_float(r.lower_bound_95),
-                _fmt_float(r.exact_loss),
-                "" if r.seed is None else r.seed,
-                "" if r.seconds is None else f"{r.seconds:.3f}",
-                r.finished_at or "",
-            ]
-        )
-    return buf.getvalue()
-
-
-def read_rows_csv(path: str | os.PathLike, *, on_invalid: Callable[[str], None] | None = None) -> list[GridRow]:
-    """Read ``results.csv`` written by :func:`write_results` back into :class:`GridRow` rows.
-
-    Every row is checked as it is read (:class:`GridRow` refuses a loss, bound or exact loss that
-    its counts and cell do not give, and half-written rows).  With ``on_invalid=None`` the first
-    invalid row raises ``ValueError``; otherwise ``on_invalid(message)`` is called for each invalid
-    row (or unreadable file), which is skipped.  A UTF-8 byte-order mark is accepted.
-    """
-    path = check_path(path, "path")
-    if on_invalid is not None:
-        check_callable(on_invalid, "on_invalid", "on_invalid(message)")
-
-    def invalid(message: str) -> None:
-        if on_invalid is None:
-            raise ValueError(f"path {path}: {message}")
-        on_invalid(f"{path}: {message}")
-
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ValueError(f"path {path} cannot be read ({exc.strerror or exc})") from exc
-    text = raw.decode("utf-8-sig", errors="replace")  # undecodable bytes become U+FFFD: that row is refused
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    missing = [c for c in CSV_COLUMNS if c not in (reader.fieldnames or ())]
-    if missing:
-        invalid(f"missing column(s) {', '.join(missing)}; no row read")
-        return []
-    rows = []
-    for rec in reader:
-        line = reader.line_num
-        if None in rec or any(v is None for v in rec.values()):
-            invalid(f"line {line}: {len(rec) - (None in rec)} field(s) instead of {len(reader.fieldnames or ())}; row skipped")
-            continue
-        if any("\ufffd" in v for v in rec.values()):
-            invalid(f"line {line}: not UTF-8 text; row skipped")
-            continue
-        try:
-            counts_raw = [rec[c] for c in CSV_COLUMNS[4:8]]
-            rows.append(
-                GridRow(
-                    mechanism=rec["mechanism"],
-                    epsilon=float(rec["epsilon"]),
-                    n=int(rec["n"]),
-                    trials=int(rec["trials"]),
-                    loss=float(rec["loss"]),
-                    counts=None if all(c == "" for c in counts_raw) else tuple(int(c) for c in counts_raw),  # type: ignore[arg-type]
-                    lower_bound_95=_parse_float(rec["lower_bound_95"]),
-                    exact_loss=_parse_float(rec["exact_loss"]),
-                    seed=_parse_int(rec["seed"]),
-                    seconds=_parse_float(rec["seconds"]),
-                    finished_at=rec["finished_at"] or None,
-                )
-            )
-        except (TypeError, ValueError) as exc:
-            invalid(f"line {line}: {exc}; row skipped")
-    return rows
-
-
-def _check_rows(rows: object, name: str = "rows") -> list[GridRow]:
-    items = check_sequence(rows, name, min_len=0)
-    for i, r in enumerate(items):
-        if not isinstance(r, GridRow):
-            raise TypeError(f"{name}[{i}] must be a GridRow, got {type(r).__name__}")
-    return items
-
-
-def rows_to_nested(rows: Sequence[GridRow]) -> dict[str, dict[str, dict[str, float]]]:
-    """``{mechanism: {epsilon_key: {str(n): loss}}}``, the layout of the authors' ``results.json``."""
-    nested: dict[str, dict[str, dict[str, float]]] = {}
-    for r in _check_rows(rows):
-        nested.setdefault(r.mechanism, {}).setdefault(epsilon_key(r.epsilon), {})[str(r.n)] = r.loss
-    return nested
-
-
-def _sort_rows(rows: Iterable[GridRow], order: Sequence[str]) -> list[GridRow]:
-    rank = {name: i for i, name in enumerate(order)}
-    return sorted(rows, key=lambda r: (rank.get(r.mechanism, len(rank)), r.mechanism, r.epsilon, r.n))
-
-
-def _output_folder(out: object) -> Path:
-    """``out`` as an existing, writeable folder (created if missing), or a ValueError naming ``out``."""
-    path = check_path(out, "out")
-    if path.exists() and not path.is_dir():
-        raise ValueError(f"out must be a folder, but {path} is a file")
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ValueError(f"out: cannot create the folder {path} ({exc.strerror or exc})") from exc
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise ValueError(f"out: the folder {path} is not writeable")
-    return path
-
-
-def write_results(rows: Sequence[GridRow], out: str | os.PathLike, *, json_rows: Sequence[GridRow] | None = None) -> None:
-    """Write ``results.csv`` (all ``rows``) and ``results.json`` into ``out``, each atomically.
-
-    ``results.json`` holds ``json_rows`` (default: ``rows``); :func:`run_grid` puts only the rows of
-    the current run there, so that cells of earlier runs with other trials or seeds, which stay in
-    the CSV with their trials and seed, are not mixed in.  Losses are never NaN (:class:`GridRow`);
-    an infinite loss is written as ``Infinity``, like the authors' file.
-    """
-    rows = _check_rows(rows)
-    json_rows = rows if json_rows is None else _check_rows(json_rows, "json_rows")
-    out = _output_folder(out)
-    atomic_write_text(out / RESULTS_CSV, rows_to_csv_text(rows))
-    atomic_write_text(out / RESULTS_JSON, json.dumps(rows_to_nested(json_rows), indent=4) + "\n")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -490,13 +262,14 @@ def _row_from_result(result: AuditResult, name: str, seed: int, seconds: float) 
     )
 
 
+@deprecated_keywords(seed="rng")
 def run_grid(
     mechanisms: Iterable[str] | Mapping[str, Mechanism] = PAPER_MECHANISMS,
     epsilons: Iterable[float] = PAPER_EPSILONS,
     dims: Iterable[int] = PAPER_DIMS,
     trials: int = 100_000,
     *,
-    seed: int = PAPER_SEED,
+    rng: Any = PAPER_SEED,
     workers: int = 1,
     out: str | os.PathLike | None = None,
     exact: bool = False,
@@ -506,7 +279,8 @@ def run_grid(
 ) -> list[GridRow]:
     """Audit every (mechanism, epsilon, n) cell; return one :class:`GridRow` per cell.
 
-    Each cell runs ``estimate_loss(mechanism, n, epsilon, trials, seed=cell_seed(seed, ...))``,
+    Each cell runs ``estimate_loss(mechanism, n, epsilon, trials)`` seeded by ``cell_seed(seed, ...)``,
+    where ``seed`` is the run's recorded seed (``rng`` itself for an int),
     so any single cell can be repeated on its own.  ``exact=True`` fills the grid from
     :func:`dptutor.audit.exact_loss` instead (built-in mechanisms only).  ``workers > 1`` runs
     the blocks of all cells in one process pool (cells still finish roughly in order); it is capped
@@ -520,16 +294,51 @@ def run_grid(
     ``progress=True`` shows a tqdm bar over cells.  Ctrl-C loses only the blocks in flight.
 
     The rows are returned in grid order (mechanisms, then epsilons, then dims).
+
+    Parameters
+    ----------
+    mechanisms : sequence of str or mapping of str to callable, default PAPER_MECHANISMS
+        Built-in mechanism names, or names mapped to ``mechanism(x, epsilon, rng)``.
+    epsilons : sequence of float, default PAPER_EPSILONS
+        The budgets (positive, no duplicates).
+    dims : sequence of int, default PAPER_DIMS
+        The dimensions (in ``[1, MAX_N]``, no duplicates).
+    trials : int, default 100_000
+        The runs per dataset of each cell.
+    rng : int, sequence of int, numpy.random.SeedSequence, numpy.random.Generator or None, default PAPER_SEED
+        What seeds the run: the run's recorded seed is ``rng`` itself for an int, a SeedSequence's entropy,
+        four words drawn from a Generator, fresh entropy for ``None``; each cell's seed derives from it
+        (:func:`cell_seed`).  ``seed=`` is its deprecated alias.
+    workers : int, default 1
+        The processes of the pool.
+    out : str, os.PathLike or None, default None
+        The folder of ``results.csv`` and ``results.json`` (created if missing).
+    exact : bool, default False
+        Fill the grid from the closed forms instead.
+    progress : bool, default False
+        Show a progress bar.
+    on_row : callable or None, default None
+        ``on_row(row)`` for each newly computed row.
+    on_invalid : callable or None, default None
+        ``on_invalid(message)`` for each row of ``results.csv`` that does not check out (default: ignore).
+
+    Returns
+    -------
+    list of GridRow
+        One row per cell, in grid order.
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range, has duplicates, or ``out`` is not a writeable folder (the message names it).
     """
     mechs = _resolve_mechanisms(mechanisms)
-    eps_list = [check_positive(e, "epsilons") for e in check_sequence(epsilons, "epsilons")]
-    dim_list = [check_int(d, "dims", minimum=1, maximum=MAX_N) for d in check_sequence(dims, "dims")]
-    if len(set(map(epsilon_key, eps_list))) != len(eps_list):
-        raise ValueError(f"epsilons must not contain duplicates, got {[float(e) for e in eps_list]}")
-    if len(set(dim_list)) != len(dim_list):
-        raise ValueError(f"dims must not contain duplicates, got {dim_list}")
+    eps_list, dim_list = _check_axes(epsilons, dims)
     trials = check_int(trials, "trials", minimum=1, maximum=MAX_TRIALS)
-    seed = check_int(seed, "seed", minimum=0)
+    seed = recordable_seed(rng)
+    seed = np.random.SeedSequence().entropy if seed is None else seed
     workers = check_workers(workers)
     exact = check_bool(exact, "exact")
     progress = check_bool(progress, "progress")
@@ -540,30 +349,17 @@ def run_grid(
         unknown = [m for m in mechs if m not in MECHANISMS or mechs[m] is not MECHANISMS[m]]
         if unknown:
             raise ValueError(f"mechanisms: exact=True needs built-in mechanisms, got {unknown}")
-    out_path = None if out is None else _output_folder(out)
+    out_path = None if out is None else output_folder(out)
 
     cells = [(m, e, n) for m in mechs for e in eps_list for n in dim_list]
     order = list(mechs) + [m for m in PAPER_MECHANISMS if m not in mechs]
 
-    existing: dict[tuple[str, str, int], GridRow] = {}
-    if out_path is not None and (out_path / RESULTS_CSV).exists():
-        for r in read_rows_csv(out_path / RESULTS_CSV, on_invalid=on_invalid or (lambda message: None)):
-            existing[r.key] = r
-
-    done: dict[tuple[str, str, int], GridRow] = {}
-    todo: list[tuple[str, float, int]] = []
-    for m, e, n in cells:
-        key = (m, epsilon_key(e), n)
-        old = existing.get(key)
-        if not exact and old is not None and old.trials == trials and old.seed == cell_seed(seed, m, e, n):
-            done[key] = old
-        else:
-            todo.append((m, e, n))
+    existing, done, todo = _reusable(out_path, cells, trials, seed, exact, on_invalid)
 
     def save() -> None:
         if out_path is not None:
             ours = [r for r in existing.values() if r.key in done]
-            write_results(_sort_rows(existing.values(), order), out_path, json_rows=_sort_rows(ours, order))
+            write_results(sort_rows(existing.values(), order), out_path, json_rows=sort_rows(ours, order))
 
     def record(row: GridRow) -> None:
         done[row.key] = row
@@ -576,29 +372,74 @@ def run_grid(
 
     bar = tqdm(total=len(cells), initial=len(cells) - len(todo), disable=not progress, unit="cell", desc="grid")
     try:
-        if exact:
-            for m, e, n in todo:
-                value = exact_loss(m, n, e)
-                record(GridRow(mechanism=m, epsilon=e, n=n, trials=0, loss=value, exact_loss=value, finished_at=_now()))
-                bar.update(1)
-        elif todo:
-            audit_cells = [AuditCell(mechs[m], n, e, trials, seed=cell_seed(seed, m, e, n), name=m) for m, e, n in todo]
-            last_finish = [time.perf_counter()]
-
-            def finished(i: int, result: AuditResult) -> None:
-                now = time.perf_counter()
-                # Cells overlap in a pool; report the time since the previous cell finished.
-                record(_row_from_result(result, todo[i][0], int(result.seed), now - last_finish[0]))  # type: ignore[arg-type]
-                last_finish[0] = now
-                bar.set_postfix_str(f"{todo[i][0]} eps={todo[i][1]:g} n={todo[i][2]}")
-                bar.update(1)
-
-            estimate_losses(audit_cells, workers=workers, on_result=finished)
+        _run_cells(todo, mechs, trials, seed, workers, exact, record, bar)
     finally:
         bar.close()
     if not todo:
         save()
     return [done[(m, epsilon_key(e), n)] for m, e, n in cells]
+
+
+_Key = tuple[str, str, int]
+
+
+def _reusable(
+    out_path: Path | None, cells: list[tuple[str, float, int]], trials: int, seed: int | tuple[int, ...], exact: bool,
+    on_invalid: Callable[[str], None] | None,
+) -> tuple[dict[_Key, GridRow], dict[_Key, GridRow], list[tuple[str, float, int]]]:
+    """The rows already in ``out_path/results.csv`` (by cell), those of them this run reuses (same
+    trials and cell seed), and the cells left to compute."""
+    existing: dict[_Key, GridRow] = {}
+    if out_path is not None and (out_path / RESULTS_CSV).exists():
+        for r in read_rows_csv(out_path / RESULTS_CSV, on_invalid=on_invalid or (lambda message: None)):
+            existing[r.key] = r
+    done: dict[_Key, GridRow] = {}
+    todo: list[tuple[str, float, int]] = []
+    for m, e, n in cells:
+        key = (m, epsilon_key(e), n)
+        old = existing.get(key)
+        if not exact and old is not None and old.trials == trials and old.seed == cell_seed(seed, m, e, n):
+            done[key] = old
+        else:
+            todo.append((m, e, n))
+    return existing, done, todo
+
+
+def _check_axes(epsilons: object, dims: object) -> tuple[list[float], list[int]]:
+    """The grid's epsilons and dimensions as lists, each without duplicates."""
+    eps_list = [check_positive(e, "epsilons") for e in check_sequence(epsilons, "epsilons")]
+    dim_list = [check_int(d, "dims", minimum=1, maximum=MAX_N) for d in check_sequence(dims, "dims")]
+    if len(set(map(epsilon_key, eps_list))) != len(eps_list):
+        raise ValueError(f"epsilons must not contain duplicates, got {[float(e) for e in eps_list]}")
+    if len(set(dim_list)) != len(dim_list):
+        raise ValueError(f"dims must not contain duplicates, got {dim_list}")
+    return eps_list, dim_list
+
+
+def _run_cells(
+    todo: list[tuple[str, float, int]], mechs: Mapping[str, Mechanism], trials: int, seed: int | tuple[int, ...],
+    workers: int,
+    exact: bool, record: Callable[[GridRow], None], bar: Any,
+) -> None:
+    """Compute the cells ``todo`` (closed forms, or audits in one pool), handing each row to ``record``."""
+    if exact:
+        for m, e, n in todo:
+            value = exact_loss(m, n, e)
+            record(GridRow(mechanism=m, epsilon=e, n=n, trials=0, loss=value, exact_loss=value, finished_at=_now()))
+            bar.update(1)
+    elif todo:
+        audit_cells = [AuditCell(mechs[m], n, e, trials, seed=cell_seed(seed, m, e, n), name=m) for m, e, n in todo]
+        last_finish = [time.perf_counter()]
+
+        def finished(i: int, result: AuditResult) -> None:
+            now = time.perf_counter()
+            # Cells overlap in a pool; report the time since the previous cell finished.
+            record(_row_from_result(result, todo[i][0], int(result.seed), now - last_finish[0]))  # type: ignore[arg-type]
+            last_finish[0] = now
+            bar.set_postfix_str(f"{todo[i][0]} eps={todo[i][1]:g} n={todo[i][2]}")
+            bar.update(1)
+
+        estimate_losses(audit_cells, workers=workers, on_result=finished)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -622,6 +463,37 @@ def repeat_loss(
     The paper's footnote 7: ADePT at n = 2, epsilon = 0.1, 10 million trials, 100 repeats, mean
     0.195 and standard deviation 0.0008.  (Our seeds feed :func:`estimate_loss`, not numpy's
     legacy global seed, so individual losses differ from the authors'; their spread should not.)
+
+    Parameters
+    ----------
+    mechanism : str, default 'adept'
+        A built-in mechanism's name.
+    n : int, default 2
+        The dimension.
+    epsilon : float, default 0.1
+        The budget.
+    trials : int, default PAPER_TRIALS
+        The runs per dataset of each repeat.
+    repeats : int, default 100
+        The number of repeats, in ``[1, 10**6]``.
+    first_seed : int, default 0
+        The first repeat's seed (the seeds are recorded integers, not scipy's ``rng``).
+    workers : int, default 1
+        The processes of the pool.
+    progress : bool, default False
+        Show a progress bar.
+
+    Returns
+    -------
+    RepeatResult
+        The losses, their mean and standard deviation.
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
     """
     check_choice(mechanism, "mechanism", MECHANISMS)
     repeats = check_int(repeats, "repeats", minimum=1, maximum=MAX_REPEATS)
@@ -646,7 +518,31 @@ MAX_DPI: float = 2400.0
 
 
 def save_figure(fig, stem: str | os.PathLike, formats: Sequence[str] = ("png", "svg"), dpi: int = 150) -> list[Path]:
-    """Save a matplotlib figure as ``stem.<format>`` for each format, each file written atomically."""
+    """Save a matplotlib figure as ``stem.<format>`` for each format, each file written atomically.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The figure.
+    stem : str or os.PathLike
+        The path without the extension (its folder is created if missing).
+    formats : sequence of str, default ('png', 'svg')
+        The formats, each one the figure's canvas supports.
+    dpi : float, default 150
+        The resolution, in ``[1, 2400]``.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written, one per format.
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
+    """
     from matplotlib.figure import Figure
 
     if not isinstance(fig, Figure):
@@ -658,12 +554,12 @@ def save_figure(fig, stem: str | os.PathLike, formats: Sequence[str] = ("png", "
         if f not in supported:
             raise ValueError(f"formats: unknown format {f!r}; choose from {sorted(supported)}")
     dpi = check_real(dpi, "dpi", low=1.0, high=MAX_DPI)
-    folder = _output_folder(stem.parent)
+    folder = output_folder(stem.parent)
     paths = []
     stem = folder / stem.name
     for fmt in fmts:
         path = stem.with_name(f"{stem.name}.{fmt}")
-        with _atomic_target(path) as tmp:
+        with atomic_target(path) as tmp:
             fig.savefig(tmp, format=fmt, dpi=dpi)
         paths.append(path)
     return paths

@@ -29,13 +29,13 @@ from numpy.typing import NDArray
 
 from dptutor._validate import (
     MAX_ELEMENTS,
+    as_generator,
     check_batch,
     check_choice,
     check_int,
     check_positive,
     check_probability,
     check_real,
-    check_rng,
     check_size,
 )
 
@@ -72,10 +72,34 @@ def _version(package: str) -> str:
 
 
 def opendp_version() -> str:
+    """The installed opendp's version string.
+
+    Returns
+    -------
+    str
+        The version, e.g. ``'0.12.0'``.
+
+    Raises
+    ------
+    ImportError
+        If OpenDP is not installed (the message says ``pip install "dptutor[libraries]"``).
+    """
     return _version("opendp")
 
 
 def diffprivlib_version() -> str:
+    """The installed diffprivlib's version string.
+
+    Returns
+    -------
+    str
+        The version, e.g. ``'0.6.6'``.
+
+    Raises
+    ------
+    ImportError
+        If diffprivlib is not installed (the message says ``pip install "dptutor[libraries]"``).
+    """
     return _version("diffprivlib")
 
 
@@ -99,11 +123,36 @@ def _checked(x: object, epsilon: object, rng: object) -> tuple[NDArray[np.float6
     eps = check_positive(epsilon, "epsilon")
     if not np.isfinite(arr.shape[1] / eps):
         raise ValueError(f"epsilon = {eps!r} is too small: the noise scale n / epsilon overflows")
-    return arr, eps, check_rng(rng)
+    return arr, eps, as_generator(rng)
 
 
 def opendp_laplace_mechanism(x: NDArray, epsilon: float, rng: np.random.Generator) -> NDArray[np.float64]:
-    """OpenDP's float Laplace mechanism, scale ``n / epsilon`` per coordinate (``rng`` is not used)."""
+    """OpenDP's float Laplace mechanism, scale ``n / epsilon`` per coordinate (``rng`` is not used).
+
+    Parameters
+    ----------
+    x : numpy.ndarray, shape (trials, n)
+        The inputs, one per row (real, finite).
+    epsilon : float
+        The privacy budget (positive).
+    rng : numpy.random.Generator, numpy.random.SeedSequence or int
+        Checked, not used (OpenDP draws from the operating system).  A Generator is used (its state advances); a SeedSequence or a
+        non-negative int seed gives the draws of ``np.random.default_rng(rng)``.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (trials, n)
+        The noisy inputs.
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
+    ImportError
+        If OpenDP is not installed (the message says ``pip install "dptutor[libraries]"``).
+    """
     arr, eps, _ = _checked(x, epsilon, rng)
     meas = _opendp_measurement(arr.shape[1] / eps, False, "epsilon")
     try:
@@ -114,7 +163,29 @@ def opendp_laplace_mechanism(x: NDArray, epsilon: float, rng: np.random.Generato
 
 
 def opendp_integer_laplace(scale: float, size: int) -> NDArray[np.int64]:
-    """``size`` draws of OpenDP's integer Laplace mechanism on zeros: discrete Laplace noise of ``scale``."""
+    """``size`` draws of OpenDP's integer Laplace mechanism on zeros: discrete Laplace noise of ``scale``.
+
+    Parameters
+    ----------
+    scale : float
+        The noise scale (positive).
+    size : int
+        The number of draws, at least 0.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (size,)
+        The noise draws.
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
+    ImportError
+        If OpenDP is not installed (the message says ``pip install "dptutor[libraries]"``).
+    """
     scale = check_positive(scale, "scale")
     size = check_int(size, "size", minimum=0, maximum=MAX_ELEMENTS)
     meas = _opendp_measurement(scale, True, "scale")
@@ -125,7 +196,32 @@ def diffprivlib_laplace_mechanism(x: NDArray, epsilon: float, rng: np.random.Gen
     """diffprivlib's ``Laplace`` (sensitivity ``n``), one call per coordinate, seeded from ``rng``.
 
     epsilon-DP in real arithmetic only: the final subtraction in doubles leaves the input's grid on the
-    output (:func:`dptutor.floating.off_grid`)."""
+    output (:func:`dptutor.floating.off_grid`).
+
+    Parameters
+    ----------
+    x : numpy.ndarray, shape (trials, n)
+        The inputs, one per row (real, finite).
+    epsilon : float
+        The privacy budget (positive).
+    rng : numpy.random.Generator, numpy.random.SeedSequence or int
+        The source of randomness.  A Generator is used (its state advances); a SeedSequence or a
+        non-negative int seed gives the draws of ``np.random.default_rng(rng)``.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (trials, n)
+        The noisy inputs.
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
+    ImportError
+        If diffprivlib is not installed (the message says ``pip install "dptutor[libraries]"``).
+    """
     arr, eps, rng = _checked(x, epsilon, rng)
     mechanisms = _import("diffprivlib.mechanisms")
     try:
@@ -156,7 +252,29 @@ def _opendp_gaussian(scale: float) -> Any:
 
 def opendp_integer_gaussian(scale: float, size: int) -> NDArray[np.int64]:
     """``size`` draws of OpenDP's Gaussian mechanism on a vector of integer zeros: discrete Gaussian noise
-    of scale ``scale``, sampled exactly (OpenDP's ``make_gaussian`` on an integer domain)."""
+    of scale ``scale``, sampled exactly (OpenDP's ``make_gaussian`` on an integer domain).
+
+    Parameters
+    ----------
+    scale : float
+        The noise scale (positive).
+    size : int
+        The number of draws, at least 0.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (size,)
+        The noise draws.
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
+    ImportError
+        If OpenDP is not installed (the message says ``pip install "dptutor[libraries]"``).
+    """
     scale = check_positive(scale, "scale")
     size = check_int(size, "size", minimum=0, maximum=MAX_ELEMENTS)
     meas = _opendp_gaussian(scale)
@@ -166,7 +284,18 @@ def opendp_integer_gaussian(scale: float, size: int) -> NDArray[np.int64]:
 @dataclass(frozen=True)
 class OpenDPGaussian:
     """``mechanism(data, size, rng)``: OpenDP's discrete Gaussian on an integer answer ``data``, ``size``
-    times (``rng`` is checked and not used: OpenDP draws from the operating system)."""
+    times (``rng`` is checked and not used: OpenDP draws from the operating system).
+
+    Parameters
+    ----------
+    scale : float
+        The discrete Gaussian's scale (positive).
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``scale`` is not a positive real (the message names it).
+    """
 
     scale: float
 
@@ -174,7 +303,27 @@ class OpenDPGaussian:
         object.__setattr__(self, "scale", check_positive(self.scale, "scale"))
 
     def rho(self, sensitivity: int = 1) -> float:
-        """OpenDP's own privacy map: zero-concentrated DP ``rho = sensitivity^2 / (2 scale^2)``."""
+        """OpenDP's own privacy map: zero-concentrated DP ``rho = sensitivity^2 / (2 scale^2)``.
+
+        Parameters
+        ----------
+        sensitivity : int, default 1
+            The L2 sensitivity of the integer answer, in ``[0, 2**40]``.
+
+        Returns
+        -------
+        float
+            OpenDP's zero-concentrated DP ``rho``.
+
+        Raises
+        ------
+        TypeError
+            If an argument is of the wrong kind (the message names it).
+        ValueError
+            If an argument is out of range (the message names it).
+        ImportError
+            If OpenDP is not installed (the message says ``pip install "dptutor[libraries]"``).
+        """
         sens = check_int(sensitivity, "sensitivity", minimum=0, maximum=1 << 40)
         return float(_opendp_gaussian(self.scale).map(sens))
 
@@ -183,7 +332,7 @@ class OpenDPGaussian:
         if value != round(value) or abs(value) >= 2**52:
             raise ValueError(f"data must be an integer below 2**52 in magnitude, got {data!r}")
         (rows,) = check_size(size, "size")
-        check_rng(rng)
+        as_generator(rng)
         return opendp_integer_gaussian(self.scale, rows) + int(value)
 
 
@@ -199,7 +348,28 @@ DIFFPRIVLIB_GAUSSIANS: dict[str, str] = {
 class DiffprivlibGaussian:
     """``mechanism(data, size, rng)``: ``size`` calls of a diffprivlib Gaussian mechanism's ``randomise``,
     seeded from ``rng`` (so a run repeats).  ``kind`` is a key of :data:`DIFFPRIVLIB_GAUSSIANS`;
-    ``GaussianDiscrete`` needs an integer ``sensitivity`` and integer ``data``."""
+    ``GaussianDiscrete`` needs an integer ``sensitivity`` and integer ``data``.
+
+    Parameters
+    ----------
+    kind : str
+        A key of :data:`DIFFPRIVLIB_GAUSSIANS`.
+    epsilon : float
+        The privacy budget (positive).
+    delta : float
+        The delta, in ``(0, 1)``.
+    sensitivity : float
+        The sensitivity (positive; a positive int for ``GaussianDiscrete``).
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range, or diffprivlib refuses the parameters (the message names them).
+    ImportError
+        If diffprivlib is not installed (the message says ``pip install "dptutor[libraries]"``).
+    """
 
     kind: str
     epsilon: float
@@ -237,13 +407,24 @@ class DiffprivlibGaussian:
 
     @property
     def sigma(self) -> float:
-        """The noise scale diffprivlib calibrated."""
+        """The noise scale diffprivlib calibrated.
+
+        Returns
+        -------
+        float
+            diffprivlib's ``_scale`` for these parameters.
+
+        Raises
+        ------
+        None
+            The parameters were checked when the mechanism was made.
+        """
         return float(self._mechanism(0)._scale)
 
     def __call__(self, data: Any, size: int, rng: np.random.Generator) -> NDArray:
         value = check_real(data, "data")
         (rows,) = check_size(size, "size")
-        rng = check_rng(rng)
+        rng = as_generator(rng)
         mech = self._mechanism(int(rng.integers(0, 2**32 - 1)))
         if self.kind == "GaussianDiscrete":
             if value != round(value) or abs(value) >= 2**52:

@@ -34,6 +34,22 @@ def paper_results() -> dict[str, dict[str, dict[str, float]]]:
 
     Keys are strings as in their file; ``Infinity`` becomes ``math.inf``. Map our mechanism names to
     their class names with :data:`dptutor.mechanisms.AUTHORS_NAMES`.
+
+    Returns
+    -------
+    dict
+        ``{class name: {epsilon key: {n key: loss}}}``, a fresh copy.
+
+    Raises
+    ------
+    None
+        The file ships inside the package.
+
+    Examples
+    --------
+    >>> from dptutor.reference import paper_results
+    >>> sorted(paper_results()['LaplaceMechanism'])[:3]
+    ['0.1', '0.2', '0.5']
     """
     text = resources.files("dptutor").joinpath(PAPER_RESULTS_FILE).read_text(encoding="utf-8")
     return json.loads(text)
@@ -45,7 +61,29 @@ def _results() -> dict[str, dict[str, dict[str, float]]]:
 
 
 def paper_loss(name: str, epsilon: float, n: int) -> float:
-    """The authors' estimated loss for our mechanism ``name`` at budget ``epsilon`` and dimension ``n``."""
+    """The authors' estimated loss for our mechanism ``name`` at budget ``epsilon`` and dimension ``n``.
+
+    Parameters
+    ----------
+    name : str
+        One of our mechanism names (a key of :data:`dptutor.mechanisms.AUTHORS_NAMES`).
+    epsilon : float
+        One of the paper's budgets.
+    n : int
+        One of the paper's dimensions.
+
+    Returns
+    -------
+    float
+        The authors' loss (``math.inf`` where they report ``Infinity``).
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is not one of the paper's values (the message names it).
+    """
     name = check_choice(name, "name", AUTHORS_NAMES)
     cells = _results()[AUTHORS_NAMES[name]]
     epsilon = check_positive(epsilon, "epsilon")
@@ -59,6 +97,30 @@ def paper_loss(name: str, epsilon: float, n: int) -> float:
 
 
 def paper_trials(n: int) -> int:
-    """Trials per dataset that the authors' run counted at dimension ``n``: 10**7 for n <= 16, else 10**6."""
+    """Trials per dataset that the authors' run counted at dimension ``n``: 10**7 for n <= 16, else 10**6.
+
+    Parameters
+    ----------
+    n : int
+        The dimension, at least 1.
+
+    Returns
+    -------
+    int
+        ``10**7`` for ``n <= 16``, else ``10**6``.
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
+
+    Examples
+    --------
+    >>> from dptutor.reference import paper_trials
+    >>> paper_trials(64)
+    1000000
+    """
     n = check_int(n, "n", minimum=1)
     return _TRIALS_SMALL_N if n <= _SMALL_N else _TRIALS_LARGE_N

@@ -23,12 +23,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dptutor._validate import (
+    as_generator,
     check_choice,
     check_float_array,
     check_int,
     check_positive,
     check_real,
-    check_rng,
     check_sequence,
     check_size,
     is_bool,
@@ -107,6 +107,33 @@ def exponential_mechanism_probabilities(scores: Any, epsilon: float, sensitivity
     """``P[output = i] = exp(epsilon u_i / (2 Delta)) / sum_j exp(epsilon u_j / (2 Delta))`` (equation ``sel-eq-exponential``).
 
     McSherry and Talwar (2007); computed in log space, so no score is too large.
+
+    Parameters
+    ----------
+    scores : array_like of float, shape (k,)
+        The candidates' scores (finite; at most ``10**6``).
+    epsilon : float
+        The privacy budget (positive).
+    sensitivity : float, default 1.0
+        The queries' (or scores') sensitivity ``Delta`` (positive).
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (k,)
+        The probability of each candidate (they sum to 1).
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
+
+    Examples
+    --------
+    >>> from dptutor.selection import exponential_mechanism_probabilities
+    >>> exponential_mechanism_probabilities([0.0, 0.0], 1.0).tolist()
+    [0.5, 0.5]
     """
     u = _scores(scores, "scores")
     eps = check_positive(epsilon, "epsilon")
@@ -125,9 +152,42 @@ def exponential_mechanism_probabilities(scores: Any, epsilon: float, sensitivity
 def exponential_mechanism(
     scores: Any, epsilon: float, rng: np.random.Generator, *, sensitivity: float = 1.0, size: int | None = None
 ) -> Any:
-    """The index of one candidate drawn with the probabilities of equation ``sel-eq-exponential`` (``size`` draws if given)."""
+    """The index of one candidate drawn with the probabilities of equation ``sel-eq-exponential`` (``size`` draws if given).
+
+    Parameters
+    ----------
+    scores : array_like of float, shape (k,)
+        The candidates' scores (finite; at most ``10**6``).
+    epsilon : float
+        The privacy budget (positive).
+    rng : numpy.random.Generator, numpy.random.SeedSequence or int
+        The source of randomness.  A Generator is used (its state advances); a SeedSequence or a
+        non-negative int seed gives the draws of ``np.random.default_rng(rng)``.
+    sensitivity : float, default 1.0
+        The queries' (or scores') sensitivity ``Delta`` (positive).
+    size : int or None, default None
+        The number of independent draws; ``None`` draws one and returns it as a scalar (or one row).
+
+    Returns
+    -------
+    int or numpy.ndarray of int64, shape (size,)
+        The drawn index (``size=None``) or indices.
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
+
+    Examples
+    --------
+    >>> from dptutor.selection import exponential_mechanism
+    >>> exponential_mechanism([0.0, 50.0], 10.0, rng=0)
+    1
+    """
     p = exponential_mechanism_probabilities(scores, epsilon, sensitivity)
-    rng = check_rng(rng)
+    rng = as_generator(rng)
     shape = _shape(size, 1)
     # Inverse-CDF sampling on the cumulative probabilities (rng.choice would recheck the sum).
     cdf = np.cumsum(p)
@@ -142,6 +202,31 @@ def exponential_mechanism_exact(scores: Any, base: Any) -> list[Fraction]:
     ``base`` is ``exp(epsilon / (2 Delta))`` given as a rational number > 1 (an int or a
     ``Fraction`` with numerator and denominator below 2**64), so every probability is a Fraction;
     the mechanism is then ``epsilon = 2 Delta ln(base)``-DP for scores of sensitivity ``Delta``.
+
+    Parameters
+    ----------
+    scores : sequence of int
+        The scores, integers in ``[-1000, 1000]`` (at most 1000 of them).
+    base : int or fractions.Fraction
+        ``exp(epsilon / (2 Delta))`` as a rational number > 1 (numerator and denominator below ``2**64``).
+
+    Returns
+    -------
+    list of fractions.Fraction
+        The probability of each candidate (they sum to 1 exactly).
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
+
+    Examples
+    --------
+    >>> from dptutor.selection import exponential_mechanism_exact
+    >>> exponential_mechanism_exact([0, 1], 3)
+    [Fraction(1, 4), Fraction(3, 4)]
     """
     items = check_sequence(scores, "scores")
     if len(items) > 1000:
@@ -183,12 +268,41 @@ def report_noisy_max(
     size: int | None = None,
 ) -> Any:
     """The index (only) of the largest ``answers[i] + Z_i``, ``Z_i`` i.i.d. ``Lap(2 Delta / epsilon)``
-    or ``Exp(2 Delta / epsilon)`` (Theorem ``thm-report-noisy-max``): epsilon-DP."""
+    or ``Exp(2 Delta / epsilon)`` (Theorem ``thm-report-noisy-max``): epsilon-DP.
+
+    Parameters
+    ----------
+    answers : array_like of float, shape (k,)
+        The query answers (finite; at most ``10**6``).
+    epsilon : float
+        The privacy budget (positive).
+    rng : numpy.random.Generator, numpy.random.SeedSequence or int
+        The source of randomness.  A Generator is used (its state advances); a SeedSequence or a
+        non-negative int seed gives the draws of ``np.random.default_rng(rng)``.
+    noise : {'laplace', 'exponential'}, default 'laplace'
+        The noise, of scale ``2 Delta / epsilon``.
+    sensitivity : float, default 1.0
+        The queries' (or scores') sensitivity ``Delta`` (positive).
+    size : int or None, default None
+        The number of independent draws; ``None`` draws one and returns it as a scalar (or one row).
+
+    Returns
+    -------
+    int or numpy.ndarray of int64, shape (size,)
+        The index of the largest noisy answer (``size=None``), or one per draw.
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
+    """
     q = _scores(answers, "answers")
     noise = check_choice(noise, "noise", _NOISES)
     eps = check_positive(epsilon, "epsilon")
     scale = _scale(2.0, check_positive(sensitivity, "sensitivity"), eps)
-    rng = check_rng(rng)
+    rng = as_generator(rng)
     shape = _shape(size, q.size) + (q.size,)
     z = rng.laplace(0.0, scale, shape) if noise == "laplace" else rng.exponential(scale, shape)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -211,6 +325,29 @@ def report_noisy_max_probabilities(
     ``f`` and ``F`` are the density and CDF of the noise; Gauss-Legendre on the pieces between kinks,
     accurate to about 1e-13 absolute.
     At most 50 answers (one quadrature per answer).
+
+    Parameters
+    ----------
+    answers : array_like of float, shape (k,)
+        The query answers (finite; at most 50).
+    epsilon : float
+        The privacy budget (positive).
+    noise : {'laplace', 'exponential'}, default 'laplace'
+        The noise, of scale ``2 Delta / epsilon``.
+    sensitivity : float, default 1.0
+        The queries' (or scores') sensitivity ``Delta`` (positive).
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (k,)
+        ``P[i]``, the probability that index ``i`` is reported.
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
     """
     q = _scores(answers, "answers")
     if q.size > 50:
@@ -257,6 +394,36 @@ def sparse_vector(
     ``epsilon_1 = epsilon_2 = epsilon / 2``; answer 1 ("above") when ``q_i + nu_i >= threshold + rho``,
     else 0, and stop after the ``c``-th 1: later queries get -1 (not answered).  Returns an int8 row
     per output (one row for ``size=None``).
+
+    Parameters
+    ----------
+    answers : array_like of float, shape (k,)
+        The query answers (finite; at most ``10**6``).
+    threshold : float
+        The threshold ``tau``.
+    epsilon : float
+        The privacy budget (positive).
+    rng : numpy.random.Generator, numpy.random.SeedSequence or int
+        The source of randomness.  A Generator is used (its state advances); a SeedSequence or a
+        non-negative int seed gives the draws of ``np.random.default_rng(rng)``.
+    c : int, default 1
+        The cut-off, in ``[1, 10**6]``.
+    sensitivity : float, default 1.0
+        The queries' (or scores') sensitivity ``Delta`` (positive).
+    size : int or None, default None
+        The number of independent draws; ``None`` draws one and returns it as a scalar (or one row).
+
+    Returns
+    -------
+    numpy.ndarray of int8, shape (k,) or (size, k)
+        1 (above), 0 (below) or -1 (not answered) per query, one row per draw.
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
     """
     q = _scores(answers, "answers")
     t = check_real(threshold, "threshold")
@@ -265,7 +432,7 @@ def sparse_vector(
     sens = check_positive(sensitivity, "sensitivity")
     b_rho = _scale(2.0, sens, eps)  # Delta / epsilon_1
     b_nu = _scale(4.0 * c, sens, eps)  # 2 c Delta / epsilon_2
-    rng = check_rng(rng)
+    rng = as_generator(rng)
     shape = _shape(size, q.size)
     rows = shape[0] if shape else 1
     rho = rng.laplace(0.0, b_rho, (rows, 1))
@@ -292,6 +459,34 @@ def above_threshold(
 
     ``rho ~ Lap(2 Delta / epsilon)``, ``nu_i ~ Lap(4 Delta / epsilon)``: the sparse vector technique
     with ``c = 1``.  epsilon-DP (Theorem ``thm-above-threshold``).
+
+    Parameters
+    ----------
+    answers : array_like of float, shape (k,)
+        The query answers (finite; at most ``10**6``).
+    threshold : float
+        The threshold ``tau``.
+    epsilon : float
+        The privacy budget (positive).
+    rng : numpy.random.Generator, numpy.random.SeedSequence or int
+        The source of randomness.  A Generator is used (its state advances); a SeedSequence or a
+        non-negative int seed gives the draws of ``np.random.default_rng(rng)``.
+    sensitivity : float, default 1.0
+        The queries' (or scores') sensitivity ``Delta`` (positive).
+    size : int or None, default None
+        The number of independent draws; ``None`` draws one and returns it as a scalar (or one row).
+
+    Returns
+    -------
+    int or numpy.ndarray of int64, shape (size,)
+        The index of the first query above the noisy threshold, or ``len(answers)`` if none is.
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
     """
     q = _scores(answers, "answers")
     rows = sparse_vector(q, threshold, epsilon, rng, c=1, sensitivity=sensitivity, size=1 if size is None else size)
@@ -309,6 +504,29 @@ def above_threshold_probabilities(
     ``P[k] = integral f_rho(r) prod_{i<k} F_nu(tau + r - q_i) (1 - F_nu(tau + r - q_k)) dr``, and the
     last entry (no query above) ``integral f_rho(r) prod_i F_nu(tau + r - q_i) dr``, by Gauss-Legendre
     quadrature between the kinks (about 1e-13 absolute).  At most 50 answers.
+
+    Parameters
+    ----------
+    answers : array_like of float, shape (k,)
+        The query answers (finite; at most 50).
+    threshold : float
+        The threshold ``tau``.
+    epsilon : float
+        The privacy budget (positive).
+    sensitivity : float, default 1.0
+        The queries' (or scores') sensitivity ``Delta`` (positive).
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (k + 1,)
+        ``P[k]`` for each output ``k`` of :func:`above_threshold`.
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
     """
     q = _scores(answers, "answers")
     if q.size > 50:
@@ -340,7 +558,31 @@ def above_threshold_probabilities(
 
 def max_log_ratio(p: Any, p_prime: Any) -> float:
     """``max_i |ln(p_i / p'_i)|`` over two distributions on the same finite outputs: the pure-DP
-    privacy loss of the pair (``math.inf`` if an output is possible under one only)."""
+    privacy loss of the pair (``math.inf`` if an output is possible under one only).
+
+    Parameters
+    ----------
+    p, p_prime : array_like of float, shape (k,)
+        Two distributions on the same outputs (non-negative, finite, each with positive mass).
+
+    Returns
+    -------
+    float
+        ``max_i |ln(p_i / p'_i)|`` over the outputs possible under both, or ``math.inf``.
+
+    Raises
+    ------
+    TypeError
+        If an argument is of the wrong kind (the message names it).
+    ValueError
+        If an argument is out of range (the message names it).
+
+    Examples
+    --------
+    >>> from dptutor.selection import max_log_ratio
+    >>> round(max_log_ratio([0.5, 0.5], [0.25, 0.75]), 6)
+    0.693147
+    """
     a = check_float_array(p, "p", finite=True, ndim=1, min_size=1, low=0.0)
     b = check_float_array(p_prime, "p_prime", finite=True, ndim=1, min_size=1, low=0.0)
     if a.shape != b.shape:

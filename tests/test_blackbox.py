@@ -419,7 +419,7 @@ def test_the_two_bound_variant_never_exceeds_the_exact_epsilon(bench, name):
     # event's exact loss, so only an unsound bound (e.g. an event chosen on the estimation half) can fail.
     entry = bench[name]
     for seed in range(3):
-        result = entry.audit(200_000, seed=seed, selection=0.2, bounds="two")
+        result = entry.audit(200_000, rng=seed, selection=0.2, bounds="two")
         assert result.selection_trials + result.estimation_trials == 200_000
         assert result.lower_bound <= entry.true_epsilon
 
@@ -432,7 +432,7 @@ LEARNED_KNOWN = ["NoisyHist1", "NoisyHist2", "PrefixSum", "LaplaceParallel", "On
 def test_the_learned_bound_never_exceeds_the_exact_epsilon(bench, name):
     entry = bench[name]
     for seed in range(4):
-        result = entry.audit(20_000, seed=seed)
+        result = entry.audit(20_000, rng=seed)
         assert result.selection_trials == 10_000 and result.estimation_trials == 10_000
         assert "LearnedStatistic" in result.event
         assert result.lower_bound <= entry.true_epsilon, (name, seed, result)
@@ -447,7 +447,7 @@ def test_the_learned_statistic_finds_the_classic_bugs(bench, entry, trials):
     if entry.statistic is not None:  # the zoo's own rows carry a hand-written statistic: drop it
         result = audit_pair(entry.release(), entry.x, entry.x_prime, epsilon=entry.epsilon, trials=trials, seed=3)
     else:
-        result = entry.audit(trials, seed=3)
+        result = entry.audit(trials, rng=3)
     assert result.is_violation(), result
     assert entry.true_epsilon is None or result.lower_bound <= entry.true_epsilon
 
@@ -593,7 +593,7 @@ def test_svt_pattern_probabilities_match_monte_carlo(algorithm, threshold):
 
 
 def test_rappor_hashes_like_murmur3_and_dpsnipers_filter():
-    from dptutor.dpsniper import _murmur3_32
+    from dptutor.dpsniper.mechanisms import _murmur3_32
 
     # MurmurHash3 x86_32 reference values (as mmh3.hash returns them, signed).
     assert _murmur3_32(b"foo", 0) == -156908512 and _murmur3_32(b"foo", 42) == -1322301282

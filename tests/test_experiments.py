@@ -49,7 +49,7 @@ def _cli(*args, cwd, check=True, timeout=300):
 
 
 def test_grid_rows_are_reproducible_cell_by_cell():
-    rows = run_grid(["laplace", "dptext"], [0.5, 2.0], [1, 8], 3_000, seed=7)
+    rows = run_grid(["laplace", "dptext"], [0.5, 2.0], [1, 8], 3_000, rng=7)
     assert [(r.mechanism, r.epsilon, r.n) for r in rows] == [
         (m, e, n) for m in ("laplace", "dptext") for e in (0.5, 2.0) for n in (1, 8)
     ]
@@ -71,8 +71,8 @@ def test_cell_seeds_are_distinct_and_stable():
 
 def test_grid_counts_identical_for_one_and_two_workers():
     args = (["adept", "random_output"], [1.0], [1, 2], BLOCK_TRIALS + 1_000)
-    one = run_grid(*args, seed=3, workers=1)
-    two = run_grid(*args, seed=3, workers=2)
+    one = run_grid(*args, rng=3, workers=1)
+    two = run_grid(*args, rng=3, workers=2)
     assert [r.counts for r in one] == [r.counts for r in two]
 
 
@@ -84,11 +84,11 @@ def test_exact_grid():
 
 
 def test_resume_skips_finished_cells(tmp_path):
-    first = run_grid(["laplace", "adept"], [1.0], [1], 2_000, seed=5, out=tmp_path)
+    first = run_grid(["laplace", "adept"], [1.0], [1], 2_000, rng=5, out=tmp_path)
     stamps = {r.key: r.finished_at for r in read_rows_csv(tmp_path / "results.csv")}
     assert len(stamps) == 2
     computed: list[GridRow] = []
-    full = run_grid(["laplace", "adept"], [1.0], [1, 2], 2_000, seed=5, out=tmp_path, on_row=computed.append)
+    full = run_grid(["laplace", "adept"], [1.0], [1, 2], 2_000, rng=5, out=tmp_path, on_row=computed.append)
     assert sorted(r.n for r in computed) == [2, 2]  # only the new cells ran
     after = {r.key: r for r in read_rows_csv(tmp_path / "results.csv")}
     assert len(after) == 4
@@ -97,12 +97,12 @@ def test_resume_skips_finished_cells(tmp_path):
     assert [r.counts for r in full if r.n == 1] == [r.counts for r in first]
     # Different trials or seed: recomputed.
     computed.clear()
-    run_grid(["laplace"], [1.0], [1], 2_001, seed=5, out=tmp_path, on_row=computed.append)
+    run_grid(["laplace"], [1.0], [1], 2_001, rng=5, out=tmp_path, on_row=computed.append)
     assert len(computed) == 1
 
 
 def test_csv_round_trip_and_json_layout_like_the_authors(tmp_path):
-    rows = run_grid(list(MECHANISMS), PAPER_EPSILONS, [1, 2], 500, seed=1, out=tmp_path)
+    rows = run_grid(list(MECHANISMS), PAPER_EPSILONS, [1, 2], 500, rng=1, out=tmp_path)
     back = read_rows_csv(tmp_path / "results.csv")
     assert {r.key: r for r in back} == {r.key: r for r in rows}
     header = next(csv.reader(open(tmp_path / "results.csv")))
@@ -247,7 +247,7 @@ def test_plot_sanity_check_accepts_nested_rows_and_authors_file():
 
     from dptutor.plotting import plot_sanity_check
 
-    rows = run_grid(list(MECHANISMS), [0.1, 1.0, 10.0], [1, 8], 1_000, seed=2)
+    rows = run_grid(list(MECHANISMS), [0.1, 1.0, 10.0], [1, 8], 1_000, rng=2)
     for results, exact in ((rows, False), (rows_to_nested(rows), True), (paper_results(), False)):
         fig = plot_sanity_check(results, exact=exact)
         axes = [ax for ax in fig.axes]
@@ -264,3 +264,26 @@ def test_plot_sanity_check_accepts_nested_rows_and_authors_file():
         plot_sanity_check(42)
     with pytest.raises(ValueError, match="results"):
         plot_sanity_check(None)
+
+
+def test_run_grid_seed_is_a_deprecated_alias_of_rng():
+    args = (["laplace"], [1.0], [1], 2_000)
+    new = run_grid(*args, rng=5)
+    with pytest.warns(DeprecationWarning, match="use rng="):
+        old = run_grid(*args, seed=5)
+    assert [(r.seed, r.counts) for r in old] == [(r.seed, r.counts) for r in new]
+    with pytest.raises(TypeError, match="rng=.*seed="):
+        run_grid(*args, rng=5, seed=5)
+
+
+def test_run_grid_rng_takes_a_seed_sequence_or_a_generator():
+    args = (["laplace"], [1.0], [1, 2], 2_000)
+    by_int = run_grid(*args, rng=5)
+    assert by_int[0].seed == cell_seed(5, "laplace", 1.0, 1)
+    assert [r.counts for r in run_grid(*args, rng=np.random.SeedSequence(5))] == [r.counts for r in by_int]
+    # a Generator gives four recorded words: the same Generator state gives the same cells
+    words = tuple(int(w) for w in np.random.default_rng(5).integers(0, 2**32, size=4, dtype=np.uint64))
+    by_gen = run_grid(*args, rng=np.random.default_rng(5))
+    assert [r.seed for r in by_gen] == [cell_seed(words, "laplace", 1.0, n) for n in (1, 2)]
+    with pytest.raises(ValueError, match="rng"):
+        run_grid(*args, rng=-1)

@@ -98,8 +98,8 @@ def test_workers_beyond_the_limit_are_refused(pool_sizes, call):
 
 def test_workers_are_capped_at_the_cpus(pool_sizes):
     """256 workers asked (the limit): the pool gets at most one per CPU, and the counts do not change."""
-    one = run_grid(["laplace"], [1.0], [1], 2 * audit.BLOCK_TRIALS + 5, seed=3, workers=1)
-    many = run_grid(["laplace"], [1.0], [1], 2 * audit.BLOCK_TRIALS + 5, seed=3, workers=256)
+    one = run_grid(["laplace"], [1.0], [1], 2 * audit.BLOCK_TRIALS + 5, rng=3, workers=1)
+    many = run_grid(["laplace"], [1.0], [1], 2 * audit.BLOCK_TRIALS + 5, rng=3, workers=256)
     assert [r.counts for r in one] == [r.counts for r in many]
     assert all(size <= (os.cpu_count() or 1) for size in pool_sizes)
 
@@ -194,13 +194,13 @@ def _corrupt(path: Path, how: str) -> None:
 @pytest.mark.parametrize("how", ["bom", "non_utf8", "missing_column", "truncated", "nan_loss", "counts"])
 def test_corrupted_results_csv_is_checked_and_recomputed(tmp_path, how):
     args = (["laplace", "adept"], [1.0], [2], 2_000)
-    fresh = run_grid(*args, seed=5, out=tmp_path)
+    fresh = run_grid(*args, rng=5, out=tmp_path)
     _corrupt(tmp_path / "results.csv", how)
     if how != "bom":
         with pytest.raises(ValueError, match="path"):
             read_rows_csv(tmp_path / "results.csv")
     reports: list[str] = []
-    again = run_grid(*args, seed=5, out=tmp_path, on_invalid=reports.append)
+    again = run_grid(*args, rng=5, out=tmp_path, on_invalid=reports.append)
     assert [r.counts for r in again] == [r.counts for r in fresh]
     assert [r.loss for r in again] == [r.loss for r in fresh]
     assert (len(reports) > 0) == (how != "bom")
@@ -465,8 +465,8 @@ def test_cli_reports_bad_arguments_without_a_traceback(tmp_path):
 
 
 def test_results_json_holds_only_this_runs_cells(tmp_path):
-    run_grid(["laplace"], [1.0], [1, 2], 1_000, seed=1, out=tmp_path)
-    rows = run_grid(["laplace"], [1.0], [1], 2_000, seed=1, out=tmp_path)
+    run_grid(["laplace"], [1.0], [1, 2], 1_000, rng=1, out=tmp_path)
+    rows = run_grid(["laplace"], [1.0], [1], 2_000, rng=1, out=tmp_path)
     nested = _no_nan_json((tmp_path / "results.json").read_text())
     assert nested == {"laplace": {"1.0": {"1": rows[0].loss}}}
     kept = {r.n: r.trials for r in read_rows_csv(tmp_path / "results.csv")}

@@ -247,7 +247,7 @@ def test_max_log_ratio():
     (lambda: exponential_mechanism_exact([1], 1), "base"),
     (lambda: exponential_mechanism_exact([1], 1.5), "base"),
     (lambda: report_noisy_max([1.0], 1.0, np.random.default_rng(0), noise="gumbel"), "noise"),
-    (lambda: report_noisy_max([1.0], 1.0, 3), "rng"),
+    (lambda: report_noisy_max([1.0], 1.0, 3.5), "rng"),
     (lambda: sparse_vector([1.0], math.nan, 1.0, np.random.default_rng(0)), "threshold"),
     (lambda: sparse_vector([1.0], 0.0, 1.0, np.random.default_rng(0), c=0), "c"),
     (lambda: above_threshold([1.0], 0.0, 1.0, np.random.default_rng(0), size=-1), "size"),
@@ -256,3 +256,29 @@ def test_max_log_ratio():
 def test_bad_inputs_name_the_parameter(call, name):
     with pytest.raises((ValueError, TypeError), match=name):
         call()
+
+
+# ---------------------------------------------------------------------------------------------
+# rng, as scipy takes it: an int seed, a SeedSequence or a Generator
+# ---------------------------------------------------------------------------------------------
+
+_SAMPLERS = {
+    "exponential_mechanism": lambda rng: exponential_mechanism([1.0, 2.0, 0.5], 1.0, rng, size=50),
+    "report_noisy_max": lambda rng: report_noisy_max([1.0, 2.0, 0.5], 1.0, rng, size=50),
+    "sparse_vector": lambda rng: sparse_vector([1.0, 2.0, 0.5], 1.0, 1.0, rng, c=2, size=50),
+    "above_threshold": lambda rng: above_threshold([1.0, 2.0, 0.5], 1.0, 1.0, rng, size=50),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_SAMPLERS))
+def test_rng_takes_an_int_a_seed_sequence_or_a_generator(name):
+    sample = _SAMPLERS[name]
+    expected = sample(np.random.default_rng(2022))
+    assert np.array_equal(sample(2022), expected)
+    assert np.array_equal(sample(np.random.SeedSequence(2022)), expected)
+    gen = np.random.default_rng(2022)
+    first, second = sample(gen), sample(gen)  # a Generator is used, not copied: its state advances
+    assert np.array_equal(first, expected) and not np.array_equal(second, expected)
+    for bad, exc in ((-1, ValueError), (1.5, TypeError), (None, TypeError), (np.random.RandomState(0), TypeError)):
+        with pytest.raises(exc, match="rng"):
+            sample(bad)

@@ -141,3 +141,66 @@ def test_check_float_array_low() -> None:
     with pytest.raises(ValueError, match="^losses"):
         v.check_float_array([1.0, -0.5], "losses", low=0.0)
     assert v.check_float_array([0.0, math.inf], "losses", low=0.0).tolist() == [0.0, math.inf]
+
+
+# (modC) scipy's rng and the zoo's mechanism arguments
+
+
+def test_as_generator_takes_an_int_a_seed_sequence_or_a_generator() -> None:
+    gen = np.random.default_rng(7)
+    assert v.as_generator(gen) is gen  # used, not copied
+    expected = np.random.default_rng(7).random(5)
+    for form in (7, np.int64(7), np.array(7), np.random.SeedSequence(7)):
+        assert np.array_equal(v.as_generator(form).random(5), expected)
+    for bad, exc in ((-1, ValueError), (True, TypeError), (1.5, TypeError), (None, TypeError), ("7", TypeError),
+                     (np.random.RandomState(7), TypeError), ([7], TypeError)):
+        with pytest.raises(exc, match="^rng"):
+            v.as_generator(bad)
+
+
+def test_mechanism_arguments() -> None:
+    size, rng, eps = v.check_mechanism_call(np.int64(3), 5, 0.5)
+    assert (size, eps) == (3, 0.5) and isinstance(rng, np.random.Generator)
+    for bad_size in (-1, v.MAX_MECHANISM_SIZE + 1):
+        with pytest.raises(ValueError, match="^size"):
+            v.check_mechanism_call(bad_size, 5, 0.5)
+    with pytest.raises(ValueError, match="^epsilon"):
+        v.check_mechanism_call(3, 5, v.MIN_MECHANISM_EPSILON / 2)
+    with pytest.raises(ValueError, match="^epsilon"):
+        v.check_mechanism_epsilon(60.0, high=50.0)
+    assert v.check_answer_vector([1, 2]).dtype == np.float64
+    for bad in ([], [[1.0]], [math.inf]):
+        with pytest.raises(ValueError, match="^data"):
+            v.check_answer_vector(bad)
+    assert v.check_output_rows([[1.0, -math.inf]]).shape == (1, 2)
+    with pytest.raises(ValueError, match="^outputs"):
+        v.check_output_rows([1.0])
+    assert v.check_integer_value(2.0, 0, 5) == 2
+    for bad in (2.5, 6, -1):
+        with pytest.raises(ValueError, match=r"^x must be an integer in \[0, 5\]"):
+            v.check_integer_value(bad, 0, 5, "x")
+
+
+def test_deprecated_keywords() -> None:
+    @v.deprecated_keywords(seed="rng")
+    def f(*, rng=None):
+        return rng
+
+    assert f(rng=3) == 3
+    with pytest.warns(DeprecationWarning, match=r"f\(\): seed= is deprecated .* use rng="):
+        assert f(seed=3) == 3
+    with pytest.raises(TypeError, match="rng= and its deprecated alias seed="):
+        f(rng=3, seed=3)
+
+
+def test_recordable_seed() -> None:
+    assert v.recordable_seed(None) is None and v.recordable_seed(5) == 5 and v.recordable_seed([1, 2]) == (1, 2)
+    assert v.recordable_seed(np.random.SeedSequence(5)) == 5
+    child = np.random.SeedSequence(5).spawn(1)[0]
+    assert v.recordable_seed(child) == tuple(int(w) for w in child.generate_state(4))
+    gen = np.random.default_rng(5)
+    words = v.recordable_seed(gen)
+    assert words == tuple(int(w) for w in np.random.default_rng(5).integers(0, 2**32, size=4, dtype=np.uint64))
+    for bad, exc in ((-1, ValueError), (1.5, TypeError), (np.random.RandomState(0), TypeError), ([], ValueError)):
+        with pytest.raises(exc, match="^rng"):
+            v.recordable_seed(bad)
