@@ -1,7 +1,7 @@
 # dptutor: two commands do everything on a machine with python3 and make.
 #   make book   -> create/refresh .venv, install pinned requirements, build the site into _build/html
 #                  (the build also makes the dptutor wheel, _build/wheel/, and offers it on the site)
-#   make test   -> unit tests, a full -W -n book build into a temporary folder, and the browser test
+#   make test   -> the linter (ruff), unit tests, a full -W -n book build into a temporary folder, and the browser test
 #   make lab    -> JupyterLab (installed into .venv on first use) on book/assignments;
 #                  extra flags with LAB_ARGS, e.g. make lab LAB_ARGS="--port 8899 --no-browser"
 #   make solutions -> the teaching assistants' edition (solutions + the assignments' instructor notebooks)
@@ -12,7 +12,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.requirements-installed
 JB_FLAGS := -W -n --keep-going
 
-.PHONY: all book student solutions test venv clean lab lab-check
+.PHONY: all book student solutions test lint venv clean lab lab-check
 
 all: book
 
@@ -65,8 +65,12 @@ lab-check: $(LAB_STAMP)
 # Two pytest-xdist workers (one per core of CI's machine): the book build and the tests that read it
 # run on one, every other module on whichever is free (tests/conftest.py). TEST_WORKERS=0 runs serially.
 TEST_WORKERS ?= 2
-test: $(STAMP)
+test: $(STAMP) lint
 	$(BIN)/python -m pytest --durations=25 $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadscope)
+
+# The linter (configured in pyproject.toml); `make test` runs it first.
+lint: $(STAMP)
+	$(BIN)/ruff check .
 
 clean:
 	rm -rf _build .jupyter_cache jupyter_execute .pytest_cache .hypothesis
