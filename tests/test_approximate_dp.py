@@ -345,17 +345,23 @@ def test_discrete_gaussian_release_audit_is_not_flagged():
 
 def test_discrete_gaussian_bad_input():
     for call, name in [(lambda: discrete_gaussian_delta(-1.0, 2, 1), "epsilon"),
-                       (lambda: discrete_gaussian_delta(1.0, 2.0, 1), "sigma"),
+                       (lambda: discrete_gaussian_delta(1.0, float("nan"), 1), "sigma"),
                        (lambda: discrete_gaussian_delta(1.0, 2, 0), "sensitivity"),
                        (lambda: discrete_gaussian_epsilon(0.0, 2, 1), "delta"),
                        (lambda: discrete_gaussian_sigma(0.0, 1e-5, 1), "epsilon"),
                        (lambda: discrete_gaussian_sigma(1.0, 1.5, 1), "delta"),
                        (lambda: discrete_gaussian_release(1.0, 1e-5, 0.01, granularity=0.3), "granularity"),
                        (lambda: discrete_gaussian_release(1.0, 1e-5, 1.5), "sensitivity"),
-                       (lambda: DiscreteGaussianRelease(0.5), "sigma"),
+                       (lambda: DiscreteGaussianRelease(-0.5), "sigma"),
                        (lambda: DiscreteGaussianRelease(2, granularity=-1.0), "granularity")]:
         with pytest.raises((TypeError, ValueError), match=name):
             call()
+
+
+def test_discrete_gaussian_accepts_a_float_sigma_exactly():
+    """A float sigma is its exact rational value (as OpenDP converts it): same delta, same release."""
+    assert discrete_gaussian_delta(1.0, 2.5, 1) == discrete_gaussian_delta(1.0, Fraction(5, 2), 1)
+    assert DiscreteGaussianRelease(2.5).sigma == Fraction(5, 2)
 
 
 # ---------------------------------------------------------------------------------------------
