@@ -300,6 +300,12 @@ def _sigma_on_grid(x: float) -> Fraction:
     return Fraction(math.ceil(Fraction(x) * 2 ** (k + 1)), 2 ** (k + 1))
 
 
+def _next_on_grid(g: Fraction) -> Fraction:
+    """The smallest grid point of :func:`_sigma_on_grid` above the grid point ``g`` (a float exactly: at
+    most 11 significant bits), so no grid point lies between ``g`` and the next float."""
+    return _sigma_on_grid(math.nextafter(float(g), math.inf))
+
+
 def discrete_gaussian_sigma(epsilon: float, delta: float, sensitivity: int = 1) -> Fraction:
     """The analytic calibration for the discrete law: the smallest ``sigma`` on a grid of relative
     resolution 2^-10 with ``discrete_gaussian_delta(epsilon, sigma, sensitivity) <= delta``.
@@ -324,11 +330,14 @@ def discrete_gaussian_sigma(epsilon: float, delta: float, sensitivity: int = 1) 
         lo, hi = lo / 1.5, lo
         if lo < 1e-4:
             return _sigma_on_grid(hi)
+    # ok(s) depends on s only through _sigma_on_grid(s), so once no grid point lies strictly between those of
+    # lo (not ok) and hi (ok), no further halving can change _sigma_on_grid(hi): stop there.  The relative
+    # width 0.2 halves to the grid's 2^-10 in about 10 steps; 60 is only a safety cap.
     for _ in range(60):
+        if _sigma_on_grid(hi) <= _next_on_grid(_sigma_on_grid(lo)):
+            break
         mid = (lo + hi) / 2.0
         lo, hi = (lo, mid) if ok(mid) else (mid, hi)
-        if _sigma_on_grid(hi) == _sigma_on_grid(lo):
-            break
     sig = _sigma_on_grid(hi)
     if discrete_gaussian_delta(eps, sig, steps) > dlt:  # pragma: no cover - the loop keeps ok(hi)
         raise RuntimeError("calibration failed to reach the target delta")

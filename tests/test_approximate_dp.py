@@ -322,6 +322,21 @@ def test_discrete_gaussian_sigma_is_the_smallest_on_its_grid(epsilon, delta, ste
     assert abs(float(sig) / gaussian_sigma_analytic(epsilon, delta, steps) - 1) < 0.01
 
 
+@pytest.mark.parametrize("epsilon,delta,steps", [(1.0, 1e-5, 1), (0.1, 1e-9, 3), (3.0, 1e-3, 1)])
+def test_discrete_gaussian_sigma_stops_when_the_grid_point_is_fixed(monkeypatch, epsilon, delta, steps):
+    """The bisection stops once no grid point lies between its two ends (about 10 halvings of a relative
+    width of 0.2 down to the grid's 2^-10), instead of running 60 times: at most 30 evaluations of delta
+    in all (bracketing included), and the answer is the smallest sigma on the grid that meets delta."""
+    import dptutor.approximate_dp as adp
+
+    calls = []
+    original = adp.discrete_gaussian_delta
+    monkeypatch.setattr(adp, "discrete_gaussian_delta", lambda *args: calls.append(args) or original(*args))
+    sig = discrete_gaussian_sigma(epsilon, delta, steps)
+    assert len(calls) <= 30
+    assert original(epsilon, sig, steps) <= delta < original(epsilon, sig - Fraction(1, sig.denominator), steps)
+
+
 def test_discrete_gaussian_release_outputs_and_privacy():
     rng = np.random.default_rng(4)
     integer = discrete_gaussian_release(1.0, 1e-5, 1)
