@@ -16,7 +16,6 @@ from dptutor.distributions import sample_laplace
 from dptutor.floating import (
     EXACT_SAMPLERS,
     K_MAX,
-    _uniform_double_cdf,
     attack,
     laplace_from_index,
     off_grid,
@@ -28,6 +27,7 @@ from dptutor.floating import (
     snapping_pmf,
 )
 from dptutor.mechanisms import snapping_mechanism
+from dptutor.snapping import _uniform_double_cdf
 
 PARAMS = [(0.0, 1.0), (1.0, 10.0), (0.3, 0.7), (-2.5, 3.0)]
 

@@ -263,6 +263,8 @@ VALID_FOR_MODULE: dict[str, dict[str, Factory]] = {
     "floating": {"y": _const(np.array([0.25, 1.5])), "loc": _const(0.0), "scale": _const(1.0),
                  "params": lambda ctx: _snapping(), "x": _const(0.0), "k": _const(np.array([1, 2, 3])),
                  "sampler": _const("numpy"), "size": _const(64)},
+    "snapping": {"y": _const(np.array([0.25, 1.5])), "params": lambda ctx: _snapping(), "x": _const(0.0),
+                 "size": _const(64)},
 }
 
 #: Valid values for one callable ("module.name" or "module.Class.method"), over the two above.
@@ -294,10 +296,10 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
     "granular.GranularParameters": {"epsilon": _const(1.0), "n": _const(1), "r": _const(2.0**-10), "t": _const(3)},
     "floating.AttackResult": {"test": _const("exact"), "loc0": _const(0.0), "loc1": _const(1.0), "size": _const(100),
                               "impossible0": _const(3), "impossible1": _const(5)},
-    "floating.SnappingParameters": {"n": _const(1), "bound": _const(8.0), "lam": _const(2.0), "grid": _const(2.0)},
-    "floating.snap": {"x": _const(np.array([0.0, 1.0])), "u": _const(np.array([0.25, 0.75])),
+    "snapping.SnappingParameters": {"n": _const(1), "bound": _const(8.0), "lam": _const(2.0), "grid": _const(2.0)},
+    "snapping.snap": {"x": _const(np.array([0.0, 1.0])), "u": _const(np.array([0.25, 0.75])),
                       "negative": _const(np.array([True, False]))},
-    "floating.log_ratio": {"p": _const(fractions.Fraction(1, 3)), "q": _const(fractions.Fraction(1, 4))},
+    "snapping.log_ratio": {"p": _const(fractions.Fraction(1, 3)), "q": _const(fractions.Fraction(1, 4))},
     "audit.pair.audit_pair": {"mechanism": lambda ctx: _zoo_count(), "x": _const(0.0), "x_prime": _const(1.0)},
     "audit.learned.fit_statistic": {"outputs_x": _const(np.zeros((4, 2))), "outputs_x_prime": _const(np.ones((4, 2)))},
     "audit.learned.fit_additive_map": {"outputs": _const(np.array([[0.0, 1.0], [0.0, 2.0], [1.0, 3.0], [0.0, 4.0]]))},
