@@ -327,7 +327,7 @@ def test_discrete_gaussian_sigma_stops_when_the_grid_point_is_fixed(monkeypatch,
     """The bisection stops once no grid point lies between its two ends (about 10 halvings of a relative
     width of 0.2 down to the grid's 2^-10), instead of running 60 times: at most 30 evaluations of delta
     in all (bracketing included), and the answer is the smallest sigma on the grid that meets delta."""
-    import dptutor.approximate_dp as adp
+    import dptutor.discrete_gaussian as adp
 
     calls = []
     original = adp.discrete_gaussian_delta

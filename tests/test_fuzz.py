@@ -255,6 +255,7 @@ def _cdf(x):
 #: Valid values for every callable of one module, over :data:`VALID` (a mechanism's ``x`` is a batch).
 VALID_FOR_MODULE: dict[str, dict[str, Factory]] = {
     "mechanisms": {"x": lambda ctx: np.zeros((3, 2))},
+    "gaussian": {"x": lambda ctx: np.zeros((3, 2))},
     "libraries": {"x": lambda ctx: np.zeros((3, 2)), "scale": _const(2), "size": _const(5)},
     "exact": {"scale": lambda ctx: fractions.Fraction(3, 2)},
     "granular": {"params": lambda ctx: _granular(), "y": _const(0.0), "x": _const(np.array([0.0, 1.0]))},
@@ -354,18 +355,18 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
     "zoo.svt_pattern": {"outputs": lambda ctx: np.array([[1.0, -np.inf, np.inf]])},
     "zoo.svt_log_likelihood_ratio": {"outputs": lambda ctx: np.array([[2.0, -np.inf]]), "x": _const((1.0, 0.0)),
                                      "x_prime": _const((0.0, 1.0))},
-    "mechanisms.gaussian_sigma_classic": {"epsilon": _const(0.5)},  # the classic theorem needs epsilon < 1
+    "gaussian.gaussian_sigma_classic": {"epsilon": _const(0.5)},  # the classic theorem needs epsilon < 1
     "approximate_dp.name_and_shame": {"records": lambda ctx: np.zeros((4, 2))},
     "exact.check_sigma": {"sigma": _const(fractions.Fraction(3, 2))},
     "exact.sample_discrete_gaussian": {"sigma": _const(fractions.Fraction(3, 2))},
     "exact.sample_discrete_gaussian_python": {"sigma": _const(fractions.Fraction(3, 2))},
     "exact.discrete_gaussian_pmf": {"sigma": _const(fractions.Fraction(3, 2)), "k": _const(np.array([0, 1, -2]))},
-    "approximate_dp.discrete_gaussian_delta": {"sigma": _const(2), "sensitivity": _const(1)},
-    "approximate_dp.discrete_gaussian_epsilon": {"sigma": _const(2), "sensitivity": _const(1), "delta": _const(1e-3)},
-    "approximate_dp.discrete_gaussian_sigma": {"sensitivity": _const(1)},
-    "approximate_dp.DiscreteGaussianRelease": {"sigma": _const(fractions.Fraction(3, 2)), "granularity": _const(0.25)},
-    "approximate_dp.DiscreteGaussianRelease.steps": {"data": _const(1.0)},
-    "approximate_dp.discrete_gaussian_release": {"sensitivity": _const(1), "granularity": _const(None)},
+    "discrete_gaussian.discrete_gaussian_delta": {"sigma": _const(2), "sensitivity": _const(1)},
+    "discrete_gaussian.discrete_gaussian_epsilon": {"sigma": _const(2), "sensitivity": _const(1), "delta": _const(1e-3)},
+    "discrete_gaussian.discrete_gaussian_sigma": {"sensitivity": _const(1)},
+    "discrete_gaussian.DiscreteGaussianRelease": {"sigma": _const(fractions.Fraction(3, 2)), "granularity": _const(0.25)},
+    "discrete_gaussian.DiscreteGaussianRelease.steps": {"data": _const(1.0)},
+    "discrete_gaussian.discrete_gaussian_release": {"sensitivity": _const(1), "granularity": _const(None)},
     "libraries.opendp_integer_gaussian": {"scale": _const(2.0), "size": _const(5)},
     "libraries.OpenDPGaussian": {"scale": _const(2.0)},
     "libraries.OpenDPGaussian.rho": {"sensitivity": _const(1)},
