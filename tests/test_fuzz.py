@@ -271,7 +271,7 @@ VALID_FOR_MODULE: dict[str, dict[str, Factory]] = {
 #: Valid values for one callable ("module.name" or "module.Class.method"), over the two above.
 VALID_FOR: dict[str, dict[str, Factory]] = {
     "distributions.standard_laplace_fill": {"out": lambda ctx: np.empty(5)},
-    "distributions.sample_dptext": {"nan": _const("zero")},  # "keep" returns NaN by design
+    "dptext.sample_dptext": {"nan": _const("zero")},  # "keep" returns NaN by design
     "audit.sanity.estimate_losses": {"cells": lambda ctx: [_audit_cell()]},
     "experiments.GridRow": {"mechanism": _const("laplace"), "counts": _const((3, 7, 7, 3)), "trials": _const(10)},
     "experiments.RepeatResult": {"mechanism": _const("adept"), "trials": _const(10)},
