@@ -32,7 +32,6 @@ replica checked draw for draw against numpy in the tests.
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 from typing import Callable
@@ -62,6 +61,7 @@ from dptutor.snapping import (
     snapping_pmf,
     snapping_reachable,
 )
+from dptutor.ziggurat import ZIGGURAT_R, fast_possible, same_double, ziggurat_widths
 
 __all__ = [
     "EXACT_SAMPLERS",
@@ -157,6 +157,27 @@ def laplace_from_index(
     """The double that ``sampler`` outputs when its uniform is ``u = k 2^-53``, ``1 <= k <= 2^53 - 1``.
 
     ``sampler="numpy"`` uses the C library's ``log``, exactly as numpy's ``random_laplace`` does.
+
+    Parameters
+    ----------
+    k : array_like of int
+        Indices in ``[1, 2^53 - 1]``.
+    loc : float, optional
+        Location, finite (default 0).
+    scale : float, optional
+        Scale, ``> 0`` and finite (default 1).
+    sampler : {"numpy", "textbook", "inverse_cdf"}, optional
+        The sampler (default ``"numpy"``).
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        The outputs, shaped like ``k``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For non-integer or out-of-range ``k``, or a bad ``loc``, ``scale`` or ``sampler``.
     """
     check_choice(sampler, "sampler", EXACT_SAMPLERS)
     loc, scale = _check_loc_scale(loc, scale)
@@ -171,11 +192,6 @@ def laplace_from_index(
 # ---------------------------------------------------------------------------------------------
 # exact reachability
 # ---------------------------------------------------------------------------------------------
-
-
-def _same(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.bool_]:
-    """Equal as doubles, signed zeros told apart (an attacker sees the sign bit too)."""
-    return (a == b) & (np.signbit(a) == np.signbit(b))
 
 
 def _first_at_least(f: Callable, y: NDArray[np.float64]) -> NDArray[np.int64]:
@@ -202,6 +218,27 @@ def reachable(y: ArrayLike, loc: float, scale: float, sampler: str = "numpy") ->
     on the C library's ``log``; if the two disagree near the answer (the neighbourhood does not
     bracket ``y``), the search is redone with the C ``log`` for that element.  Infinite ``y`` is
     never reachable; NaN is refused.
+
+    Parameters
+    ----------
+    y : array_like
+        Candidate outputs (doubles).
+    loc : float
+        Location, finite.
+    scale : float
+        Scale, ``> 0`` and finite.
+    sampler : {"numpy", "textbook", "inverse_cdf"}, optional
+        The sampler (default ``"numpy"``).
+
+    Returns
+    -------
+    numpy.ndarray of bool
+        True where ``y`` can be output.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``y``, ``loc``, ``scale`` or ``sampler``.
     """
     check_choice(sampler, "sampler", EXACT_SAMPLERS)
     loc, scale = _check_loc_scale(loc, scale)
@@ -223,7 +260,7 @@ def reachable(y: ArrayLike, loc: float, scale: float, sampler: str = "numpy") ->
         vals = exact(np.clip(ks, 1, K_MAX))
         below_ok = ~valid[:, 0] | (vals[:, 0] < yf)
         above_ok = ~valid[:, -1] | (vals[:, -1] > yf)
-        hit = (_same(vals[:, 1:-1], yf[:, None]) & valid[:, 1:-1]).any(axis=1)
+        hit = (same_double(vals[:, 1:-1], yf[:, None]) & valid[:, 1:-1]).any(axis=1)
         bad = np.flatnonzero(~(below_ok & above_ok))
         if bad.size:  # rare: redo the search with the exact function, then check its neighbours
             kb = _first_at_least(exact, yf[bad])
@@ -262,6 +299,23 @@ def off_grid(y: ArrayLike, loc: float) -> NDArray[np.bool_]:
     output that is not a multiple did not come from ``loc``, whatever sampler made the noise, *if*
     the mechanism adds the noise to ``loc`` in double arithmetic.  (A mechanism that forms the sum
     exactly and rounds once, as OpenDP does, is not covered.)  For ``loc = 0`` nothing is excluded.
+
+    Parameters
+    ----------
+    y : array_like
+        Candidate outputs (doubles).
+    loc : float
+        The location that would have produced them, finite.
+
+    Returns
+    -------
+    numpy.ndarray of bool
+        True where ``y`` is certainly not ``fl(loc + z)`` for any double ``z``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``y`` or ``loc``.
     """
     loc = check_real(loc, "loc")
     y_arr = check_float_array(y, "y")
@@ -277,93 +331,6 @@ def off_grid(y: ArrayLike, loc: float) -> NDArray[np.bool_]:
 
 
 # ---------------------------------------------------------------------------------------------
-# the ziggurat (sampler="fast"): a sound impossibility test
-# ---------------------------------------------------------------------------------------------
-# numpy's standard_exponential (Marsaglia and Tsang's ziggurat with 256 layers) takes a 64-bit word
-# w, drops 3 bits, reads the layer idx from the next 8 and ri from the remaining 53, and returns
-# ri * w_idx when ri is below the layer's threshold; otherwise it tests a wedge with one more
-# uniform (returning the same ri * w_idx if accepted, or starting again), and for idx = 0 it may go
-# to the tail beyond r, where it returns r - log1p(-U).  So every output is ri * w_idx for some
-# layer and some 53-bit ri, or lies in the tail.  The widths w_idx are read from numpy itself: a
-# PCG64 state can be set so that the next word is any chosen one (the generator steps its 128-bit
-# LCG state and outputs hi ^ lo rotated by the top 6 bits, so a state with hi = 0 outputs lo).
-
-#: Marsaglia and Tsang's start of the tail for the 256-layer exponential ziggurat.
-ZIGGURAT_R: float = 7.69711747013104972
-_PCG_MULT = 0x2360ED051FC65DA44385DF649FCCF645
-_M128 = 1 << 128
-
-
-def _pcg64_feed(bitgen: np.random.PCG64, word: int) -> int:
-    """Set ``bitgen`` so that its next 64-bit output is ``word``; return the state after that step."""
-    state = bitgen.state
-    inc = state["state"]["inc"]
-    state["state"]["state"] = ((word - inc) * pow(_PCG_MULT, -1, _M128)) % _M128
-    state["has_uint32"] = 0
-    bitgen.state = state
-    return word
-
-
-@functools.lru_cache(maxsize=1)
-def ziggurat_widths() -> NDArray[np.float64]:
-    """numpy's 256 ziggurat widths ``w_idx``, read from ``standard_exponential`` fed the word ``ri = 1``.
-
-    Raises ``RuntimeError`` if this numpy's PCG64 or ziggurat does not behave as described above.
-    """
-    bitgen = np.random.PCG64(0)
-    gen = np.random.Generator(bitgen)
-    inc = bitgen.state["state"]["inc"]
-    _pcg64_feed(bitgen, 12345 << 11)
-    if gen.random() != 12345 * _TWO_M53:
-        raise RuntimeError("numpy's PCG64 does not output the word its state was set to")
-    widths = np.empty(256)
-    for idx in range(256):
-        after = _pcg64_feed(bitgen, ((1 << 8) | idx) << 3)
-        x = gen.standard_exponential()
-        # one word on the fast path, two if the wedge test ran and accepted (then x is still 1 * w_idx)
-        if bitgen.state["state"]["state"] not in (after, (after * _PCG_MULT + inc) % _M128):
-            raise RuntimeError(f"numpy's ziggurat rejected ri = 1 in layer {idx}: widths not recoverable")
-        widths[idx] = x
-    return widths
-
-
-def fast_possible(y: ArrayLike, loc: float, scale: float, *, chunk: int = 1024) -> NDArray[np.bool_]:
-    """Can ``sample_laplace(method="fast")`` (or ``laplace_mechanism``) output ``y`` from ``loc``?
-
-    A sound over-approximation: ``False`` is certain (no layer, no 53-bit ``ri`` and no sign gives
-    ``fl(fl(+-ri w_idx) scale) + loc == y``, and ``|y - loc| / scale`` is below the tail), ``True``
-    only means "not excluded" (tail values, and the rare case where the searched window does not
-    bracket ``y``).  For each of the 512 (layer, sign) pairs the map ``ri -> output`` is monotone,
-    so a window of 7 values of ``ri`` around the inverse decides it when its ends bracket ``y``.
-    """
-    loc, scale = _check_loc_scale(loc, scale)
-    chunk = check_int(chunk, "chunk", minimum=1)
-    y_arr = check_float_array(y, "y")
-    flat = y_arr.reshape(-1)
-    widths = ziggurat_widths()
-    hi_ri = float(2**53 - 1)
-    offsets = np.arange(-3.0, 4.0)
-    out = np.empty(flat.size, dtype=np.bool_)
-    with np.errstate(over="ignore", invalid="ignore"):
-        for start in range(0, flat.size, chunk):
-            yc = flat[start : start + chunk]
-            z = (yc - loc) / scale
-            possible = ~np.isfinite(yc) | (np.abs(z) >= ZIGGURAT_R * (1 - 1e-9))
-            for sign in (1.0, -1.0):
-                ri0 = np.rint(np.clip((sign * z)[:, None] / widths[None, :], -8.0, hi_ri + 8.0))
-                ri = np.clip(ri0[:, :, None] + offsets, 0.0, hi_ri)
-                vals = (sign * (ri * widths[None, :, None])) * scale + loc
-                hit = (_same(vals, yc[:, None, None]) & np.isfinite(vals)).any(axis=2)
-                first, last = vals[:, :, 0], vals[:, :, -1]
-                below = first < yc[:, None] if sign > 0 else first > yc[:, None]
-                above = last > yc[:, None] if sign > 0 else last < yc[:, None]
-                bracket = ((ri[:, :, 0] == 0) | below) & ((ri[:, :, -1] == hi_ri) | above)
-                possible |= (hit | ~bracket).any(axis=1)
-            out[start : start + chunk] = possible
-    return out.reshape(y_arr.shape)
-
-
-# ---------------------------------------------------------------------------------------------
 # sampling and the attack
 # ---------------------------------------------------------------------------------------------
 
@@ -371,7 +338,31 @@ def fast_possible(y: ArrayLike, loc: float, scale: float, *, chunk: int = 1024) 
 def sample_floating_laplace(
     size: int, loc: float = 0.0, scale: float = 1.0, *, rng: np.random.Generator, sampler: str = "numpy"
 ) -> NDArray[np.float64]:
-    """``size`` draws of Lap(loc, scale) from the named sampler (see the module docstring)."""
+    """``size`` draws of Lap(loc, scale) from the named sampler (see the module docstring).
+
+    Parameters
+    ----------
+    size : int
+        Number of draws, ``>= 0``.
+    loc : float, optional
+        Location, finite (default 0).
+    scale : float, optional
+        Scale, ``> 0`` and finite (default 1).
+    rng : numpy.random.Generator
+        The source of randomness.
+    sampler : {"numpy", "textbook", "inverse_cdf", "fast"}, optional
+        The sampler (default ``"numpy"``).
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        ``size`` draws.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad argument (the message names it).
+    """
     check_choice(sampler, "sampler", SAMPLERS)
     size = check_int(size, "size", minimum=0, maximum=MAX_ELEMENTS)
     loc, scale = _check_loc_scale(loc, scale)
@@ -397,6 +388,24 @@ class AttackResult:
     ``loc1`` (and ``impossible1`` the other way round).  ``test`` is ``"exact"`` (:func:`reachable`),
     ``"ziggurat"`` (:func:`fast_possible`) or ``"grid"`` (:func:`off_grid`, which only certifies
     outputs of ``loc0``).
+
+    Parameters
+    ----------
+    sampler : str
+        One of :data:`SAMPLERS`.
+    test : str
+        One of :data:`TESTS`.
+    scale, loc0, loc1 : float
+        The scale (``> 0``) and the two locations.
+    size : int
+        Outputs drawn per location, ``>= 1``.
+    impossible0, impossible1 : int
+        The counts, between 0 and ``size`` (``impossible1 = 0`` for the grid test).
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a field out of range (the message names it).
     """
 
     sampler: str
@@ -432,7 +441,23 @@ class AttackResult:
         return self.impossible / self.outputs if self.outputs else 0.0
 
     def confidence_interval(self, confidence: float = 0.95) -> tuple[float, float]:
-        """Clopper-Pearson interval for the probability that an output gives its input away."""
+        """Clopper-Pearson interval for the probability that an output gives its input away.
+
+        Parameters
+        ----------
+        confidence : float, optional
+            The confidence level, in (0, 1) (default 0.95).
+
+        Returns
+        -------
+        tuple of float
+            ``(low, high)``.
+
+        Raises
+        ------
+        TypeError, ValueError
+            For a bad ``confidence``.
+        """
         from scipy import stats
 
         confidence = check_probability(confidence, "confidence")
@@ -462,6 +487,31 @@ def attack(
     ``test="ziggurat"`` uses :func:`fast_possible` both ways (``sampler="fast"`` only: impossibility
     certain, so the count is a lower bound); ``test="grid"`` uses :func:`off_grid` on the outputs of
     ``loc0`` only (any sampler).
+
+    Parameters
+    ----------
+    sampler : str
+        The sampler (one allowed by ``test``).
+    scale : float
+        Scale, ``> 0``.
+    size : int
+        Outputs per location, ``>= 1``.
+    rng : numpy.random.Generator
+        The source of randomness.
+    loc0, loc1 : float, optional
+        The two locations (defaults 0 and 1).
+    test : {"exact", "ziggurat", "grid"}, optional
+        The impossibility test (default ``"exact"``).
+
+    Returns
+    -------
+    AttackResult
+        The counts.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad argument, or a ``sampler`` the ``test`` does not cover.
     """
     check_choice(test, "test", TESTS)
     allowed = {"exact": EXACT_SAMPLERS, "ziggurat": ("fast",), "grid": SAMPLERS}[test]

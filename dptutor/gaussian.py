@@ -79,6 +79,30 @@ def gaussian_delta(epsilon: float, sigma: float, sensitivity: float = 1.0) -> fl
     ``delta(epsilon) = Phi(D/(2 sigma) - eps sigma/D) - e^eps Phi(-D/(2 sigma) - eps sigma/D)``
     (the privacy profile of the Gaussian mechanism; it is exact, not a bound).  Computed in log
     space in doubles, or with mpmath where doubles would lose more than ~1e-9 of relative precision.
+
+    Parameters
+    ----------
+    epsilon : float
+        ``>= 0``.
+    sigma : float
+        The noise's standard deviation, ``> 0``.
+    sensitivity : float, optional
+        The query's l2 sensitivity, ``> 0`` (default 1).
+
+    Returns
+    -------
+    float
+        ``delta`` in [0, 1].
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``epsilon``, ``sigma`` or ``sensitivity`` (the message names it).
+
+    Examples
+    --------
+    >>> 0.0 < gaussian_delta(1.0, 4.0) < 1e-3
+    True
     """
     eps = check_positive(epsilon, "epsilon")
     sig = check_positive(sigma, "sigma")
@@ -124,6 +148,25 @@ def gaussian_sigma_classic(epsilon: float, delta: float, sensitivity: float) -> 
     ``0 < epsilon < 1``.  For ``epsilon >= 1`` the formula is not a theorem (and for large
     ``epsilon`` with large ``delta`` it gives too little noise), so this function refuses it with a
     ``ValueError`` naming ``epsilon``: use :func:`gaussian_sigma_analytic`, valid for every epsilon.
+
+    Parameters
+    ----------
+    epsilon : float
+        In (0, 1).
+    delta : float
+        In (0, 1).
+    sensitivity : float
+        The query's l2 sensitivity, ``> 0``.
+
+    Returns
+    -------
+    float
+        ``sigma``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``epsilon`` (including ``epsilon >= 1``), ``delta`` or ``sensitivity``.
     """
     eps, dlt, sens = _check_gaussian_parameters(epsilon, delta, sensitivity)
     if eps >= 1.0:
@@ -146,6 +189,26 @@ def gaussian_sigma_analytic(epsilon: float, delta: float, sensitivity: float) ->
     ``s = sigma / sensitivity``, so ``scipy.optimize.brentq`` finds ``ln s`` with
     ``ln delta(s) = ln delta`` in log space (stable for large epsilon and tiny delta).  Valid for
     every epsilon > 0, and never larger than :func:`gaussian_sigma_classic` where that applies.
+
+    Parameters
+    ----------
+    epsilon : float
+        ``> 0``.
+    delta : float
+        In (0, 1).
+    sensitivity : float
+        The query's l2 sensitivity, ``> 0``.
+
+    Returns
+    -------
+    float
+        The least ``sigma`` with ``gaussian_delta(epsilon, sigma, sensitivity) <= delta`` (to the root
+        finder's tolerance).
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``epsilon``, ``delta`` or ``sensitivity``, or a target the solver cannot bracket.
     """
     from scipy import optimize
 
@@ -200,6 +263,31 @@ def gaussian_mechanism(
     sensitivity of the identity on [0, 1]^n (the l1 sensitivity ``n`` is what the Laplace
     mechanism needs).  ``calibration`` is ``"analytic"`` (:func:`gaussian_sigma_analytic`, the
     least noise, any epsilon) or ``"classic"`` (:func:`gaussian_sigma_classic`, epsilon < 1).
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        Query answers, shape ``(trials, n)``, finite.
+    epsilon : float
+        ``> 0`` (below 1 for the classic calibration).
+    delta : float
+        In (0, 1).
+    rng : numpy.random.Generator
+        The source of randomness.
+    sensitivity : float or None, optional
+        The l2 sensitivity (default ``sqrt(n)``).
+    calibration : {"analytic", "classic"}, optional
+        How ``sigma`` is chosen (default ``"analytic"``).
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        ``x`` plus the noise.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad argument (the message names it), or outputs that overflow.
     """
     arr = check_float_array(x, "x", finite=True, ndim=2)
     rng = check_rng(rng)

@@ -35,6 +35,22 @@ class GranularParameters:
     coordinate by at most ``r / 2``, so neighbours' rounded values differ by at most ``n + n r`` in
     l1, that is ``n / r + n`` steps of ``r``: Google's accounting (sensitivity ``Delta + r``), with one
     ``r`` per coordinate.
+
+    Parameters
+    ----------
+    epsilon : float
+        The privacy budget, ``> 0``.
+    n : int
+        The dimension, ``>= 1``.
+    r : float
+        The granularity, a power of two.
+    t : int
+        The noise's integer scale, ``1 <= t < 2^53``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a field out of range (the message names it).
     """
 
     epsilon: float
@@ -52,7 +68,32 @@ class GranularParameters:
 
 
 def granular_parameters(epsilon: float, n: int = 1, bits: int = 40) -> GranularParameters:
-    """The granular Laplace mechanism's parameters (``bits = 40`` as in Google's libraries)."""
+    """The granular Laplace mechanism's parameters (``bits = 40`` as in Google's libraries).
+
+    Parameters
+    ----------
+    epsilon : float
+        The privacy budget, ``> 0``.
+    n : int, optional
+        The dimension, ``>= 1`` (default 1).
+    bits : int, optional
+        Bits of resolution below ``n / epsilon``, 0 to 48 (default 40).
+
+    Returns
+    -------
+    GranularParameters
+        ``r`` and ``t`` for these settings.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``epsilon``, ``n`` or ``bits``, or a scale that overflows.
+
+    Examples
+    --------
+    >>> granular_parameters(1.0, bits=10).r
+    0.0009765625
+    """
     eps = check_positive(epsilon, "epsilon")
     n = check_int(n, "n", minimum=1, maximum=MAX_ELEMENTS)
     bits = check_int(bits, "bits", minimum=0, maximum=48)
@@ -75,7 +116,25 @@ def _check_granular(params: object) -> GranularParameters:
 
 
 def granular_round(x: ArrayLike, params: GranularParameters) -> NDArray[np.int64]:
-    """``x / r`` rounded to the nearest integer (ties to even); exact, since ``r`` is a power of two."""
+    """``x / r`` rounded to the nearest integer (ties to even); exact, since ``r`` is a power of two.
+
+    Parameters
+    ----------
+    x : array_like
+        Values, finite.
+    params : GranularParameters
+        The mechanism's parameters.
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        The multiples of ``r``, as integers ``round(x / r)``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``x`` or ``params``, or ``|x| / r`` of ``2^62`` or more.
+    """
     params = _check_granular(params)
     return _granular_steps(check_float_array(x, "x", finite=True), params, "x")
 
@@ -94,6 +153,23 @@ def granular_loss(params: GranularParameters, x0: float = 0.0, x1: float = 1.0) 
     The output is ``r (m + Z)`` with ``m = round(x / r)`` and ``Z`` discrete Laplace of scale ``t``, so
     ``ln P(r j | x0) / P(r j | x1) = (|j - m1| - |j - m0|) / t`` per coordinate, at most
     ``|m0 - m1| / t`` (attained for ``j`` beyond both): the loss is ``n |m0 - m1| / t``, a Fraction.
+
+    Parameters
+    ----------
+    params : GranularParameters
+        The mechanism's parameters.
+    x0, x1 : float, optional
+        The two datasets' common coordinate (defaults 0 and 1).
+
+    Returns
+    -------
+    fractions.Fraction
+        The exact loss.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``params``, ``x0`` or ``x1``.
     """
     params = _check_granular(params)
     m0 = int(_granular_steps(np.array(check_real(x0, "x0")), params, "x0"))
@@ -106,6 +182,23 @@ def granular_reachable(y: ArrayLike, params: GranularParameters) -> NDArray[np.b
 
     The noise ``Z`` puts positive mass on every integer, so the outputs are all multiples ``r j``
     with ``|j| < 2^53`` (those convert to doubles exactly), whatever the input.
+
+    Parameters
+    ----------
+    y : array_like
+        Candidate outputs.
+    params : GranularParameters
+        The mechanism's parameters.
+
+    Returns
+    -------
+    numpy.ndarray of bool
+        True where ``y`` can be output.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``y`` or ``params``.
     """
     y_arr = check_float_array(y, "y")
     params = _check_granular(params)

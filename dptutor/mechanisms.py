@@ -65,6 +65,20 @@ class Mechanism(Protocol):
     ``x`` is a float64 array of shape ``(trials, n)`` holding the true values, ``epsilon`` the
     privacy budget, ``rng`` a :class:`numpy.random.Generator`; the result has the shape of ``x``.
     A mechanism must not modify ``x`` (the auditor passes a read-only array).
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        True values, shape ``(trials, n)``.
+    epsilon : float
+        The privacy budget.
+    rng : numpy.random.Generator
+        The source of randomness.
+
+    Returns
+    -------
+    numpy.ndarray
+        The released values, with the shape of ``x``.
     """
 
     def __call__(
@@ -96,7 +110,27 @@ def _laplace_noise_added(x: NDArray, b: float, rng: np.random.Generator) -> NDAr
 
 def add_laplace_noise(x: NDArray, b: float, rng: np.random.Generator) -> NDArray[np.float64]:
     """``x + Lap(0, b)`` elementwise for a batch ``x`` of shape ``(trials, n)``: the building block of
-    every Laplace-type mechanism (the scale ``b`` is the caller's choice, e.g. ``n / epsilon``)."""
+    every Laplace-type mechanism (the scale ``b`` is the caller's choice, e.g. ``n / epsilon``).
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        A batch of shape ``(trials, n)``, finite.
+    b : float
+        The Laplace scale, ``> 0``.
+    rng : numpy.random.Generator
+        The source of randomness.
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        ``x`` plus the noise, a new array.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``x``, ``b`` or ``rng`` (the message names it).
+    """
     return _laplace_noise_added(check_batch(x), check_positive(b, "b"), check_rng(rng))
 
 
@@ -106,7 +140,28 @@ def add_laplace_noise(x: NDArray, b: float, rng: np.random.Generator) -> NDArray
 
 
 def laplace_mechanism(x: NDArray, epsilon: float, rng: np.random.Generator) -> NDArray[np.float64]:
-    """The Laplace mechanism with the correct l1 sensitivity ``n``: ``x + Lap(0, n / epsilon)``."""
+    """The Laplace mechanism with the correct l1 sensitivity ``n``: ``x + Lap(0, n / epsilon)``.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        True values, shape ``(trials, n)``, finite.
+    epsilon : float
+        The privacy budget, ``> 0``.
+    rng : numpy.random.Generator
+        The source of randomness.
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        The released values, with the shape of ``x``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``x``, ``epsilon`` or ``rng`` (the message names it), or an ``epsilon`` so small that
+        the noise scale overflows.
+    """
     x = check_batch(x)
     eps = check_positive(epsilon, "epsilon")
     return _laplace_noise_added(x, _scale(x.shape[1], eps), check_rng(rng))
@@ -117,6 +172,26 @@ def adept_mechanism(x: NDArray, epsilon: float, rng: np.random.Generator) -> NDA
 
     For ``n > 1`` this under-noises by a factor ``n`` (Habernal 2021), so the privacy loss grows
     with the dimension (Figure 2, third panel).
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        True values, shape ``(trials, n)``, finite.
+    epsilon : float
+        The privacy budget, ``> 0``.
+    rng : numpy.random.Generator
+        The source of randomness.
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        The released values, with the shape of ``x``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``x``, ``epsilon`` or ``rng`` (the message names it), or an ``epsilon`` so small that
+        the noise scale overflows.
     """
     x = check_batch(x)
     eps = check_positive(epsilon, "epsilon")
@@ -128,6 +203,26 @@ def dptext_mechanism(x: NDArray, epsilon: float, rng: np.random.Generator) -> ND
 
     Scale ``b = n / epsilon``.  The noise is never negative (Theorem 3.1), so an output below 1
     can only come from ``x = 0``: infinite privacy loss (Theorem 3.2).
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        True values, shape ``(trials, n)``, finite.
+    epsilon : float
+        The privacy budget, ``> 0``.
+    rng : numpy.random.Generator
+        The source of randomness.
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        The released values, with the shape of ``x``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``x``, ``epsilon`` or ``rng`` (the message names it), or an ``epsilon`` so small that
+        the noise scale overflows.
     """
     x = check_batch(x)
     eps = check_positive(epsilon, "epsilon")
@@ -146,6 +241,26 @@ def wrong_sensitivity_mechanism(
     threshold 1 on ``x + noise``: the attack is weaker, not the mechanism less private (scaling is
     post-processing).  At ``n = 1`` its loss is exactly ``epsilon`` (see
     :func:`dptutor.audit.exact_loss`), a boundary case for testing the auditor's bounds.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        True values, shape ``(trials, n)``, finite.
+    epsilon : float
+        The privacy budget, ``> 0``.
+    rng : numpy.random.Generator
+        The source of randomness.
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        The released values, with the shape of ``x``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``x``, ``epsilon`` or ``rng`` (the message names it), or an ``epsilon`` so small that
+        the noise scale overflows.
     """
     out = laplace_mechanism(x, epsilon, rng)
     np.multiply(out, 0.5, out=out)
@@ -153,7 +268,28 @@ def wrong_sensitivity_mechanism(
 
 
 def copy_input_mechanism(x: NDArray, epsilon: float, rng: np.random.Generator) -> NDArray[np.float64]:
-    """No privacy: return a copy of ``x`` (``epsilon`` and ``rng`` are checked, then ignored)."""
+    """No privacy: return a copy of ``x`` (``epsilon`` and ``rng`` are checked, then ignored).
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        True values, shape ``(trials, n)``, finite.
+    epsilon : float
+        The privacy budget, ``> 0``.
+    rng : numpy.random.Generator
+        The source of randomness.
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        The released values, with the shape of ``x``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``x``, ``epsilon`` or ``rng`` (the message names it), or an ``epsilon`` so small that
+        the noise scale overflows.
+    """
     x = check_batch(x)
     check_positive(epsilon, "epsilon")
     check_rng(rng)
@@ -163,7 +299,28 @@ def copy_input_mechanism(x: NDArray, epsilon: float, rng: np.random.Generator) -
 def random_output_mechanism(
     x: NDArray, epsilon: float, rng: np.random.Generator
 ) -> NDArray[np.float64]:
-    """Perfect privacy, no utility: each coordinate 0 or 1 with probability 1/2, whatever ``x`` is."""
+    """Perfect privacy, no utility: each coordinate 0 or 1 with probability 1/2, whatever ``x`` is.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        True values, shape ``(trials, n)``, finite.
+    epsilon : float
+        The privacy budget, ``> 0``.
+    rng : numpy.random.Generator
+        The source of randomness.
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        The released values, with the shape of ``x``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``x``, ``epsilon`` or ``rng`` (the message names it), or an ``epsilon`` so small that
+        the noise scale overflows.
+    """
     x = check_batch(x)
     check_positive(epsilon, "epsilon")
     rng = check_rng(rng)
@@ -193,6 +350,26 @@ def numpy_laplace_mechanism(x: NDArray, epsilon: float, rng: np.random.Generator
 
     Correct in distribution, but its outputs are a porous set of doubles (see
     :func:`dptutor.floating.reachable`): not epsilon-DP on a real computer.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        True values, shape ``(trials, n)``, finite.
+    epsilon : float
+        The privacy budget, ``> 0``.
+    rng : numpy.random.Generator
+        The source of randomness.
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        The released values, with the shape of ``x``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``x``, ``epsilon`` or ``rng`` (the message names it), or an ``epsilon`` so small that
+        the noise scale overflows.
     """
     arr, eps, rng = _checked(x, epsilon, rng)
     noise = rng.laplace(0.0, arr.shape[1] / eps, size=arr.shape)
@@ -210,6 +387,28 @@ def snapping_mechanism(
     ``lambda = n (1 + 2^-49 B) / epsilon`` and ``Lambda`` the smallest power of two ``>= lambda``;
     ``bound`` is ``B`` (default ``32 n / epsilon``, see :func:`dptutor.floating.snapping_parameters`).
     Its exact privacy loss: :func:`dptutor.floating.snapping_loss`.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        True values, shape ``(trials, n)``, finite.
+    epsilon : float
+        The privacy budget, ``> 0``.
+    rng : numpy.random.Generator
+        The source of randomness.
+    bound : float, optional
+        The clamping bound ``B > 0`` (default ``32 n / epsilon``).
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        The released values, with the shape of ``x``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``x``, ``epsilon`` or ``rng`` (the message names it), or an ``epsilon`` so small that
+        the noise scale overflows.
     """
     arr, eps, rng = _checked(x, epsilon, rng)
     params = snapping_parameters(eps, arr.shape[1], bound)
@@ -228,6 +427,28 @@ def granular_laplace_mechanism(
     (:func:`dptutor.exact.sample_discrete_laplace`); see :func:`dptutor.exact.granular_parameters`.
     Every output is a multiple of ``r`` and every multiple of ``r`` is possible from every input.
     Exact privacy loss: :func:`dptutor.exact.granular_loss`.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        True values, shape ``(trials, n)``, finite.
+    epsilon : float
+        The privacy budget, ``> 0``.
+    rng : numpy.random.Generator
+        The source of randomness.
+    bits : int, optional
+        Bits of resolution below the scale ``n / epsilon``, 0 to 48 (default 40).
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        The released values, with the shape of ``x``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``x``, ``epsilon`` or ``rng`` (the message names it), or an ``epsilon`` so small that
+        the noise scale overflows.
     """
     arr, eps, rng = _checked(x, epsilon, rng)
     bits = check_int(bits, "bits", minimum=0, maximum=48)

@@ -53,6 +53,23 @@ def sample_uniform_double(size: int, *, rng: np.random.Generator) -> NDArray[np.
     support then has probability ``ulp(u) = 2^-(52 + e)``: the length of the reals that round down
     to it.  Binades below ``2^-1022`` are merged into the lowest one (so no subnormals), which
     :func:`snapping_pmf` accounts for.  Randomness: ``rng.integers`` only.
+
+    Parameters
+    ----------
+    size : int
+        Number of draws, ``>= 0``.
+    rng : numpy.random.Generator
+        The source of randomness.
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        ``size`` doubles in [2^-1022, 1).
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``size`` or ``rng``.
     """
     size = check_int(size, "size", minimum=0, maximum=MAX_ELEMENTS)
     rng = check_rng(rng)
@@ -90,6 +107,24 @@ class SnappingParameters:
     ``1/lambda + 2^-49 B / lambda`` per coordinate, times ``n`` coordinates, equals ``epsilon``),
     ``grid`` the output spacing ``Lambda`` (the smallest power of two ``>= lambda``), ``bound`` the
     clamp ``B``.
+
+    Parameters
+    ----------
+    epsilon : float
+        The privacy budget, ``> 0``.
+    n : int
+        The dimension, ``>= 1``.
+    bound : float
+        The clamp ``B > 0``.
+    lam : float
+        The noise scale ``lambda > 0``.
+    grid : float
+        The output spacing ``Lambda``, a power of two.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a field out of range (the message names it).
     """
 
     epsilon: float
@@ -113,6 +148,25 @@ def snapping_parameters(epsilon: float, n: int = 1, bound: float | None = None) 
 
     That default keeps Mironov's condition ``lambda < B < 2^46 lambda`` and moves an output only
     when the noise exceeds about 32 scales (probability ``e^-32``, about 1e-14).
+
+    Parameters
+    ----------
+    epsilon : float
+        The privacy budget, ``> 0``.
+    n : int, optional
+        The dimension, ``>= 1`` (default 1).
+    bound : float or None, optional
+        The clamp ``B > 0`` (default ``32 n / epsilon``).
+
+    Returns
+    -------
+    SnappingParameters
+        ``lambda``, ``Lambda`` and ``B`` for these settings.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``epsilon``, ``n`` or ``bound``, or a scale that overflows.
     """
     eps = check_positive(epsilon, "epsilon")
     n = check_int(n, "n", minimum=1, maximum=MAX_ELEMENTS)
@@ -139,6 +193,27 @@ def snap(x: NDArray[np.float64], u: NDArray[np.float64], negative: NDArray[np.bo
     ``S = +1`` (noise ``lambda ln u <= 0``) unless ``negative``, where ``S = -1``; ``round_Lambda``
     rounds to the nearest multiple of ``Lambda`` (ties to even; ``y / Lambda`` is exact).
     Shared by :func:`dptutor.mechanisms.snapping_mechanism` and :func:`snapping_pmf`.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        Inputs, finite.
+    u : numpy.ndarray
+        Uniform doubles in (0, 1], broadcast against ``x``.
+    negative : numpy.ndarray of bool
+        The signs ``S = -1``, broadcast against ``x``.
+    params : SnappingParameters
+        The mechanism's parameters.
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        The outputs.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad argument or shapes that do not broadcast (the message names it).
     """
     params = _check_snapping(params)
     x = check_float_array(x, "x", finite=True)
@@ -157,7 +232,23 @@ def snap(x: NDArray[np.float64], u: NDArray[np.float64], negative: NDArray[np.bo
 
 
 def snapping_outputs(params: SnappingParameters) -> NDArray[np.float64]:
-    """Every output the snapping mechanism can produce: multiples of ``Lambda`` in [-B, B] and ``+-B``."""
+    """Every output the snapping mechanism can produce: multiples of ``Lambda`` in [-B, B] and ``+-B``.
+
+    Parameters
+    ----------
+    params : SnappingParameters
+        The mechanism's parameters.
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        The possible outputs, sorted.
+
+    Raises
+    ------
+    TypeError
+        If ``params`` is not a :class:`SnappingParameters`.
+    """
     params = _check_snapping(params)
     j = math.floor(params.bound / params.grid)
     grid = np.arange(-j, j + 1, dtype=np.float64) * params.grid
@@ -172,6 +263,25 @@ def snapping_pmf(x: float, params: SnappingParameters) -> tuple[NDArray[np.float
     (or ``P(U* >= u_v)``) for the ``u_v`` found by a binary search over the doubles of the support
     (ordered like their bit patterns), and ``P(U* <= u)`` is exact (:func:`_uniform_double_cdf`).
     Assumes ``np.log`` is monotone.
+
+    Parameters
+    ----------
+    x : float
+        The input coordinate, finite.
+    params : SnappingParameters
+        The mechanism's parameters.
+
+    Returns
+    -------
+    outputs : numpy.ndarray of float64
+        The possible outputs, sorted.
+    probabilities : list of fractions.Fraction
+        Their exact probabilities.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``x`` or ``params``.
     """
     from fractions import Fraction
 
@@ -219,7 +329,25 @@ def snapping_pmf(x: float, params: SnappingParameters) -> tuple[NDArray[np.float
 
 def log_ratio(p: "Fraction", q: "Fraction") -> float:
     """``ln(p / q)`` for non-negative Fractions, evaluated with 50 significant digits (mpmath) and
-    rounded once to a float; ``inf``/``-inf`` when exactly one is 0, and 0 when both are."""
+    rounded once to a float; ``inf``/``-inf`` when exactly one is 0, and 0 when both are.
+
+    Parameters
+    ----------
+    p, q : fractions.Fraction or int
+        Non-negative numbers.
+
+    Returns
+    -------
+    float
+        ``ln(p / q)``, possibly ``inf``, ``-inf`` or 0 as above.
+
+    Raises
+    ------
+    TypeError
+        If ``p`` or ``q`` is not a Fraction or an int.
+    ValueError
+        If ``p`` or ``q`` is negative.
+    """
     import mpmath
     from fractions import Fraction
 
@@ -242,7 +370,25 @@ def log_ratio(p: "Fraction", q: "Fraction") -> float:
 def snapping_loss(params: SnappingParameters, x0: float = 0.0, x1: float = 1.0) -> float:
     """Exact privacy loss ``n max_v |ln P(v | x0) / P(v | x1)|`` of the snapping mechanism between the
     datasets ``(x0, ..., x0)`` and ``(x1, ..., x1)`` of dimension ``params.n`` (coordinates are
-    independent, so the worst output vector repeats the worst coordinate)."""
+    independent, so the worst output vector repeats the worst coordinate).
+
+    Parameters
+    ----------
+    params : SnappingParameters
+        The mechanism's parameters.
+    x0, x1 : float, optional
+        The two datasets' common coordinate (defaults 0 and 1).
+
+    Returns
+    -------
+    float
+        The exact loss (rounded once), possibly ``inf``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``params``, ``x0`` or ``x1``.
+    """
     x0, x1 = check_real(x0, "x0"), check_real(x1, "x1")
     _, p0 = snapping_pmf(x0, params)
     _, p1 = snapping_pmf(x1, params)
@@ -250,7 +396,27 @@ def snapping_loss(params: SnappingParameters, x0: float = 0.0, x1: float = 1.0) 
 
 
 def snapping_reachable(y: ArrayLike, x: float, params: SnappingParameters) -> NDArray[np.bool_]:
-    """Exactly: can one coordinate of the snapping mechanism on input ``x`` output ``y``?"""
+    """Exactly: can one coordinate of the snapping mechanism on input ``x`` output ``y``?
+
+    Parameters
+    ----------
+    y : array_like
+        Candidate outputs.
+    x : float
+        The input coordinate.
+    params : SnappingParameters
+        The mechanism's parameters.
+
+    Returns
+    -------
+    numpy.ndarray of bool
+        True where ``y`` has positive probability.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``y``, ``x`` or ``params``.
+    """
     y_arr = check_float_array(y, "y")
     params = _check_snapping(params)
     outputs, probs = snapping_pmf(x, params)

@@ -288,7 +288,7 @@ def test_more_bad_input(call, exc, word):
 def test_ziggurat_replica_matches_numpy_on_fed_words():
     """Every fast-path draw of numpy's standard_exponential is ri * w_idx for the word it consumed
     (words chosen at random and fed through a PCG64 state set to output them)."""
-    from dptutor.floating import _pcg64_feed, ziggurat_widths
+    from dptutor.ziggurat import _pcg64_feed, ziggurat_widths
 
     widths = ziggurat_widths()
     bitgen = np.random.PCG64(5)

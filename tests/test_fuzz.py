@@ -264,6 +264,7 @@ VALID_FOR_MODULE: dict[str, dict[str, Factory]] = {
     "floating": {"y": _const(np.array([0.25, 1.5])), "loc": _const(0.0), "scale": _const(1.0),
                  "params": lambda ctx: _snapping(), "x": _const(0.0), "k": _const(np.array([1, 2, 3])),
                  "sampler": _const("numpy"), "size": _const(64)},
+    "ziggurat": {"y": _const(np.array([0.25, 1.5])), "loc": _const(0.0), "scale": _const(1.0)},
     "snapping": {"y": _const(np.array([0.25, 1.5])), "params": lambda ctx: _snapping(), "x": _const(0.0),
                  "size": _const(64)},
 }
