@@ -42,7 +42,13 @@ def _init_worker(stop: Event) -> None:
 
 
 class WorkerPool(concurrent.futures.ProcessPoolExecutor):
-    """A process pool whose workers die with the parent; :meth:`stop` ends them without waiting."""
+    """A process pool whose workers die with the parent; :meth:`stop` ends them without waiting.
+
+    Parameters
+    ----------
+    max_workers : int
+        Number of worker processes.
+    """
 
     def __init__(self, max_workers: int) -> None:
         context = multiprocessing.get_context()

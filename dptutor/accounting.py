@@ -86,7 +86,27 @@ def _exp(x: float) -> float:
 
 
 def basic_composition(epsilon: float, delta: float, k: int) -> tuple[float, float]:
-    """``(k epsilon, k delta)``: k releases of an (epsilon, delta)-DP mechanism (Theorem ``thm-comp-sequential``, and its (epsilon, delta) form)."""
+    """``(k epsilon, k delta)``: k releases of an (epsilon, delta)-DP mechanism (Theorem ``thm-comp-sequential``, and its (epsilon, delta) form).
+
+    Parameters
+    ----------
+    epsilon : float
+        ``>= 0``.
+    delta : float
+        In [0, 1].
+    k : int
+        Number of releases, ``>= 1``.
+
+    Returns
+    -------
+    tuple of float
+        ``(epsilon_total, delta_total)``, ``epsilon_total`` possibly ``inf``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For an argument of the wrong type or out of range (the message names it).
+    """
     eps = check_real(epsilon, "epsilon", low=0.0)
     dlt = check_real(delta, "delta", low=0.0, high=1.0)
     k = _k(k)
@@ -95,7 +115,29 @@ def basic_composition(epsilon: float, delta: float, k: int) -> tuple[float, floa
 
 def advanced_composition(epsilon: float, delta: float, k: int, delta_prime: float) -> tuple[float, float]:
     """Dwork, Rothblum and Vadhan (2010), Theorem III.3 (``acc-eq-advanced``): k releases of an (epsilon, delta)-DP
-    mechanism are ``(epsilon sqrt(2 k ln(1/delta')) + k epsilon (e^epsilon - 1), k delta + delta')``-DP."""
+    mechanism are ``(epsilon sqrt(2 k ln(1/delta')) + k epsilon (e^epsilon - 1), k delta + delta')``-DP.
+
+    Parameters
+    ----------
+    epsilon : float
+        ``>= 0``.
+    delta : float
+        In [0, 1].
+    k : int
+        Number of releases, ``>= 1``.
+    delta_prime : float
+        The extra delta, in (0, 1).
+
+    Returns
+    -------
+    tuple of float
+        ``(epsilon_total, delta_total)``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For an argument of the wrong type or out of range (the message names it).
+    """
     eps = check_real(epsilon, "epsilon", low=0.0)
     dlt = check_real(delta, "delta", low=0.0, high=1.0)
     k = _k(k)
@@ -121,6 +163,27 @@ def optimal_composition_delta(epsilon: float, k: int, epsilon_total: float, delt
 
     with P, Q the laws of the number of ones in k randomized responses.  Exact up to rounding (each
     term in log space).
+
+    Parameters
+    ----------
+    epsilon : float
+        Per release, 0 to 1e4.
+    k : int
+        Number of releases, 1 to 10^5.
+    epsilon_total : float
+        ``>= 0`` (``inf`` allowed).
+    delta : float, optional
+        Per release, in [0, 1] (default 0).
+
+    Returns
+    -------
+    float
+        ``delta_total`` in [0, 1].
+
+    Raises
+    ------
+    TypeError, ValueError
+        For an argument of the wrong type or out of range (the message names it).
     """
     eps = check_real(epsilon, "epsilon", low=0.0, high=1e4)
     k = _k(k, MAX_OPTIMAL_K)
@@ -143,7 +206,29 @@ def optimal_composition_delta(epsilon: float, k: int, epsilon_total: float, delt
 
 def optimal_composition_epsilon(epsilon: float, k: int, delta_total: float, delta: float = 0.0) -> float:
     """The smallest epsilon_total with :func:`optimal_composition_delta` <= ``delta_total``, by
-    bisection on [0, k epsilon] to 1e-12 relative (``math.inf`` if even ``k epsilon`` does not do)."""
+    bisection on [0, k epsilon] to 1e-12 relative (``math.inf`` if even ``k epsilon`` does not do).
+
+    Parameters
+    ----------
+    epsilon : float
+        Per release, 0 to 1e4.
+    k : int
+        Number of releases, 1 to 10^5.
+    delta_total : float
+        The target, in [0, 1].
+    delta : float, optional
+        Per release, in [0, 1] (default 0).
+
+    Returns
+    -------
+    float
+        ``epsilon_total``, possibly ``inf``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For an argument of the wrong type or out of range (the message names it).
+    """
     eps = check_real(epsilon, "epsilon", low=0.0, high=1e4)
     k = _k(k, MAX_OPTIMAL_K)
     target = check_real(delta_total, "delta_total", low=0.0, high=1.0)
@@ -161,6 +246,25 @@ def tradeoff_beta(alpha: Any, epsilon: float, delta: float = 0.0) -> NDArray[np.
     (epsilon, delta)-DP mechanism (Kairouz, Oh and Viswanath 2015, Theorem 2.1; ``acc-eq-tradeoff``):
 
         beta >= max(0, 1 - delta - e^epsilon alpha, e^-epsilon (1 - delta - alpha)).
+
+    Parameters
+    ----------
+    alpha : array_like
+        Type I errors, finite.
+    epsilon : float
+        ``>= 0`` (``inf`` allowed).
+    delta : float, optional
+        In [0, 1] (default 0).
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        The smallest beta, shaped like ``alpha``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For an argument of the wrong type or out of range (the message names it).
     """
     a = check_float_array(alpha, "alpha", finite=True)
     if np.any((a < 0) | (a > 1)):
@@ -175,7 +279,32 @@ def tradeoff_beta(alpha: Any, epsilon: float, delta: float = 0.0) -> NDArray[np.
 
 def group_privacy(epsilon: float, k: int, delta: float = 0.0) -> tuple[float, float]:
     """Datasets that differ in k records: ``(k epsilon, delta (e^{k epsilon} - 1) / (e^epsilon - 1))``,
-    the second at most ``k e^{(k-1) epsilon} delta`` (Theorem ``thm-group-privacy``)."""
+    the second at most ``k e^{(k-1) epsilon} delta`` (Theorem ``thm-group-privacy``).
+
+    Parameters
+    ----------
+    epsilon : float
+        ``>= 0``.
+    k : int
+        Number of records that differ, ``>= 1``.
+    delta : float, optional
+        In [0, 1] (default 0).
+
+    Returns
+    -------
+    tuple of float
+        ``(epsilon_group, delta_group)``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For an argument of the wrong type or out of range (the message names it).
+
+    Examples
+    --------
+    >>> group_privacy(0.5, 3)
+    (1.5, 0.0)
+    """
     eps = check_real(epsilon, "epsilon", low=0.0)
     k = _k(k)
     dlt = check_real(delta, "delta", low=0.0, high=1.0)

@@ -69,6 +69,23 @@ def gaussian_privacy_loss(sigma: float, sensitivity: float = 1.0) -> Any:
     ``sensitivity``, for the worst pair of neighbours: ``L ~ N(mu^2 / 2, mu^2)``, ``mu = sensitivity / sigma``.
 
     Returned as a frozen ``scipy.stats.norm`` (so ``.sf(epsilon)`` is P[L > epsilon]).
+
+    Parameters
+    ----------
+    sigma : float
+        The noise's standard deviation, ``> 0``.
+    sensitivity : float, optional
+        The query's l2 sensitivity, ``> 0`` (default 1).
+
+    Returns
+    -------
+    scipy.stats.rv_continuous_frozen
+        The law of ``L``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``sigma`` or ``sensitivity``, or a ratio that is 0 or not finite.
     """
     from scipy import stats
 
@@ -84,6 +101,23 @@ def delta_from_losses(losses: Any, epsilon: float) -> float:
     For any mechanism, the smallest delta at ``epsilon`` for the pair (x, x') is
     ``E[(1 - e^(epsilon - L))_+]`` with ``L`` the privacy loss of an output of ``M(x)``: the
     best event is ``{L > epsilon}``, and ``P[M(x) in S] - e^eps P[M(x') in S] = E[(1 - e^(eps - L)) 1{L > eps}]``.
+
+    Parameters
+    ----------
+    losses : array_like
+        Privacy-loss samples, 1-D and not empty (``+inf`` allowed, no NaN).
+    epsilon : float
+        ``> 0``.
+
+    Returns
+    -------
+    float
+        The Monte Carlo estimate of delta.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``losses`` or ``epsilon``.
     """
     arr = check_float_array(losses, "losses", ndim=1, min_size=1)
     eps = check_positive(epsilon, "epsilon")
@@ -98,6 +132,25 @@ def gaussian_epsilon(delta: float, sigma: float, sensitivity: float = 1.0) -> fl
 
     Solves ``gaussian_delta(epsilon, sigma, sensitivity) = delta`` (decreasing in epsilon) with
     ``scipy.optimize.brentq``; 0.0 when even epsilon -> 0 needs less than ``delta``.
+
+    Parameters
+    ----------
+    delta : float
+        In (0, 1).
+    sigma : float
+        The noise's standard deviation, ``> 0``.
+    sensitivity : float, optional
+        The query's l2 sensitivity, ``> 0`` (default 1).
+
+    Returns
+    -------
+    float
+        The smallest epsilon, ``>= 0``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``delta``, ``sigma`` or ``sensitivity``.
     """
     from scipy import optimize
 
@@ -122,7 +175,25 @@ def gaussian_epsilon(delta: float, sigma: float, sensitivity: float = 1.0) -> fl
 
 def gaussian_tradeoff(alpha: Any, mu: float) -> NDArray[np.float64]:
     """``G_mu(alpha) = Phi(Phi^-1(1 - alpha) - mu)``: the smallest type II error of any test of
-    ``N(0, 1)`` against ``N(mu, 1)`` at type I error ``alpha`` (Dong, Roth and Su 2022)."""
+    ``N(0, 1)`` against ``N(mu, 1)`` at type I error ``alpha`` (Dong, Roth and Su 2022).
+
+    Parameters
+    ----------
+    alpha : array_like
+        Type I errors in [0, 1].
+    mu : float
+        The shift, ``>= 0``.
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        ``G_mu(alpha)``, shaped like ``alpha``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``alpha`` or ``mu``.
+    """
     from scipy import special
 
     a = check_float_array(alpha, "alpha")
@@ -138,6 +209,18 @@ class GaussianRelease:
 
     ``data`` is a real scalar or 1-D vector (the query's exact answer); the result has shape
     ``(size,)`` or ``(size, len(data))``.  Picklable, so it runs with ``audit_pair(workers=2)``.
+
+    Parameters
+    ----------
+    sigma : float
+        The noise's standard deviation, ``> 0``.
+    name : str, optional
+        A label (default ``"gaussian"``).
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``sigma`` or ``name``.
     """
 
     sigma: float
@@ -176,6 +259,27 @@ def gaussian_release(
     recipe ``b = Delta_1 / epsilon`` as ``sigma`` (for a scalar query Delta_1 = Delta_2); and
     ``"dropped_sqrt"`` uses ``sigma^2`` where numpy's ``normal(loc, scale)`` wants the standard
     deviation, which is too little noise whenever ``sigma < 1`` (small sensitivities, e.g. means).
+
+    Parameters
+    ----------
+    epsilon : float
+        ``> 0``.
+    delta : float
+        In (0, 1).
+    sensitivity : float
+        The query's sensitivity, ``> 0``.
+    calibration : str, optional
+        A key of :data:`CALIBRATIONS` (default ``"analytic"``).
+
+    Returns
+    -------
+    GaussianRelease
+        The calibrated mechanism.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad argument (the message names it).
     """
     how = check_choice(calibration, "calibration", tuple(CALIBRATIONS))
     eps = check_positive(epsilon, "epsilon")
@@ -200,6 +304,25 @@ def name_and_shame(records: Any, delta: float, rng: np.random.Generator) -> NDAr
     It is (0, delta)-DP: changing one record changes the output distribution only on the event
     that this record is published, which has probability ``delta``.  Yet with ``delta = 1/n`` it
     publishes about one whole record per run.
+
+    Parameters
+    ----------
+    records : array_like
+        The dataset, one record per row (1-D or 2-D).
+    delta : float
+        The publication probability, in [0, 1].
+    rng : numpy.random.Generator
+        The source of randomness.
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        The published rows.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``records``, ``delta`` or ``rng``.
     """
     arr = check_float_array(records, "records", ndim=(1, 2))
     dlt = check_probability(delta, "delta")

@@ -80,6 +80,25 @@ def discrete_gaussian_delta(epsilon: float, sigma: int | Fraction, sensitivity: 
     Theorem 7).  Both probabilities are summed over the integers (the threshold found in exact rational
     arithmetic) and the tail beyond ``e^-750`` is bounded; the value returned is the sum
     plus a bound on every rounding and truncation error, so it is never below the true delta.
+
+    Parameters
+    ----------
+    epsilon : float
+        ``>= 0``.
+    sigma : int, fractions.Fraction or float
+        The scale, converted exactly (:func:`dptutor.exact.check_sigma`).
+    sensitivity : int, optional
+        The integer query's sensitivity, 1 to ``2^40`` (default 1).
+
+    Returns
+    -------
+    float
+        An upper bound on delta, within about 1e-12 relative of it.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad argument, or a ``sigma`` that needs more than 10^8 terms.
     """
     eps = check_real(epsilon, "epsilon", low=0.0)
     sig = check_sigma(sigma)
@@ -93,6 +112,25 @@ def discrete_gaussian_epsilon(delta: float, sigma: int | Fraction, sensitivity: 
 
     ``delta(eps)`` is continuous and decreasing; solved with ``scipy.optimize.brentq``, then moved up
     until the rounded-up delta is within the target (so the answer is never too small).
+
+    Parameters
+    ----------
+    delta : float
+        In [0, 1].
+    sigma : int, fractions.Fraction or float
+        The scale, converted exactly.
+    sensitivity : int, optional
+        The integer query's sensitivity (default 1).
+
+    Returns
+    -------
+    float
+        The smallest epsilon found, ``>= 0``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad argument, or a ``delta`` that needs an epsilon above 1e4.
     """
     from scipy import optimize
 
@@ -135,6 +173,25 @@ def discrete_gaussian_sigma(epsilon: float, delta: float, sensitivity: int = 1) 
     Balle and Wang's (2018) idea, with the exact discrete profile in place of the continuous one: a
     bisection on ``sigma`` (started from the continuous analytic sigma), then rounded up to the grid,
     and the result checked against the target (the guarantee does not rest on monotonicity).
+
+    Parameters
+    ----------
+    epsilon : float
+        ``> 0``.
+    delta : float
+        In [0, 1].
+    sensitivity : int, optional
+        The integer query's sensitivity (default 1).
+
+    Returns
+    -------
+    fractions.Fraction
+        ``sigma`` on the grid.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad argument, or a target that needs ``sigma`` outside [1e-3, 1e6] (or above 4e6).
     """
     eps = check_positive(epsilon, "epsilon")
     dlt = check_probability(delta, "delta")
@@ -182,6 +239,20 @@ class DiscreteGaussianRelease:
     With a power-of-two ``granularity`` r, a real answer is rounded to a multiple of r first, as Google's
     libraries do for the Laplace mechanism: the output is ``r (round(data / r) + Z)`` as a float64, exact
     (every output is a multiple of r, and every multiple of r is possible from every input).
+
+    Parameters
+    ----------
+    sigma : int, fractions.Fraction or float
+        The scale, converted exactly.
+    granularity : float or None, optional
+        ``None`` for an integer query, or a power of two ``r``.
+    name : str, optional
+        A label (default ``"discrete_gaussian"``).
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``sigma``, ``granularity`` or ``name``.
     """
 
     sigma: Fraction
@@ -196,7 +267,23 @@ class DiscreteGaussianRelease:
             raise TypeError(f"name must be a string, got {type(self.name).__name__}")
 
     def steps(self, data: object) -> int:
-        """The answer in units of the granularity (the integer the noise is added to)."""
+        """The answer in units of the granularity (the integer the noise is added to).
+
+        Parameters
+        ----------
+        data : float
+            The query's answer (an integer when ``granularity`` is None).
+
+        Returns
+        -------
+        int
+            ``round(data / r)``.
+
+        Raises
+        ------
+        TypeError, ValueError
+            For a non-real ``data``, a non-integer one without granularity, or ``|data / r| >= 2^52``.
+        """
         value = check_real(data, "data")
         r = 1.0 if self.granularity is None else self.granularity
         with np.errstate(over="ignore"):
@@ -229,6 +316,27 @@ def discrete_gaussian_release(
     (a power of two), two neighbours' answers at distance at most ``sensitivity`` round to multiples of r
     at most ``floor(sensitivity / r) + 1`` steps apart (each rounding moves by at most r / 2): that is
     the sensitivity in steps that :func:`discrete_gaussian_sigma` calibrates for.
+
+    Parameters
+    ----------
+    epsilon : float
+        ``> 0``.
+    delta : float
+        In [0, 1].
+    sensitivity : float
+        The query's sensitivity (an integer when ``granularity`` is None).
+    granularity : float or None, optional
+        ``None`` for an integer query, or a power of two.
+
+    Returns
+    -------
+    DiscreteGaussianRelease
+        The calibrated mechanism.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad argument (the message names it).
     """
     eps = check_positive(epsilon, "epsilon")
     dlt = check_probability(delta, "delta")

@@ -53,6 +53,24 @@ class PrivacyLossDistribution:
     grid``; ``infinity_mass`` is the probability of an infinite (or truncated) loss.  Rounding up
     makes every delta computed from it an upper bound; a PLD with ``pessimistic=False``
     rounds down instead and gives lower bounds.
+
+    Parameters
+    ----------
+    grid : float
+        The grid step, 1e-8 to 1.
+    offset : int
+        The index of ``pmf[0]`` on the grid.
+    pmf : array_like
+        Non-negative probabilities, 1-D, at most 10^8 entries.
+    infinity_mass : float, optional
+        Probability of an infinite loss (default 0); with ``pmf`` it sums to 1 (within 1e-6).
+    pessimistic : bool, optional
+        Whether losses were rounded up (default True).
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a field of the wrong type or out of range, or masses that do not sum to 1.
     """
 
     grid: float
@@ -81,7 +99,23 @@ class PrivacyLossDistribution:
         return (self.offset + np.arange(self.pmf.size)) * self.grid
 
     def delta(self, epsilon: float) -> float:
-        """``infinity_mass + sum_m pmf[m] (1 - e^{epsilon - l_m})_+`` (Lemma ``lem-adp-delta-from-loss``)."""
+        """``infinity_mass + sum_m pmf[m] (1 - e^{epsilon - l_m})_+`` (Lemma ``lem-adp-delta-from-loss``).
+
+        Parameters
+        ----------
+        epsilon : float
+            Any real (``inf`` allowed).
+
+        Returns
+        -------
+        float
+            delta at ``epsilon``, in [0, 1].
+
+        Raises
+        ------
+        TypeError, ValueError
+            For a bad ``epsilon``.
+        """
         eps = check_real(epsilon, "epsilon", allow_inf=True)
         if eps == math.inf:
             return self.infinity_mass
@@ -92,7 +126,23 @@ class PrivacyLossDistribution:
         return min(1.0, value + self.infinity_mass)
 
     def epsilon(self, delta: float) -> float:
-        """The smallest epsilon >= 0 with :meth:`delta` <= ``delta`` (``math.inf`` if none), by bisection."""
+        """The smallest epsilon >= 0 with :meth:`delta` <= ``delta`` (``math.inf`` if none), by bisection.
+
+        Parameters
+        ----------
+        delta : float
+            In [0, 1].
+
+        Returns
+        -------
+        float
+            epsilon, possibly ``inf``.
+
+        Raises
+        ------
+        TypeError, ValueError
+            For a bad ``delta``.
+        """
         target = check_real(delta, "delta", low=0.0, high=1.0)
         if self.infinity_mass > target:
             return math.inf
@@ -107,6 +157,23 @@ class PrivacyLossDistribution:
         kept loss and the upper tail of mass at most ``tail / 2`` is moved to infinity: both are
         pessimistic, so :meth:`delta` stays an upper bound.  (An optimistic PLD moves its upper tail
         down to the last kept loss instead.)
+
+        Parameters
+        ----------
+        k : int
+            Number of releases, 1 to 10^6.
+        tail : float, optional
+            Mass truncated per convolution, 0 to 1e-3 (default 1e-15).
+
+        Returns
+        -------
+        PrivacyLossDistribution
+            The composed PLD.
+
+        Raises
+        ------
+        TypeError, ValueError
+            For a bad ``k`` or ``tail``.
         """
         k = check_int(k, "k", minimum=1, maximum=MAX_PLD_K)
         t = check_real(tail, "tail", low=0.0, high=1e-3)
@@ -169,6 +236,31 @@ def pld_gaussian(
     the cell's upper end.  Mass below ``tail / 2`` goes to the first cell, above it to infinity.
     ``pessimistic=False`` puts each cell's mass at its lower end instead (and the upper tail on the
     last cell): the deltas it gives are lower bounds, up to the ``tail`` mass.
+
+    Parameters
+    ----------
+    sigma : float
+        The noise's standard deviation, 1e-3 to 1e6.
+    sampling_probability : float, optional
+        ``q`` in (0, 1] (default 1: no subsampling).
+    direction : {"remove", "add"}, optional
+        Which neighbour pair (default ``"remove"``).
+    grid : float, optional
+        The grid step, 1e-6 to 1 (default 1e-4).
+    tail : float, optional
+        Mass truncated at each end, 1e-300 to 1e-3 (default 1e-15).
+    pessimistic : bool, optional
+        Round losses up (default True) or down.
+
+    Returns
+    -------
+    PrivacyLossDistribution
+        The discretised PLD.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For an argument of the wrong type or out of range, or a grid too fine (more than 5e7 cells).
     """
     s = check_real(sigma, "sigma", low=1e-3, high=1e6)
     q = check_real(sampling_probability, "sampling_probability", low=0.0, high=1.0, low_open=True)
@@ -277,6 +369,33 @@ def gaussian_composition_epsilon(
     ``"pld"``: both directions' PLDs composed (:func:`pld_gaussian`), the larger epsilon (an upper
     bound, tight to the grid; ``pessimistic=False`` gives the matching lower bound).  ``"rdp"``: the subsampled Gaussian's RDP at :data:`ORDERS`, times k,
     converted with :func:`rdp_to_dp` (``"improved"``).
+
+    Parameters
+    ----------
+    sigma : float
+        The noise's standard deviation, 1e-3 to 1e6.
+    k : int
+        Number of releases, 1 to 10^6.
+    delta : float
+        In (0, 1).
+    sampling_probability : float, optional
+        ``q`` in (0, 1] (default 1).
+    method : {"pld", "rdp"}, optional
+        The accountant (default ``"pld"``).
+    grid : float, optional
+        The PLD's grid step, 1e-6 to 1 (default 1e-4).
+    pessimistic : bool, optional
+        Round losses up (default True) or down.
+
+    Returns
+    -------
+    float
+        epsilon, possibly ``inf``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For an argument of the wrong type or out of range.
     """
     s = check_real(sigma, "sigma", low=1e-3, high=1e6)
     k = check_int(k, "k", minimum=1, maximum=MAX_PLD_K)

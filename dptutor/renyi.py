@@ -34,7 +34,32 @@ MAX_ORDER: int = 10**4
 
 def rdp_gaussian(order: float, sigma: float, sensitivity: float = 1.0) -> float:
     """The Renyi divergence of order ``order`` between ``N(0, sigma^2)`` and ``N(Delta_2, sigma^2)``:
-    ``order Delta_2^2 / (2 sigma^2)`` (Mironov 2017, Proposition 7; ``acc-eq-rdp-gaussian``)."""
+    ``order Delta_2^2 / (2 sigma^2)`` (Mironov 2017, Proposition 7; ``acc-eq-rdp-gaussian``).
+
+    Parameters
+    ----------
+    order : float
+        ``> 1``.
+    sigma : float
+        The noise's standard deviation, ``> 0``.
+    sensitivity : float, optional
+        The l2 sensitivity ``Delta_2 > 0`` (default 1).
+
+    Returns
+    -------
+    float
+        The RDP at ``order`` (``inf`` on overflow).
+
+    Raises
+    ------
+    TypeError, ValueError
+        For an argument of the wrong type or out of range (the message names it).
+
+    Examples
+    --------
+    >>> rdp_gaussian(2.0, 1.0)
+    1.0
+    """
     a = check_real(order, "order", low=1.0, low_open=True)
     s = check_positive(sigma, "sigma")
     d = check_positive(sensitivity, "sensitivity")
@@ -51,6 +76,25 @@ def rdp_subsampled_gaussian(order: int, sigma: float, sampling_probability: floa
         (1 / (order - 1)) ln sum_{j=0}^{order} C(order, j) (1 - q)^{order - j} q^j exp((j^2 - j) / (2 sigma^2)),
 
     the divergence ``D_order((1 - q) N(0, sigma^2) + q N(1, sigma^2) || N(0, sigma^2))``, summed in log space.
+
+    Parameters
+    ----------
+    order : int
+        2 to 10^4.
+    sigma : float
+        The noise's standard deviation, ``> 0``.
+    sampling_probability : float
+        ``q`` in (0, 1].
+
+    Returns
+    -------
+    float
+        The RDP at ``order``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For an argument of the wrong type or out of range (the message names it).
     """
     a = check_int(order, "order", minimum=2, maximum=MAX_ORDER)
     s = check_positive(sigma, "sigma")
@@ -78,6 +122,27 @@ def rdp_to_dp(orders: Any, rdp: Any, delta: float, *, method: str = "improved") 
     ``"improved"``: Canonne, Kamath and Steinke (2020), Proposition 12 (also Asoodeh et al. 2021),
     ``epsilon = rdp + ln(1 - 1/order) - (ln delta + ln order) / (order - 1)`` (``acc-eq-rdp-improved``), the conversion
     dp-accounting uses.  Orders at or below 1 are refused.
+
+    Parameters
+    ----------
+    orders : array_like
+        Renyi orders, 1-D, finite, all ``> 1``.
+    rdp : array_like
+        The RDP at each order, same length (``inf`` allowed).
+    delta : float
+        In (0, 1).
+    method : {"improved", "classic"}, optional
+        The conversion (default ``"improved"``).
+
+    Returns
+    -------
+    tuple of float
+        ``(epsilon, order)``: the best epsilon and the order that attains it.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For an argument of the wrong type or out of range, or lengths that differ.
     """
     a = check_float_array(orders, "orders", finite=True, ndim=1, min_size=1)
     r = check_float_array(rdp, "rdp", ndim=1, min_size=1)
@@ -101,13 +166,49 @@ def rdp_to_dp(orders: Any, rdp: Any, delta: float, *, method: str = "improved") 
 
 def zcdp_gaussian(sigma: float, sensitivity: float = 1.0) -> float:
     """The Gaussian mechanism is rho-zCDP with ``rho = Delta_2^2 / (2 sigma^2)`` (Bun and Steinke 2016,
-    Proposition 1.6): its RDP curve divided by the order."""
+    Proposition 1.6): its RDP curve divided by the order.
+
+    Parameters
+    ----------
+    sigma : float
+        The noise's standard deviation, ``> 0``.
+    sensitivity : float, optional
+        The l2 sensitivity, ``> 0`` (default 1).
+
+    Returns
+    -------
+    float
+        ``rho``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For an argument of the wrong type or out of range.
+    """
     return rdp_gaussian(2.0, sigma, sensitivity) / 2.0
 
 
 def zcdp_to_dp(rho: float, delta: float) -> float:
     """rho-zCDP implies (rho + 2 sqrt(rho ln(1/delta)), delta)-DP (Bun and Steinke 2016, Proposition 1.3;
-    ``acc-eq-zcdp``)."""
+    ``acc-eq-zcdp``).
+
+    Parameters
+    ----------
+    rho : float
+        ``>= 0`` (``inf`` allowed).
+    delta : float
+        In (0, 1).
+
+    Returns
+    -------
+    float
+        ``epsilon`` (``inf`` for an infinite ``rho``).
+
+    Raises
+    ------
+    TypeError, ValueError
+        For an argument of the wrong type or out of range.
+    """
     r = check_real(rho, "rho", low=0.0, allow_inf=True)
     dlt = check_real(delta, "delta", low=0.0, high=1.0, low_open=True, high_open=True)
     if r == math.inf:
