@@ -233,7 +233,9 @@ def sample_discrete_laplace_python(
 def check_sigma(sigma: object, name: str = "sigma") -> Fraction:
     """``sigma`` as a positive :class:`~fractions.Fraction`, converted exactly (see :func:`check_scale`).
 
-    The sampler is exact for a rational ``sigma^2``; a rational ``sigma`` gives one.
+    The sampler is exact for a rational ``sigma^2``; a rational ``sigma`` gives one.  When ``sigma^2 = p / q``
+    has large ``p`` or ``q`` (a float such as ``2.3`` has ``q = 2^100``), every acceptance test runs on
+    Python integers: exact, but slower.
 
     Parameters
     ----------
@@ -252,13 +254,11 @@ def check_sigma(sigma: object, name: str = "sigma") -> Fraction:
     TypeError
         If ``sigma`` is a bool or not a number of these types.
     ValueError
-        If ``sigma`` is NaN, infinite or ``<= 0``; if ``sigma^2 = p / q`` has ``p`` or ``q`` of
-        ``2**62`` or more, or ``floor(sigma) + 1`` (the proposal's scale) is ``2**53`` or more.
+        If ``sigma`` is NaN, infinite, or outside ``[2**-31, 2**31]``.
     """
     sig = check_scale(sigma, name)
-    var = sig * sig
-    if var.numerator >= 1 << 62 or var.denominator >= 1 << 62:
-        raise ValueError(f"{name}^2 must have a numerator and denominator below 2**62, got {sig}")
+    if not Fraction(1, 1 << 31) <= sig <= 1 << 31:
+        raise ValueError(f"{name} must lie in [2**-31, 2**31], got {sig}")
     return sig
 
 

@@ -196,6 +196,10 @@ def test_float_scale_draws_have_the_law_of_its_exact_value():
     assert statistic < threshold
     assert np.array_equal(exact.sample_discrete_gaussian(1.5, 40, np.random.default_rng(2)),
                           exact.sample_discrete_gaussian(Fraction(3, 2), 40, np.random.default_rng(2)))
+    # 2.3 squared has a denominator of 2^100: every acceptance test runs on Python integers, still exact
+    gauss = exact.sample_discrete_gaussian(2.3, 20_000, np.random.default_rng(49))
+    statistic, threshold = _dg_chi2(gauss, Fraction(2.3))
+    assert statistic < threshold
     # 1e-300 and 2^-100 have denominators beyond int64: P(Y != 0) is below 2 exp(-2^100), and every draw is 0
     for tiny in (1e-300, Fraction(1, 2**100)):
         assert not sample_discrete_laplace(tiny, 200, np.random.default_rng(3)).any()
