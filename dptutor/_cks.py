@@ -43,6 +43,20 @@ def bernoulli_exp(num: NDArray[np.int64], den: int, rng: np.random.Generator) ->
     All lanes start at ``k = 1`` and stay in step, so round ``k`` is a single call
     ``rng.integers(0, den k, size=active)`` with a scalar bound.  Lanes whose first failure comes at
     an odd ``k`` return 1.
+
+    Parameters
+    ----------
+    num : numpy.ndarray of int64
+        Numerators, ``0 <= num < den``.
+    den : int
+        The common denominator, ``>= 1``.
+    rng : numpy.random.Generator
+        The source of randomness.
+
+    Returns
+    -------
+    numpy.ndarray of bool
+        One draw per lane.
     """
     success = rng.integers(0, den, size=num.size) < num  # A_1 ~ Bernoulli(gamma)
     result = ~success  # K = 1 (odd) for the lanes that fail at once
@@ -71,7 +85,20 @@ _ODD_K = np.array([(_MERGED_ROUNDS + 1 - c) % 2 == 1 for c in range(_MERGED_ROUN
 
 
 def bernoulli_exp_neg_one(m: int, rng: np.random.Generator) -> NDArray[np.bool_]:
-    """Step 1 with ``gamma = 1``, ``m`` times, the first 12 rounds merged into one draw (see above)."""
+    """Step 1 with ``gamma = 1``, ``m`` times, the first 12 rounds merged into one draw (see above).
+
+    Parameters
+    ----------
+    m : int
+        Number of draws.
+    rng : numpy.random.Generator
+        The source of randomness.
+
+    Returns
+    -------
+    numpy.ndarray of bool
+        ``m`` draws of ``Bernoulli(exp(-1))``.
+    """
     r = rng.integers(0, _FACT, size=m, dtype=np.uint32)
     # c = #{k : 12!/k! <= r}, so K = first k with r >= 12!/k! is 13 - c (K = 13 means "go on")
     result = _ODD_K[np.searchsorted(_THRESHOLDS, r, side="right")]
@@ -88,7 +115,25 @@ def bernoulli_exp_neg_one(m: int, rng: np.random.Generator) -> NDArray[np.bool_]
 
 
 def geometric_exp_neg_one(m: int, rng: np.random.Generator) -> NDArray[np.int64]:
-    """Step 2, ``m`` times: successes of ``Bernoulli(exp(-1))`` before the first failure."""
+    """Step 2, ``m`` times: successes of ``Bernoulli(exp(-1))`` before the first failure.
+
+    Parameters
+    ----------
+    m : int
+        Number of draws.
+    rng : numpy.random.Generator
+        The source of randomness.
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        ``m`` draws of ``V``.
+
+    Raises
+    ------
+    OverflowError
+        If a draw exceeds 512 (probability ``exp(-512)``).
+    """
     ok = bernoulli_exp_neg_one(m, rng)
     v = ok.astype(np.int64)
     active = np.flatnonzero(ok)
@@ -156,7 +201,20 @@ def sample_laplace_cks(s: int, d: int, total: int, rng: np.random.Generator, acc
 def uniform_below(n: int, rng: np.random.Generator) -> int:
     """A uniform integer in ``{0, ..., n - 1}`` for any Python int ``n >= 1`` (``rng.integers`` below 2^62;
     above, random bytes cut to ``n``'s bit length and redrawn when ``>= n``: exact, and on average fewer
-    than two rounds)."""
+    than two rounds).
+
+    Parameters
+    ----------
+    n : int
+        The bound, ``>= 1``.
+    rng : numpy.random.Generator
+        The source of randomness.
+
+    Returns
+    -------
+    int
+        The draw.
+    """
     if n <= 1 << 62:
         return int(rng.integers(0, n))
     bits = n.bit_length()
@@ -167,7 +225,20 @@ def uniform_below(n: int, rng: np.random.Generator) -> int:
 
 
 def bernoulli_exp_python(num: int, den: int, rng: np.random.Generator) -> bool:
-    """``Bernoulli(exp(-num / den))`` for ``0 <= num <= den``, one draw (step 1)."""
+    """``Bernoulli(exp(-num / den))`` for ``0 <= num <= den``, one draw (step 1).
+
+    Parameters
+    ----------
+    num, den : int
+        ``gamma = num / den`` in [0, 1].
+    rng : numpy.random.Generator
+        The source of randomness.
+
+    Returns
+    -------
+    bool
+        The draw.
+    """
     k = 2 if num == den else 1  # A_1 ~ Bernoulli(1) is certain: skip its draw, as the vectorised code does
     while uniform_below(den * k, rng) < num:
         k += 1
@@ -175,7 +246,20 @@ def bernoulli_exp_python(num: int, den: int, rng: np.random.Generator) -> bool:
 
 
 def discrete_laplace_one(s: int, d: int, rng: np.random.Generator) -> int:
-    """One discrete Laplace draw of scale ``s / d`` (Algorithm 2 as written, Python integers)."""
+    """One discrete Laplace draw of scale ``s / d`` (Algorithm 2 as written, Python integers).
+
+    Parameters
+    ----------
+    s, d : int
+        The scale ``s / d``.
+    rng : numpy.random.Generator
+        The source of randomness.
+
+    Returns
+    -------
+    int
+        The draw.
+    """
     while True:
         u = int(rng.integers(0, s))
         if not bernoulli_exp_python(u, s, rng):
@@ -201,7 +285,20 @@ _MAX_GAUSS_GAP: int = 1 << 31
 
 def bernoulli_exp_big_python(num: int, den: int, rng: np.random.Generator) -> bool:
     """``Bernoulli(exp(-num / den))`` for any ``num >= 0`` (Python integers): ``floor(num / den)`` times
-    ``Bernoulli(exp(-1))``, then ``Bernoulli(exp(-(num mod den) / den))`` (CKS Algorithm 1)."""
+    ``Bernoulli(exp(-1))``, then ``Bernoulli(exp(-(num mod den) / den))`` (CKS Algorithm 1).
+
+    Parameters
+    ----------
+    num, den : int
+        ``gamma = num / den >= 0``.
+    rng : numpy.random.Generator
+        The source of randomness.
+
+    Returns
+    -------
+    bool
+        The draw.
+    """
     whole, rest = divmod(num, den)
     for _ in range(whole):
         if not bernoulli_exp_python(1, 1, rng):
@@ -215,6 +312,20 @@ def gauss_accept(y: NDArray[np.int64], p: int, q: int, t: int, rng: np.random.Ge
     With ``sigma^2 = p / q`` the exponent is ``gamma = (q t |y| - p)^2 / (2 p q t^2)``, a ratio of integers.
     ``Bernoulli(exp(-gamma))`` is ``floor(gamma)`` independent ``Bernoulli(exp(-1))`` successes followed by
     ``Bernoulli(exp(-(gamma - floor(gamma))))``: every step compares uniform random integers.
+
+    Parameters
+    ----------
+    y : numpy.ndarray of int64
+        The proposals.
+    p, q, t : int
+        ``sigma^2 = p / q`` and the proposal's scale ``t``.
+    rng : numpy.random.Generator
+        The source of randomness.
+
+    Returns
+    -------
+    numpy.ndarray of bool
+        Which proposals are kept.
     """
     den = 2 * p * q * t * t
     out = np.zeros(y.size, dtype=bool)

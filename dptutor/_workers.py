@@ -61,6 +61,11 @@ class WorkerPool(concurrent.futures.ProcessPoolExecutor):
         )
 
     def stop(self) -> None:
-        """Cancel pending tasks and make every worker exit now (within :data:`POLL_SECONDS`)."""
+        """Cancel pending tasks and make every worker exit now (within :data:`POLL_SECONDS`).
+
+        Returns
+        -------
+        None
+        """
         self.stop_event.set()
         self.shutdown(wait=True, cancel_futures=True)

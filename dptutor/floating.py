@@ -429,15 +429,35 @@ class AttackResult:
 
     @property
     def outputs(self) -> int:
-        """Outputs tested: ``size`` per input (both directions), ``size`` for the grid test."""
+        """Outputs tested: ``size`` per input (both directions), ``size`` for the grid test.
+
+        Returns
+        -------
+        int
+            The number of outputs tested.
+        """
         return self.size if self.test == "grid" else 2 * self.size
 
     @property
     def impossible(self) -> int:
+        """Outputs that gave their input away (both directions).
+
+        Returns
+        -------
+        int
+            ``impossible0 + impossible1``.
+        """
         return self.impossible0 + self.impossible1
 
     @property
     def fraction(self) -> float:
+        """The share of tested outputs that gave their input away.
+
+        Returns
+        -------
+        float
+            ``impossible / outputs`` (0 when nothing was tested).
+        """
         return self.impossible / self.outputs if self.outputs else 0.0
 
     def confidence_interval(self, confidence: float = 0.95) -> tuple[float, float]:
@@ -467,7 +487,13 @@ class AttackResult:
     def counts(self) -> NDArray[np.int64]:
         """The 2x2 table of :mod:`dptutor.audit` for the attacker "guess ``loc0`` iff impossible
         under ``loc1``": rows are the inputs, columns the guesses (``loc0``, ``loc1``).  An output of
-        ``loc1`` is never impossible under ``loc1``, so ``counts[1, 0] = 0``."""
+        ``loc1`` is never impossible under ``loc1``, so ``counts[1, 0] = 0``.
+
+        Returns
+        -------
+        numpy.ndarray of int64
+            The 2x2 table.
+        """
         return np.array([[self.impossible0, self.size - self.impossible0], [0, self.size]], dtype=np.int64)
 
 

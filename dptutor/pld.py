@@ -95,7 +95,13 @@ class PrivacyLossDistribution:
 
     @property
     def losses(self) -> NDArray[np.float64]:
-        """The loss of each entry of ``pmf``."""
+        """The loss of each entry of ``pmf``.
+
+        Returns
+        -------
+        numpy.ndarray of float64
+            ``(offset + m) * grid`` for each index ``m``.
+        """
         return (self.offset + np.arange(self.pmf.size)) * self.grid
 
     def delta(self, epsilon: float) -> float:
