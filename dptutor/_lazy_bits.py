@@ -90,13 +90,12 @@ def exp_neg_bounds(num: int, den: int, bits: int) -> tuple[int, int]:
     return (lo**n) >> shift, -((-(hi**n)) >> shift)
 
 
-def power_bounds(num: int, den: int, count: int, bits: int, start: tuple[int, int] | None = None) -> tuple[list[int], list[int]]:
-    """Integer bounds ``lo[i] <= e0 exp(-i num / den) 2^bits <= hi[i]`` for ``i = 0, ..., count - 1``.
+def power_bounds(num: int, den: int, count: int, bits: int) -> tuple[list[int], list[int]]:
+    """Integer bounds ``lo[i] <= exp(-i num / den) 2^bits <= hi[i]`` for ``i = 0, ..., count - 1``.
 
-    ``e0`` is 1, or the value bounded by ``start`` (a pair of bounds at ``bits`` bits).  Products are taken
-    in fixed point with ``w = bits + 64 + log2(count)`` bits, the lower bounds floored and the upper bounds
-    ceiled at every step, so by induction each pair brackets the true value; the guard bits keep the pairs
-    a few units apart at ``bits`` bits.
+    Products are taken in fixed point with ``w = bits + 64 + log2(count)`` bits, the lower bounds floored
+    and the upper bounds ceiled at every step, so by induction each pair brackets the true value; the guard
+    bits keep the pairs a few units apart at ``bits`` bits.
 
     Parameters
     ----------
@@ -106,8 +105,6 @@ def power_bounds(num: int, den: int, count: int, bits: int, start: tuple[int, in
         Number of entries, ``>= 0``.
     bits : int
         Fixed-point precision of the entries.
-    start : tuple of int, optional
-        Bounds ``(lo, hi)`` of the first entry at ``bits`` bits (default: exactly 1).
 
     Returns
     -------
@@ -117,7 +114,7 @@ def power_bounds(num: int, den: int, count: int, bits: int, start: tuple[int, in
     guard = 64 + count.bit_length()
     w = bits + guard
     c_lo, c_hi = exp_neg_bounds(num, den, w)
-    e_lo, e_hi = (1 << w, 1 << w) if start is None else (start[0] << guard, start[1] << guard)
+    e_lo = e_hi = 1 << w
     lo: list[int] = []
     hi: list[int] = []
     for _ in range(count):
