@@ -35,9 +35,9 @@ only when integer bounds prove it, and any other lane is settled from the same b
 integer search, drawing more bits only where 53 do not decide.  So the draws follow the discrete
 Laplace (discrete Gaussian) law exactly, with no assumption on the accuracy of the platform's ``log`` or
 ``exp``: the only assumption is that ``rng.integers`` returns independent uniform integers.  A poor
-float ``log`` would only make the sampler slower, and it would not even change the draws of a seeded
-generator.  Floats also size the batches (how many integers are drawn per round), which never changes
-the law.  The exact *proof* of this is in :mod:`dptutor._lazy_bits` (the lazy comparison of a random real
+float ``log`` only makes the sampler slower (the tests skew ``log`` and ``exp`` by a relative 2^-30 and
+2^-10 and get the same draws from the same seed).  Floats also size the batches (how many integers are
+drawn per round), which never changes the law.  The exact *proof* of this is in :mod:`dptutor._lazy_bits` (the lazy comparison of a random real
 with a number known to lie between two integers scaled by a power of two).
 """
 
