@@ -37,8 +37,8 @@ Laplace (discrete Gaussian) law exactly, with no assumption on the accuracy of t
 ``exp``: the only assumption is that ``rng.integers`` returns independent uniform integers.  A poor
 float ``log`` only makes the sampler slower (the tests skew ``log`` and ``exp`` by a relative 2^-30 and
 2^-10 and get the same draws from the same seed).  Floats also size the batches (how many integers are
-drawn per round), which never changes the law.  The exact *proof* of this is in :mod:`dptutor._lazy_bits` (the lazy comparison of a random real
-with a number known to lie between two integers scaled by a power of two).
+drawn per round), which never changes the law.  The argument (the lazy comparison of a random real
+with a number known to lie between two integers over a power of two) is in :mod:`dptutor._lazy_bits`.
 """
 
 from __future__ import annotations
