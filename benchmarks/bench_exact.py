@@ -6,13 +6,13 @@ contenders), and only ratios from this run are printed:
 * ``sample_discrete_laplace`` (vectorised in numpy) against OpenDP's integer Laplace mechanism
   (``make_laplace`` on a vector of ints, the same discrete Laplace law) and against
   ``sample_discrete_laplace_python`` (the same algorithm, one draw at a time), in samples per second.
-  The vectorised version samples the same law by exact inversion: 53 random bits of a uniform U and a
-  float interval proven to contain t E (E = -ln U) fix the magnitude floor(t E), and the rare open lanes
-  are settled in integer arithmetic (see ``dptutor.exact``); the Python version runs Algorithm 2 as
-  written.
+  The vectorised version samples the same law by exact inversion: a float proposes the magnitude
+  floor(t E) (E = -ln U) from 53 random bits of a uniform U, integer bounds of exp(-k / t) confirm it,
+  and the rare lanes they do not confirm are settled in integer arithmetic (see ``dptutor.exact``);
+  the Python version runs Algorithm 2 as written.
 * ``dptutor.floating.reachable`` on 10**5 outputs of numpy's ``Generator.laplace``, in seconds.
 * ``sample_discrete_gaussian`` (Canonne-Kamath-Steinke Algorithm 3, vectorised, with the same exact
-  inversion for its proposal and a lazy comparison of random bits for its test) at sigma = 10 and
+  inversion for its proposal and a lazy comparison of random bits with integer bounds for its test) at sigma = 10 and
   sigma = 1000, against OpenDP's Gaussian mechanism on integers (``make_gaussian``: the same discrete
   Gaussian law, sampled exactly), against ``sample_discrete_gaussian_python`` (one draw at a time), and
   against numpy's ``standard_normal`` (floating point, not private) with the same number of draws, all

@@ -42,7 +42,13 @@ def _init_worker(stop: Event) -> None:
 
 
 class WorkerPool(concurrent.futures.ProcessPoolExecutor):
-    """A process pool whose workers die with the parent; :meth:`stop` ends them without waiting."""
+    """A process pool whose workers die with the parent; :meth:`stop` ends them without waiting.
+
+    Parameters
+    ----------
+    max_workers : int
+        Number of worker processes.
+    """
 
     def __init__(self, max_workers: int) -> None:
         context = multiprocessing.get_context()
@@ -55,6 +61,11 @@ class WorkerPool(concurrent.futures.ProcessPoolExecutor):
         )
 
     def stop(self) -> None:
-        """Cancel pending tasks and make every worker exit now (within :data:`POLL_SECONDS`)."""
+        """Cancel pending tasks and make every worker exit now (within :data:`POLL_SECONDS`).
+
+        Returns
+        -------
+        None
+        """
         self.stop_event.set()
         self.shutdown(wait=True, cancel_futures=True)

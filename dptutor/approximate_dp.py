@@ -16,7 +16,8 @@
   :func:`discrete_gaussian_delta` (its exact (epsilon, delta) profile, summed over the integers),
   :func:`discrete_gaussian_epsilon`, :func:`discrete_gaussian_sigma` (the analytic calibration for
   the discrete law) and :class:`DiscreteGaussianRelease` / :func:`discrete_gaussian_release`
-  (integer queries, and real ones through a power-of-two granularity).
+  (integer queries, and real ones through a power-of-two granularity); they live in
+  :mod:`dptutor.discrete_gaussian` and are importable from here.
 """
 
 from __future__ import annotations
@@ -28,11 +29,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from fractions import Fraction
-
 from dptutor._validate import (
     check_choice,
-    check_int,
     check_float_array,
     check_positive,
     check_probability,
@@ -40,8 +38,14 @@ from dptutor._validate import (
     check_rng,
     check_size,
 )
-from dptutor.exact import check_sigma, sample_discrete_gaussian
-from dptutor.mechanisms import gaussian_delta, gaussian_sigma_analytic, gaussian_sigma_classic
+from dptutor.discrete_gaussian import (
+    DiscreteGaussianRelease,
+    discrete_gaussian_delta,
+    discrete_gaussian_epsilon,
+    discrete_gaussian_release,
+    discrete_gaussian_sigma,
+)
+from dptutor.gaussian import gaussian_delta, gaussian_sigma_analytic, gaussian_sigma_classic
 
 __all__ = [
     "gaussian_privacy_loss",
@@ -65,6 +69,23 @@ def gaussian_privacy_loss(sigma: float, sensitivity: float = 1.0) -> Any:
     ``sensitivity``, for the worst pair of neighbours: ``L ~ N(mu^2 / 2, mu^2)``, ``mu = sensitivity / sigma``.
 
     Returned as a frozen ``scipy.stats.norm`` (so ``.sf(epsilon)`` is P[L > epsilon]).
+
+    Parameters
+    ----------
+    sigma : float
+        The noise's standard deviation, ``> 0``.
+    sensitivity : float, optional
+        The query's l2 sensitivity, ``> 0`` (default 1).
+
+    Returns
+    -------
+    scipy.stats.rv_continuous_frozen
+        The law of ``L``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``sigma`` or ``sensitivity``, or a ratio that is 0 or not finite.
     """
     from scipy import stats
 
@@ -80,6 +101,23 @@ def delta_from_losses(losses: Any, epsilon: float) -> float:
     For any mechanism, the smallest delta at ``epsilon`` for the pair (x, x') is
     ``E[(1 - e^(epsilon - L))_+]`` with ``L`` the privacy loss of an output of ``M(x)``: the
     best event is ``{L > epsilon}``, and ``P[M(x) in S] - e^eps P[M(x') in S] = E[(1 - e^(eps - L)) 1{L > eps}]``.
+
+    Parameters
+    ----------
+    losses : array_like
+        Privacy-loss samples, 1-D and not empty (``+inf`` allowed, no NaN).
+    epsilon : float
+        ``> 0``.
+
+    Returns
+    -------
+    float
+        The Monte Carlo estimate of delta.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``losses`` or ``epsilon``.
     """
     arr = check_float_array(losses, "losses", ndim=1, min_size=1)
     eps = check_positive(epsilon, "epsilon")
@@ -94,6 +132,25 @@ def gaussian_epsilon(delta: float, sigma: float, sensitivity: float = 1.0) -> fl
 
     Solves ``gaussian_delta(epsilon, sigma, sensitivity) = delta`` (decreasing in epsilon) with
     ``scipy.optimize.brentq``; 0.0 when even epsilon -> 0 needs less than ``delta``.
+
+    Parameters
+    ----------
+    delta : float
+        In (0, 1).
+    sigma : float
+        The noise's standard deviation, ``> 0``.
+    sensitivity : float, optional
+        The query's l2 sensitivity, ``> 0`` (default 1).
+
+    Returns
+    -------
+    float
+        The smallest epsilon, ``>= 0``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``delta``, ``sigma`` or ``sensitivity``.
     """
     from scipy import optimize
 
@@ -118,7 +175,25 @@ def gaussian_epsilon(delta: float, sigma: float, sensitivity: float = 1.0) -> fl
 
 def gaussian_tradeoff(alpha: Any, mu: float) -> NDArray[np.float64]:
     """``G_mu(alpha) = Phi(Phi^-1(1 - alpha) - mu)``: the smallest type II error of any test of
-    ``N(0, 1)`` against ``N(mu, 1)`` at type I error ``alpha`` (Dong, Roth and Su 2022)."""
+    ``N(0, 1)`` against ``N(mu, 1)`` at type I error ``alpha`` (Dong, Roth and Su 2022).
+
+    Parameters
+    ----------
+    alpha : array_like
+        Type I errors in [0, 1].
+    mu : float
+        The shift, ``>= 0``.
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        ``G_mu(alpha)``, shaped like ``alpha``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``alpha`` or ``mu``.
+    """
     from scipy import special
 
     a = check_float_array(alpha, "alpha")
@@ -134,6 +209,18 @@ class GaussianRelease:
 
     ``data`` is a real scalar or 1-D vector (the query's exact answer); the result has shape
     ``(size,)`` or ``(size, len(data))``.  Picklable, so it runs with ``audit_pair(workers=2)``.
+
+    Parameters
+    ----------
+    sigma : float
+        The noise's standard deviation, ``> 0``.
+    name : str, optional
+        A label (default ``"gaussian"``).
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``sigma`` or ``name``.
     """
 
     sigma: float
@@ -172,6 +259,27 @@ def gaussian_release(
     recipe ``b = Delta_1 / epsilon`` as ``sigma`` (for a scalar query Delta_1 = Delta_2); and
     ``"dropped_sqrt"`` uses ``sigma^2`` where numpy's ``normal(loc, scale)`` wants the standard
     deviation, which is too little noise whenever ``sigma < 1`` (small sensitivities, e.g. means).
+
+    Parameters
+    ----------
+    epsilon : float
+        ``> 0``.
+    delta : float
+        In (0, 1).
+    sensitivity : float
+        The query's sensitivity, ``> 0``.
+    calibration : str, optional
+        A key of :data:`CALIBRATIONS` (default ``"analytic"``).
+
+    Returns
+    -------
+    GaussianRelease
+        The calibrated mechanism.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad argument (the message names it).
     """
     how = check_choice(calibration, "calibration", tuple(CALIBRATIONS))
     eps = check_positive(epsilon, "epsilon")
@@ -196,220 +304,28 @@ def name_and_shame(records: Any, delta: float, rng: np.random.Generator) -> NDAr
     It is (0, delta)-DP: changing one record changes the output distribution only on the event
     that this record is published, which has probability ``delta``.  Yet with ``delta = 1/n`` it
     publishes about one whole record per run.
+
+    Parameters
+    ----------
+    records : array_like
+        The dataset, one record per row (1-D or 2-D).
+    delta : float
+        The publication probability, in [0, 1].
+    rng : numpy.random.Generator
+        The source of randomness.
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        The published rows.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``records``, ``delta`` or ``rng``.
     """
     arr = check_float_array(records, "records", ndim=(1, 2))
     dlt = check_probability(delta, "delta")
     rng = check_rng(rng)
     keep = rng.random(arr.shape[0]) < dlt
     return arr[keep]
-
-
-# ---------------------------------------------------------------------------------------------
-# the discrete Gaussian mechanism (Canonne, Kamath and Steinke 2020)
-# ---------------------------------------------------------------------------------------------
-
-#: Relative error of one computed weight ``exp(-x^2 / (2 sigma^2))``: the exponent (at most 750) carries
-#: three roundings (2^-53 each), numpy's ``exp`` at most 4 ulp; 1e-12 covers both with a wide margin.
-_WEIGHT_RTOL: float = 1e-12
-#: Weights are summed for ``|x| <= K`` with ``K^2 / (2 sigma^2) >= 750``: every omitted weight is below
-#: ``e^-750`` (under a double's smallest subnormal), and their sum below ``e^-750 sigma^2`` (a geometric
-#: tail bound), which the returned bound adds.
-_LOG_TAIL: float = 750.0
-
-
-def _sensitivity_steps(sensitivity: object) -> int:
-    return check_int(sensitivity, "sensitivity", minimum=1, maximum=1 << 40)
-
-
-def _dg_profile(epsilon: float, sig: Fraction, steps: int) -> tuple[float, float]:
-    """``(delta, err)``: the discrete Gaussian's delta at ``epsilon`` and a bound on its error."""
-    var = sig * sig
-    var_f = float(var)
-    half = math.ceil(math.sqrt(2.0 * _LOG_TAIL * var_f)) + steps + 1
-    if half > 50_000_000:
-        raise ValueError(f"sigma = {sig} is too large for the exact sum (more than 10^8 terms)")
-    xs = np.arange(-half, half + 1, dtype=np.float64)
-    with np.errstate(under="ignore"):
-        w = np.exp(-(xs * xs) / (2.0 * var_f))
-    norm = float(w.sum())
-    # L(x) = (steps^2 - 2 steps x) / (2 sigma^2) > epsilon  <=>  x < c = steps / 2 - epsilon sigma^2 / steps
-    c = Fraction(steps, 2) - Fraction(epsilon) * var / steps
-    m = math.ceil(c) - 1  # the largest integer x with x < c
-    def cdf(top: int) -> float:
-        i = top + half
-        return float(w[: i + 1].sum()) / norm if i >= 0 else 0.0
-    a = cdf(min(m, half))
-    b = cdf(min(m - steps, half))
-    eb = math.exp(epsilon + math.log(b)) if b > 0.0 else 0.0
-    tail = math.exp(-_LOG_TAIL) * (var_f + 1.0)
-    # each sum of n positive terms is off by at most n 2^-53 relative (numpy sums pairwise: less)
-    rtol = _WEIGHT_RTOL + xs.size * 2.0**-53
-    err = 4.0 * rtol * (a + eb) + tail + 1e-300
-    return a - eb, err
-
-
-def discrete_gaussian_delta(epsilon: float, sigma: int | Fraction, sensitivity: int = 1) -> float:
-    """The smallest delta for which the discrete Gaussian mechanism is (epsilon, delta)-DP, rounded up.
-
-    For an integer query of sensitivity ``Delta`` (``sensitivity``) and noise ``N_Z(0, sigma^2)``, the
-    privacy loss of output ``x`` is ``L(x) = (Delta^2 - 2 Delta x) / (2 sigma^2)``, so by the lemma
-    ``delta(eps) = E[(1 - e^(eps - L))_+]`` this is ``P[X < c] - e^eps P[X < c - Delta]`` with
-    ``X ~ N_Z(0, sigma^2)`` and ``c = Delta / 2 - eps sigma^2 / Delta`` (Canonne, Kamath and Steinke 2020,
-    Theorem 7).  Both probabilities are summed over the integers (the threshold found in exact rational
-    arithmetic) and the tail beyond ``e^-750`` is bounded; the value returned is the sum
-    plus a bound on every rounding and truncation error, so it is never below the true delta.
-    """
-    eps = check_real(epsilon, "epsilon", low=0.0)
-    sig = check_sigma(sigma)
-    steps = _sensitivity_steps(sensitivity)
-    value, err = _dg_profile(eps, sig, steps)
-    return float(min(1.0, max(0.0, value) + err))
-
-
-def discrete_gaussian_epsilon(delta: float, sigma: int | Fraction, sensitivity: int = 1) -> float:
-    """The smallest epsilon (to 1e-12) with ``discrete_gaussian_delta(epsilon, sigma, sensitivity) <= delta``.
-
-    ``delta(eps)`` is continuous and decreasing; solved with ``scipy.optimize.brentq``, then moved up
-    until the rounded-up delta is within the target (so the answer is never too small).
-    """
-    from scipy import optimize
-
-    dlt = check_probability(delta, "delta")
-    sig = check_sigma(sigma)
-    steps = _sensitivity_steps(sensitivity)
-    f = lambda e: discrete_gaussian_delta(e, sig, steps) - dlt  # noqa: E731
-    if f(0.0) <= 0.0:
-        return 0.0
-    hi = 1.0
-    while f(hi) > 0.0:
-        hi *= 2.0
-        if hi > 1e4:
-            raise ValueError(f"delta={delta!r} needs an epsilon above 1e4 for sigma={sig}, sensitivity={steps}")
-    eps = float(optimize.brentq(f, 0.0, hi, xtol=1e-13, rtol=1e-13))
-    while f(eps) > 0.0:
-        eps += max(1e-13, eps * 1e-13)
-    return eps
-
-
-def _sigma_on_grid(x: float) -> Fraction:
-    """The smallest ``m 2^k >= x`` with ``2^10 <= m < 2^11`` (or an integer, for ``x >= 2^10``): a
-    relative resolution of 2^-10 with a small ``sigma^2 = p / q`` (fast exact sampling)."""
-    if x >= 1024.0:
-        return Fraction(math.ceil(x))
-    k = 10 - math.frexp(x)[1]  # x 2^k lies in [2^9, 2^10)
-    return Fraction(math.ceil(Fraction(x) * 2 ** (k + 1)), 2 ** (k + 1))
-
-
-def discrete_gaussian_sigma(epsilon: float, delta: float, sensitivity: int = 1) -> Fraction:
-    """The analytic calibration for the discrete law: the smallest ``sigma`` on a grid of relative
-    resolution 2^-10 with ``discrete_gaussian_delta(epsilon, sigma, sensitivity) <= delta``.
-
-    Balle and Wang's (2018) idea, with the exact discrete profile in place of the continuous one: a
-    bisection on ``sigma`` (started from the continuous analytic sigma), then rounded up to the grid,
-    and the result checked against the target (the guarantee does not rest on monotonicity).
-    """
-    eps = check_positive(epsilon, "epsilon")
-    dlt = check_probability(delta, "delta")
-    steps = _sensitivity_steps(sensitivity)
-    start = gaussian_sigma_analytic(eps, dlt, float(steps))
-    ok = lambda s: discrete_gaussian_delta(eps, _sigma_on_grid(s), steps) <= dlt  # noqa: E731
-    if not 1e-3 <= start <= 1e6:
-        raise ValueError(f"epsilon={epsilon!r}, delta={delta!r} need sigma={start:g}: outside [1e-3, 1e6] steps")
-    lo, hi = start * 0.9, start * 1.1  # the discrete and continuous profiles are close (start's bracket)
-    while not ok(hi):
-        lo, hi = hi, hi * 1.5
-        if hi > 4e6:
-            raise ValueError(f"no sigma below 4e6 reaches delta={delta!r} at epsilon={epsilon!r}")
-    while ok(lo):
-        lo, hi = lo / 1.5, lo
-        if lo < 1e-4:
-            return _sigma_on_grid(hi)
-    for _ in range(60):
-        mid = (lo + hi) / 2.0
-        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
-        if _sigma_on_grid(hi) == _sigma_on_grid(lo):
-            break
-    sig = _sigma_on_grid(hi)
-    if discrete_gaussian_delta(eps, sig, steps) > dlt:  # pragma: no cover - the loop keeps ok(hi)
-        raise RuntimeError("calibration failed to reach the target delta")
-    return sig
-
-
-def _granularity(value: object) -> float:
-    r = check_positive(value, "granularity")
-    if math.frexp(r)[0] != 0.5:
-        raise ValueError(f"granularity must be a power of two, got {value!r}")
-    return r
-
-
-@dataclass(frozen=True)
-class DiscreteGaussianRelease:
-    """``mechanism(data, size, rng)``: ``size`` releases of an answer plus exact discrete Gaussian noise.
-
-    With ``granularity=None`` the query is integer-valued: ``data`` must be an integer and the output is
-    ``data + Z`` (int64), ``Z ~ N_Z(0, sigma^2)`` drawn exactly (:func:`dptutor.exact.sample_discrete_gaussian`).
-    With a power-of-two ``granularity`` r, a real answer is rounded to a multiple of r first, as Google's
-    libraries do for the Laplace mechanism: the output is ``r (round(data / r) + Z)`` as a float64, exact
-    (every output is a multiple of r, and every multiple of r is possible from every input).
-    """
-
-    sigma: Fraction
-    granularity: float | None = None
-    name: str = "discrete_gaussian"
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "sigma", check_sigma(self.sigma))
-        if self.granularity is not None:
-            object.__setattr__(self, "granularity", _granularity(self.granularity))
-        if not isinstance(self.name, str):
-            raise TypeError(f"name must be a string, got {type(self.name).__name__}")
-
-    def steps(self, data: object) -> int:
-        """The answer in units of the granularity (the integer the noise is added to)."""
-        value = check_real(data, "data")
-        r = 1.0 if self.granularity is None else self.granularity
-        with np.errstate(over="ignore"):
-            q = float(np.rint(value / r))
-        if self.granularity is None and value != q:
-            raise ValueError(f"data must be an integer for an integer query (granularity=None), got {data!r}")
-        if not abs(q) < 2.0**52:
-            raise ValueError(f"data is too large: |data / granularity| must stay below 2**52, got {data!r}")
-        return int(q)
-
-    def __call__(self, data: Any, size: int, rng: np.random.Generator) -> NDArray:
-        m = self.steps(data)
-        (rows,) = check_size(size, "size")
-        rng = check_rng(rng)
-        out = sample_discrete_gaussian(self.sigma, rows, rng)
-        out += m
-        if self.granularity is None:
-            return out
-        if out.size and not np.abs(out).max() < 2**53:  # pragma: no cover - needs a 2^52-sized draw
-            raise ValueError("an output left the range of exactly representable multiples of the granularity")
-        return out.astype(np.float64) * self.granularity  # exact: a power of two times an integer below 2^53
-
-
-def discrete_gaussian_release(
-    epsilon: float, delta: float, sensitivity: float, granularity: float | None = None
-) -> DiscreteGaussianRelease:
-    """A :class:`DiscreteGaussianRelease` calibrated to (epsilon, delta) for the exact discrete law.
-
-    With ``granularity=None``, ``sensitivity`` is the integer query's sensitivity.  With a granularity r
-    (a power of two), two neighbours' answers at distance at most ``sensitivity`` round to multiples of r
-    at most ``floor(sensitivity / r) + 1`` steps apart (each rounding moves by at most r / 2): that is
-    the sensitivity in steps that :func:`discrete_gaussian_sigma` calibrates for.
-    """
-    eps = check_positive(epsilon, "epsilon")
-    dlt = check_probability(delta, "delta")
-    if granularity is None:
-        steps = _sensitivity_steps(sensitivity)
-        name = "discrete_gaussian"
-    else:
-        r = _granularity(granularity)
-        sens = check_positive(sensitivity, "sensitivity")
-        if not sens / r < 2.0**40:
-            raise ValueError(f"sensitivity / granularity must stay below 2**40, got {sens / r:g}")
-        steps = math.floor(Fraction(sens) / Fraction(r)) + 1
-        name = f"discrete_gaussian[r=2^{math.frexp(r)[1] - 1}]"
-    sigma = discrete_gaussian_sigma(eps, dlt, steps)
-    return DiscreteGaussianRelease(sigma, granularity, name=name)

@@ -15,19 +15,30 @@ purpose (:func:`dptext_transform`, whose contract is to return NaN there) silenc
 ``np.errstate``; overflow of ``(x - mu)/b`` or of ``b`` times a quantile gives the correct limit
 (density 0, CDF 0 or 1, quantile +-inf) and is silenced the same way.
 
-Samplers take an explicit, keyword-only ``rng`` (a :class:`numpy.random.Generator`).
+Samplers take an explicit, keyword-only ``rng`` (a :class:`numpy.random.Generator`).  DPText's
+transform, its law and its sampler live in :mod:`dptutor.dptext` and are importable from here.
 """
 
 from __future__ import annotations
 
 import math
 import sys
-from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dptutor._validate import check_broadcast, check_choice, check_float_array, check_rng, check_size
+from dptutor._laplace_args import (
+    SamplerMethod,
+    broadcast_to_size,
+    broadcast_together,
+    finite,
+    location_scale,
+    open_unit,
+    scalar_or_array,
+    standardize,
+)
+from dptutor._validate import check_choice, check_rng, check_size
+from dptutor.dptext import dptext_cdf, dptext_pdf, dptext_transform, sample_dptext
 
 __all__ = [
     "laplace_pdf",
@@ -53,59 +64,6 @@ _SIGN_BYTE: int = 7 if sys.byteorder == "little" else 0
 #: The scalar types for which :func:`laplace_ppf` takes its fast path (``np.float64`` is a float).
 _FLOATS = (float, np.float64)
 
-SamplerMethod = Literal["inverse_cdf", "fast"]
-NanPolicy = Literal["keep", "zero", "discard"]
-
-
-# ---------------------------------------------------------------------------------------------
-# validation helpers
-# ---------------------------------------------------------------------------------------------
-
-
-def _finite(value: ArrayLike, name: str) -> NDArray[np.float64]:
-    return check_float_array(value, name, finite=True)
-
-
-def _location_scale(mu: ArrayLike, b: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    mu_arr = _finite(mu, "mu")
-    b_arr = _finite(b, "b")
-    if b_arr.ndim == 0:
-        if not float(b_arr) > 0:
-            raise ValueError("b (the Laplace scale) must be > 0")
-    elif not (b_arr > 0).all():
-        raise ValueError("b (the Laplace scale) must be > 0")
-    return mu_arr, b_arr
-
-
-def _open_unit(u: ArrayLike, name: str, low: float, high: float) -> NDArray[np.float64]:
-    arr = check_float_array(u, name)
-    if not ((arr > low) & (arr < high)).all():
-        raise ValueError(f"{name} must lie in the open interval ({low}, {high})")
-    return arr
-
-
-def _broadcast(**arrays: np.ndarray) -> None:
-    """Refuse inputs that do not broadcast together, naming them (instead of numpy's message)."""
-    if any(a.ndim for a in arrays.values()):
-        check_broadcast(arrays)
-
-
-def _broadcast_to_size(shape: tuple[int, ...], mu: np.ndarray, b: np.ndarray) -> None:
-    """Array ``mu``/``b`` must broadcast to the sampler's ``size`` (not the other way round)."""
-    arrays = {k: a for k, a in (("mu", mu), ("b", b)) if a.ndim}
-    if arrays:
-        check_broadcast(arrays, shape)
-
-
-def _standardize(x: np.ndarray, mu: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``(x - mu) / b``; overflow to +-inf is the right answer for every use below, so not a warning."""
-    with np.errstate(over="ignore"):
-        return np.asarray((x - mu) / b)
-
-
-def _scalar_or_array(arr: np.ndarray):
-    """Return a numpy scalar for 0-d results, the array otherwise."""
-    return arr[()] if arr.ndim == 0 else arr
 
 
 # ---------------------------------------------------------------------------------------------
@@ -114,27 +72,63 @@ def _scalar_or_array(arr: np.ndarray):
 
 
 def laplace_pdf(x: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0):
-    """Density of Lap(mu, b): ``exp(-|x - mu| / b) / (2 b)``."""
-    x_arr = _finite(x, "x")
-    mu_arr, b_arr = _location_scale(mu, b)
-    _broadcast(x=x_arr, mu=mu_arr, b=b_arr)
+    """Density of Lap(mu, b): ``exp(-|x - mu| / b) / (2 b)``.
+
+    Parameters
+    ----------
+    x : array_like
+        Points, finite.
+    mu, b : array_like, optional
+        Location (finite) and scale (positive, finite), broadcast against ``x``.
+
+    Returns
+    -------
+    numpy.float64 or numpy.ndarray
+        The density, a scalar for scalar input.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a non-numeric, NaN or infinite ``x``, a bad ``mu`` or ``b``, or shapes that do not broadcast
+        (the message names the parameter).
+    """
+    x_arr = finite(x, "x")
+    mu_arr, b_arr = location_scale(mu, b)
+    broadcast_together(x=x_arr, mu=mu_arr, b=b_arr)
     with np.errstate(over="ignore"):  # |x - mu| / b may overflow to inf: density 0, correctly
         res = np.exp(-np.abs(x_arr - mu_arr) / b_arr) / (2.0 * b_arr)
-    return _scalar_or_array(np.asarray(res))
+    return scalar_or_array(np.asarray(res))
 
 
 def laplace_cdf(x: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0):
     """CDF of Lap(mu, b): ``exp(z)/2`` for ``z = (x - mu)/b < 0``, ``1 - exp(-z)/2`` otherwise.
 
     Both branches only ever exponentiate a non-positive number, so nothing overflows.
+
+    Parameters
+    ----------
+    x : array_like
+        Points, finite.
+    mu, b : array_like, optional
+        Location (finite) and scale (positive, finite), broadcast against ``x``.
+
+    Returns
+    -------
+    numpy.float64 or numpy.ndarray
+        ``P(X <= x)``, a scalar for scalar input.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``x``, ``mu`` or ``b``, or shapes that do not broadcast.
     """
-    x_arr = _finite(x, "x")
-    mu_arr, b_arr = _location_scale(mu, b)
-    _broadcast(x=x_arr, mu=mu_arr, b=b_arr)
-    z = _standardize(x_arr, mu_arr, b_arr)
+    x_arr = finite(x, "x")
+    mu_arr, b_arr = location_scale(mu, b)
+    broadcast_together(x=x_arr, mu=mu_arr, b=b_arr)
+    z = standardize(x_arr, mu_arr, b_arr)
     half_tail = 0.5 * np.exp(-np.abs(z))
     res = np.where(z < 0, half_tail, 1.0 - half_tail)
-    return _scalar_or_array(np.asarray(res))
+    return scalar_or_array(np.asarray(res))
 
 
 def laplace_ppf(u: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0):
@@ -146,6 +140,28 @@ def laplace_ppf(u: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0):
     ``ln(1 - 2|u - 1/2|)`` to about an ulp (the value ``log1p(-2|u - 1/2|)`` would return if
     ``u - 1/2`` were exact), whereas forming ``1 - 2|u - 1/2|`` naively loses all digits for tiny
     ``u`` (``u - 1/2`` rounds to ``-1/2``).  The formula itself is Eq. 4, ``sgn`` and all.
+
+    Parameters
+    ----------
+    u : array_like
+        Probabilities in the open interval (0, 1).
+    mu, b : array_like, optional
+        Location (finite) and scale (positive, finite), broadcast against ``u``.
+
+    Returns
+    -------
+    numpy.float64 or numpy.ndarray
+        The quantiles, a scalar for scalar input.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For ``u`` outside (0, 1) or NaN, a bad ``mu`` or ``b``, or shapes that do not broadcast.
+
+    Examples
+    --------
+    >>> float(laplace_ppf(0.5, mu=2.0))
+    2.0
     """
     if type(u) in _FLOATS and type(mu) in _FLOATS and type(b) in _FLOATS and 0.0 < u < 1.0 \
             and math.isfinite(mu) and math.isfinite(b) and b > 0.0:
@@ -154,20 +170,38 @@ def laplace_ppf(u: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0):
         x = float(u)
         log_term = float(np.log(2.0 * min(x, 1.0 - x)))
         return np.float64(float(mu) - float(b) * ((x > 0.5) - (x < 0.5)) * log_term)
-    u_arr = _open_unit(u, "u", 0.0, 1.0)
-    mu_arr, b_arr = _location_scale(mu, b)
-    _broadcast(u=u_arr, mu=mu_arr, b=b_arr)
+    u_arr = open_unit(u, "u", 0.0, 1.0)
+    mu_arr, b_arr = location_scale(mu, b)
+    broadcast_together(u=u_arr, mu=mu_arr, b=b_arr)
     log_term = np.log(2.0 * np.minimum(u_arr, 1.0 - u_arr))  # = ln(1 - 2|u - 1/2|), exact argument
     with np.errstate(over="ignore"):  # huge b: the quantile overflows to +-inf, as it should
         res = mu_arr - b_arr * np.sign(u_arr - 0.5) * log_term
-    return _scalar_or_array(np.asarray(res))
+    return scalar_or_array(np.asarray(res))
 
 
 def laplace_ppf_piecewise(u: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0):
-    """Inverse CDF of Lap(mu, b), Eq. 5: ``b ln(2u) + mu`` if ``u < 1/2``, else ``mu - b ln(2(1 - u))``."""
-    u_arr = _open_unit(u, "u", 0.0, 1.0)
-    mu_arr, b_arr = _location_scale(mu, b)
-    _broadcast(u=u_arr, mu=mu_arr, b=b_arr)
+    """Inverse CDF of Lap(mu, b), Eq. 5: ``b ln(2u) + mu`` if ``u < 1/2``, else ``mu - b ln(2(1 - u))``.
+
+    Parameters
+    ----------
+    u : array_like
+        Probabilities in the open interval (0, 1).
+    mu, b : array_like, optional
+        Location (finite) and scale (positive, finite), broadcast against ``u``.
+
+    Returns
+    -------
+    numpy.float64 or numpy.ndarray
+        The quantiles, a scalar for scalar input.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For ``u`` outside (0, 1) or NaN, a bad ``mu`` or ``b``, or shapes that do not broadcast.
+    """
+    u_arr = open_unit(u, "u", 0.0, 1.0)
+    mu_arr, b_arr = location_scale(mu, b)
+    broadcast_together(u=u_arr, mu=mu_arr, b=b_arr)
     lower = u_arr < 0.5
     # Evaluate each branch only on its own half (the other half gets a harmless filler), so both
     # log arguments stay in (0, 1]: no log ever sees 0 or a negative number, and nothing warns.
@@ -175,7 +209,7 @@ def laplace_ppf_piecewise(u: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0)
         low_branch = b_arr * np.log(2.0 * np.where(lower, u_arr, 0.25)) + mu_arr
         high_branch = mu_arr - b_arr * np.log(2.0 * (1.0 - np.where(lower, 0.75, u_arr)))
     res = np.where(lower, low_branch, high_branch)
-    return _scalar_or_array(np.asarray(res))
+    return scalar_or_array(np.asarray(res))
 
 
 def laplace_ppf_centered(v: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0):
@@ -183,93 +217,30 @@ def laplace_ppf_centered(v: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0):
 
     Valid for ``v`` in (-1/2, 1/2) (Eq. 6).  ``ln(1 - 2|v|)`` is computed as ``log1p(-2|v|)``, which is
     accurate for every such ``v`` because ``2|v|`` is exact.
+
+    Parameters
+    ----------
+    v : array_like
+        Centred uniforms in the open interval (-1/2, 1/2).
+    mu, b : array_like, optional
+        Location (finite) and scale (positive, finite), broadcast against ``v``.
+
+    Returns
+    -------
+    numpy.float64 or numpy.ndarray
+        The quantiles, a scalar for scalar input.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For ``v`` outside (-1/2, 1/2) or NaN, a bad ``mu`` or ``b``, or shapes that do not broadcast.
     """
-    v_arr = _open_unit(v, "v", -0.5, 0.5)
-    mu_arr, b_arr = _location_scale(mu, b)
-    _broadcast(v=v_arr, mu=mu_arr, b=b_arr)
+    v_arr = open_unit(v, "v", -0.5, 0.5)
+    mu_arr, b_arr = location_scale(mu, b)
+    broadcast_together(v=v_arr, mu=mu_arr, b=b_arr)
     with np.errstate(over="ignore"):
         res = mu_arr - b_arr * np.sign(v_arr) * np.log1p(-2.0 * np.abs(v_arr))
-    return _scalar_or_array(np.asarray(res))
-
-
-# ---------------------------------------------------------------------------------------------
-# DPText: Eq. 7's formula fed with v ~ Uni(0, 1) (Eq. 8 + Eq. 9)
-# ---------------------------------------------------------------------------------------------
-
-
-def dptext_transform(v: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0):
-    """DPText's transform, Eq. 9, applied as DPText does to ``v`` in [0, 1) (Eq. 8).
-
-    ``mu - b sgn(v) ln(1 - 2|v|)``, evaluated as ``mu - b sgn(v) log1p(-2|v|)``:
-
-    * ``0 <= v < 1/2``: a finite value ``>= mu`` (``v = 0`` gives exactly ``mu`` since ``sgn(0) = 0``);
-    * ``v == 1/2``: ``ln(0) = -inf`` so the result is ``+inf`` (IEEE arithmetic, and also the limit
-      from the left); it is returned as ``+inf``;
-    * ``1/2 < v < 1``: the log of a negative number, NaN in numpy (the real function is undefined;
-      over the complex numbers it would be ``ln|.| + i pi``), returned as NaN.
-
-    The numpy warnings for the last two cases are silenced here on purpose: NaN is this function's
-    documented output.  ``v`` outside [0, 1) or NaN raises ``ValueError``.
-    """
-    v_arr = check_float_array(v, "v")
-    if not ((v_arr >= 0.0) & (v_arr < 1.0)).all():
-        raise ValueError("v must lie in [0, 1) (DPText draws v ~ Uni(0, 1), Eq. 8)")
-    mu_arr, b_arr = _location_scale(mu, b)
-    _broadcast(v=v_arr, mu=mu_arr, b=b_arr)
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        res = mu_arr - b_arr * np.sign(v_arr) * np.log1p(-2.0 * np.abs(v_arr))
-    return _scalar_or_array(np.asarray(res))
-
-
-def dptext_cdf(x: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0, nan: NanPolicy = "zero"):
-    """Exact CDF of DPText's output ``T = dptext_transform(V, mu, b)``, ``V ~ Uni(0, 1)``.
-
-    For ``v`` in [0, 1/2) the transform is increasing with inverse ``v = (1 - exp(-(t - mu)/b)) / 2``,
-    so ``P(T <= t, T finite) = (1 - exp(-(t - mu)/b)) / 2`` for ``t >= mu`` and 0 below ``mu``; the
-    other half of the mass is NaN.  Hence, by NaN policy:
-
-    * ``"zero"``: NaN noise is set to 0, i.e. the output becomes ``mu``: a point mass 1/2 at ``mu``
-      plus half an exponential of scale ``b`` above ``mu``: ``F(t) = 1 - exp(-(t - mu)/b)/2`` for
-      ``t >= mu`` (so ``F(mu) = 1/2``), 0 below;
-    * ``"discard"``: NaNs are redrawn, leaving an exponential of scale ``b`` shifted to ``mu``:
-      ``F(t) = 1 - exp(-(t - mu)/b)`` for ``t >= mu``, 0 below;
-    * ``"keep"``: the defective CDF ``P(T <= t)`` with NaN never ``<= t``: total mass 1/2,
-      ``F(t) = (1 - exp(-(t - mu)/b))/2``.
-
-    (The event ``V = 1/2`` exactly, giving ``+inf``, has probability 0 and is ignored.)
-    """
-    check_choice(nan, "nan", ("keep", "zero", "discard"))
-    x_arr = _finite(x, "x")
-    mu_arr, b_arr = _location_scale(mu, b)
-    _broadcast(x=x_arr, mu=mu_arr, b=b_arr)
-    z = _standardize(x_arr, mu_arr, b_arr)
-    above = z >= 0
-    z_support = np.where(above, z, 0.0)  # exp(-z) is then taken on the support only: never overflows
-    if nan == "zero":
-        res = np.where(above, 1.0 - 0.5 * np.exp(-z_support), 0.0)
-    else:  # discard: 1 - exp(-z); keep: half of it
-        mass = 1.0 if nan == "discard" else 0.5
-        res = np.where(above, -mass * np.expm1(-z_support), 0.0)
-    return _scalar_or_array(np.asarray(res))
-
-
-def dptext_pdf(x: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0, nan: NanPolicy = "zero"):
-    """Density of the *continuous part* of DPText's output law (see :func:`dptext_cdf`).
-
-    ``"zero"`` and ``"keep"``: ``exp(-(x - mu)/b) / (2b)`` for ``x >= mu`` (the atom of mass 1/2 at
-    ``mu`` under ``"zero"``, or the missing NaN half under ``"keep"``, is not part of the density);
-    ``"discard"``: ``exp(-(x - mu)/b) / b`` for ``x >= mu``.  Zero below ``mu``.
-    """
-    check_choice(nan, "nan", ("keep", "zero", "discard"))
-    x_arr = _finite(x, "x")
-    mu_arr, b_arr = _location_scale(mu, b)
-    _broadcast(x=x_arr, mu=mu_arr, b=b_arr)
-    z = _standardize(x_arr, mu_arr, b_arr)
-    above = z >= 0
-    factor = 1.0 if nan == "discard" else 0.5
-    with np.errstate(over="ignore"):  # b near the smallest float: the density overflows to inf, correctly
-        res = np.where(above, factor * np.exp(-np.where(above, z, 0.0)) / b_arr, 0.0)
-    return _scalar_or_array(np.asarray(res))
+    return scalar_or_array(np.asarray(res))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -289,6 +260,25 @@ def standard_laplace_fill(out: NDArray[np.float64], *, rng: np.random.Generator)
     Work proceeds in cache-sized chunks of :data:`CHUNK` elements so the sign pass hits L2.
 
     ``out`` must be a writeable, C-contiguous, native float64 ``numpy.ndarray`` of any shape.
+
+    Parameters
+    ----------
+    out : numpy.ndarray
+        Writeable, C-contiguous, native float64 array of any shape; overwritten.
+    rng : numpy.random.Generator
+        The source of randomness.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``out`` itself, filled.
+
+    Raises
+    ------
+    TypeError
+        If ``out`` is not a numpy array or ``rng`` not a Generator.
+    ValueError
+        If ``out`` is not float64, not C-contiguous or not writeable.
     """
     rng = check_rng(rng)
     if not isinstance(out, np.ndarray):
@@ -355,12 +345,40 @@ def sample_laplace(
     for the handling of ``u = 0``.  ``method="fast"``: ziggurat exponential with a random sign
     (:func:`standard_laplace_fill`), several times faster than ``rng.laplace``.
     ``mu`` and ``b`` may be arrays broadcastable to ``size``.
+
+    Parameters
+    ----------
+    size : int or tuple of int
+        Output shape.
+    mu, b : array_like, optional
+        Location (finite) and scale (positive, finite), broadcastable to ``size``.
+    rng : numpy.random.Generator
+        The source of randomness.
+    method : {"inverse_cdf", "fast"}, optional
+        The sampler (default ``"inverse_cdf"``).
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        Draws of shape ``size``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``size``, ``mu``, ``b``, ``rng`` or ``method``, or ``mu``/``b`` that do not broadcast
+        to ``size``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> sample_laplace(4, rng=np.random.default_rng(0)).shape
+    (4,)
     """
     check_choice(method, "method", ("inverse_cdf", "fast"))
     rng = check_rng(rng)
     shape = check_size(size)
-    mu_arr, b_arr = _location_scale(mu, b)
-    _broadcast_to_size(shape, mu_arr, b_arr)
+    mu_arr, b_arr = location_scale(mu, b)
+    broadcast_to_size(shape, mu_arr, b_arr)
     if method == "inverse_cdf":
         out = _inverse_cdf_standard(shape, rng)
     elif method == "fast":
@@ -375,70 +393,3 @@ def sample_laplace(
     if not (mu_arr.ndim == 0 and mu_arr == 0.0):
         out += mu_arr
     return out
-
-
-def _dptext_standard_noise(
-    shape: int | tuple[int, ...], rng: np.random.Generator
-) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
-    """Standard (mu = 0, b = 1) DPText noise from fresh ``v ~ Uni(0, 1)``, with NaN noise set to 0.
-
-    Returns ``(noise, ok)`` where ``ok = v <= 1/2`` marks the draws for which Eq. 9 is defined.  On
-    those draws the value equals :func:`dptext_transform` ``(v)`` bit for bit (``-log1p(-2 v)``, since
-    ``sgn(v) |v| = v`` for ``v >= 0``); elsewhere it is 0.  The log is evaluated only on valid
-    arguments (``v`` is zeroed where ``ok`` is false), which is several times faster than letting
-    numpy produce NaNs, and nothing warns.  This is the audits' hot path.
-    """
-    v = rng.random(shape)
-    ok = v <= 0.5
-    np.multiply(v, ok, out=v)
-    np.multiply(v, -2.0, out=v)
-    with np.errstate(divide="ignore"):  # v == 1/2 gives ln(0) = -inf, i.e. +inf noise, as Eq. 9 does
-        np.log1p(v, out=v)
-    np.negative(v, out=v)
-    return v, ok
-
-
-def sample_dptext(
-    size: int | tuple[int, ...],
-    mu: ArrayLike = 0.0,
-    b: ArrayLike = 1.0,
-    *,
-    rng: np.random.Generator,
-    nan: NanPolicy = "keep",
-) -> NDArray[np.float64]:
-    """Draw ``size`` outputs of DPText's sampler: ``v ~ Uni(0, 1)`` (Eq. 8) through Eq. 9.
-
-    NaN policies (Section 3.3 leaves open what DPText does with NaNs):
-
-    * ``"keep"``: NaNs (about half the draws, ``v > 1/2``) are returned as NaN;
-    * ``"zero"``: NaN *noise* is replaced by 0 noise, so those outputs equal ``mu`` (this is what the
-      paper's authors' code does: the noise's NaN becomes 0 before it is added to the query value);
-    * ``"discard"``: NaN draws are thrown away and redrawn until ``size`` finite values exist.
-
-    The event ``v = 1/2`` exactly (probability ``2^-53`` per draw) gives ``+inf``; ``"discard"`` drops
-    it like a NaN, the other policies keep it.  Law of the result: :func:`dptext_cdf`.
-    """
-    rng = check_rng(rng)
-    shape = check_size(size)
-    check_choice(nan, "nan", ("keep", "zero", "discard"))
-    mu_arr, b_arr = _location_scale(mu, b)
-    _broadcast_to_size(shape, mu_arr, b_arr)
-    n = math.prod(shape)
-    if nan == "discard":
-        noise = np.empty(n, dtype=np.float64)
-        filled = 0
-        while filled < n:
-            need = n - filled
-            # P(finite) = 1/2, so draw a bit more than twice what is missing.
-            draw, ok = _dptext_standard_noise(2 * need + 16, rng)
-            good = draw[ok & np.isfinite(draw)][:need]
-            noise[filled : filled + good.size] = good
-            filled += good.size
-        noise = noise.reshape(shape)
-    else:
-        noise, ok = _dptext_standard_noise(shape, rng)
-        if nan == "keep":
-            noise = np.where(ok, noise, np.nan)
-    # noise is the standard (mu = 0, b = 1) DPText draw; scale and shift (b > 0 keeps NaN/inf as is).
-    with np.errstate(over="ignore"):
-        return mu_arr + b_arr * noise

@@ -32,7 +32,6 @@ replica checked draw for draw against numpy in the tests.
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 from typing import Callable
@@ -42,7 +41,6 @@ from numpy.typing import ArrayLike, NDArray
 
 from dptutor._validate import (
     MAX_ELEMENTS,
-    check_broadcast,
     check_choice,
     check_float_array,
     check_int,
@@ -50,9 +48,20 @@ from dptutor._validate import (
     check_probability,
     check_real,
     check_rng,
-    is_bool,
 )
 from dptutor.distributions import laplace_ppf, laplace_ppf_piecewise, sample_laplace
+from dptutor.snapping import (
+    SnappingParameters,
+    log_ratio,
+    sample_uniform_double,
+    snap,
+    snapping_loss,
+    snapping_outputs,
+    snapping_parameters,
+    snapping_pmf,
+    snapping_reachable,
+)
+from dptutor.ziggurat import ZIGGURAT_R, fast_possible, same_double, ziggurat_widths
 
 __all__ = [
     "EXACT_SAMPLERS",
@@ -148,6 +157,27 @@ def laplace_from_index(
     """The double that ``sampler`` outputs when its uniform is ``u = k 2^-53``, ``1 <= k <= 2^53 - 1``.
 
     ``sampler="numpy"`` uses the C library's ``log``, exactly as numpy's ``random_laplace`` does.
+
+    Parameters
+    ----------
+    k : array_like of int
+        Indices in ``[1, 2^53 - 1]``.
+    loc : float, optional
+        Location, finite (default 0).
+    scale : float, optional
+        Scale, ``> 0`` and finite (default 1).
+    sampler : {"numpy", "textbook", "inverse_cdf"}, optional
+        The sampler (default ``"numpy"``).
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        The outputs, shaped like ``k``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For non-integer or out-of-range ``k``, or a bad ``loc``, ``scale`` or ``sampler``.
     """
     check_choice(sampler, "sampler", EXACT_SAMPLERS)
     loc, scale = _check_loc_scale(loc, scale)
@@ -162,11 +192,6 @@ def laplace_from_index(
 # ---------------------------------------------------------------------------------------------
 # exact reachability
 # ---------------------------------------------------------------------------------------------
-
-
-def _same(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.bool_]:
-    """Equal as doubles, signed zeros told apart (an attacker sees the sign bit too)."""
-    return (a == b) & (np.signbit(a) == np.signbit(b))
 
 
 def _first_at_least(f: Callable, y: NDArray[np.float64]) -> NDArray[np.int64]:
@@ -193,6 +218,27 @@ def reachable(y: ArrayLike, loc: float, scale: float, sampler: str = "numpy") ->
     on the C library's ``log``; if the two disagree near the answer (the neighbourhood does not
     bracket ``y``), the search is redone with the C ``log`` for that element.  Infinite ``y`` is
     never reachable; NaN is refused.
+
+    Parameters
+    ----------
+    y : array_like
+        Candidate outputs (doubles).
+    loc : float
+        Location, finite.
+    scale : float
+        Scale, ``> 0`` and finite.
+    sampler : {"numpy", "textbook", "inverse_cdf"}, optional
+        The sampler (default ``"numpy"``).
+
+    Returns
+    -------
+    numpy.ndarray of bool
+        True where ``y`` can be output.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``y``, ``loc``, ``scale`` or ``sampler``.
     """
     check_choice(sampler, "sampler", EXACT_SAMPLERS)
     loc, scale = _check_loc_scale(loc, scale)
@@ -214,7 +260,7 @@ def reachable(y: ArrayLike, loc: float, scale: float, sampler: str = "numpy") ->
         vals = exact(np.clip(ks, 1, K_MAX))
         below_ok = ~valid[:, 0] | (vals[:, 0] < yf)
         above_ok = ~valid[:, -1] | (vals[:, -1] > yf)
-        hit = (_same(vals[:, 1:-1], yf[:, None]) & valid[:, 1:-1]).any(axis=1)
+        hit = (same_double(vals[:, 1:-1], yf[:, None]) & valid[:, 1:-1]).any(axis=1)
         bad = np.flatnonzero(~(below_ok & above_ok))
         if bad.size:  # rare: redo the search with the exact function, then check its neighbours
             kb = _first_at_least(exact, yf[bad])
@@ -253,6 +299,23 @@ def off_grid(y: ArrayLike, loc: float) -> NDArray[np.bool_]:
     output that is not a multiple did not come from ``loc``, whatever sampler made the noise, *if*
     the mechanism adds the noise to ``loc`` in double arithmetic.  (A mechanism that forms the sum
     exactly and rounds once, as OpenDP does, is not covered.)  For ``loc = 0`` nothing is excluded.
+
+    Parameters
+    ----------
+    y : array_like
+        Candidate outputs (doubles).
+    loc : float
+        The location that would have produced them, finite.
+
+    Returns
+    -------
+    numpy.ndarray of bool
+        True where ``y`` is certainly not ``fl(loc + z)`` for any double ``z``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``y`` or ``loc``.
     """
     loc = check_real(loc, "loc")
     y_arr = check_float_array(y, "y")
@@ -268,93 +331,6 @@ def off_grid(y: ArrayLike, loc: float) -> NDArray[np.bool_]:
 
 
 # ---------------------------------------------------------------------------------------------
-# the ziggurat (sampler="fast"): a sound impossibility test
-# ---------------------------------------------------------------------------------------------
-# numpy's standard_exponential (Marsaglia and Tsang's ziggurat with 256 layers) takes a 64-bit word
-# w, drops 3 bits, reads the layer idx from the next 8 and ri from the remaining 53, and returns
-# ri * w_idx when ri is below the layer's threshold; otherwise it tests a wedge with one more
-# uniform (returning the same ri * w_idx if accepted, or starting again), and for idx = 0 it may go
-# to the tail beyond r, where it returns r - log1p(-U).  So every output is ri * w_idx for some
-# layer and some 53-bit ri, or lies in the tail.  The widths w_idx are read from numpy itself: a
-# PCG64 state can be set so that the next word is any chosen one (the generator steps its 128-bit
-# LCG state and outputs hi ^ lo rotated by the top 6 bits, so a state with hi = 0 outputs lo).
-
-#: Marsaglia and Tsang's start of the tail for the 256-layer exponential ziggurat.
-ZIGGURAT_R: float = 7.69711747013104972
-_PCG_MULT = 0x2360ED051FC65DA44385DF649FCCF645
-_M128 = 1 << 128
-
-
-def _pcg64_feed(bitgen: np.random.PCG64, word: int) -> int:
-    """Set ``bitgen`` so that its next 64-bit output is ``word``; return the state after that step."""
-    state = bitgen.state
-    inc = state["state"]["inc"]
-    state["state"]["state"] = ((word - inc) * pow(_PCG_MULT, -1, _M128)) % _M128
-    state["has_uint32"] = 0
-    bitgen.state = state
-    return word
-
-
-@functools.lru_cache(maxsize=1)
-def ziggurat_widths() -> NDArray[np.float64]:
-    """numpy's 256 ziggurat widths ``w_idx``, read from ``standard_exponential`` fed the word ``ri = 1``.
-
-    Raises ``RuntimeError`` if this numpy's PCG64 or ziggurat does not behave as described above.
-    """
-    bitgen = np.random.PCG64(0)
-    gen = np.random.Generator(bitgen)
-    inc = bitgen.state["state"]["inc"]
-    _pcg64_feed(bitgen, 12345 << 11)
-    if gen.random() != 12345 * _TWO_M53:
-        raise RuntimeError("numpy's PCG64 does not output the word its state was set to")
-    widths = np.empty(256)
-    for idx in range(256):
-        after = _pcg64_feed(bitgen, ((1 << 8) | idx) << 3)
-        x = gen.standard_exponential()
-        # one word on the fast path, two if the wedge test ran and accepted (then x is still 1 * w_idx)
-        if bitgen.state["state"]["state"] not in (after, (after * _PCG_MULT + inc) % _M128):
-            raise RuntimeError(f"numpy's ziggurat rejected ri = 1 in layer {idx}: widths not recoverable")
-        widths[idx] = x
-    return widths
-
-
-def fast_possible(y: ArrayLike, loc: float, scale: float, *, chunk: int = 1024) -> NDArray[np.bool_]:
-    """Can ``sample_laplace(method="fast")`` (or ``laplace_mechanism``) output ``y`` from ``loc``?
-
-    A sound over-approximation: ``False`` is certain (no layer, no 53-bit ``ri`` and no sign gives
-    ``fl(fl(+-ri w_idx) scale) + loc == y``, and ``|y - loc| / scale`` is below the tail), ``True``
-    only means "not excluded" (tail values, and the rare case where the searched window does not
-    bracket ``y``).  For each of the 512 (layer, sign) pairs the map ``ri -> output`` is monotone,
-    so a window of 7 values of ``ri`` around the inverse decides it when its ends bracket ``y``.
-    """
-    loc, scale = _check_loc_scale(loc, scale)
-    chunk = check_int(chunk, "chunk", minimum=1)
-    y_arr = check_float_array(y, "y")
-    flat = y_arr.reshape(-1)
-    widths = ziggurat_widths()
-    hi_ri = float(2**53 - 1)
-    offsets = np.arange(-3.0, 4.0)
-    out = np.empty(flat.size, dtype=np.bool_)
-    with np.errstate(over="ignore", invalid="ignore"):
-        for start in range(0, flat.size, chunk):
-            yc = flat[start : start + chunk]
-            z = (yc - loc) / scale
-            possible = ~np.isfinite(yc) | (np.abs(z) >= ZIGGURAT_R * (1 - 1e-9))
-            for sign in (1.0, -1.0):
-                ri0 = np.rint(np.clip((sign * z)[:, None] / widths[None, :], -8.0, hi_ri + 8.0))
-                ri = np.clip(ri0[:, :, None] + offsets, 0.0, hi_ri)
-                vals = (sign * (ri * widths[None, :, None])) * scale + loc
-                hit = (_same(vals, yc[:, None, None]) & np.isfinite(vals)).any(axis=2)
-                first, last = vals[:, :, 0], vals[:, :, -1]
-                below = first < yc[:, None] if sign > 0 else first > yc[:, None]
-                above = last > yc[:, None] if sign > 0 else last < yc[:, None]
-                bracket = ((ri[:, :, 0] == 0) | below) & ((ri[:, :, -1] == hi_ri) | above)
-                possible |= (hit | ~bracket).any(axis=1)
-            out[start : start + chunk] = possible
-    return out.reshape(y_arr.shape)
-
-
-# ---------------------------------------------------------------------------------------------
 # sampling and the attack
 # ---------------------------------------------------------------------------------------------
 
@@ -362,7 +338,31 @@ def fast_possible(y: ArrayLike, loc: float, scale: float, *, chunk: int = 1024) 
 def sample_floating_laplace(
     size: int, loc: float = 0.0, scale: float = 1.0, *, rng: np.random.Generator, sampler: str = "numpy"
 ) -> NDArray[np.float64]:
-    """``size`` draws of Lap(loc, scale) from the named sampler (see the module docstring)."""
+    """``size`` draws of Lap(loc, scale) from the named sampler (see the module docstring).
+
+    Parameters
+    ----------
+    size : int
+        Number of draws, ``>= 0``.
+    loc : float, optional
+        Location, finite (default 0).
+    scale : float, optional
+        Scale, ``> 0`` and finite (default 1).
+    rng : numpy.random.Generator
+        The source of randomness.
+    sampler : {"numpy", "textbook", "inverse_cdf", "fast"}, optional
+        The sampler (default ``"numpy"``).
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        ``size`` draws.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad argument (the message names it).
+    """
     check_choice(sampler, "sampler", SAMPLERS)
     size = check_int(size, "size", minimum=0, maximum=MAX_ELEMENTS)
     loc, scale = _check_loc_scale(loc, scale)
@@ -388,6 +388,24 @@ class AttackResult:
     ``loc1`` (and ``impossible1`` the other way round).  ``test`` is ``"exact"`` (:func:`reachable`),
     ``"ziggurat"`` (:func:`fast_possible`) or ``"grid"`` (:func:`off_grid`, which only certifies
     outputs of ``loc0``).
+
+    Parameters
+    ----------
+    sampler : str
+        One of :data:`SAMPLERS`.
+    test : str
+        One of :data:`TESTS`.
+    scale, loc0, loc1 : float
+        The scale (``> 0``) and the two locations.
+    size : int
+        Outputs drawn per location, ``>= 1``.
+    impossible0, impossible1 : int
+        The counts, between 0 and ``size`` (``impossible1 = 0`` for the grid test).
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a field out of range (the message names it).
     """
 
     sampler: str
@@ -411,19 +429,55 @@ class AttackResult:
 
     @property
     def outputs(self) -> int:
-        """Outputs tested: ``size`` per input (both directions), ``size`` for the grid test."""
+        """Outputs tested: ``size`` per input (both directions), ``size`` for the grid test.
+
+        Returns
+        -------
+        int
+            The number of outputs tested.
+        """
         return self.size if self.test == "grid" else 2 * self.size
 
     @property
     def impossible(self) -> int:
+        """Outputs that gave their input away (both directions).
+
+        Returns
+        -------
+        int
+            ``impossible0 + impossible1``.
+        """
         return self.impossible0 + self.impossible1
 
     @property
     def fraction(self) -> float:
+        """The share of tested outputs that gave their input away.
+
+        Returns
+        -------
+        float
+            ``impossible / outputs`` (0 when nothing was tested).
+        """
         return self.impossible / self.outputs if self.outputs else 0.0
 
     def confidence_interval(self, confidence: float = 0.95) -> tuple[float, float]:
-        """Clopper-Pearson interval for the probability that an output gives its input away."""
+        """Clopper-Pearson interval for the probability that an output gives its input away.
+
+        Parameters
+        ----------
+        confidence : float, optional
+            The confidence level, in (0, 1) (default 0.95).
+
+        Returns
+        -------
+        tuple of float
+            ``(low, high)``.
+
+        Raises
+        ------
+        TypeError, ValueError
+            For a bad ``confidence``.
+        """
         from scipy import stats
 
         confidence = check_probability(confidence, "confidence")
@@ -433,7 +487,13 @@ class AttackResult:
     def counts(self) -> NDArray[np.int64]:
         """The 2x2 table of :mod:`dptutor.audit` for the attacker "guess ``loc0`` iff impossible
         under ``loc1``": rows are the inputs, columns the guesses (``loc0``, ``loc1``).  An output of
-        ``loc1`` is never impossible under ``loc1``, so ``counts[1, 0] = 0``."""
+        ``loc1`` is never impossible under ``loc1``, so ``counts[1, 0] = 0``.
+
+        Returns
+        -------
+        numpy.ndarray of int64
+            The 2x2 table.
+        """
         return np.array([[self.impossible0, self.size - self.impossible0], [0, self.size]], dtype=np.int64)
 
 
@@ -453,6 +513,31 @@ def attack(
     ``test="ziggurat"`` uses :func:`fast_possible` both ways (``sampler="fast"`` only: impossibility
     certain, so the count is a lower bound); ``test="grid"`` uses :func:`off_grid` on the outputs of
     ``loc0`` only (any sampler).
+
+    Parameters
+    ----------
+    sampler : str
+        The sampler (one allowed by ``test``).
+    scale : float
+        Scale, ``> 0``.
+    size : int
+        Outputs per location, ``>= 1``.
+    rng : numpy.random.Generator
+        The source of randomness.
+    loc0, loc1 : float, optional
+        The two locations (defaults 0 and 1).
+    test : {"exact", "ziggurat", "grid"}, optional
+        The impossibility test (default ``"exact"``).
+
+    Returns
+    -------
+    AttackResult
+        The counts.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad argument, or a ``sampler`` the ``test`` does not cover.
     """
     check_choice(test, "test", TESTS)
     allowed = {"exact": EXACT_SAMPLERS, "ziggurat": ("fast",), "grid": SAMPLERS}[test]
@@ -473,226 +558,3 @@ def attack(
         imp0 = int((~reachable(y0, loc1, scale, sampler)).sum())
         imp1 = int((~reachable(y1, loc0, scale, sampler)).sum())
     return AttackResult(sampler, test, scale, loc0, loc1, size, imp0, imp1)
-
-
-# ---------------------------------------------------------------------------------------------
-# the snapping mechanism's ingredients and its exact output distribution (Mironov 2012)
-# ---------------------------------------------------------------------------------------------
-
-#: The smallest binade of :func:`sample_uniform_double`: ``u >= 2^-1022`` (no subnormals).
-_LOWEST_BINADE: int = 1022
-_U_LOW_BITS = int(np.float64(2.0**-_LOWEST_BINADE).view(np.int64))
-_U_HIGH_BITS = int(np.float64(1.0 - 2.0**-53).view(np.int64))
-
-
-def sample_uniform_double(size: int, *, rng: np.random.Generator) -> NDArray[np.float64]:
-    """``U*`` of the snapping mechanism: a uniform real in (0, 1) rounded *down* to a double.
-
-    The binade ``e`` (``2^-e <= u < 2^(1-e)``) is geometric, ``P(e) = 2^-e``, read off the leading
-    zeros of random 52-bit integers; the 52 mantissa bits are uniform.  Every double ``u`` in the
-    support then has probability ``ulp(u) = 2^-(52 + e)``: the length of the reals that round down
-    to it.  Binades below ``2^-1022`` are merged into the lowest one (so no subnormals), which
-    :func:`snapping_pmf` accounts for.  Randomness: ``rng.integers`` only.
-    """
-    size = check_int(size, "size", minimum=0, maximum=MAX_ELEMENTS)
-    rng = check_rng(rng)
-    e = np.ones(size, dtype=np.int64)
-    pending = np.arange(size)
-    while pending.size:
-        w = rng.integers(0, 1 << 52, size=pending.size, dtype=np.int64)
-        bit_length = np.frexp(w.astype(np.float64))[1]  # exact: w < 2^53; 0 for w = 0
-        e[pending] += 52 - bit_length
-        pending = pending[(w == 0) & (e[pending] < _LOWEST_BINADE)]
-    np.minimum(e, _LOWEST_BINADE, out=e)
-    mantissa = rng.integers(0, 1 << 52, size=size, dtype=np.int64)
-    return np.ldexp((mantissa + (1 << 52)).astype(np.float64), -52 - e)
-
-
-def _uniform_double_cdf(u: float) -> "Fraction":
-    """``P(U* <= u)`` exactly, for ``u`` in the support of :func:`sample_uniform_double`."""
-    from fractions import Fraction
-
-    frac, exp = math.frexp(u)  # u = frac 2^exp, frac in [1/2, 1): binade e = 1 - exp
-    e = 1 - exp
-    index = int(frac * 2**53) - (1 << 52)  # position of u inside its binade, 0 .. 2^52 - 1
-    if e < _LOWEST_BINADE:
-        below, per = Fraction(1, 2**e), Fraction(1, 2 ** (52 + e))
-    else:  # the merged lowest binade carries the mass of everything below it
-        below, per = Fraction(0), Fraction(1, 2 ** (51 + _LOWEST_BINADE))
-    return below + (index + 1) * per
-
-
-@dataclass(frozen=True)
-class SnappingParameters:
-    """Parameters of the snapping mechanism for the identity on [0, 1]^n (sensitivity 1 per coordinate).
-
-    ``lam`` is the noise scale ``lambda = n (1 + 2^-49 B) / epsilon`` (Mironov's bound
-    ``1/lambda + 2^-49 B / lambda`` per coordinate, times ``n`` coordinates, equals ``epsilon``),
-    ``grid`` the output spacing ``Lambda`` (the smallest power of two ``>= lambda``), ``bound`` the
-    clamp ``B``.
-    """
-
-    epsilon: float
-    n: int
-    bound: float
-    lam: float
-    grid: float
-
-    def __post_init__(self) -> None:
-        check_positive(self.epsilon, "epsilon")
-        check_int(self.n, "n", minimum=1)
-        check_positive(self.bound, "bound")
-        check_positive(self.lam, "lam")
-        grid = check_positive(self.grid, "grid")
-        if math.frexp(grid)[0] != 0.5:
-            raise ValueError(f"grid must be a power of two, got {grid!r}")
-
-
-def snapping_parameters(epsilon: float, n: int = 1, bound: float | None = None) -> SnappingParameters:
-    """The snapping mechanism's parameters; ``bound=None`` clamps at ``B = 32 n / epsilon``.
-
-    That default keeps Mironov's condition ``lambda < B < 2^46 lambda`` and moves an output only
-    when the noise exceeds about 32 scales (probability ``e^-32``, about 1e-14).
-    """
-    eps = check_positive(epsilon, "epsilon")
-    n = check_int(n, "n", minimum=1, maximum=MAX_ELEMENTS)
-    big_b = 32.0 * n / eps if bound is None else check_positive(bound, "bound")
-    if not big_b < 2.0**1000:
-        raise ValueError(f"epsilon is too small for n = {n}: the default bound 32 n / epsilon overflows")
-    lam = n * (1.0 + 2.0**-49 * big_b) / eps
-    if not lam < 2.0**1000:
-        raise ValueError(f"epsilon is too small (or bound too large): the scale lambda = {lam:g} is not usable")
-    frac, exp = math.frexp(lam)
-    grid = math.ldexp(1.0, exp - 1 if frac == 0.5 else exp)
-    return SnappingParameters(epsilon=eps, n=n, bound=big_b, lam=lam, grid=grid)
-
-
-def _check_snapping(params: object) -> SnappingParameters:
-    if not isinstance(params, SnappingParameters):
-        raise TypeError(f"params must be SnappingParameters (from snapping_parameters), got {type(params).__name__}")
-    return params
-
-
-def snap(x: NDArray[np.float64], u: NDArray[np.float64], negative: NDArray[np.bool_], params: SnappingParameters) -> NDArray[np.float64]:
-    """The snapping mechanism's arithmetic: ``clamp_B(round_Lambda(clamp_B(x) + S lambda ln(u)))``.
-
-    ``S = +1`` (noise ``lambda ln u <= 0``) unless ``negative``, where ``S = -1``; ``round_Lambda``
-    rounds to the nearest multiple of ``Lambda`` (ties to even; ``y / Lambda`` is exact).
-    Shared by :func:`dptutor.mechanisms.snapping_mechanism` and :func:`snapping_pmf`.
-    """
-    params = _check_snapping(params)
-    x = check_float_array(x, "x", finite=True)
-    u = check_float_array(u, "u")
-    if not ((u > 0.0) & (u <= 1.0)).all():
-        raise ValueError("u must lie in (0, 1]")
-    neg = np.asarray(negative)
-    if neg.dtype != np.bool_:
-        raise TypeError(f"negative must be an array of bools, got dtype {neg.dtype}")
-    negative = neg
-    check_broadcast({"x": x, "u": u, "negative": neg})
-    xc = np.clip(x, -params.bound, params.bound)
-    z = params.lam * np.log(u)
-    y = xc + np.where(negative, -z, z)
-    return np.clip(np.rint(y / params.grid) * params.grid, -params.bound, params.bound)
-
-
-def snapping_outputs(params: SnappingParameters) -> NDArray[np.float64]:
-    """Every output the snapping mechanism can produce: multiples of ``Lambda`` in [-B, B] and ``+-B``."""
-    params = _check_snapping(params)
-    j = math.floor(params.bound / params.grid)
-    grid = np.arange(-j, j + 1, dtype=np.float64) * params.grid
-    return np.unique(np.concatenate([[-params.bound], grid, [params.bound]]))
-
-
-def snapping_pmf(x: float, params: SnappingParameters) -> tuple[NDArray[np.float64], list]:
-    """Exact output distribution of one coordinate of the snapping mechanism on input ``x``.
-
-    Returns ``(outputs, probabilities)`` with the probabilities as :class:`~fractions.Fraction`.
-    For each sign ``S`` the output is monotone in ``U*``, so ``P(output <= v)`` is ``P(U* <= u_v)``
-    (or ``P(U* >= u_v)``) for the ``u_v`` found by a binary search over the doubles of the support
-    (ordered like their bit patterns), and ``P(U* <= u)`` is exact (:func:`_uniform_double_cdf`).
-    Assumes ``np.log`` is monotone.
-    """
-    from fractions import Fraction
-
-    x = check_real(x, "x")
-    params = _check_snapping(params)
-    outputs = snapping_outputs(params)
-    m = outputs.size
-    xs = np.full(m, x)
-
-    def out_of(bits: NDArray[np.int64], negative: bool) -> NDArray[np.float64]:
-        return snap(xs, bits.view(np.float64), np.full(m, negative), params)
-
-    def search(negative: bool) -> NDArray[np.int64]:
-        # S = +1: output non-decreasing in u; find the last u with output <= v (LOW - 1 if none).
-        # S = -1: output non-increasing; find the first u with output <= v (HIGH + 1 if none).
-        lo = np.full(m, _U_LOW_BITS, dtype=np.int64)
-        hi = np.full(m, _U_HIGH_BITS + 1, dtype=np.int64)
-        for _ in range(64):
-            open_ = lo < hi
-            if not open_.any():
-                break
-            mid = np.minimum((lo + hi) // 2, _U_HIGH_BITS)
-            o = out_of(mid, negative)
-            cond = o > outputs if not negative else o <= outputs  # the predicate that turns true
-            hi = np.where(open_ & cond, mid, hi)
-            lo = np.where(open_ & ~cond, mid + 1, lo)
-        return lo  # first u (bits) where the predicate holds, HIGH + 1 if never
-
-    def cdf_below(bits: int) -> Fraction:  # P(U* < u) for u given by its bits (may be HIGH + 1)
-        if bits <= _U_LOW_BITS:
-            return Fraction(0)
-        if bits > _U_HIGH_BITS:
-            return Fraction(1)
-        return _uniform_double_cdf(float(np.int64(bits - 1).view(np.float64)))
-
-    first_above_pos = search(False)  # S = +1: P(output <= v) = P(U* < first u with output > v)
-    first_below_neg = search(True)  # S = -1: P(output <= v) = 1 - P(U* < first u with output <= v)
-    cdf = [
-        (cdf_below(int(a)) + (1 - cdf_below(int(b)))) / 2
-        for a, b in zip(first_above_pos.tolist(), first_below_neg.tolist())
-    ]
-    probs = [cdf[0]] + [cdf[i] - cdf[i - 1] for i in range(1, m)]
-    return outputs, probs
-
-
-def log_ratio(p: "Fraction", q: "Fraction") -> float:
-    """``ln(p / q)`` for non-negative Fractions, evaluated with 50 significant digits (mpmath) and
-    rounded once to a float; ``inf``/``-inf`` when exactly one is 0, and 0 when both are."""
-    import mpmath
-    from fractions import Fraction
-
-    for name, value in (("p", p), ("q", q)):
-        if is_bool(value) or not isinstance(value, (int, Fraction)):
-            raise TypeError(f"{name} must be a Fraction or an int, got {type(value).__name__}")
-        if value < 0:
-            raise ValueError(f"{name} must be >= 0, got {value}")
-    if p == 0 and q == 0:
-        return 0.0
-    if q == 0:
-        return math.inf
-    if p == 0:
-        return -math.inf
-    with mpmath.workdps(50):
-        ratio = (mpmath.mpf(p.numerator) * q.denominator) / (mpmath.mpf(p.denominator) * q.numerator)
-        return float(mpmath.log(ratio))
-
-
-def snapping_loss(params: SnappingParameters, x0: float = 0.0, x1: float = 1.0) -> float:
-    """Exact privacy loss ``n max_v |ln P(v | x0) / P(v | x1)|`` of the snapping mechanism between the
-    datasets ``(x0, ..., x0)`` and ``(x1, ..., x1)`` of dimension ``params.n`` (coordinates are
-    independent, so the worst output vector repeats the worst coordinate)."""
-    x0, x1 = check_real(x0, "x0"), check_real(x1, "x1")
-    _, p0 = snapping_pmf(x0, params)
-    _, p1 = snapping_pmf(x1, params)
-    return params.n * max(abs(log_ratio(a, b)) for a, b in zip(p0, p1))
-
-
-def snapping_reachable(y: ArrayLike, x: float, params: SnappingParameters) -> NDArray[np.bool_]:
-    """Exactly: can one coordinate of the snapping mechanism on input ``x`` output ``y``?"""
-    y_arr = check_float_array(y, "y")
-    params = _check_snapping(params)
-    outputs, probs = snapping_pmf(x, params)
-    possible = outputs[np.array([p > 0 for p in probs], dtype=bool)]
-    return np.isin(y_arr, possible)

@@ -322,6 +322,21 @@ def test_discrete_gaussian_sigma_is_the_smallest_on_its_grid(epsilon, delta, ste
     assert abs(float(sig) / gaussian_sigma_analytic(epsilon, delta, steps) - 1) < 0.01
 
 
+@pytest.mark.parametrize("epsilon,delta,steps", [(1.0, 1e-5, 1), (0.1, 1e-9, 3), (3.0, 1e-3, 1)])
+def test_discrete_gaussian_sigma_stops_when_the_grid_point_is_fixed(monkeypatch, epsilon, delta, steps):
+    """The bisection stops once no grid point lies between its two ends (about 10 halvings of a relative
+    width of 0.2 down to the grid's 2^-10), instead of running 60 times: at most 30 evaluations of delta
+    in all (bracketing included), and the answer is the smallest sigma on the grid that meets delta."""
+    import dptutor.discrete_gaussian as adp
+
+    calls = []
+    original = adp.discrete_gaussian_delta
+    monkeypatch.setattr(adp, "discrete_gaussian_delta", lambda *args: calls.append(args) or original(*args))
+    sig = discrete_gaussian_sigma(epsilon, delta, steps)
+    assert len(calls) <= 30
+    assert original(epsilon, sig, steps) <= delta < original(epsilon, sig - Fraction(1, sig.denominator), steps)
+
+
 def test_discrete_gaussian_release_outputs_and_privacy():
     rng = np.random.default_rng(4)
     integer = discrete_gaussian_release(1.0, 1e-5, 1)
@@ -345,17 +360,23 @@ def test_discrete_gaussian_release_audit_is_not_flagged():
 
 def test_discrete_gaussian_bad_input():
     for call, name in [(lambda: discrete_gaussian_delta(-1.0, 2, 1), "epsilon"),
-                       (lambda: discrete_gaussian_delta(1.0, 2.0, 1), "sigma"),
+                       (lambda: discrete_gaussian_delta(1.0, float("nan"), 1), "sigma"),
                        (lambda: discrete_gaussian_delta(1.0, 2, 0), "sensitivity"),
                        (lambda: discrete_gaussian_epsilon(0.0, 2, 1), "delta"),
                        (lambda: discrete_gaussian_sigma(0.0, 1e-5, 1), "epsilon"),
                        (lambda: discrete_gaussian_sigma(1.0, 1.5, 1), "delta"),
                        (lambda: discrete_gaussian_release(1.0, 1e-5, 0.01, granularity=0.3), "granularity"),
                        (lambda: discrete_gaussian_release(1.0, 1e-5, 1.5), "sensitivity"),
-                       (lambda: DiscreteGaussianRelease(0.5), "sigma"),
+                       (lambda: DiscreteGaussianRelease(-0.5), "sigma"),
                        (lambda: DiscreteGaussianRelease(2, granularity=-1.0), "granularity")]:
         with pytest.raises((TypeError, ValueError), match=name):
             call()
+
+
+def test_discrete_gaussian_accepts_a_float_sigma_exactly():
+    """A float sigma is its exact rational value (as OpenDP converts it): same delta, same release."""
+    assert discrete_gaussian_delta(1.0, 2.5, 1) == discrete_gaussian_delta(1.0, Fraction(5, 2), 1)
+    assert DiscreteGaussianRelease(2.5).sigma == Fraction(5, 2)
 
 
 # ---------------------------------------------------------------------------------------------

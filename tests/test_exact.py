@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 
@@ -12,6 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
+from dptutor import _cks as cks
+from dptutor import _exact_fast as exact_fast
+from dptutor import _lazy_bits as lazy_bits
 from dptutor import exact
 from dptutor.exact import (
     check_scale,
@@ -87,17 +91,17 @@ def test_python_reference_has_the_same_law():
 def test_bernoulli_exp_frequency_matches_exp_minus_gamma():
     """Step 1 alone: for gamma = 3/7 the frequency of ones is exp(-3/7) within 4.5 standard errors."""
     m = 400_000
-    ones = exact._bernoulli_exp(np.full(m, 3, dtype=np.int64), 7, np.random.default_rng(15)).mean()
+    ones = cks.bernoulli_exp(np.full(m, 3, dtype=np.int64), 7, np.random.default_rng(15)).mean()
     p = math.exp(-3 / 7)
     assert abs(ones - p) < 4.5 * math.sqrt(p * (1 - p) / m)
 
 
 def test_merged_rounds_have_probability_one_over_k_factorial():
     """The merged draw is exact: P(R < 12!/k!) = (12!/k!) / 12! = 1/k! as Fractions, for every k <= 12."""
-    thresholds = exact._THRESHOLDS[::-1]  # k = 1 .. 12
+    thresholds = cks._THRESHOLDS[::-1]  # k = 1 .. 12
     for k, t in enumerate(thresholds.tolist(), start=1):
-        assert Fraction(t, exact._FACT) == Fraction(1, math.factorial(k))
-    ones = exact._bernoulli_exp_neg_one(400_000, np.random.default_rng(16)).mean()
+        assert Fraction(t, cks._FACT) == Fraction(1, math.factorial(k))
+    ones = cks.bernoulli_exp_neg_one(400_000, np.random.default_rng(16)).mean()
     assert abs(ones - math.exp(-1)) < 4.5 * math.sqrt(math.exp(-1) * (1 - math.exp(-1)) / 400_000)
 
 
@@ -143,8 +147,9 @@ def test_huge_scale_stays_in_int64():
 @pytest.mark.parametrize(
     ("scale", "exc", "word"),
     [(0, ValueError, "scale"), (-3, ValueError, "scale"), (Fraction(-1, 2), ValueError, "scale"),
-     (1.5, TypeError, "scale"), (True, TypeError, "scale"), ("2", TypeError, "scale"),
-     (float("nan"), TypeError, "scale"), (2**60, ValueError, "scale")],
+     (-1.5, ValueError, "scale"), (0.0, ValueError, "scale"), (True, TypeError, "scale"), ("2", TypeError, "scale"),
+     (float("nan"), ValueError, "scale"), (float("inf"), ValueError, "scale"), (None, TypeError, "scale"),
+     (2**60, ValueError, "scale"), (1e20, ValueError, "scale")],
 )
 def test_bad_scale(scale, exc, word):
     with pytest.raises(exc, match=word):
@@ -167,6 +172,38 @@ def test_bad_rng():
 def test_check_scale_is_exact():
     assert check_scale(np.int64(4)) == Fraction(4)
     assert check_scale(Fraction(6, 4)) == Fraction(3, 2)
+
+
+@pytest.mark.parametrize("value", [0.1, 1.5, 2.0, 1e-300, 5e-324, 3.0e15, np.float64(0.7), np.float32(0.3)])
+def test_check_scale_converts_a_float_exactly(value):
+    """A finite positive float becomes the exact rational it holds (as OpenDP converts it), so 0.1 is
+    3602879701896397 / 2^55, not 1/10; the samplers accept it and draw the same as from that Fraction."""
+    t = check_scale(value)
+    assert t == Fraction(float(value)) and float(t) == float(value)
+    if value == 0.1:
+        assert t == Fraction(3602879701896397, 2**55)
+    if t.numerator < 2**24 and 1 <= t:
+        a = sample_discrete_laplace(value, 50, np.random.default_rng(7))
+        b = sample_discrete_laplace(t, 50, np.random.default_rng(7))
+        assert np.array_equal(a, b)
+
+
+def test_float_scale_draws_have_the_law_of_its_exact_value():
+    """A float scale with a long binary expansion (2.3 = 2589569785738035 / 2^50) samples the discrete
+    Laplace of that exact value (chi-square), and the discrete Gaussian accepts a float sigma too."""
+    draws = sample_discrete_laplace(2.3, 60_000, np.random.default_rng(48))
+    statistic, threshold = _chi2_test(draws, Fraction(2.3))
+    assert statistic < threshold
+    assert np.array_equal(exact.sample_discrete_gaussian(1.5, 40, np.random.default_rng(2)),
+                          exact.sample_discrete_gaussian(Fraction(3, 2), 40, np.random.default_rng(2)))
+    # 2.3 squared has a denominator of 2^100: every acceptance test runs on Python integers, still exact
+    gauss = exact.sample_discrete_gaussian(2.3, 20_000, np.random.default_rng(49))
+    statistic, threshold = _dg_chi2(gauss, Fraction(2.3))
+    assert statistic < threshold
+    # 1e-300 and 2^-100 have denominators beyond int64: P(Y != 0) is below 2 exp(-2^100), and every draw is 0
+    for tiny in (1e-300, Fraction(1, 2**100)):
+        assert not sample_discrete_laplace(tiny, 200, np.random.default_rng(3)).any()
+        assert not sample_discrete_laplace_python(tiny, 20, np.random.default_rng(3)).any()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -283,8 +320,8 @@ def test_discrete_gaussian_big_parameters_take_the_exact_python_path():
     runs Algorithm 2 on arrays and every acceptance runs on Python integers."""
     sigma = 200_000
     p, q, t = exact._gauss_parameters(Fraction(sigma))
-    assert exact._gauss_table(p, q, t) is None
-    assert 2 * p * q * t * t >= exact._MAX_GAUSS_DEN
+    assert exact_fast.gauss_table(p, q, t) is None
+    assert 2 * p * q * t * t >= cks._MAX_GAUSS_DEN
     draws = exact.sample_discrete_gaussian(sigma, 2_000, np.random.default_rng(5))
     # mean 0, sd sigma: 5 standard errors
     assert abs(draws.mean()) < 5 * sigma / math.sqrt(draws.size)
@@ -320,13 +357,13 @@ def test_discrete_gaussian_rejection_exponent_is_exact(sigma):
 
 
 def test_discrete_gaussian_acceptance_rate_per_proposal():
-    """``_gauss_accept`` keeps each proposal y with probability exp(-gamma(y)) (binomial, 5 standard errors)."""
+    """``gauss_accept`` keeps each proposal y with probability exp(-gamma(y)) (binomial, 5 standard errors)."""
     sig = Fraction(5, 2)
     p, q, t = exact._gauss_parameters(sig)
     rng = np.random.default_rng(9)
     n = 100_000
     for y in (0, 1, 3, 6, 12):
-        kept = exact._gauss_accept(np.full(n, y, dtype=np.int64), p, q, t, rng).mean()
+        kept = cks.gauss_accept(np.full(n, y, dtype=np.int64), p, q, t, rng).mean()
         prob = math.exp(-float(Fraction((q * t * y - p) ** 2, 2 * p * q * t * t)))
         assert abs(kept - prob) <= 5 * math.sqrt(prob * (1 - prob) / n) + 1e-12
 
@@ -339,7 +376,7 @@ def test_discrete_gaussian_acceptance_slow_lanes_agree():
     ys = np.array([1, 2, 4], dtype=np.int64)
     n = 4_000
     for y in ys:
-        kept = np.mean([exact._bernoulli_exp_big_python((q * t * int(y) - p) ** 2, 2 * p * q * t * t, rng)
+        kept = np.mean([cks.bernoulli_exp_big_python((q * t * int(y) - p) ** 2, 2 * p * q * t * t, rng)
                         for _ in range(n)])
         prob = math.exp(-float(Fraction((q * t * int(y) - p) ** 2, 2 * p * q * t * t)))
         assert abs(kept - prob) <= 5 * math.sqrt(prob * (1 - prob) / n)
@@ -356,7 +393,7 @@ def test_discrete_gaussian_reproducible_and_shaped():
 @pytest.mark.parametrize("fn", [exact.sample_discrete_gaussian, exact.sample_discrete_gaussian_python])
 def test_discrete_gaussian_bad_input(fn):
     rng = np.random.default_rng(0)
-    for bad, err in [(1.5, TypeError), (True, TypeError), ("2", TypeError), (0, ValueError), (-2, ValueError),
+    for bad, err in [(float("nan"), ValueError), (-1.5, ValueError), (float("inf"), ValueError), (True, TypeError), ("2", TypeError), (0, ValueError), (-2, ValueError),
                      (Fraction(-1, 2), ValueError), (Fraction(2**53, 1), ValueError), (None, TypeError)]:
         with pytest.raises(err, match="sigma"):
             fn(bad, 10, rng)
@@ -370,8 +407,8 @@ def test_discrete_gaussian_bad_input(fn):
         fn(Fraction(1, 2**40), 10, rng)  # sigma^2's denominator 2^80
     with pytest.raises(ValueError, match="k"):
         exact.discrete_gaussian_pmf(0.5, 2)
-    with pytest.raises(TypeError, match="sigma"):
-        exact.discrete_gaussian_pmf(0, 2.0)
+    with pytest.raises(ValueError, match="sigma"):
+        exact.discrete_gaussian_pmf(0, float("nan"))
 
 
 def test_discrete_gaussian_with_a_huge_denominator_is_exact():
@@ -386,7 +423,7 @@ def test_discrete_gaussian_with_a_huge_denominator_is_exact():
 def test_uniform_below_is_uniform_beyond_int64():
     rng = np.random.default_rng(3)
     n = 3 * 2**70
-    draws = [exact._uniform_below(n, rng) for _ in range(30_000)]
+    draws = [cks.uniform_below(n, rng) for _ in range(30_000)]
     assert min(draws) >= 0 and max(draws) < n
     thirds = np.bincount([d // 2**70 for d in draws], minlength=3)
     assert stats.chisquare(thirds).pvalue > ALPHA
@@ -413,52 +450,47 @@ def test_exp_neg_bounds_bracket_the_exact_value(bits):
     cases = [(0, 1), (1, 1), (1, 2**60), (2**60 - 1, 2**60), (700, 1), (5, 7)]
     cases += [(int(rng.integers(0, 10**6)), int(rng.integers(1, 10**5))) for _ in range(300)]
     for num, den in cases:
-        lo, hi = exact._exp_neg_bounds(num, den, bits)
+        lo, hi = lazy_bits.exp_neg_bounds(num, den, bits)
         with mpmath.workdps(80):
             scaled = _mp_exp_neg(num, den) * mpmath.mpf(2) ** bits
             assert lo <= scaled <= hi, (num, den, bits)
         assert 0 <= hi - lo <= 6
 
 
-def test_numpy_exp_and_log_are_within_the_claimed_error():
-    """The fast path assumes np.exp and np.log have relative error below FLOAT_REL_ERR = 2^-40 where it uses
-    them: exp on [-745, 0] (the table) and log on k / 2^53, k = 1, ..., 2^53 - 1 (the magnitude).  Checked
-    against mpmath on 20,000 arguments each, including the ends of both ranges."""
+@pytest.mark.parametrize("s, d", [(1, 1), (11, 1), (1001, 1), (7, 3), (30001, 1), (2**24, 1)])
+def test_magnitude_table_brackets_exp_minus_k_over_t(s, d):
+    """lo(k) <= exp(-k d / s) 2^62 <= hi(k) (mpmath at 80 digits) over the whole table, flat or two-level,
+    and the bracket is a few units wide."""
     import mpmath
 
-    rng = np.random.default_rng(41)
-    gammas = np.concatenate([rng.uniform(0, 700, 10_000), rng.exponential(1.0, 9_990),
-                             [0.0, 1e-300, 2.0**-60, 1.0, 36.7, 40.5, 699.9, 700.0, 5e-324, 1e-17]])
-    ks = np.concatenate([rng.integers(1, 2**53, 10_000), 2**53 - rng.integers(1, 2**20, 5_000),
-                         rng.integers(1, 2**20, 4_990), [1, 2, 3, 2**52, 2**52 + 1, 2**53 - 1, 2**53 - 2, 7, 2**26, 2**40]])
-    worst = 0.0
-    with mpmath.workdps(40):
-        for g, e in zip(gammas.tolist(), np.exp(-gammas).tolist()):
-            exact_e = mpmath.exp(-mpmath.mpf(g))
-            worst = max(worst, float(abs(mpmath.mpf(e) / exact_e - 1)))
-        xs = ks.astype(np.float64) * 2.0**-53
-        for k, lg in zip(ks.tolist(), np.log(xs).tolist()):
-            exact_l = mpmath.log(mpmath.mpf(k) / mpmath.mpf(2) ** 53)
-            worst = max(worst, float(abs(mpmath.mpf(lg) / exact_l - 1)))
-    assert worst < exact.FLOAT_REL_ERR
+    table = lazy_bits.magnitude_table(s, d)
+    rng = np.random.default_rng(49)
+    ks = np.unique(np.concatenate([[0, 1, 2, table.kcap - 1, table.kcap], rng.integers(0, table.kcap + 1, 300)]))
+    lo, hi = table.bounds(ks, 0), table.bounds(ks, 1)
+    with mpmath.workdps(80):
+        for k, a, b in zip(ks.tolist(), lo.tolist(), hi.tolist()):
+            exact_value = _mp_exp_neg(k * d, s) * mpmath.mpf(2) ** 62
+            assert a <= exact_value <= b, (s, d, k)
+            assert b - a <= 8
+    assert table.kcap * d >= 53 * math.log(2) * s  # every nonzero 53-bit prefix has its magnitude inside
 
 
 @pytest.mark.parametrize("sigma", [Fraction(1, 3), 1, Fraction(3, 2), 10, Fraction(1001, 1000), 1000])
 def test_gauss_table_brackets_exp_minus_gamma(sigma):
-    """Every entry of the fast table is a proven bracket: first[2x] 2^43 <= exp(-gamma(x)) 2^53 <=
-    (first[2x] + width) 2^43, checked with the exact integer bounds; the float entries are within 2^-39."""
+    """Every entry of the fast table is a proven bracket: lower[x] <= exp(-gamma(x)) 2^63 <= upper[x] (the exact
+    integer bounds of exp_neg_bounds, which mpmath checks above), a few units wide; the first stage's
+    thresholds bracket exp(-gamma(x)) 2^10 within width; (negative, 0) is never kept."""
     p, q, t = exact._gauss_parameters(Fraction(sigma))
-    table = exact._gauss_table(p, q, t)
-    shift = exact._PREFIX_BITS - exact._TEST_BITS
+    table = exact_fast.gauss_table(p, q, t)
     den = 2 * p * q * t * t
-    xs = range(table.scaled.size) if table.scaled.size < 3000 else range(0, table.scaled.size, 7)
+    xs = range(table.lower.size) if table.lower.size < 3000 else range(0, table.lower.size, 7)
     for x in xs:
-        lo, hi = exact._exp_neg_bounds((q * t * x - p) ** 2, den, 53)
+        lo, hi = lazy_bits.exp_neg_bounds((q * t * x - p) ** 2, den, 63)
+        lower, upper = int(table.lower[x]), int(table.upper[x])
+        assert lower <= lo + 6 and hi - 6 <= upper and lower <= hi and lo <= upper and upper - lower <= 8
         first = int(table.first[2 * x])
-        assert first << shift <= lo and hi <= (first + table.width) << shift
-        if lo > 2**60:  # the float is normal: relative error below 2^-39
-            assert abs(Fraction(float(table.scaled[x])) / Fraction(lo) - 1) < 2.0**-39
-    assert table.first[1] == exact._NEVER and table.width <= 2
+        assert first << 53 <= lo and hi <= (first + table.width) << 53
+    assert table.first[1] < 0 and table.width <= 2
 
 
 def test_lazy_uniform_is_a_bernoulli_exp_minus_gamma():
@@ -467,7 +499,7 @@ def test_lazy_uniform_is_a_bernoulli_exp_minus_gamma():
     rng = np.random.default_rng(42)
     n = 20_000
     for num, den in [(3, 7), (5, 2), (1, 1)]:
-        ones = np.mean([exact._LazyUniform(0, 0, rng).below_exp_neg(num, den) for _ in range(n)])
+        ones = np.mean([lazy_bits.LazyUniform(0, 0, rng).below_exp_neg(num, den) for _ in range(n)])
         p = math.exp(-num / den)
         assert abs(ones - p) < 5 * math.sqrt(p * (1 - p) / n)
 
@@ -479,7 +511,7 @@ def test_lazy_uniform_settles_a_straddling_prefix_by_its_later_bits():
     e = _mp_exp_neg(3, 7)
     prefix = int(mpmath.floor(e * 2**53))  # [prefix, prefix + 1) / 2^53 contains exp(-3/7)
     for seed in range(20):
-        u = exact._LazyUniform(prefix, 53, np.random.default_rng(seed))
+        u = lazy_bits.LazyUniform(prefix, 53, np.random.default_rng(seed))
         answer = u.below_exp_neg(3, 7)
         assert u.bits >= 117
         with mpmath.workdps(80):
@@ -496,31 +528,35 @@ def test_geometric_exact_is_certified_by_its_bits(s, d):
     rng = np.random.default_rng(43)
     prefixes = [0, 1, 2, 2**53 - 1] + rng.integers(0, 2**53, 40).tolist()
     for v in prefixes:
-        u = exact._LazyUniform(int(v), 53, rng)
-        x = exact._geometric_exact(u, s, d)
+        u = lazy_bits.LazyUniform(int(v), 53, rng)
+        x = lazy_bits.geometric_exact(u, s, d)
         with mpmath.workdps(80):
             cell_lo = mpmath.mpf(u.prefix) / mpmath.mpf(2) ** u.bits
             cell_hi = mpmath.mpf(u.prefix + 1) / mpmath.mpf(2) ** u.bits
             assert _mp_exp_neg((x + 1) * d, s) <= cell_lo and cell_hi <= _mp_exp_neg(x * d, s)
 
 
-@pytest.mark.parametrize("t", [1.0, 11.0, 1001.0, Fraction(7, 3), float(2**24)])
-def test_fast_magnitude_decides_only_what_the_bits_determine(t):
-    """Wherever the float interval decides, its answer is the exact X of the 53-bit cell (_geometric_exact
-    from the same prefix); at the default margins almost every lane is decided, and v = 0 never is."""
+@pytest.mark.parametrize("t", [1, 11, 1001, Fraction(7, 3), 30001, 2**24])
+def test_certified_magnitudes_are_the_exact_ones(t):
+    """Wherever the integer bounds certify a proposal, it is the exact X of the 53-bit cell (geometric_exact
+    from the same prefix); almost every lane is certified, and v = 0 never is."""
     rng = np.random.default_rng(44)
+    t = Fraction(t)
+    s, d = t.numerator, t.denominator
     v = np.concatenate([[0, 1, 2, 2**53 - 1], rng.integers(0, 2**53, 4_000)]).astype(np.int64)
-    x, decided = exact._fast_magnitude(v, float(t))
-    assert not decided[0]
-    s, d = Fraction(t).numerator, Fraction(t).denominator
+    x = lazy_bits.propose_magnitudes(v, s / d)
+    ok = lazy_bits.certify_magnitudes(v, x, lazy_bits.magnitude_table(s, d))
+    assert not ok[0]
     for i in range(v.size):
-        if decided[i]:
-            assert x[i] == exact._geometric_exact(exact._LazyUniform(int(v[i]), 53, rng), s, d)
-    assert decided[4:].mean() > 0.99
+        if ok[i]:
+            assert x[i] == lazy_bits.geometric_exact(lazy_bits.LazyUniform(int(v[i]), 53, rng), s, d)
+    assert ok[4:].mean() > 0.99
+    wrong = x + np.where(np.arange(x.size) % 2 == 0, 1, -1)  # a proposal off by one is never certified
+    assert not lazy_bits.certify_magnitudes(v, wrong, lazy_bits.magnitude_table(s, d)).any()
 
 
 class _Counting:
-    """Wraps an exact fallback of dptutor.exact and counts its calls."""
+    """Wraps an exact fallback of the samplers and counts its calls."""
 
     def __init__(self, fn):
         self.fn, self.calls = fn, 0
@@ -530,28 +566,79 @@ class _Counting:
         return self.fn(*args, **kwargs)
 
 
+class _SkewedFloats:
+    """Stands for ``numpy`` or ``math`` in a module, with ``log`` and ``exp`` off by a relative ``rel``
+    (alternately up and down along an array), every other name passed through."""
+
+    def __init__(self, module, rel: float):
+        self._module, self._rel = module, rel
+
+    def __getattr__(self, name):
+        return getattr(self._module, name)
+
+    def _skew(self, y):
+        if isinstance(y, np.ndarray):
+            y *= np.where(np.arange(y.size).reshape(y.shape) % 2 == 0, 1.0 + self._rel, 1.0 - self._rel)
+            return y
+        return y * (1.0 + self._rel)
+
+    def log(self, *args, **kwargs):
+        return self._skew(self._module.log(*args, **kwargs))
+
+    def exp(self, *args, **kwargs):
+        return self._skew(self._module.exp(*args, **kwargs))
+
+
+def _skew_fast_path(monkeypatch, rel: float) -> None:
+    """Make every float log and exp of the fast path (the modules lazy_bits and exact_fast) off by ``rel``."""
+    for module in (lazy_bits, exact_fast):
+        monkeypatch.setattr(module, "np", _SkewedFloats(np, rel))
+        monkeypatch.setattr(module, "math", _SkewedFloats(math, rel))
+
+
+@pytest.mark.parametrize(("rel", "kind", "scale", "n", "wrong"), [
+    (2.0**-30, "laplace", 2**20, 100_000, 10), (2.0**-30, "gauss", 30_000, 200_000, 1),
+    (2.0**-30, "laplace", 10, 200_000, 0), (2.0**-30, "gauss", 1000, 200_000, 0),
+    (2.0**-10, "laplace", 10, 4_000, 10), (2.0**-10, "laplace", Fraction(7, 3), 4_000, 10),
+    (2.0**-10, "gauss", 10, 3_000, 10), (2.0**-10, "gauss", Fraction(3, 2), 3_000, 10),
+])
+def test_draws_do_not_depend_on_the_float_log_and_exp(monkeypatch, rel, kind, scale, n, wrong):
+    """With the fast path's float log and exp off by a relative 2^-30 (or 2^-10), the seeded draws are
+    bit-identical to those with numpy's own: floats only propose, integers decide.  At least ``wrong``
+    proposals were wrong and went to the exact fallback (a version whose floats decided lanes changes
+    draws there: at 2^-30, about 2^-10 of them at scale 2^20 and a few per 10^5 at sigma 30000)."""
+    sample = sample_discrete_laplace if kind == "laplace" else exact.sample_discrete_gaussian
+    expected = sample(scale, n, np.random.default_rng(50))
+    fallbacks = _Counting(lazy_bits.geometric_exact)
+    monkeypatch.setattr(lazy_bits, "geometric_exact", fallbacks)
+    _skew_fast_path(monkeypatch, rel)
+    assert np.array_equal(sample(scale, n, np.random.default_rng(50)), expected)
+    assert fallbacks.calls >= wrong, fallbacks.calls  # the skewed proposals that were wrong were caught
+
+
 def test_fast_discrete_gaussian_rarely_falls_back(monkeypatch):
-    """At the default margins a lane reaches the Python fallback with probability about 2^-35 t per proposal
-    (magnitude; the test's second stage leaves about 2^-26 of 2^-10 open): over 10^6 draws at sigma = 1000
-    the expected number is below 0.1, so more than 3 would be a defect (Poisson tail below 1e-5)."""
-    geometric = _Counting(exact._geometric_exact)
-    test = _Counting(exact._gauss_test_exact)
-    monkeypatch.setattr(exact, "_geometric_exact", geometric)
-    monkeypatch.setattr(exact, "_gauss_test_exact", test)
+    """With numpy's own log a lane reaches the Python fallback with probability below 2^-40 t per proposal
+    (magnitude) and about 2^-60 per test that its first 10 bits leave open, plus the proposals beyond the
+    table (about e^-10 of them, of which 2^-9 are open): over 10^6 draws at sigma = 1000 the expected number
+    is about 0.1, so more than 3 would be a defect (Poisson tail below 1e-5)."""
+    geometric = _Counting(lazy_bits.geometric_exact)
+    test = _Counting(exact_fast.gauss_test_exact)
+    monkeypatch.setattr(lazy_bits, "geometric_exact", geometric)
+    monkeypatch.setattr(exact_fast, "gauss_test_exact", test)
     exact.sample_discrete_gaussian(1000, 1_000_000, np.random.default_rng(45))
     assert geometric.calls + test.calls <= 3
 
 
 @pytest.mark.parametrize("sigma", [Fraction(3, 2), 10])
 def test_fast_discrete_gaussian_with_forced_fallbacks_has_the_exact_law(monkeypatch, sigma):
-    """Margins of 2^-7 and a 2-bit first stage send many lanes through stage 2 and the exact Python fallback
-    (both counted); the draws still pass the chi-square test against the exact law."""
-    monkeypatch.setattr(exact, "_MARGIN", 2.0**-7)
-    monkeypatch.setattr(exact, "_TEST_BITS", 2)
-    geometric = _Counting(exact._geometric_exact)
-    test = _Counting(exact._gauss_test_exact)
-    monkeypatch.setattr(exact, "_geometric_exact", geometric)
-    monkeypatch.setattr(exact, "_gauss_test_exact", test)
+    """A float log off by 2^-7, a 2-bit first stage and second-stage bounds loosened by 2^-7 send many lanes
+    through stage 2 and both exact Python fallbacks (counted); the draws still pass the chi-square test."""
+    monkeypatch.setattr(exact, "gauss_table", functools.partial(exact_fast.gauss_table, test_bits=2, loosen=7))
+    _skew_fast_path(monkeypatch, 2.0**-7)
+    geometric = _Counting(lazy_bits.geometric_exact)
+    test = _Counting(exact_fast.gauss_test_exact)
+    monkeypatch.setattr(lazy_bits, "geometric_exact", geometric)
+    monkeypatch.setattr(exact_fast, "gauss_test_exact", test)
     draws = exact.sample_discrete_gaussian(sigma, 60_000, np.random.default_rng(46))
     assert geometric.calls > 500 and test.calls > 500
     statistic, threshold = _dg_chi2(draws, sigma)
@@ -560,9 +647,9 @@ def test_fast_discrete_gaussian_with_forced_fallbacks_has_the_exact_law(monkeypa
 
 @pytest.mark.parametrize("scale", [1, Fraction(7, 3), 10])
 def test_fast_discrete_laplace_with_forced_fallbacks_has_the_exact_law(monkeypatch, scale):
-    monkeypatch.setattr(exact, "_MARGIN", 2.0**-7)
-    geometric = _Counting(exact._geometric_exact)
-    monkeypatch.setattr(exact, "_geometric_exact", geometric)
+    _skew_fast_path(monkeypatch, 2.0**-7)
+    geometric = _Counting(lazy_bits.geometric_exact)
+    monkeypatch.setattr(lazy_bits, "geometric_exact", geometric)
     draws = sample_discrete_laplace(scale, 60_000, np.random.default_rng(47))
     assert geometric.calls > 100
     statistic, threshold = _chi2_test(draws, scale)

@@ -16,7 +16,6 @@ from dptutor.distributions import sample_laplace
 from dptutor.floating import (
     EXACT_SAMPLERS,
     K_MAX,
-    _uniform_double_cdf,
     attack,
     laplace_from_index,
     off_grid,
@@ -28,6 +27,7 @@ from dptutor.floating import (
     snapping_pmf,
 )
 from dptutor.mechanisms import snapping_mechanism
+from dptutor.snapping import _uniform_double_cdf
 
 PARAMS = [(0.0, 1.0), (1.0, 10.0), (0.3, 0.7), (-2.5, 3.0)]
 
@@ -288,7 +288,7 @@ def test_more_bad_input(call, exc, word):
 def test_ziggurat_replica_matches_numpy_on_fed_words():
     """Every fast-path draw of numpy's standard_exponential is ri * w_idx for the word it consumed
     (words chosen at random and fed through a PCG64 state set to output them)."""
-    from dptutor.floating import _pcg64_feed, ziggurat_widths
+    from dptutor.ziggurat import _pcg64_feed, ziggurat_widths
 
     widths = ziggurat_widths()
     bitgen = np.random.PCG64(5)

@@ -1,0 +1,306 @@
+"""The Gaussian mechanism and its two calibrations, for (epsilon, delta)-DP.
+
+The classic calibration (Dwork and Roth 2014, Theorem A.1) and the analytic one (Balle and Wang 2018,
+Theorem 8 and Algorithm 1): :func:`gaussian_delta` is the exact delta of the Gaussian mechanism at a
+given epsilon, :func:`gaussian_sigma_analytic` the least sigma that meets a target.  The names are also
+importable from :mod:`dptutor.mechanisms`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dptutor._validate import check_choice, check_float_array, check_positive, check_probability, check_rng
+
+__all__ = [
+    "gaussian_delta",
+    "gaussian_sigma_classic",
+    "gaussian_sigma_analytic",
+    "gaussian_mechanism",
+]
+
+
+def _gaussian_log_delta(epsilon: float, s: float) -> tuple[float, float]:
+    """``(ln delta, err)`` of Balle and Wang's Theorem 8 for ``s = sigma / sensitivity``, in log space.
+
+    ``delta = Phi(A) - e^eps Phi(B)`` with ``A = 1/(2s) - eps s`` and ``B = -1/(2s) - eps s``,
+    written as ``ln Phi(A) + ln(1 - exp(x))`` with ``x = eps + ln Phi(B) - ln Phi(A) < 0`` (the
+    difference is a hockey-stick divergence, >= 0), using ``scipy.special.log_ndtr`` for both
+    log-CDFs, so neither ``e^eps`` overflows nor ``Phi(B)`` underflows for large ``eps``.
+
+    ``err`` bounds the relative error of ``delta`` from rounding (first-order propagation of one
+    unit roundoff in ``A``, ``B``, the two log-CDFs and ``x``): large where ``x`` is a small
+    difference of large numbers (tiny ``eps`` with tiny ``delta``, or ``eps`` near the float limit).
+    """
+    from scipy import special
+
+    if s == 0.0:  # sigma underflowed: no noise, delta = 1
+        return 0.0, math.inf
+    if math.isinf(s):
+        return -math.inf, math.inf
+    u = 2.0 * np.finfo(float).eps
+    a = 0.5 / s - epsilon * s
+    b = -0.5 / s - epsilon * s
+    log_pa = float(special.log_ndtr(a))
+    log_pb = float(special.log_ndtr(b))
+    x = epsilon + log_pb - log_pa
+    if math.isinf(log_pb) or x >= 0.0:  # rounding at the extremes: no usable value
+        return -math.inf, math.inf
+    # log(1 - e^x), accurate on both sides of x = -ln 2
+    log1m = math.log(-math.expm1(x)) if x > -math.log(2.0) else math.log1p(-math.exp(x))
+    # d(ln Phi)/dt = phi/Phi (the inverse Mills ratio), in log space
+    mills_a, mills_b = _inverse_mills(a, log_pa), _inverse_mills(b, log_pb)
+    err_ab = u * (0.5 / s + epsilon * s)
+    err_log_pa = u * abs(log_pa) + err_ab * mills_a
+    err_x = u * (abs(log_pa) + abs(log_pb) + epsilon) + err_ab * (mills_a + mills_b)
+    sensitivity_of_log1m = math.exp(x - log1m)  # |d ln(1 - e^x) / dx| = e^x / (1 - e^x)
+    return log_pa + log1m, err_log_pa + err_x * sensitivity_of_log1m
+
+
+def _inverse_mills(t: float, log_cdf: float) -> float:
+    """``phi(t) / Phi(t)`` given ``ln Phi(t)``; ``|t| + 1/|t|`` (its asymptote) far in the left tail."""
+    if t < -30.0:
+        return -t - 1.0 / t
+    return math.exp(-0.5 * t * t - 0.5 * math.log(2.0 * math.pi) - log_cdf)
+
+
+#: Largest relative rounding error of delta (estimated by ``_gaussian_log_delta``) that the
+#: Gaussian calibrations accept; beyond it they raise instead of returning an inaccurate sigma.
+_GAUSSIAN_RTOL: float = 1e-9
+
+
+def gaussian_delta(epsilon: float, sigma: float, sensitivity: float = 1.0) -> float:
+    """The smallest ``delta`` for which ``N(0, sigma^2)`` noise is (epsilon, delta)-DP.
+
+    Balle and Wang (2018), Theorem 8: for a query of l2 sensitivity ``sensitivity``,
+    ``delta(epsilon) = Phi(D/(2 sigma) - eps sigma/D) - e^eps Phi(-D/(2 sigma) - eps sigma/D)``
+    (the privacy profile of the Gaussian mechanism; it is exact, not a bound).  Computed in log
+    space in doubles, or with mpmath where doubles would lose more than ~1e-9 of relative precision.
+
+    Parameters
+    ----------
+    epsilon : float
+        ``>= 0``.
+    sigma : float
+        The noise's standard deviation, ``> 0``.
+    sensitivity : float, optional
+        The query's l2 sensitivity, ``> 0`` (default 1).
+
+    Returns
+    -------
+    float
+        ``delta`` in [0, 1].
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``epsilon``, ``sigma`` or ``sensitivity`` (the message names it).
+
+    Examples
+    --------
+    >>> 0.0 < gaussian_delta(1.0, 4.0) < 1e-3
+    True
+    """
+    eps = check_positive(epsilon, "epsilon")
+    sig = check_positive(sigma, "sigma")
+    sens = check_positive(sensitivity, "sensitivity")
+    s = sig / sens
+    if not math.isfinite(s) or s == 0.0:
+        raise ValueError(f"sigma / sensitivity must be a positive finite number, got {sig!r} / {sens!r}")
+    log_delta, err = _gaussian_log_delta(eps, s)
+    if err <= _GAUSSIAN_RTOL:
+        return math.exp(log_delta)
+    # Ill-conditioned in doubles (a small difference of large log-CDFs): redo it in mpmath with
+    # enough digits for the cancellation the error estimate predicts.
+    import mpmath
+
+    lost = math.log10(err / np.finfo(float).eps) if math.isfinite(err) else 400.0
+    digits = 30 + int(min(max(lost, 0.0), 400.0))
+    try:
+        with mpmath.workdps(digits):
+            e, r = mpmath.mpf(eps), mpmath.mpf(s)
+            value = mpmath.ncdf(1 / (2 * r) - e * r) - mpmath.exp(e) * mpmath.ncdf(-1 / (2 * r) - e * r)
+            result = float(max(value, mpmath.mpf(0)))
+    except (OverflowError, ValueError, ZeroDivisionError):
+        result = math.nan
+    if not 0.0 <= result <= 1.0:
+        raise ValueError(
+            f"epsilon={epsilon!r} with sigma/sensitivity={s!r} is outside the range where delta can be computed"
+        )
+    return result
+
+
+def _check_gaussian_parameters(epsilon: object, delta: object, sensitivity: object) -> tuple[float, float, float]:
+    return (
+        check_positive(epsilon, "epsilon"),
+        check_probability(delta, "delta"),
+        check_positive(sensitivity, "sensitivity"),
+    )
+
+
+def gaussian_sigma_classic(epsilon: float, delta: float, sensitivity: float) -> float:
+    """The classic calibration ``sigma = sensitivity * sqrt(2 ln(1.25 / delta)) / epsilon``.
+
+    Dwork and Roth (2014), Theorem A.1, which proves (epsilon, delta)-DP only for
+    ``0 < epsilon < 1``.  For ``epsilon >= 1`` the formula is not a theorem (and for large
+    ``epsilon`` with large ``delta`` it gives too little noise), so this function refuses it with a
+    ``ValueError`` naming ``epsilon``: use :func:`gaussian_sigma_analytic`, valid for every epsilon.
+
+    Parameters
+    ----------
+    epsilon : float
+        In (0, 1).
+    delta : float
+        In (0, 1).
+    sensitivity : float
+        The query's l2 sensitivity, ``> 0``.
+
+    Returns
+    -------
+    float
+        ``sigma``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``epsilon`` (including ``epsilon >= 1``), ``delta`` or ``sensitivity``.
+    """
+    eps, dlt, sens = _check_gaussian_parameters(epsilon, delta, sensitivity)
+    if eps >= 1.0:
+        raise ValueError(
+            f"epsilon must be < 1 for the classic Gaussian bound (Dwork and Roth 2014, Theorem A.1), "
+            f"got {epsilon!r}; use gaussian_sigma_analytic for epsilon >= 1"
+        )
+    sigma = sens * math.sqrt(2.0 * (math.log(1.25) - math.log(dlt))) / eps  # no overflow in 1.25 / delta
+    if not math.isfinite(sigma):
+        raise ValueError(f"sensitivity / epsilon is too large: sigma overflows ({sensitivity!r} / {epsilon!r})")
+    return sigma
+
+
+def gaussian_sigma_analytic(epsilon: float, delta: float, sensitivity: float) -> float:
+    """The smallest ``sigma`` for which the Gaussian mechanism is (epsilon, delta)-DP.
+
+    The analytic Gaussian mechanism (Balle and Wang 2018, Theorem 8, solved as in their
+    Algorithm 1 but with a bracketing root finder): ``sigma`` solves ``gaussian_delta(epsilon,
+    sigma, sensitivity) = delta``.  The profile is decreasing in ``sigma`` and depends only on
+    ``s = sigma / sensitivity``, so ``scipy.optimize.brentq`` finds ``ln s`` with
+    ``ln delta(s) = ln delta`` in log space (stable for large epsilon and tiny delta).  Valid for
+    every epsilon > 0, and never larger than :func:`gaussian_sigma_classic` where that applies.
+
+    Parameters
+    ----------
+    epsilon : float
+        ``> 0``.
+    delta : float
+        In (0, 1).
+    sensitivity : float
+        The query's l2 sensitivity, ``> 0``.
+
+    Returns
+    -------
+    float
+        The least ``sigma`` with ``gaussian_delta(epsilon, sigma, sensitivity) <= delta`` (to the root
+        finder's tolerance).
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``epsilon``, ``delta`` or ``sensitivity``, or a target the solver cannot bracket.
+    """
+    from scipy import optimize
+
+    eps, dlt, sens = _check_gaussian_parameters(epsilon, delta, sensitivity)
+    target = math.log(dlt)
+
+    def gap(log_s: float) -> float:
+        return _gaussian_log_delta(eps, math.exp(log_s))[0] - target
+
+    # Bracket ln s, starting from the classic formula's value and widening by factors of e^2.
+    guess = math.log(math.sqrt(2.0 * (math.log(1.25) - math.log(dlt)) + 1e-3) / eps)
+    lo, hi = guess - 1.0, guess + 1.0
+    for _ in range(400):
+        if gap(lo) > 0.0:
+            break
+        lo -= 2.0
+    for _ in range(400):
+        if gap(hi) < 0.0:
+            break
+        hi += 2.0
+    if not (gap(lo) > 0.0 > gap(hi)):
+        raise ValueError(
+            f"epsilon={epsilon!r} with delta={delta!r} is outside the range where a sigma can be found in "
+            "double precision"
+        )
+    log_s = optimize.brentq(gap, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500)
+    if not _gaussian_log_delta(eps, math.exp(log_s))[1] <= _GAUSSIAN_RTOL:
+        raise ValueError(
+            f"epsilon={epsilon!r} with delta={delta!r} is outside the range where the analytic calibration "
+            "can be computed accurately in double precision"
+        )
+    sigma = math.exp(log_s) * sens
+    if not math.isfinite(sigma) or sigma == 0.0:
+        raise ValueError(
+            f"sensitivity={sensitivity!r} with epsilon={epsilon!r} gives a sigma outside the float range"
+        )
+    return sigma
+
+
+def gaussian_mechanism(
+    x: NDArray,
+    epsilon: float,
+    delta: float,
+    rng: np.random.Generator,
+    sensitivity: float | None = None,
+    calibration: str = "analytic",
+) -> NDArray[np.float64]:
+    """The Gaussian mechanism: ``x + N(0, sigma^2)`` elementwise, (epsilon, delta)-DP.
+
+    ``x`` is a real array of shape ``(trials, n)`` (each row one dataset's query answer).
+    ``sensitivity`` is the query's l2 sensitivity; the default ``None`` means ``sqrt(n)``, the l2
+    sensitivity of the identity on [0, 1]^n (the l1 sensitivity ``n`` is what the Laplace
+    mechanism needs).  ``calibration`` is ``"analytic"`` (:func:`gaussian_sigma_analytic`, the
+    least noise, any epsilon) or ``"classic"`` (:func:`gaussian_sigma_classic`, epsilon < 1).
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        Query answers, shape ``(trials, n)``, finite.
+    epsilon : float
+        ``> 0`` (below 1 for the classic calibration).
+    delta : float
+        In (0, 1).
+    rng : numpy.random.Generator
+        The source of randomness.
+    sensitivity : float or None, optional
+        The l2 sensitivity (default ``sqrt(n)``).
+    calibration : {"analytic", "classic"}, optional
+        How ``sigma`` is chosen (default ``"analytic"``).
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        ``x`` plus the noise.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad argument (the message names it), or outputs that overflow.
+    """
+    arr = check_float_array(x, "x", finite=True, ndim=2)
+    rng = check_rng(rng)
+    if sensitivity is None and arr.shape[1] == 0:
+        raise ValueError("x must have at least one column (n >= 1) for the default sensitivity sqrt(n)")
+    sens = math.sqrt(arr.shape[1]) if sensitivity is None else sensitivity
+    how = check_choice(calibration, "calibration", ("analytic", "classic"))
+    calibrate = gaussian_sigma_analytic if how == "analytic" else gaussian_sigma_classic
+    sigma = calibrate(epsilon, delta, sens)
+    out = rng.standard_normal(arr.shape)
+    with np.errstate(over="ignore"):  # an overflow is reported below, as a ValueError
+        np.multiply(out, sigma, out=out)
+        np.add(out, arr, out=out)
+    if not np.isfinite(out).all():
+        raise ValueError(f"x + noise overflows: |x| too large for sigma={sigma:g}")
+    return out

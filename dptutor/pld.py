@@ -1,0 +1,420 @@
+"""Privacy-loss distributions (PLD): discretised pessimistically, composed by FFT.
+
+A PLD on a grid holds the law of the privacy loss rounded up to the grid, so every delta computed from
+it is an upper bound (:class:`PrivacyLossDistribution`); :func:`pld_gaussian` builds the Gaussian's
+(optionally Poisson-subsampled), and :func:`gaussian_composition_epsilon` compares the accountants on
+k compositions.  Labels refer to the chapter "Composition and accounting".  The names are also
+importable from :mod:`dptutor.accounting`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import signal, stats
+
+from dptutor._validate import check_bool, check_choice, check_float_array, check_int, check_real
+from dptutor.renyi import ORDERS, rdp_subsampled_gaussian, rdp_to_dp
+
+__all__ = [
+    "PrivacyLossDistribution",
+    "pld_gaussian",
+    "gaussian_composition_epsilon",
+]
+
+#: The most releases a PLD is composed over (binary powers: log2(k) convolutions).
+MAX_PLD_K: int = 10**6
+
+
+def smallest_epsilon(delta_of: Callable[[float], float], target: float, hi: float) -> float:
+    """Bisection for the smallest epsilon in (0, ``hi``] with ``delta_of(epsilon) <= target``, for a
+    non-increasing ``delta_of`` with ``delta_of(0) > target >= delta_of(hi)``; to 1e-12 relative."""
+    lo = 0.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if delta_of(mid) <= target:
+            hi = mid
+        else:
+            lo = mid
+        if hi - lo <= 1e-12 * hi:
+            break
+    return hi
+
+
+@dataclass(frozen=True)
+class PrivacyLossDistribution:
+    """A privacy-loss distribution on the grid ``{(offset + m) * grid}``: ``pmf[m]`` is the probability,
+    under the first dataset, that the privacy loss rounded *up* to the grid equals ``(offset + m) *
+    grid``; ``infinity_mass`` is the probability of an infinite (or truncated) loss.  Rounding up
+    makes every delta computed from it an upper bound; a PLD with ``pessimistic=False``
+    rounds down instead and gives lower bounds.
+
+    Parameters
+    ----------
+    grid : float
+        The grid step, 1e-8 to 1.
+    offset : int
+        The index of ``pmf[0]`` on the grid.
+    pmf : array_like
+        Non-negative probabilities, 1-D, at most 10^8 entries.
+    infinity_mass : float, optional
+        Probability of an infinite loss (default 0); with ``pmf`` it sums to 1 (within 1e-6).
+    pessimistic : bool, optional
+        Whether losses were rounded up (default True).
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a field of the wrong type or out of range, or masses that do not sum to 1.
+    """
+
+    grid: float
+    offset: int
+    pmf: NDArray[np.float64] = field(repr=False)
+    infinity_mass: float = 0.0
+    pessimistic: bool = True
+
+    def __post_init__(self) -> None:
+        check_real(self.grid, "grid", low=1e-8, high=1.0)
+        check_int(self.offset, "offset", minimum=-(10**9), maximum=10**9)
+        pmf = check_float_array(self.pmf, "pmf", finite=True, ndim=1, min_size=1, low=0.0)
+        if pmf.size > 10**8:
+            raise ValueError(f"pmf has {pmf.size:,} entries, more than the limit of 10^8")
+        mass = check_real(self.infinity_mass, "infinity_mass", low=0.0, high=1.0)
+        check_bool(self.pessimistic, "pessimistic")
+        if not abs(pmf.sum() + mass - 1.0) <= 1e-6:
+            raise ValueError(f"pmf and infinity_mass must sum to 1, got {pmf.sum() + mass!r}")
+        pmf = pmf.copy()
+        pmf.setflags(write=False)
+        object.__setattr__(self, "pmf", pmf)
+
+    @property
+    def losses(self) -> NDArray[np.float64]:
+        """The loss of each entry of ``pmf``.
+
+        Returns
+        -------
+        numpy.ndarray of float64
+            ``(offset + m) * grid`` for each index ``m``.
+        """
+        return (self.offset + np.arange(self.pmf.size)) * self.grid
+
+    def delta(self, epsilon: float) -> float:
+        """``infinity_mass + sum_m pmf[m] (1 - e^{epsilon - l_m})_+`` (Lemma ``lem-adp-delta-from-loss``).
+
+        Parameters
+        ----------
+        epsilon : float
+            Any real (``inf`` allowed).
+
+        Returns
+        -------
+        float
+            delta at ``epsilon``, in [0, 1].
+
+        Raises
+        ------
+        TypeError, ValueError
+            For a bad ``epsilon``.
+        """
+        eps = check_real(epsilon, "epsilon", allow_inf=True)
+        if eps == math.inf:
+            return self.infinity_mass
+        l = self.losses
+        keep = l > eps
+        with np.errstate(under="ignore"):
+            value = float(np.sum(self.pmf[keep] * -np.expm1(eps - l[keep])))
+        return min(1.0, value + self.infinity_mass)
+
+    def epsilon(self, delta: float) -> float:
+        """The smallest epsilon >= 0 with :meth:`delta` <= ``delta`` (``math.inf`` if none), by bisection.
+
+        Parameters
+        ----------
+        delta : float
+            In [0, 1].
+
+        Returns
+        -------
+        float
+            epsilon, possibly ``inf``.
+
+        Raises
+        ------
+        TypeError, ValueError
+            For a bad ``delta``.
+        """
+        target = check_real(delta, "delta", low=0.0, high=1.0)
+        if self.infinity_mass > target:
+            return math.inf
+        if self.delta(0.0) <= target:
+            return 0.0
+        return smallest_epsilon(self.delta, target, float(self.losses[-1]))
+
+    def compose(self, k: int, *, tail: float = 1e-15) -> "PrivacyLossDistribution":
+        """The PLD of k independent releases (the k-fold convolution), by FFT and binary powers.
+
+        After each convolution, the lower tail of mass at most ``tail / 2`` is moved up to the first
+        kept loss and the upper tail of mass at most ``tail / 2`` is moved to infinity: both are
+        pessimistic, so :meth:`delta` stays an upper bound.  (An optimistic PLD moves its upper tail
+        down to the last kept loss instead.)
+
+        Parameters
+        ----------
+        k : int
+            Number of releases, 1 to 10^6.
+        tail : float, optional
+            Mass truncated per convolution, 0 to 1e-3 (default 1e-15).
+
+        Returns
+        -------
+        PrivacyLossDistribution
+            The composed PLD.
+
+        Raises
+        ------
+        TypeError, ValueError
+            For a bad ``k`` or ``tail``.
+        """
+        k = check_int(k, "k", minimum=1, maximum=MAX_PLD_K)
+        t = check_real(tail, "tail", low=0.0, high=1e-3)
+        result: PrivacyLossDistribution | None = None
+        base: PrivacyLossDistribution = self
+        while k:
+            if k & 1:
+                result = base if result is None else _convolve(result, base, t)
+            k >>= 1
+            if k:
+                base = _convolve(base, base, t)
+        assert result is not None
+        return result
+
+
+def _truncate(pmf: NDArray[np.float64], tail: float, pessimistic: bool) -> tuple[int, NDArray[np.float64], float]:
+    """(first kept index, kept pmf with the lower tail added to its first entry, upper tail mass to
+    add to infinity): for ``pessimistic=False`` the upper tail is added to the last entry instead
+    and the third value is 0."""
+    cum = np.cumsum(pmf)
+    total = cum[-1]
+    first = int(np.searchsorted(cum, tail / 2.0, side="right"))  # cum[first - 1] <= tail / 2
+    upper = total - cum
+    last = int(np.argmax(upper <= tail / 2.0))  # the first index whose mass above it is small
+    first = min(first, last)
+    kept = pmf[first:last + 1].copy()
+    kept[0] += cum[first - 1] if first > 0 else 0.0
+    if not pessimistic:
+        kept[-1] += float(upper[last])
+        return first, kept, 0.0
+    return first, kept, float(upper[last])
+
+
+def _convolve(a: PrivacyLossDistribution, b: PrivacyLossDistribution, tail: float) -> PrivacyLossDistribution:
+    if a.grid != b.grid or a.pessimistic != b.pessimistic:
+        raise ValueError("the two PLDs must share their grid and their rounding")
+    pmf = np.clip(signal.fftconvolve(a.pmf, b.pmf), 0.0, None)
+    first, kept, upper = _truncate(pmf, tail, a.pessimistic)
+    inf_mass = 1.0 - (1.0 - a.infinity_mass) * (1.0 - b.infinity_mass) + upper
+    inf_mass = min(1.0, inf_mass)
+    kept = kept * ((1.0 - inf_mass) / kept.sum()) if kept.sum() > 0 else kept
+    return PrivacyLossDistribution(a.grid, a.offset + b.offset + first, kept, inf_mass, a.pessimistic)
+
+
+def pld_gaussian(
+    sigma: float,
+    *,
+    sampling_probability: float = 1.0,
+    direction: str = "remove",
+    grid: float = 1e-4,
+    tail: float = 1e-15,
+    pessimistic: bool = True,
+) -> PrivacyLossDistribution:
+    """The PLD of the (Poisson-subsampled) Gaussian mechanism, sensitivity 1, discretised exactly and
+    pessimistically.
+
+    ``"remove"``: the pair ``P = (1 - q) N(0, sigma^2) + q N(1, sigma^2)``, ``Q = N(0, sigma^2)``;
+    ``"add"``: ``P = N(0, sigma^2)``, ``Q`` the mixture.  The loss ``ln(p/q)(y)`` is monotone in y, so
+    ``P[L <= l]`` is a CDF of P at the inverse image of l: each grid cell's mass is exact, then put at
+    the cell's upper end.  Mass below ``tail / 2`` goes to the first cell, above it to infinity.
+    ``pessimistic=False`` puts each cell's mass at its lower end instead (and the upper tail on the
+    last cell): the deltas it gives are lower bounds, up to the ``tail`` mass.
+
+    Parameters
+    ----------
+    sigma : float
+        The noise's standard deviation, 1e-3 to 1e6.
+    sampling_probability : float, optional
+        ``q`` in (0, 1] (default 1: no subsampling).
+    direction : {"remove", "add"}, optional
+        Which neighbour pair (default ``"remove"``).
+    grid : float, optional
+        The grid step, 1e-6 to 1 (default 1e-4).
+    tail : float, optional
+        Mass truncated at each end, 1e-300 to 1e-3 (default 1e-15).
+    pessimistic : bool, optional
+        Round losses up (default True) or down.
+
+    Returns
+    -------
+    PrivacyLossDistribution
+        The discretised PLD.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For an argument of the wrong type or out of range, or a grid too fine (more than 5e7 cells).
+    """
+    s = check_real(sigma, "sigma", low=1e-3, high=1e6)
+    q = check_real(sampling_probability, "sampling_probability", low=0.0, high=1.0, low_open=True)
+    direction = check_choice(direction, "direction", ("remove", "add"))
+    h = check_real(grid, "grid", low=1e-6, high=1.0)
+    t = check_real(tail, "tail", low=1e-300, high=1e-3)
+    pessimistic = check_bool(pessimistic, "pessimistic")
+    below, above, l_lo, l_hi = _gaussian_loss_law(s, q, direction)
+    # The range: the losses whose lower and upper tails are below tail / 2, by doubling a bracket.
+    l_top = _loss_edge(above, 0.5 * h + 1e-3, l_hi, t)
+    l_bottom = _loss_edge(below, -(0.5 * h + 1e-3), l_lo, t)
+    m_lo, m_hi = math.floor(l_bottom / h) - 1, math.ceil(l_top / h) + 1
+    if m_hi - m_lo > 5 * 10**7:
+        raise ValueError("grid is too fine for this sigma: more than 5e7 cells")
+    l = np.arange(m_lo, m_hi + 1) * h
+    with np.errstate(under="ignore", over="ignore", invalid="ignore", divide="ignore"):
+        cdf = below(l)
+        sf = above(l)
+    if math.isfinite(l_lo):
+        cdf = np.where(l <= l_lo, 0.0, cdf)
+        sf = np.where(l <= l_lo, 1.0, sf)
+    if math.isfinite(l_hi):
+        cdf = np.where(l >= l_hi, 1.0, cdf)
+        sf = np.where(l >= l_hi, 0.0, sf)
+    # Mass of (l_{m-1}, l_m], from whichever side is more accurate.
+    mass = np.clip(np.where(cdf[1:] < 0.5, cdf[1:] - cdf[:-1], sf[:-1] - sf[1:]), 0.0, None)
+    if pessimistic:  # the cell's mass at its upper end l_m; below l_{m_lo}: at l_{m_lo}
+        pmf = np.concatenate([[cdf[0]], mass])
+    else:  # at its lower end l_{m-1}; above l_{m_hi}: at l_{m_hi}
+        pmf = np.concatenate([mass, [sf[-1]]])
+        pmf[0] += cdf[0]
+    inf_mass = float(sf[-1]) if pessimistic else 0.0
+    first, kept, upper = _truncate(pmf, t, pessimistic)
+    inf_mass = min(1.0, inf_mass + upper)
+    if kept.sum() > 0:
+        kept = kept * ((1.0 - inf_mass) / kept.sum())
+    return PrivacyLossDistribution(h, int(m_lo) + first, kept, inf_mass, pessimistic)
+
+
+def _gaussian_loss_law(s: float, q: float, direction: str) -> tuple[Callable, Callable, float, float]:
+    """``(below, above, l_lo, l_hi)``: ``P[L <= l]`` and ``P[L > l]`` under the first distribution of the
+    pair, and the range of the loss ``L`` (see :func:`pld_gaussian`)."""
+    s2 = s * s
+
+    def p_cdf(y: NDArray, upper: bool) -> NDArray:
+        """P[Y <= y] (or P[Y > y] when ``upper``), for P the first distribution of the pair."""
+        f = stats.norm.sf if upper else stats.norm.cdf
+        if direction == "add" or q == 1.0:
+            return f(y / s) if direction == "add" else f((y - 1.0) / s)
+        return (1.0 - q) * f(y / s) + q * f((y - 1.0) / s)
+
+    # Inverse of the loss: y(l) with L(y) = l.  L increases in y for "remove", decreases for "add".
+    if q == 1.0:
+        sign = 1.0 if direction == "remove" else -1.0
+
+        def y_of(l: NDArray) -> NDArray:
+            return 0.5 + sign * s2 * l
+
+        l_lo, l_hi = -math.inf, math.inf
+    else:
+        log1mq = math.log1p(-q)
+
+        def y_of(l: NDArray) -> NDArray:
+            x = l if direction == "remove" else -l
+            with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+                # e^x - (1 - q) > 0, computed as e^{log(1-q)} expm1(x - log(1-q))
+                inner = np.log(np.expm1(x - log1mq)) + log1mq - math.log(q)
+            return 0.5 + s2 * inner
+
+        l_lo, l_hi = (log1mq, math.inf) if direction == "remove" else (-math.inf, -log1mq)
+    increasing = direction == "remove"
+
+    def below(l: NDArray) -> NDArray:
+        """P[L <= l]."""
+        return p_cdf(y_of(l), upper=not increasing)
+
+    def above(l: NDArray) -> NDArray:
+        """P[L > l]."""
+        return p_cdf(y_of(l), upper=increasing)
+
+    return below, above, l_lo, l_hi
+
+
+def _loss_edge(tail_of: Any, step: float, limit: float, t: float) -> float:
+    """From 0, doubling steps towards ``limit`` until ``tail_of`` is at most ``t / 2`` (or ``|x| >= 1e6``)."""
+    x = 0.0
+    with np.errstate(under="ignore", over="ignore", invalid="ignore", divide="ignore"):
+        while abs(x) < 1e6 and not (x * step >= limit * step) and not tail_of(np.array([x]))[0] <= t / 2:
+            x += step
+            step *= 2.0
+    return min(x, limit) if step > 0 else max(x, limit)
+
+
+def gaussian_composition_epsilon(
+    sigma: float,
+    k: int,
+    delta: float,
+    *,
+    sampling_probability: float = 1.0,
+    method: str = "pld",
+    grid: float = 1e-4,
+    pessimistic: bool = True,
+) -> float:
+    """epsilon at ``delta`` of k Poisson-subsampled Gaussian releases (DP-SGD's steps), sensitivity 1.
+
+    ``"pld"``: both directions' PLDs composed (:func:`pld_gaussian`), the larger epsilon (an upper
+    bound, tight to the grid; ``pessimistic=False`` gives the matching lower bound).  ``"rdp"``: the subsampled Gaussian's RDP at :data:`ORDERS`, times k,
+    converted with :func:`rdp_to_dp` (``"improved"``).
+
+    Parameters
+    ----------
+    sigma : float
+        The noise's standard deviation, 1e-3 to 1e6.
+    k : int
+        Number of releases, 1 to 10^6.
+    delta : float
+        In (0, 1).
+    sampling_probability : float, optional
+        ``q`` in (0, 1] (default 1).
+    method : {"pld", "rdp"}, optional
+        The accountant (default ``"pld"``).
+    grid : float, optional
+        The PLD's grid step, 1e-6 to 1 (default 1e-4).
+    pessimistic : bool, optional
+        Round losses up (default True) or down.
+
+    Returns
+    -------
+    float
+        epsilon, possibly ``inf``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For an argument of the wrong type or out of range.
+    """
+    s = check_real(sigma, "sigma", low=1e-3, high=1e6)
+    k = check_int(k, "k", minimum=1, maximum=MAX_PLD_K)
+    dlt = check_real(delta, "delta", low=0.0, high=1.0, low_open=True, high_open=True)
+    q = check_real(sampling_probability, "sampling_probability", low=0.0, high=1.0, low_open=True)
+    method = check_choice(method, "method", ("pld", "rdp"))
+    if method == "rdp":
+        rdp = np.array([rdp_subsampled_gaussian(a, s, q) for a in ORDERS], dtype=float)
+        with np.errstate(over="ignore"):
+            total = rdp * k
+        return rdp_to_dp(ORDERS, total, dlt)[0]
+    h = check_real(grid, "grid", low=1e-6, high=1.0)
+    pes = check_bool(pessimistic, "pessimistic")
+    directions = ("remove", "add") if q < 1.0 else ("remove",)
+    return max(pld_gaussian(s, sampling_probability=q, direction=d, grid=h, pessimistic=pes).compose(k).epsilon(dlt)
+               for d in directions)
