@@ -263,6 +263,7 @@ VALID_FOR_MODULE: dict[str, dict[str, Factory]] = {
     "floating": {"y": _const(np.array([0.25, 1.5])), "loc": _const(0.0), "scale": _const(1.0),
                  "params": lambda ctx: _snapping(), "x": _const(0.0), "k": _const(np.array([1, 2, 3])),
                  "sampler": _const("numpy"), "size": _const(64)},
+    "epsilon": {"fpr": _const(0.1), "values": _const(np.array([0.5, 2.0])), "bound": _const(1.0)},
 }
 
 #: Valid values for one callable ("module.name" or "module.Class.method"), over the two above.
