@@ -78,7 +78,7 @@ def solutions_build(book_build: BookBuild) -> BookBuild:
 #: of work, run on one worker, so that the book is built once per run, as in a serial run.
 BOOK_FIXTURES = frozenset({"book_build", "student_build", "solutions_build"})
 BOOK_MODULES = frozenset({"test_book.py", "test_browser.py", "test_course.py", "test_editorial.py",
-                          "test_student_edition.py", "test_wheel.py"})
+                          "test_explorables.py", "test_student_edition.py", "test_wheel.py"})
 
 
 #: The slowest other modules (real kernels in the sandbox, large samples), started first so that no long

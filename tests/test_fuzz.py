@@ -268,6 +268,7 @@ VALID_FOR_MODULE: dict[str, dict[str, Factory]] = {
     "ziggurat": {"y": _const(np.array([0.25, 1.5])), "loc": _const(0.0), "scale": _const(1.0)},
     "snapping": {"y": _const(np.array([0.25, 1.5])), "params": lambda ctx: _snapping(), "x": _const(0.0),
                  "size": _const(64)},
+    "epsilon": {"fpr": _const(0.1), "values": _const(np.array([0.5, 2.0])), "bound": _const(1.0)},
 }
 
 #: Valid values for one callable ("module.name" or "module.Class.method"), over the two above.
