@@ -90,6 +90,8 @@ RESTATES = {
     ("dptext", "$W$"),              # the law of DPText's sampler, stated for its output W = g(V)
     ("dptext", "$\\mathcal{M}$"),   # "let M(X) = f(X) + W": the mechanism built on DPText's sampler
     ("approximate_dp", "$f$"),      # "let f be integer-valued": a numeric query with integer answers
+    ("laplace_mechanism", "$b$"),   # "write $b = \\Delta/\\varepsilon$": the Laplace scale the mechanism uses
+    ("sanity_check", "$\\varphi$"),  # the post-processing map and its preimage, "let $\\varphi^{-1}(S) = ...$"
 }
 
 
@@ -120,8 +122,12 @@ def kinds_of(entry: Entry, notation: str) -> set[str]:
 def restates(text: str, end: int, kinds: set[str]) -> bool:
     """Whether the words right after a defining phrase name the entry's kind ("let $X, X'$ be neighbouring
     datasets", "let $F$ be a CDF"): the sentence gives the symbol its listed meaning."""
-    after = re.sub(r"\$[^$]*\$", " ", text[end:end + 120]).lower()
-    return any(re.search(r"\b" + re.escape(k) + r"s?\b", " ".join(after.split()[:6])) for k in kinds)
+    after = re.split(r"[.;:?!](?:\s|$)", text[end:end + 120])[0]      # the rest of the clause only
+    words = re.sub(r"\$[^$]*\$", " ", after).lower().split()[:6]
+    return any(re.search(r"\b" + re.escape(k) + r"s?\b", " ".join(words)) for k in kinds)
+
+
+PRIMED = re.compile(r"\s*(?:\\[a-z]+\s*\{?\s*)?\\?[A-Za-z]+\}?\s*(?:'|\^\{?\\prime)")
 
 
 def defined_symbol(latex: str) -> Atom | None:
@@ -139,18 +145,20 @@ def definition_problems(texts: dict[str, str], entries: list[Entry], labels: dic
     notation = NOTATION.read_text() if notation is None else notation
     listed = listed_symbols(entries)
     by_atom: dict[Atom, Entry] = {}
-    for _, a, e in listed:
-        by_atom.setdefault(a, e)
-    problems, seen = [], set()
+    primed: dict[Atom, Entry] = {}                  # gamma' has its own entry; X' is a use of X
+    for key, a, e in listed:
+        (primed if key.endswith("|1") else by_atom).setdefault(a, e)
+    problems = []
     for chapter, raw in texts.items():
         text = reading_text(raw)
+        seen: set[int] = set()                      # two patterns may match one phrase
         for pattern in DEFINING:
             for m in pattern.finditer(text):
                 atom = defined_symbol(m.group("m"))
                 key = symbol_of(atom, list(by_atom)) if atom else None
                 if key is None:
                     continue
-                e = by_atom[key]
+                e = primed[key] if key in primed and PRIMED.match(m.group("m")) else by_atom[key]
                 line = text.count("\n", 0, m.start("m")) + 1
                 if e.role == "doc":
                     home = (e.target.removeprefix("book/"), None)
@@ -159,9 +167,9 @@ def definition_problems(texts: dict[str, str], entries: list[Entry], labels: dic
                 if home[0] == chapter and (home[1] is None or 0 <= line - home[1] <= 40):
                     continue
                 if (chapter, e.head) in allowed or restates(text, m.end("m") + 1, kinds_of(e, notation)) \
-                        or (chapter, line, e.head) in seen:
+                        or m.start("m") in seen:
                     continue
-                seen.add((chapter, line, e.head))
+                seen.add(m.start("m"))
                 phrase = " ".join(m.group(0).split())
                 problems.append(f"{chapter}.md:{line}: '{phrase}' defines {e.head}, whose meaning is fixed at "
                                 f"{e.target} ({home[0]}.md:{home[1]}); rename it or, if it restates that "
@@ -230,7 +238,7 @@ def test_definition_check_catches_a_second_meaning() -> None:
     b = "# B\n\nThe fitted $h(o)$ scores outputs, where $h$ is the log-odds.\n"
     labels = {"sec-a": ("a", 1)}
     assert definition_problems({"a": a, "b": b}, entries, labels, set(), SAMPLE) == []
-    c = ("# C\n\nLet $m$ be the number of answers, where $\\gamma$ is the exponent, and write $m(X) = 2$;\n"
+    c = ("# C\n\nLet $m$ be the number of answers, where $\\gamma$ is the exponent, and write $m(X) = |X|$;\n"
          "write $h$ for the density, with $\\varepsilon_2$ the rest, or $\\gamma'$ denotes a part.\n"
          "We call it $m$, and with $m = 5$ answers it holds ($m$ the count) only once.\n")
     far = a.replace("\n\nFrom", "\n" + "\n" * 60 + "Later let $m$ be runs.\n\nFrom")
