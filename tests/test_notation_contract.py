@@ -5,8 +5,9 @@ symbol it does not list is local to the proof or example that introduces it. Two
 
 - No symbol is listed twice (a primed symbol, gamma', is another entry than gamma).
 - A phrase that defines a listed symbol ("let $s$ be", "where $s$ is", "write $q = ...$", "with $c$ the",
-  "$n$ denotes", "call ... $h$") appears only at the symbol's defining place (the target of its entry), or
-  in a chapter of the short allow-list below, where the sentence restates the appendix's meaning.
+  "$n$ denotes", "call ... $h$") appears only at the symbol's defining place (the target of its entry), in a
+  clause that names the entry's kind ("let $\\mathcal{M}$ be a mechanism", "let $F$ be a CDF"), or in a
+  chapter of the short allow-list below, where the sentence restates the appendix's meaning.
 
 Each check is a function returning precise problems, and each is fed a broken sample so it cannot pass
 vacuously. The parsing helpers (entries, reading order, math atoms) are those of test_editorial.py.
@@ -25,7 +26,7 @@ from test_editorial import (BOOK, NOTATION, Atom, Entry, atoms, chapters, label_
 
 def listed_symbols(entries: list[Entry]) -> list[tuple[str, Atom, Entry]]:
     """(key, atom, entry) for every symbol an entry lists. A head may list several, comma-separated
-    ("$\\varepsilon_1, \\varepsilon_2$"), and a function's head names its arguments ("$h(o)$", "$u(X, r)$"):
+    ("$\\varepsilon_1, \\varepsilon_2$"), and a function's head names its arguments ("$h(o)$", "$q(X, r)$"):
     the symbol is the first atom of each comma-separated part that is not inside parentheses. The key adds
     the primes, which atoms() folds into the symbol (X' is a use of X), so that gamma' is not gamma."""
     found = []
