@@ -245,7 +245,7 @@ def clipped_gradient_sum(
 
 def _clipped_sum(layers: list[Layer], c_max: float) -> tuple[list[NDArray[np.float64]], NDArray[np.float64]]:
     """:func:`clipped_gradient_sum` from the layers' ``(A, B)`` (inputs already checked)."""
-    squared = sum((a * a).sum(axis=1) * (b * b).sum(axis=1) for a, b in layers)
+    squared = sum(np.einsum("ij,ij->i", a, a) * np.einsum("ij,ij->i", b, b) for a, b in layers)
     norms = np.sqrt(squared)
     scale = c_max / np.maximum(norms, c_max)  # min(1, C / norm), and 1 for a zero gradient
     return [a.T @ (b * scale[:, None]) for a, b in layers], norms
@@ -262,10 +262,16 @@ def dp_sgd_epsilon(noise_multiplier: float, steps: int, sampling_rate: float, de
     k = check_int(steps, "steps", minimum=1, maximum=MAX_STEPS)
     q = check_real(sampling_rate, "sampling_rate", low=0.0, high=1.0, low_open=True)
     dlt = check_real(delta, "delta", low=0.0, high=1.0, low_open=True, high_open=True)
+    return _rdp_epsilon(sigma, k, q, dlt)
+
+
+@functools.lru_cache(maxsize=1024)
+def _rdp_epsilon(sigma: float, steps: int, q: float, delta: float) -> float:
+    """:func:`dp_sgd_epsilon` on checked inputs (cached: the bisection and :func:`dp_sgd` repeat calls)."""
     rdp = np.array([rdp_subsampled_gaussian(a, sigma, q) for a in ORDERS], dtype=np.float64)
     with np.errstate(over="ignore"):
-        total = rdp * k
-    return rdp_to_dp(np.asarray(ORDERS, dtype=np.float64), total, dlt)[0]
+        total = rdp * steps
+    return rdp_to_dp(np.asarray(ORDERS, dtype=np.float64), total, delta)[0]
 
 
 def noise_multiplier(epsilon: float, delta: float, steps: int, sampling_rate: float, *, tolerance: float = 1e-4) -> float:
@@ -285,7 +291,7 @@ def _bisect_noise(eps: float, delta: float, steps: int, sampling_rate: float, to
     """:func:`noise_multiplier` on checked inputs (cached: a search costs about 30 accountant calls)."""
 
     def spent(sigma: float) -> float:
-        return dp_sgd_epsilon(sigma, steps, sampling_rate, delta)
+        return _rdp_epsilon(sigma, steps, sampling_rate, delta)
 
     lo, hi = 0.1, 1.0
     while spent(hi) > eps:
@@ -405,10 +411,10 @@ def dp_sgd(
 
     def noisy_sum(layers: list[Layer]) -> list[NDArray[np.float64]]:
         total, _ = _clipped_sum(layers, c)
-        return [g + noise_rng.normal(0.0, sigma * c, size=g.shape) for g in total]
+        return [g + (sigma * c) * noise_rng.standard_normal(g.shape) for g in total]
 
     trained = _train(start, x, index, steps, q, lr, noisy_sum, batch_rng)
-    return TrainingResult(trained, sigma, dp_sgd_epsilon(sigma, steps, q, dlt), dlt, steps, c, q)
+    return TrainingResult(trained, sigma, _rdp_epsilon(sigma, steps, q, dlt), dlt, steps, c, q)
 
 
 def sgd(
