@@ -135,7 +135,7 @@ class Classifier:
         return [*a, a[-1] @ self.weights[-1]]
 
     def _layers(self, X: NDArray[np.float64], index: NDArray[np.int64]) -> list[Layer]:
-        """For each weight matrix, ``(A, B)``: example i's gradient of the mean-free loss is the outer
+        """For each weight matrix, ``(A, B)``: example i's gradient of its own loss is the outer
         product ``A[i] B[i]^T`` (cross-entropy loss, labels given by their ``index`` in :attr:`classes`)."""
         *a, z = self._forward(X)
         if z.shape[1] == 1:  # d/dz of log(1 + e^z) - y z
@@ -191,9 +191,9 @@ def initial_classifier(
     """The starting point of training: zero weights for ``"logistic"``; for ``"mlp"`` a hidden layer
     drawn from ``N(0, 1/features)`` (from ``rng``, independent of the data) and a zero output layer."""
     d = check_int(features, "features", minimum=1, maximum=10**5)
-    labels = np.unique(check_float_array(classes, "classes", finite=True, ndim=1, min_size=2)).astype(np.int64)
+    labels = np.unique(check_float_array(classes, "classes", finite=True, ndim=1, min_size=2))
     if labels.size < 2:
-        raise ValueError("classes must hold at least two distinct labels")
+        raise ValueError("classes must hold at least two distinct labels")  # integers: Classifier checks
     kind = check_choice(model, "model", ("logistic", "mlp"))
     width = check_int(hidden, "hidden", minimum=1, maximum=10**4)
     gen = check_rng(rng)
