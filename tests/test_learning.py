@@ -28,6 +28,13 @@ def _random_classifier(kind: str, features: int, classes: int, seed: int) -> Cla
     return Classifier(tuple(rng.normal(0.0, 0.7, size=w.shape) for w in start.weights), kind, start.classes)
 
 
+def _problem(kind: str, *, examples: int, classes: int, scale: float, seed: int):
+    """Random features (6 of them, times ``scale``), random labels and a random classifier."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(examples, 6)) * scale
+    return X, rng.integers(0, classes, size=examples), _random_classifier(kind, 6, classes, seed=seed + 100)
+
+
 def _loss(model: Classifier, x: np.ndarray, label: int) -> float:
     """Cross-entropy of one example, from the model's probabilities (the loss the gradients are of)."""
     p = model.predict_proba(x[None, :])[0]
@@ -62,10 +69,7 @@ def test_per_example_gradients_equal_a_loop_reference(kind, classes):
 
 @pytest.mark.parametrize("kind", ["logistic", "mlp"])
 def test_clipped_sum_equals_the_materialised_clipped_gradients(kind):
-    rng = np.random.default_rng(3)
-    X = rng.normal(size=(40, 6)) * 3.0
-    y = rng.integers(0, 4, size=40)
-    model = _random_classifier(kind, 6, 4, seed=11)
+    X, y, model = _problem(kind, examples=40, classes=4, scale=3.0, seed=3)
     G = per_example_gradients(model, X, y)
     norms = np.linalg.norm(G, axis=1)
     clip = float(np.median(norms))  # half the examples are clipped
@@ -77,10 +81,7 @@ def test_clipped_sum_equals_the_materialised_clipped_gradients(kind):
 
 @pytest.mark.parametrize("kind", ["logistic", "mlp"])
 def test_clipping_bounds_every_per_example_norm(kind):
-    rng = np.random.default_rng(5)
-    X = rng.normal(size=(30, 6)) * 10.0
-    y = rng.integers(0, 3, size=30)
-    model = _random_classifier(kind, 6, 3, seed=2)
+    X, y, model = _problem(kind, examples=30, classes=3, scale=10.0, seed=5)
     clip = 0.5
     for i in range(len(X)):  # the clipped "sum" of one example is its clipped gradient
         total, norm = clipped_gradient_sum(model, X[i:i + 1], y[i:i + 1], clip)
