@@ -46,6 +46,8 @@ __all__ = [
     "check_sequence",
     "check_batch",
     "immutable_finite_array",
+    "check_labels",  # (learning)
+    "check_count",  # (learning)
 ]
 
 #: The largest array (in elements) that a function allocates on a caller's behalf: 2**28 float64 is
@@ -524,3 +526,29 @@ def recordable_seed(value: object, name: str = "rng") -> int | tuple[int, ...] |
     except TypeError:
         raise TypeError(f"{name} must be None, a non-negative int (or a sequence of them), a numpy.random.SeedSequence "
                         f"or a numpy.random.Generator, got {type(value).__name__}") from None
+# (learning) checks for dptutor.learning: a design matrix and its class labels
+# ---------------------------------------------------------------------------------------------
+
+
+def check_labels(value: object, name: str, n: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Class labels: a 1-d array of ``n`` integer-valued reals with at least two distinct values.
+
+    Returns ``(classes, index)``: the sorted distinct labels and each label's position among them.
+    """
+    arr = check_float_array(value, name, finite=True, ndim=1)
+    if arr.size != n:
+        raise ValueError(f"{name} must have one label per row of X ({n}), got {arr.size}")
+    if np.any(arr != np.round(arr)):
+        raise ValueError(f"{name} must hold integer class labels")
+    classes, index = np.unique(arr.astype(np.int64), return_inverse=True)
+    if classes.size < 2:
+        raise ValueError(f"{name} must hold at least two distinct classes, got {classes.size}")
+    return classes, index.astype(np.int64)
+
+
+def check_count(value: object, name: str, *, at_most: int, bound_name: str) -> int:
+    """A non-negative integer no larger than another parameter's value (``correct <= guesses``)."""
+    v = check_int(value, name, minimum=0)
+    if v > at_most:
+        raise ValueError(f"{name} must be at most {bound_name} ({at_most}), got {v}")
+    return v

@@ -242,6 +242,9 @@ VALID: dict[str, Factory] = {
     "sensitivity": _const(1.0),
     "alpha": _const(0.05),
     "scale": _const(1.0),
+    "correct": _const(60),  # (learning) audit.one_run
+    "guesses": _const(100),  # (learning) audit.one_run
+    "canaries": _const(1000),  # (learning) audit.one_run
 }
 
 
@@ -251,6 +254,10 @@ def _pdf(x):
 
 def _cdf(x):
     return np.clip((np.asarray(x) + 4) / 10, 0, 1)
+
+
+def _classifier():  # (learning)
+    return importlib.import_module("dptutor.learning").Classifier((np.zeros((3, 1)),), "logistic", np.array([0, 1]))
 
 
 #: Valid values for every callable of one module, over :data:`VALID` (a mechanism's ``x`` is a batch).
@@ -269,10 +276,14 @@ VALID_FOR_MODULE: dict[str, dict[str, Factory]] = {
     "snapping": {"y": _const(np.array([0.25, 1.5])), "params": lambda ctx: _snapping(), "x": _const(0.0),
                  "size": _const(64)},
     "epsilon": {"fpr": _const(0.1), "values": _const(np.array([0.5, 2.0])), "bound": _const(1.0)},
+    "learning": {"X": _const(np.array([[0.0, 1.0], [1.0, 0.0], [0.5, 0.5], [1.0, 1.0]])), "y": _const(np.array([0, 1, 0, 1])), "epochs": _const(1), "sampling_rate": _const(0.5), "clip": _const(1.0), "features": _const(2), "classes": _const(np.array([0, 1])), "weights": _const((np.zeros((3, 1)),)), "kind": _const("logistic"), "noise_multiplier": _const(1.0), "steps": _const(10), "epsilon": _const(1.0)},  # (learning)
 }
 
 #: Valid values for one callable ("module.name" or "module.Class.method"), over the two above.
 VALID_FOR: dict[str, dict[str, Factory]] = {
+    "learning.per_example_gradients": {"model": lambda ctx: _classifier()},  # (learning)
+    "learning.clipped_gradient_sum": {"model": lambda ctx: _classifier()},  # (learning)
+    "learning.TrainingResult": {"model": lambda ctx: _classifier()},  # (learning)
     "distributions.standard_laplace_fill": {"out": lambda ctx: np.empty(5)},
     "dptext.sample_dptext": {"nan": _const("zero")},  # "keep" returns NaN by design
     "audit.sanity.estimate_losses": {"cells": lambda ctx: [_audit_cell()]},
