@@ -526,6 +526,9 @@ def recordable_seed(value: object, name: str = "rng") -> int | tuple[int, ...] |
     except TypeError:
         raise TypeError(f"{name} must be None, a non-negative int (or a sequence of them), a numpy.random.SeedSequence "
                         f"or a numpy.random.Generator, got {type(value).__name__}") from None
+
+
+# ---------------------------------------------------------------------------------------------
 # (learning) checks for dptutor.learning: a design matrix and its class labels
 # ---------------------------------------------------------------------------------------------
 
