@@ -1,15 +1,9 @@
-"""A lab of real bugs: minimal mechanisms, each in a buggy and a fixed form, modelled on public reports.
+"""A lab of real bugs: minimal mechanisms modelled on public reports, each in a buggy and a fixed form.
 
-Every mechanism here is ``mechanism(data, size, rng, *, epsilon, ...)``, the convention of
-:mod:`dptutor.zoo`, and returns ``size`` independent outputs for the dataset ``data``; with the claimed
-epsilon (and delta) bound in (:meth:`LabBug.release`) it is what :func:`dptutor.audit.audit_pair` takes.
-Formula bugs (a calibration or an accountant) come as plain functions of the privacy parameters.
-
-None of this code is the libraries' code.  Each bug is written for the book from what its public report
-states, and only as precisely as the report allows: where a report gives the faulty line, the lab
-reproduces that arithmetic; where it only shows a symptom, the lab models the *family* of bug that
-produces the symptom, and says so.  :data:`LAB` lists the entries with their claims and what is known
-exactly about each (the true epsilon of the buggy form at the claim, where a closed form exists).
+Mechanisms are ``mechanism(data, size, rng, *, epsilon, ...)`` as in :mod:`dptutor.zoo`; formula bugs (a
+calibration, an accountant) are plain functions.  None of this is the libraries' code: where a report
+quotes the faulty line, the lab reproduces its arithmetic; where it shows only a symptom, the lab models
+the *family* of bug behind it, and says so.  :data:`LAB` holds the claims and what is known exactly.
 Opacus #571 (an accountant's epsilon below an audit's) concerns private training and is not modelled here.
 """
 
@@ -25,8 +19,9 @@ from typing import Any, Callable, Mapping
 import numpy as np
 from numpy.typing import NDArray
 
-from dptutor._validate import (check_answer_vector, check_bool, check_choice, check_int, check_interval,
-                               check_mechanism_call, check_positive, check_probability, check_real, check_str)
+from dptutor._validate import (check_answer_vector, check_bool, check_callable, check_choice, check_float_array,
+                               check_int, check_interval, check_mechanism_call, check_positive, check_probability,
+                               check_real, check_str, recordable_seed)
 from dptutor.accounting import advanced_composition
 from dptutor.approximate_dp import gaussian_epsilon
 from dptutor.audit import PairAudit, audit_pair
@@ -232,7 +227,10 @@ def exponential_probabilities(scores: Any, epsilon: float, sensitivity: float) -
     u = check_answer_vector(scores, "scores")
     eps = check_positive(epsilon, "epsilon")
     sens = check_positive(sensitivity, "sensitivity")
-    logits = eps * u / (2.0 * sens)
+    with np.errstate(over="ignore"):
+        logits = eps * u / (2.0 * sens)
+    if not np.isfinite(logits).all():
+        raise ValueError("epsilon * scores / (2 sensitivity) overflows: epsilon, scores or sensitivity is out of range")
     weights = np.exp(logits - logits.max())
     return weights / weights.sum()
 
@@ -265,7 +263,7 @@ def exponential_selection(data: Any, size: int, rng: Any, *, epsilon: float, sen
         For a bad argument, named in the message.
     """
     size, rng, eps = check_mechanism_call(size, rng, epsilon)
-    p = exponential_probabilities(data, eps, sensitivity)
+    p = exponential_probabilities(check_answer_vector(data), eps, sensitivity)
     return rng.choice(p.size, size=size, p=p).astype(np.int64)
 
 
@@ -303,12 +301,18 @@ def analytic_sigma_sign_error(epsilon: float, delta: float, sensitivity: float =
     """
     from scipy import optimize
 
-    eps = check_positive(epsilon, "epsilon")
+    eps = check_real(epsilon, "epsilon", low=0.0, low_open=True, high=700.0)  # e^epsilon stays a float
     dlt = check_probability(delta, "delta")
     sens = check_positive(sensitivity, "sensitivity")
-    # The flipped profile falls from 1 (s -> 0) to -e^eps (s -> inf): one root, bracketed in ln s.
     log_s = optimize.brentq(lambda t: _profile_with_sign_error(eps, math.exp(t)) - dlt, -30.0, 30.0, xtol=1e-14)
-    return math.exp(log_s) * sens
+    return _finite_sigma(math.exp(log_s) * sens)
+
+
+def _finite_sigma(sigma: float) -> float:
+    """``sigma`` if it is a positive float, else a ValueError naming the arguments that produced it."""
+    if not (math.isfinite(sigma) and sigma > 0.0):
+        raise ValueError(f"sensitivity / epsilon gives a sigma outside the float range ({sigma!r})")
+    return sigma
 
 
 def classic_sigma_any_epsilon(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
@@ -336,7 +340,7 @@ def classic_sigma_any_epsilon(epsilon: float, delta: float, sensitivity: float =
     eps = check_positive(epsilon, "epsilon")
     dlt = check_probability(delta, "delta")
     sens = check_positive(sensitivity, "sensitivity")
-    return sens * math.sqrt(2.0 * (math.log(1.25) - math.log(dlt))) / eps
+    return _finite_sigma(sens * math.sqrt(2.0 * (math.log(1.25) - math.log(dlt))) / eps)
 
 
 def gaussian_count(data: Any, size: int, rng: Any, *, epsilon: float, sigma: float) -> NDArray[np.float64]:
@@ -463,7 +467,6 @@ class LabBug:
     TypeError, ValueError
         If a field is of the wrong kind or out of range (the message names it).
     """
-
     key: str
     report: str
     url: str
@@ -486,6 +489,11 @@ class LabBug:
         check_choice(self.neighbours, "neighbours", ("replace one", "add/remove one"))
         check_positive(self.epsilon, "epsilon")
         check_real(self.delta, "delta", low=0.0, high=1.0, high_open=True)
+        for name in ("buggy", "fixed") + (("statistic",) if self.statistic is not None else ()):
+            check_callable(getattr(self, name), name)
+        for name in ("x", "x_prime"):
+            if getattr(self, name) is not None:
+                check_float_array(getattr(self, name), name, finite=True, ndim=(0, 1), min_size=1)
         if self.true_epsilon is not None:
             check_real(self.true_epsilon, "true_epsilon", low=0.0, allow_inf=True)
 
@@ -537,14 +545,13 @@ class LabBug:
         """
         return audit_pair(
             self.release(version), self.x, self.x_prime, epsilon=self.epsilon, delta=self.delta,
-            trials=trials, statistic=self.statistic, **{_SEED_KEYWORD: rng}, **kwargs,
+            trials=trials, statistic=self.statistic, **{_SEED_KEYWORD: recordable_seed(rng)}, **kwargs,
         )
 
 
 _SEED_KEYWORD = "rng" if "rng" in inspect.signature(audit_pair).parameters else "seed"
 
-_GAUSS_EPS, _GAUSS_DELTA = 1.0, 1e-5  # the claim of the sign-error entry
-_CLASSIC_EPS = 10.0  # the claim of the classic-formula entry (with _GAUSS_DELTA)
+_GAUSS_EPS, _GAUSS_DELTA, _CLASSIC_EPS = 1.0, 1e-5, 10.0  # the claims of the two Gaussian entries
 _SIGMA_SIGN = analytic_sigma_sign_error(_GAUSS_EPS, _GAUSS_DELTA)
 _SIGMA_CLASSIC = classic_sigma_any_epsilon(_CLASSIC_EPS, _GAUSS_DELTA)
 
