@@ -4,7 +4,7 @@ Mechanisms are ``mechanism(data, size, rng, *, epsilon, ...)`` as in :mod:`dptut
 calibration, an accountant) are plain functions.  None of this is the libraries' code: where a report
 quotes the faulty line, the lab reproduces its arithmetic; where it shows only a symptom, the lab models
 the *family* of bug behind it, and says so.  :data:`LAB` holds the claims and what is known exactly.
-Opacus #571 (an accountant's epsilon below an audit's) concerns private training and is not modelled here.
+Opacus #571 (an audit of DP-SGD on two or three records above the accountant's epsilon) is not modelled.
 """
 
 from __future__ import annotations
