@@ -88,9 +88,14 @@ def histogram_default_epsilon(data: Any, size: int, rng: Any, *, epsilon: float)
 
 def _mean_parts(data: Any, bounds: Any) -> tuple[float, float, int]:
     """The clipped mean of ``data`` in ``bounds``, the bounds' width and the number of values."""
-    lo, hi = check_interval(bounds, "bounds")
-    values = np.clip(check_answer_vector(data), lo, hi)
+    values, lo, hi = _clipped(data, bounds)
     return float(values.mean()), hi - lo, values.size
+
+
+def _clipped(data: Any, bounds: Any) -> tuple[NDArray[np.float64], float, float]:
+    """``data`` (a non-empty 1-D array of reals) clipped to ``bounds``, and the bounds."""
+    lo, hi = check_interval(bounds, "bounds")
+    return np.clip(check_answer_vector(data), lo, hi), lo, hi
 
 
 def mean_laplace(
@@ -131,8 +136,7 @@ def mean_laplace(
         For a bad argument, named in the message.
     """
     size, rng, eps = check_mechanism_call(size, rng, epsilon)
-    lo, hi = check_interval(bounds, "bounds")
-    values = np.clip(check_answer_vector(data), lo, hi)
+    values, lo, hi = _clipped(data, bounds)
     scale = (hi - lo) / values.size
     return float(values.mean()) + rng.laplace(0.0, scale if check_bool(ignore_epsilon, "ignore_epsilon") else scale / eps, size)
 
@@ -198,8 +202,7 @@ def sum_of_squares(
         For a bad argument, named in the message.
     """
     size, rng, eps = check_mechanism_call(size, rng, epsilon)
-    lo, hi = check_interval(bounds, "bounds")
-    values = np.clip(check_answer_vector(data), lo, hi)
+    values, lo, hi = _clipped(data, bounds)
     sens = diagonal_sensitivity(bounds, as_coded=as_coded)
     return float(np.sum(values**2)) + rng.laplace(0.0, sens / eps, size)
 
@@ -271,7 +274,6 @@ def _profile_with_sign_error(epsilon: float, s: float) -> float:
     """Balle-Wang's delta(epsilon) for sigma/sensitivity ``s`` with the sign of ``epsilon s`` flipped
     in the second term (the bug family of smartnoise-core #316)."""
     from scipy.stats import norm
-
     return float(norm.cdf(0.5 / s - epsilon * s) - math.exp(epsilon) * norm.cdf(-0.5 / s + epsilon * s))
 
 
@@ -300,7 +302,6 @@ def analytic_sigma_sign_error(epsilon: float, delta: float, sensitivity: float =
         For a bad argument, named in the message.
     """
     from scipy import optimize
-
     eps = check_real(epsilon, "epsilon", low=0.0, low_open=True, high=700.0)  # e^epsilon stays a float
     dlt = check_probability(delta, "delta")
     sens = check_positive(sensitivity, "sensitivity")
@@ -396,8 +397,7 @@ def mean_sum_over_count(data: Any, size: int, rng: Any, *, epsilon: float, bound
         For a bad argument, named in the message.
     """
     size, rng, eps = check_mechanism_call(size, rng, epsilon)
-    lo, hi = check_interval(bounds, "bounds")
-    values = np.clip(check_answer_vector(data), lo, hi)
+    values, lo, hi = _clipped(data, bounds)
     total = float(values.sum()) + rng.laplace(0.0, 2.0 * max(abs(lo), abs(hi)) / eps, size)
     count = values.size + rng.laplace(0.0, 2.0 / eps, size)
     return total / count
