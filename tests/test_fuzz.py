@@ -277,6 +277,8 @@ VALID_FOR_MODULE: dict[str, dict[str, Factory]] = {
                  "size": _const(64)},
     "epsilon": {"fpr": _const(0.1), "values": _const(np.array([0.5, 2.0])), "bound": _const(1.0)},
     "learning": {"X": _const(np.array([[0.0, 1.0], [1.0, 0.0], [0.5, 0.5], [1.0, 1.0]])), "y": _const(np.array([0, 1, 0, 1])), "epochs": _const(1), "sampling_rate": _const(0.5), "clip": _const(1.0), "features": _const(2), "classes": _const(np.array([0, 1])), "weights": _const((np.zeros((3, 1)),)), "kind": _const("logistic"), "noise_multiplier": _const(1.0), "steps": _const(10), "epsilon": _const(1.0)},  # (learning)
+    "buglab": {"data": _const(np.array([1.0, 2.0])), "scores": _const(np.array([1.0, 0.0])), "k": _const(3),
+               "delta_prime": _const(1e-5), "bounds": _const((0.0, 1.0)), "version": _const("fixed")},
 }
 
 #: Valid values for one callable ("module.name" or "module.Class.method"), over the two above.
@@ -351,6 +353,12 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
                      "x_prime": _const(1.0), "private": _const(True), "true_epsilon": _const(1.0),
                      "known": _const("epsilon-DP"), "source": _const("dwork2006calibrating")},
     "zoo.registry.ZooEntry.audit": {"trials": _const(200)},
+    "buglab.gaussian_count": {"data": _const(0.0)},
+    "buglab.LabBug": {"key": _const("count"), "report": _const("o/r#1"), "url": _const("https://github.com/o/r/issues/1"),
+                      "family": _const("a count"), "check": _const("audit"), "buggy": lambda ctx: _zoo_count_fn(),
+                      "fixed": lambda ctx: _zoo_count_fn(), "true_epsilon": _const(1.0),
+                      "neighbours": _const("replace one"), "x": _const(0.0), "x_prime": _const(1.0)},
+    "buglab.LabBug.audit": {"trials": _const(200)},
     "zoo.counts.laplace_count": {"data": _const(0.0)},
     "zoo.counts.gaussian_count": {"data": _const(0.0)},
     "zoo.counts.randomized_response": {"data": _const(1)},
