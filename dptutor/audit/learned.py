@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dptutor._validate import check_choice, check_float_array, check_int
+from dptutor._validate import check_choice, check_float_array, check_int, renamed_parameters
 
 __all__ = [
     "LearnedStatistic",
@@ -350,6 +350,7 @@ class LearnedStatistic:
         return f"LearnedStatistic(kind={self.kind!r}, width={self.width})"
 
 
+@renamed_parameters(seed="rng")
 def fit_statistic(
     outputs_x: Any,
     outputs_x_prime: Any,
@@ -357,19 +358,39 @@ def fit_statistic(
     model: str = "auto",
     knots: int = SPLINE_KNOTS,
     tails: str = "flat",
-    seed: int = 0,
+    rng: int | np.random.SeedSequence | np.random.Generator = 0,
 ) -> LearnedStatistic:
     """Fit a classifier of "``x`` or ``x_prime``" on outputs of each and return it as a statistic.
-
-    ``outputs_x`` and ``outputs_x_prime`` are arrays of outputs (first axis: one output each, the same
-    shape per output), typically the fitting sample of :func:`dptutor.audit.audit_pair`'s selection half.
-    ``model`` is one of :data:`MODELS`; ``knots`` and ``tails`` shape the additive model (see
-    :func:`fit_additive_map`); ``seed`` fixes the boosting model's internal randomness.
 
     ``"auto"`` chooses among :data:`AUTO_CANDIDATES` (logistic regression, and the additive model with
     flat tails at several numbers of knots) by two-fold cross-validation on this sample: each candidate is
     fitted on one half of each dataset's outputs and scored by its log-loss on the other half, both ways;
     the best is fitted again on the whole sample.  The choice, like the fit, sees only these outputs.
+
+    Parameters
+    ----------
+    outputs_x, outputs_x_prime : array_like
+        Outputs of each dataset (first axis: one output each, the same shape per output), typically the
+        fitting sample of :func:`dptutor.audit.audit_pair`'s selection half.
+    model : str, optional
+        One of :data:`MODELS`.
+    knots : int, optional
+        Knots per output value of the additive model (see :func:`fit_additive_map`), 2 to :data:`MAX_KNOTS`.
+    tails : str, optional
+        The additive model's tails, one of :data:`TAILS`.
+    rng : int, numpy.random.SeedSequence or numpy.random.Generator, optional
+        Fixes the boosting model's internal randomness: an int in [0, 2**32) is its seed; a SeedSequence
+        or a Generator gives one.  (Deprecated alias: ``seed``.)
+
+    Returns
+    -------
+    LearnedStatistic
+        The fitted statistic: call it on an array of outputs for one real per output.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the bad parameter.
     """
     a, b = _as_rows(outputs_x, "outputs_x"), _as_rows(outputs_x_prime, "outputs_x_prime")
     if a.shape[1] != b.shape[1]:
@@ -379,7 +400,11 @@ def fit_statistic(
     model = check_choice(model, "model", MODELS)
     knots = check_int(knots, "knots", minimum=2, maximum=MAX_KNOTS)
     tails = check_choice(tails, "tails", TAILS)
-    seed = check_int(seed, "seed", minimum=0, maximum=2**32 - 1)
+    if isinstance(rng, np.random.SeedSequence):
+        rng = int(rng.generate_state(1)[0])
+    elif isinstance(rng, np.random.Generator):
+        rng = int(rng.integers(0, 2**32))
+    seed = check_int(rng, "rng", minimum=0, maximum=2**32 - 1)
     rows = np.concatenate([a, b])
     labels = np.concatenate([np.zeros(a.shape[0], dtype=np.int64), np.ones(b.shape[0], dtype=np.int64)])
     infinite = ~np.isfinite(rows).all(axis=0)
