@@ -660,7 +660,7 @@ class ZooEntry:
         """:func:`dptutor.audit.audit_pair` on the standard inputs, at the claimed epsilon and delta."""
         return audit_pair(
             self.release(), self.x, self.x_prime, epsilon=self.epsilon, delta=self.delta, trials=trials,
-            seed=seed, statistic=self.statistic, **kwargs,
+            rng=seed, statistic=self.statistic, **kwargs,
         )
 
 

@@ -24,19 +24,21 @@ from dptutor._validate import (
     renamed_parameters,
     seed_entropy,
 )
-from dptutor.audit._pair_bounds import *  # noqa: F401,F403
-from dptutor.audit._pair_bounds import PAIR_BOUNDS, PairAudit, bound_from_counts
-from dptutor.audit._pair_cells import *  # noqa: F401,F403
+from dptutor.audit._pair_bounds import PAIR_BOUNDS, POISSON_MARGIN, PairAudit, bound_from_counts
 from dptutor.audit._pair_cells import (
+    PAIR_CALL_ELEMENTS,
+    PAIR_CENTRAL_BINS,
     PAIR_MAX_CATEGORIES,
+    PAIR_MAX_INT_CATEGORIES,
+    PAIR_TAIL_BINS,
     Layout,
     callable_name,
     checked_outputs,
+    discrete_order,
     draw_outputs,
     first_call,
     pair_block,
     probe_block,
-    discrete_order,
 )
 from dptutor.audit._sanity_runs import BLOCK_TRIALS
 from dptutor.audit.learned import LEARN_MAX_TRIALS, LEARN_TRIALS, fit_statistic
@@ -77,6 +79,8 @@ __all__ = [
     "PAIR_MAX_CATEGORIES",
     "PAIR_MAX_INT_CATEGORIES",
 ]
+
+PairAudit.__module__ = __name__  # documented, pickled and shown under this module's name, as before
 
 
 @renamed_parameters(seed="rng", confidence="confidence_level")

@@ -21,9 +21,9 @@ in parallel), :class:`AuditResult` (with Clopper-Pearson confidence bounds), and
 
 from __future__ import annotations
 
-from dptutor.audit._sanity_exact import *  # noqa: F401,F403
-from dptutor.audit._sanity_result import *  # noqa: F401,F403
-from dptutor.audit._sanity_runs import *  # noqa: F401,F403
+from dptutor.audit._sanity_exact import exact_guess_probabilities, exact_loss, rounding_probabilities, simulated_losses
+from dptutor.audit._sanity_result import MAX_N, MAX_TRIALS, AuditResult, loss_from_counts
+from dptutor.audit._sanity_runs import BLOCK_TRIALS, CHUNK_ELEMENTS, AuditCell, estimate_loss, estimate_losses
 
 __all__ = [
     "AuditResult",
@@ -41,3 +41,7 @@ __all__ = [
     "MAX_N",
 ]
 
+# Documented, pickled and shown under this module's name (as numpy does for its public names).
+for _name in __all__:
+    if callable(globals()[_name]):
+        globals()[_name].__module__ = __name__
