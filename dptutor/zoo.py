@@ -45,6 +45,7 @@ from dptutor._validate import (
     check_probability,
     check_real,
     check_rng,
+    check_seed,
 )
 from fractions import Fraction
 
@@ -660,7 +661,7 @@ class ZooEntry:
         """:func:`dptutor.audit.audit_pair` on the standard inputs, at the claimed epsilon and delta."""
         return audit_pair(
             self.release(), self.x, self.x_prime, epsilon=self.epsilon, delta=self.delta, trials=trials,
-            rng=seed, statistic=self.statistic, **kwargs,
+            rng=check_seed(seed, "seed"), statistic=self.statistic, **kwargs,
         )
 
 

@@ -94,33 +94,38 @@ _COMBOS = ((False, 0), (False, 1), (True, 0), (True, 1))
 class PairAudit:
     """Outcome of :func:`audit_pair`.
 
-    Attributes
+    Parameters
     ----------
-    lower_bound:
+    lower_bound : float
         With probability at least ``confidence``, the mechanism's true epsilon (at ``delta``) is at
         least this value; never negative, never NaN.
-    estimate:
+    estimate : float
         The plug-in value ``ln((p - delta) / p')`` of the chosen event on the estimation half
         (``math.inf`` when ``p' = 0``); a point estimate, not a bound.
-    event:
+    event : str
         The chosen event S, in words, with the dataset under which it is more likely.
-    counts:
+    counts : array_like, shape (2, 2)
         Read-only 2x2 int array from the estimation half: row 0 is the dataset under which S is
         more likely (the numerator), row 1 the other; column 0 counts outputs in S, column 1 not in S.
-    trials, selection_trials, estimation_trials:
+    trials, selection_trials, estimation_trials : int
         Runs per dataset in all, used to choose S, and used to estimate its probabilities.
-    epsilon, delta, confidence:
+    epsilon, delta, confidence : float
         The claimed epsilon, the delta of the bound, and the confidence level.
-    seed:
-        The SeedSequence entropy: ``audit_pair(..., seed=result.seed)`` repeats the run exactly.
-    mechanism:
+    seed : int, tuple of int or None
+        The SeedSequence entropy: ``audit_pair(..., rng=result.seed)`` repeats the run exactly.
+    mechanism : str
         The mechanism's name.
-    threshold:
+    threshold : float or None
         For threshold events, the threshold t (S is ``value >= t`` or ``value < t``); else None.
-    false_positive_rates, false_negative_rates:
+    false_positive_rates, false_negative_rates : array_like or None
         Read-only arrays: the empirical trade-off points (type I error ``P[M(x) in E]``, type II
         error ``P[M(x') not in E]``) of every candidate event E on the estimation half, for a test
         that rejects "the data is x" when the output lands in E (see :meth:`tradeoff`).
+
+    Raises
+    ------
+    TypeError, ValueError
+        If a field is of the wrong kind or out of range (naming it).
     """
 
     lower_bound: float
@@ -171,7 +176,12 @@ class PairAudit:
 
     def is_violation(self) -> bool:
         """True when the lower bound exceeds the claimed ``epsilon``: the mechanism is not
-        (epsilon, delta)-DP, with error probability at most ``1 - confidence``."""
+        (epsilon, delta)-DP, with error probability at most ``1 - confidence``.
+
+        Returns
+        -------
+        bool
+        """
         return self.lower_bound > self.epsilon
 
     def tradeoff(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -181,12 +191,23 @@ class PairAudit:
         ``P[M(x') not in E]`` of each candidate event E, on the estimation half (plug-in values, not
         bounds).  For an f-DP mechanism the points lie above its trade-off curve f, up to sampling
         error; for the Gaussian mechanism f(alpha) = Phi(Phi^-1(1 - alpha) - mu).
+
+        Returns
+        -------
+        tuple of numpy.ndarray
+            ``(alpha, beta)``, read-only arrays of equal length.
         """
         order = np.argsort(self.false_positive_rates, kind="stable")
         return self.false_positive_rates[order], self.false_negative_rates[order]
 
     def summary(self) -> str:
-        """A short multi-line report: parameters, the event, its counts, the bound and the verdict."""
+        """A short multi-line report: parameters, the event, its counts, the bound and the verdict.
+
+        Returns
+        -------
+        str
+            Five lines of text.
+        """
         n = self.estimation_trials or int(self.counts[0].sum())
         pct = f"{100 * self.confidence:g}%"
         eps_name = f"({self.epsilon:g}, {self.delta:g})" if self.delta else f"{self.epsilon:g}"

@@ -40,6 +40,25 @@ def rounding_probabilities(name: str, n: int, epsilon: float) -> tuple[tuple[flo
     * ``wrong_sensitivity`` (``b = n/epsilon``): ``0.5 (x + noise) >= 1/2`` iff ``x + noise >= 1``,
       so ``p_0 = exp(-1/b)/2`` and ``p_1 = P(noise >= 0) = 1/2``;
     * ``copy_input``: ``p_0 = 0``, ``p_1 = 1``; ``random_output``: ``p_0 = p_1 = 1/2``.
+
+    Parameters
+    ----------
+    name : str
+        A built-in mechanism (a key of ``dptutor.mechanisms.MECHANISMS``).
+    n : int
+        The dimension, 1 to :data:`MAX_N`.
+    epsilon : float
+        The privacy budget, positive.
+
+    Returns
+    -------
+    tuple of tuple of float
+        ``((p_0, 1 - p_0), (p_1, 1 - p_1))``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the bad parameter.
     """
     name, n, eps = _check_exact_args(name, n, epsilon)
     if name in ("laplace", "adept"):
@@ -118,6 +137,25 @@ def exact_guess_probabilities(name: str, n: int, epsilon: float) -> NDArray[np.f
 
     Coordinates round independently, so the number of ones is Binomial(n, p_d) (see
     :func:`rounding_probabilities`) and the guess is 1 iff it exceeds n/2.
+
+    Parameters
+    ----------
+    name : str
+        A built-in mechanism (a key of ``dptutor.mechanisms.MECHANISMS``).
+    n : int
+        The dimension, 1 to :data:`MAX_N`.
+    epsilon : float
+        The privacy budget, positive.
+
+    Returns
+    -------
+    numpy.ndarray
+        The 2x2 array of natural logs (``-inf`` for an impossible guess).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the bad parameter.
     """
     name, n, eps = _check_exact_args(name, n, epsilon)
     (p0, q0), (p1, q1) = _log_rounding(name, n, eps)
@@ -132,6 +170,32 @@ def exact_loss(name: str, n: int, epsilon: float) -> float:
     n = 128, epsilon = 10 has a finite loss of about 284 although no Monte Carlo run of feasible
     size ever sees a trial on the rare side).  ``math.inf`` for ``dptext`` and ``copy_input``,
     0 for ``random_output``.
+
+    Parameters
+    ----------
+    name : str
+        A built-in mechanism (a key of ``dptutor.mechanisms.MECHANISMS``).
+    n : int
+        The dimension, 1 to :data:`MAX_N`.
+    epsilon : float
+        The privacy budget, positive.
+
+    Returns
+    -------
+    float
+        The true loss of the attack, never NaN.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the bad parameter.
+
+    Examples
+    --------
+    >>> exact_loss("laplace", 1, 1.0)  # doctest: +ELLIPSIS
+    0.83...
+    >>> exact_loss("dptext", 8, 1.0)
+    inf
     """
     return loss_from_logs(exact_guess_probabilities(name, n, epsilon).tolist())
 

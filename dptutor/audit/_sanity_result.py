@@ -68,6 +68,28 @@ def loss_from_counts(counts: ArrayLike2x2) -> float:
 
     With equal trials the ratio of the maximum-likelihood estimates ``P(y | D) / P(y | D')`` is the
     ratio of counts, which also equals ``P(D | y) / P(D' | y)`` under equal priors (Eq. 12).
+
+    Parameters
+    ----------
+    counts : array_like, shape (2, 2)
+        Non-negative integer counts ``counts[d, y]`` (dataset ``d``, guess ``y``) with equal positive row
+        totals, at most :data:`MAX_TRIALS`.
+
+    Returns
+    -------
+    float
+        ``max_y |ln(counts[0, y] / counts[1, y])|`` over the guesses that occurred; ``inf`` when exactly one
+        count of a guess is 0.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``counts`` is not such a table.
+
+    Examples
+    --------
+    >>> loss_from_counts([[75, 25], [25, 75]])  # doctest: +ELLIPSIS
+    1.098...
     """
     c = _check_counts(counts)
     return loss_from_logs([[_log(float(v)) for v in row] for row in c])
@@ -134,22 +156,27 @@ def _cp_upper(k: int, t: int, alpha: float) -> float:
 class AuditResult:
     """Outcome of :func:`estimate_loss`.
 
-    Attributes
+    Parameters
     ----------
-    loss:
+    loss : float
         Estimated privacy loss, ``max_y |ln(counts[0, y] / counts[1, y])|`` over guesses that
         occurred; ``math.inf`` when one count of a pair is zero.  Never NaN.
-    counts:
+    counts : array_like, shape (2, 2)
         Read-only 2x2 int array ``counts[d, y]``: dataset ``d`` (0 = all zeros ``D``, 1 = all
         ones ``D'``), guess ``y``.  Each row sums to ``trials``.
-    trials, n, epsilon:
+    trials, n, epsilon : int, int, float
         The experiment's parameters (trials per dataset).
-    seed:
+    seed : int, tuple of int or None
         The entropy of the :class:`numpy.random.SeedSequence` used (the ``rng`` argument, or the
         fresh entropy drawn when it was ``None``): ``estimate_loss(..., rng=result.seed)``
         repeats the run exactly.
-    mechanism:
+    mechanism : str
         The mechanism's name.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If a field is of the wrong kind or out of range, or ``loss`` or ``trials`` disagree with ``counts``.
     """
 
     loss: float

@@ -426,8 +426,8 @@ def estimate_loss(
 
     Examples
     --------
-    >>> from dptutor.mechanisms import laplace
-    >>> result = estimate_loss(laplace, 1, 1.0, 10_000, rng=2022)
+    >>> from dptutor.mechanisms import MECHANISMS
+    >>> result = estimate_loss(MECHANISMS["laplace"], 1, 1.0, 10_000, rng=2022)
     >>> bool(result.lower_bound() <= 1.0)
     True
     """

@@ -108,10 +108,22 @@ class AdditiveMap:
     over the two knots around it (the "hat" basis of piecewise-linear functions: weights ``1 - t`` and
     ``t`` where ``t`` is ``v``'s position between them).  With ``tails="linear"``, ``v`` enters once more,
     linearly, as ``(v - c) / h`` with ``c`` and ``h`` the centre and half-width of the knots' range (clipped
-    to :data:`_LINEAR_CLIP`; 0 on atoms).  A linear model on these features is a sum over coordinates of
+    to 10^6; 0 on atoms).  A linear model on these features is a sum over coordinates of
     one continuous piecewise-linear function each, plus a free value per atom; beyond the outer knots the
     function is constant with ``tails="flat"`` (as the log-likelihood ratio of shifted Laplace noise) and
     linear with ``tails="linear"``.
+
+    Parameters
+    ----------
+    knots, atoms : sequence of array_like
+        One array per output value each, as above.
+    tails : {"flat", "linear"}, optional
+        The model beyond the outer knots.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the bad field.
     """
 
     knots: tuple[Any, ...]
@@ -149,7 +161,23 @@ class AdditiveMap:
 
     def transform(self, outputs: Any) -> Any:
         """The features of ``outputs`` (one per row of the first axis) as a ``scipy.sparse`` CSR matrix with
-        :attr:`n_features` columns and at most three non-zero entries per output value."""
+        :attr:`n_features` columns and at most three non-zero entries per output value.
+
+        Parameters
+        ----------
+        outputs : array_like
+            Outputs with :attr:`width` values each (one per row of the first axis).
+
+        Returns
+        -------
+        scipy.sparse.csr_matrix
+            Shape ``(len(outputs), n_features)``.
+
+        Raises
+        ------
+        ValueError
+            If an output does not have :attr:`width` values.
+        """
         from scipy import sparse
 
         rows = _as_rows(outputs, "outputs")
@@ -198,6 +226,24 @@ def fit_additive_map(outputs: Any, *, knots: int = SPLINE_KNOTS, tails: str = "f
     than two remain), so that each tail beyond the outer knots holds ``1 / (2 knots)`` of them.  ``tails``
     is ``"flat"`` or ``"linear"`` (see :class:`AdditiveMap`).  The map depends on this sample only: in
     :func:`dptutor.audit.audit_pair` it is the fitting sample.
+
+    Parameters
+    ----------
+    outputs : array_like
+        The sample, one output per row of the first axis (the same shape per output).
+    knots : int, optional
+        Knots per output value, 2 to :data:`MAX_KNOTS`.
+    tails : {"flat", "linear"}, optional
+        The model beyond the outer knots.
+
+    Returns
+    -------
+    AdditiveMap
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the bad parameter.
     """
     rows = _as_rows(outputs, "outputs")
     knots = check_int(knots, "knots", minimum=2, maximum=MAX_KNOTS)
@@ -316,6 +362,22 @@ class LearnedStatistic:
     classifier's log-odds that the output came from the second dataset (``x_prime``).
 
     Built by :func:`fit_statistic`.  Picklable (it runs in worker processes with the audit's blocks).
+
+    Parameters
+    ----------
+    model : object
+        A fitted classifier with a ``decision_function``.
+    kind : str
+        The model's kind, one of ``MODELS[1:]``.
+    width : int
+        Values per output.
+    infinite : numpy.ndarray of bool
+        Which output values are infinite somewhere in the fitting sample (their finiteness is a feature).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the bad field.
     """
 
     model: Any

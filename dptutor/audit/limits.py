@@ -60,7 +60,25 @@ def nearest_pair(p: object, q: object, epsilon: float) -> tuple[NDArray[np.float
 
     Each outcome whose ratio exceeds ``e^level`` is moved onto it by the smallest chi-squared change, both
     laws are renormalised, and ``level`` is the largest (found by bisection, 60 steps) for which the
-    renormalised pair is within ``epsilon``.  If ``(p, q)`` already is, it is returned unchanged."""
+    renormalised pair is within ``epsilon``.  If ``(p, q)`` already is, it is returned unchanged.
+
+    Parameters
+    ----------
+    p, q : array_like
+        The output laws of the two datasets over the same discrete outcomes (positive, each summing to 1).
+    epsilon : float
+        The target epsilon, positive.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(u, v)``, two probability vectors over the same outcomes.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the bad parameter.
+    """
     a, b = _laws(p, q)
     eps = check_positive(epsilon, "epsilon")
     if max_log_ratio(a, b) <= eps:
@@ -151,7 +169,27 @@ def reach_count_probability(limits: object, at_least: int, *, unlimited: int = 0
     and ``unlimited`` more mechanisms without a computed limit, counted as reached every time.
 
     The number reached is Poisson-binomial (independent trials, unequal chances), and its tail only grows
-    with each chance, so the tail at the limits bounds it (``scipy.stats.poisson_binom``)."""
+    with each chance, so the tail at the limits bounds it (``scipy.stats.poisson_binom``).
+
+    Parameters
+    ----------
+    limits : array_like
+        Each mechanism's reach probability, in [0, 1].
+    at_least : int
+        The number of mechanisms reached, non-negative.
+    unlimited : int, optional
+        Mechanisms without a computed limit, counted as reached.
+
+    Returns
+    -------
+    float
+        The upper bound, in [0, 1].
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the bad parameter.
+    """
     from scipy import stats
 
     chances = check_float_array(limits, "limits", finite=True, ndim=1, low=0.0)

@@ -48,6 +48,28 @@ def candidate_pairs(k: int, *, componentwise: bool = True) -> list[tuple[tuple[f
     and "one below"; with ``True`` (every answer may change by at most 1: report-noisy-max, the sparse
     vector technique) also "one above, rest below", "one below, rest above", "half and half", "all
     above", "all below" and the "X shape".
+
+    Parameters
+    ----------
+    k : int
+        The number of query answers, 1 to 65,536.
+    componentwise : bool, optional
+        Whether every answer may change (the larger set of pairs) or only one.
+
+    Returns
+    -------
+    list of (tuple of float, tuple of float)
+        The distinct pairs ``(x, x_prime)``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the bad parameter.
+
+    Examples
+    --------
+    >>> candidate_pairs(2, componentwise=False)
+    [((1.0, 1.0), (0.0, 1.0)), ((0.0, 1.0), (1.0, 1.0)), ((1.0, 1.0), (2.0, 1.0)), ((2.0, 1.0), (1.0, 1.0))]
     """
     k = check_int(k, "k", minimum=1, maximum=1 << 16)
     if not isinstance(componentwise, bool):
@@ -80,6 +102,26 @@ class PairSearch:
     its ``lower_bound`` (also ``lower_bound`` here) holds at the search's ``confidence`` after the
     Bonferroni correction over the ``confirmed`` audits.  ``pilot_bounds[i]`` is the pilot lower bound of
     candidate ``i`` (a ranking score, not a confidence statement).
+
+    Parameters
+    ----------
+    best : PairAudit
+        The confirmation audit with the largest lower bound.
+    index : int
+        Its candidate's index.
+    pair : tuple
+        Its candidate ``(x, x_prime)``.
+    pilot_bounds : array_like
+        The pilot lower bound of every candidate.
+    confirmed : tuple of PairAudit
+        Every confirmation audit.
+    confidence : float
+        The search's confidence level.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the bad field.
     """
 
     best: PairAudit
@@ -109,9 +151,17 @@ class PairSearch:
 
     @property
     def lower_bound(self) -> float:
+        """The best confirmed audit's lower bound (valid at :attr:`confidence`)."""
         return self.best.lower_bound
 
     def summary(self) -> str:
+        """A short report: the pilot ranking, the confirmation and the best audit.
+
+        Returns
+        -------
+        str
+            The pilot ranking, the confirmation, and the best audit's :meth:`PairAudit.summary`.
+        """
         order = np.argsort(-self.pilot_bounds, kind="stable")[:5]
         pilot = ", ".join(f"#{i}: {self.pilot_bounds[i]:.4g}" for i in order)
         return (

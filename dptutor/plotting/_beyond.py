@@ -11,11 +11,16 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from dptutor._validate import (
+    check_callable,
     check_float_array,
-    check_positive,
+    check_int,
+    check_mapping,
     check_probability,
+    check_real,
+    check_sequence,
+    check_str,
 )
-from dptutor.plotting._checks import positive_array
+from dptutor.plotting._checks import MAX_DRAWN, MIN_LOG_DRAWN, drawn_values, positive_array
 
 __all__ = ["plot_attack_comparison", "plot_composition", "plot_gaussian_sigmas", "plot_pure_epsilon_growth", "plot_tradeoff", "fp_plot_impossible_fractions", "FP_COLOURS"]
 
@@ -40,12 +45,28 @@ def plot_attack_comparison(
     data, and the lines break there.
     ``true_ratio[mechanism](n)`` (optional) draws the true epsilon / claimed epsilon as a grey line; the
     green line is 1, the claim.
+
+    Parameters
+    ----------
+    rows : sequence of tuple
+        ``(mechanism, n, epsilon, likelihood_ratio_bound, rounding_loss)``: a name, a positive dimension, a
+        positive budget (at most four different) and two finite, non-negative bounds.
+    true_ratio : mapping of str to callable, optional
+        ``true_ratio[mechanism](n)``, the true epsilon divided by the claimed one.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (not shown; the caller closes it).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the bad parameter (for ``rows``, the bad entry).
     """
-    table = [(str(m), int(n), float(e), float(lr), float(ro)) for m, n, e, lr, ro in rows]
-    if not table:
-        raise ValueError("rows must not be empty")
-    if any(not (v >= 0) for *_, lr, ro in table for v in (lr, ro)):
-        raise ValueError("rows: the bounds must be non-negative numbers (0 for no evidence)")
+    table = _attack_rows(rows)
+    if true_ratio is not None:
+        check_mapping(true_ratio, "true_ratio", min_len=0)
     mechs = list(dict.fromkeys(m for m, *_ in table))
     epsilons = sorted({e for _, _, e, _, _ in table})
     if len(epsilons) > len(_SA_COLOURS):
@@ -75,7 +96,7 @@ def plot_attack_comparison(
                     ax.plot(n_arr[zero] * shift, np.full(zero.sum(), offset), transform=bottom, ls="none",
                             marker="v", ms=6, color=colour, mfc=face, clip_on=False)
         if true_ratio and mech in true_ratio:
-            ax.plot(dims, [true_ratio[mech](n) for n in dims], color="0.45", lw=3, alpha=0.5, zorder=1)
+            ax.plot(dims, _true_ratios(true_ratio, mech, dims), color="0.45", lw=3, alpha=0.5, zorder=1)
         ax.axhline(1.0, color="#009E73", lw=2)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
@@ -103,6 +124,30 @@ def plot_attack_comparison(
     return fig
 
 
+def _true_ratios(true_ratio: Mapping[str, Callable[[int], float]], mech: str, dims: list[int]) -> np.ndarray:
+    """``true_ratio[mech](n)`` for each of ``dims``, checked: positive values that a log axis can draw."""
+    name = f"true_ratio[{mech!r}]"
+    ratio = check_callable(true_ratio[mech], name, f"{name}(n)")
+    return positive_array([ratio(n) for n in dims], f"{name}(n)", positive=True, log=True)
+
+
+def _attack_rows(rows: object) -> list[tuple[str, int, float, float, float]]:
+    """``rows`` of :func:`plot_attack_comparison` checked: a name, a dimension in [1, 2**53], a budget and two
+    bounds whose ratios to it can be drawn on a log axis."""
+    table = []
+    for i, row in enumerate(check_sequence(rows, "rows")):
+        if not (isinstance(row, (tuple, list)) and len(row) == 5):
+            raise TypeError(f"rows[{i}] must be (mechanism, n, epsilon, likelihood_ratio_bound, rounding_loss)")
+        m, n, e, lr, ro = row
+        eps = check_real(e, f"rows[{i}] epsilon", low=MIN_LOG_DRAWN, high=MAX_DRAWN)
+        bounds = [check_real(v, f"rows[{i}] {what} (non-negative, 0 for no evidence)", low=0.0, high=MAX_DRAWN)
+                  for v, what in ((lr, "likelihood_ratio_bound"), (ro, "rounding_loss"))]
+        drawn_values(np.array(bounds) / eps, f"rows[{i}] bounds divided by epsilon", log=True)
+        table.append((check_str(m, f"rows[{i}] mechanism"), check_int(n, f"rows[{i}] n", minimum=1, maximum=2**53),
+                      eps, bounds[0], bounds[1]))
+    return table
+
+
 # ---------------------------------------------------------------------------------------------
 # Part I, chapter "Composition", and Part III, chapter "Approximate DP and the Gaussian mechanism"
 # (Okabe-Ito colours, safe for colour-blind readers)
@@ -117,11 +162,31 @@ def plot_composition(ks: Sequence[int], epsilon: float, majority: Sequence[float
     Draws the composition bound ``k * epsilon``, which the event "all k outputs <= 0" attains
     (:func:`dptutor.composition.repeated_laplace_box_loss`), and the exact loss of the majority-vote
     attack (``majority``, :func:`dptutor.composition.majority_vote_loss`).  Log-log axes.
+
+    Parameters
+    ----------
+    ks : sequence of int
+        The numbers of releases, positive.
+    epsilon : float
+        The budget of each release, positive.
+    majority : sequence of float
+        The exact loss of the majority-vote attack at each ``k``, positive.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (not shown; the caller closes it).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the bad parameter.
     """
 
-    k = positive_array(ks, "ks", positive=True)
-    eps = check_positive(epsilon, "epsilon")
-    exact = positive_array(majority, "majority", k.size, positive=True)
+    k = positive_array(ks, "ks", positive=True, log=True)
+    eps = check_real(epsilon, "epsilon", low=MIN_LOG_DRAWN, high=MAX_DRAWN)
+    exact = positive_array(majority, "majority", ("ks", k.size), positive=True, log=True)
+    positive_array(k * eps, "ks times epsilon", log=True)
     fig, ax = plt.subplots(figsize=(8.6, 4.6), layout="constrained")
     ax.plot(k, k * eps, "-o", color=_CB_GREEN, lw=2.5, ms=5,
             label=r"composition bound $k\varepsilon$ = loss of the event 'all outputs $\leq 0$'")
@@ -143,14 +208,36 @@ def plot_gaussian_sigmas(
 
     Left: both ``sigma`` against ``epsilon`` (log-log); right: the ratio classic / analytic.
     ``classic`` may hold NaN where the classic theorem does not apply (epsilon >= 1): not drawn.
+
+    Parameters
+    ----------
+    epsilons : sequence of float
+        The budgets, positive.
+    classic : sequence of float
+        The classic calibration's sigma at each budget (positive, or NaN where it does not apply).
+    analytic : sequence of float
+        The analytic calibration's sigma at each budget, positive.
+    delta : float
+        The delta of both calibrations, in (0, 1).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (not shown; the caller closes it).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the bad parameter.
     """
     from dptutor._validate import check_probability
 
-    eps = positive_array(epsilons, "epsilons", positive=True)
+    eps = positive_array(epsilons, "epsilons", positive=True, log=True)
     cls = check_float_array(classic, "classic", ndim=1, allow_nan=True)
-    ana = positive_array(analytic, "analytic", eps.size, positive=True)
+    ana = positive_array(analytic, "analytic", ("epsilons", eps.size), positive=True, log=True)
+    drawn_values(cls, "classic", log=True)
     if cls.size != eps.size:
-        raise ValueError(f"classic must have {eps.size} values, got {cls.size}")
+        raise ValueError(f"classic must have one value per entry of epsilons ({eps.size}), got {cls.size}")
     dlt = check_probability(delta, "delta")
     ok = np.isfinite(cls)
     fig, (ax, ax_ratio) = plt.subplots(1, 2, figsize=(9.4, 4.2), layout="constrained")
@@ -181,13 +268,34 @@ def plot_pure_epsilon_growth(
     """Audit lower bounds on epsilon against the number of samples, with delta = 0 and with delta.
 
     Markers joined by lines; the claimed ``epsilon`` as a horizontal line.
+
+    Parameters
+    ----------
+    trials : sequence of int
+        Samples per dataset of each audit, positive.
+    pure_bounds, delta_bounds : sequence of float
+        The lower bounds at delta = 0 and at ``delta``, one per entry of ``trials``, finite and non-negative.
+    epsilon : float
+        The claimed epsilon, positive.
+    delta : float
+        The delta of the second series, in (0, 1).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (not shown; the caller closes it).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the bad parameter.
     """
     from dptutor._validate import check_probability
 
-    t = positive_array(trials, "trials", positive=True)
-    pure = positive_array(pure_bounds, "pure_bounds", t.size)
-    with_delta = positive_array(delta_bounds, "delta_bounds", t.size)
-    eps = check_positive(epsilon, "epsilon")
+    t = positive_array(trials, "trials", positive=True, log=True)
+    pure = positive_array(pure_bounds, "pure_bounds", ("trials", t.size))
+    with_delta = positive_array(delta_bounds, "delta_bounds", ("trials", t.size))
+    eps = check_real(epsilon, "epsilon", low=0.0, low_open=True, high=MAX_DRAWN)
     dlt = check_probability(delta, "delta")
     fig, ax = plt.subplots(figsize=(8.6, 4.4), layout="constrained")
     ax.plot(t, pure, "o-", color=_CB_VERMILLION, lw=2, ms=7, label=r"lower bound on pure $\varepsilon$, i.e. at $\delta = 0$")
@@ -206,13 +314,30 @@ def plot_tradeoff(mu: float, alpha_points: Sequence[float], beta_points: Sequenc
     """The Gaussian trade-off curve ``beta = Phi(Phi^-1(1 - alpha) - mu)`` with empirical points.
 
     Also draws the line ``beta = 1 - alpha`` (no information: perfect privacy).
+
+    Parameters
+    ----------
+    mu : float
+        The Gaussian trade-off's ``mu = Delta / sigma``, positive.
+    alpha_points, beta_points : sequence of float
+        The empirical type I and type II errors of the audit's tests, in [0, 1], of equal length.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (not shown; the caller closes it).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the bad parameter.
     """
     from scipy import stats
 
 
-    m = check_positive(mu, "mu")
+    m = check_real(mu, "mu", low=0.0, low_open=True, high=MAX_DRAWN)
     a = positive_array(alpha_points, "alpha_points")
-    b = positive_array(beta_points, "beta_points", a.size)
+    b = positive_array(beta_points, "beta_points", ("alpha_points", a.size))
     grid = np.linspace(0.0, 1.0, 1001)
     fig, ax = plt.subplots(figsize=(6.4, 6.0), layout="constrained")
     ax.plot(grid, 1 - grid, color="0.5", lw=1.5, ls=":", label=r"$\beta = 1 - \alpha$ (perfect privacy)")
@@ -243,6 +368,23 @@ def fp_plot_impossible_fractions(series: Mapping[str, Sequence[object]], confide
 
     ``series`` maps a label to a sequence of :class:`dptutor.floating.AttackResult` (one per scale);
     each point carries its Clopper-Pearson interval at ``confidence`` as an error bar.
+
+    Parameters
+    ----------
+    series : mapping of str to sequence of AttackResult
+        ``label -> results``, one result per noise scale.
+    confidence : float, optional
+        The level of the error bars, in (0, 1).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (not shown; the caller closes it).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the bad parameter.
     """
     from dptutor.floating import AttackResult
 

@@ -12,11 +12,10 @@ from matplotlib.figure import Figure
 from dptutor._validate import (
     check_float_array,
     check_int,
-    check_interval,
     check_real,
     check_sequence,
 )
-from dptutor.plotting._checks import MAX_DRAWN, MAX_PANELS
+from dptutor.plotting._checks import MAX_DRAWN, MAX_PANELS, drawn_interval
 
 __all__ = ["plot_uniform_distributions", "plot_laplace_family", "plot_loss_regions", "plot_laplace_mechanism"]
 
@@ -27,12 +26,29 @@ def plot_uniform_distributions(
     """Left: the PMF of the discrete uniform law on {1, ..., k}.  Right: the PDFs of Uni(low, high).
 
     The default intervals are the paper's two uniforms, Uni(0, 1) (Eq. 8) and Uni(-1/2, 1/2) (Eq. 6).
+
+    Parameters
+    ----------
+    k : int, optional
+        The size of the discrete uniform law's support, 1 to 1000.
+    intervals : sequence of (float, float), optional
+        ``(low, high)`` of each continuous uniform law: finite, ``low < high``, widths that can be drawn.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (not shown; the caller closes it).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the bad parameter.
     """
     k = check_int(k, "k", minimum=1, maximum=1000)
     interval_list = check_sequence(intervals, "intervals")
     if len(interval_list) > MAX_PANELS:
         raise ValueError(f"intervals must hold at most {MAX_PANELS} pairs, got {len(interval_list)}")
-    pairs = [check_interval(iv, f"intervals[{i}]") for i, iv in enumerate(interval_list)]
+    pairs = [drawn_interval(iv, f"intervals[{i}]") for i, iv in enumerate(interval_list)]
     low, high = min(lo for lo, _ in pairs), max(hi for _, hi in pairs)
     with np.errstate(over="ignore"):
         spans = [hi - lo for lo, hi in pairs] + [high - low]
@@ -66,7 +82,27 @@ def plot_uniform_distributions(
 def plot_laplace_family(
     mus: Sequence[float] = (-2.0, 0.0, 2.0), bs: Sequence[float] = (0.5, 1.0, 2.0), *, span: float = 7.0
 ) -> Figure:
-    """Left: Lap(mu, 1) for each ``mu`` (changing mu translates the curve).  Right: Lap(0, b) for each ``b``."""
+    """Left: Lap(mu, 1) for each ``mu`` (changing mu translates the curve).  Right: Lap(0, b) for each ``b``.
+
+    Parameters
+    ----------
+    mus : sequence of float, optional
+        Locations of the left panel's curves, at most ``MAX_DRAWN`` in magnitude.
+    bs : sequence of float, optional
+        Scales of the right panel's curves, in (0, ``MAX_DRAWN``].
+    span : float, optional
+        How far either side of the locations the curves are drawn, positive.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (not shown; the caller closes it).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the bad parameter.
+    """
     from dptutor.distributions import laplace_pdf
 
     mus = [float(m) for m in check_float_array(mus, "mus", finite=True, ndim=1, min_size=1)]
@@ -97,7 +133,13 @@ def plot_laplace_family(
 def plot_loss_regions() -> Figure:
     """A number line for each ordering of ``f(x)`` and ``f(x')``, with the three regions of the output
     ``y`` that :func:`dptutor.symbolic.laplace_mechanism_privacy_loss` uses, the non-negative offsets
-    ``w``, ``r``, ``s`` (the shift; sympy names it ``delta``) that place ``y`` and ``f(x')``, and the privacy loss ``L(y)`` on each region."""
+    ``w``, ``r``, ``s`` (the shift; sympy names it ``delta``) that place ``y`` and ``f(x')``, and the privacy loss ``L(y)`` on each region.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (not shown; the caller closes it).
+    """
     regions = ("#E69F00", "#56B4E9", "#CC79A7")  # Okabe-Ito: below both, between, above both
     fig, axes = plt.subplots(2, 1, figsize=(8.6, 4.4), layout="constrained")
     cases = (
@@ -147,6 +189,25 @@ def plot_laplace_mechanism(
     Left: the output densities Lap(f(x), b) and Lap(f(x'), b), ``b = sensitivity / epsilon``.
     Right: the privacy loss ``ln h(y - f(x)) - ln h(y - f(x'))``, computed from the two
     log-densities of scipy.stats (no closed form used), over the band ``[-epsilon, epsilon]``.
+
+    Parameters
+    ----------
+    fx, fx_prime : float, optional
+        The query's values on the two datasets, at most ``MAX_DRAWN`` in magnitude.
+    epsilon : float, optional
+        The privacy budget, in [1 / ``MAX_DRAWN``, ``MAX_DRAWN``].
+    sensitivity : float, optional
+        The query's sensitivity, in [1 / ``MAX_DRAWN``, ``MAX_DRAWN``].
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (not shown; the caller closes it).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the bad parameter; ``ValueError`` when the noise scale cannot be drawn around ``fx`` and ``fx_prime`` (more than 500 scales apart, or a scale below 1e-9 of the locations).
     """
     from scipy import stats
 

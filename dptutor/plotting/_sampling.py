@@ -13,14 +13,13 @@ from matplotlib.figure import Figure
 from dptutor._validate import (
     check_callable,
     check_int,
-    check_interval,
     check_mapping,
     check_positive,
     check_real,
     check_sequence,
     check_str,
 )
-from dptutor.plotting._checks import MAX_BINS, MAX_DRAWN, MAX_PANELS, curve_values, samples_array
+from dptutor.plotting._checks import MAX_BINS, MAX_DRAWN, MAX_PANELS, curve_values, drawn_interval, samples_array
 
 __all__ = ["plot_inverse_cdfs", "plot_sampling_strategies", "plot_histograms_with_pdf", "plot_ecdfs", "plot_neighbouring_densities"]
 
@@ -33,6 +32,27 @@ def plot_inverse_cdfs(mu: float = 0.0, b: float = 1.0, *, num: int = 2001, ylim:
     on (1/2, 1) numpy returns NaN, which cannot be drawn: the region is shaded and the *real part*
     of the complex value ``mu - b ln(1 - 2v)`` (principal branch, ``ln|1 - 2v| + i pi``) is drawn
     dotted, to show that it decreases.  Values are clipped to ``mu +- ylim * b`` for display.
+
+    Parameters
+    ----------
+    mu : float, optional
+        The location, at most ``MAX_DRAWN`` in magnitude.
+    b : float, optional
+        The scale, positive.
+    num : int, optional
+        Grid points per curve, 11 to ``MAX_BINS``.
+    ylim : float, optional
+        Half the height of the y range, in scales, positive.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (not shown; the caller closes it).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the bad parameter; ``ValueError`` when ``b`` and ``ylim`` give a y range that cannot be drawn around ``mu``.
     """
     from dptutor.distributions import dptext_transform, laplace_ppf, laplace_ppf_centered
 
@@ -90,18 +110,39 @@ def plot_sampling_strategies(
     default range is ``limits``.  Only finite samples are plotted; when a panel holds NaN or
     infinite values, their fraction is written in the panel (NaNs cannot be binned).  Samples
     outside the range are not drawn.
+
+    Parameters
+    ----------
+    panels : sequence of tuple
+        ``(title, samples)`` or ``(title, samples, (low, high))``, at most ``MAX_PANELS``.
+    bins : int, optional
+        Histogram bins per panel, 1 to ``MAX_BINS``.
+    limits : (float, float), optional
+        The default range of a panel: finite, ``low < high``, with bins that can be drawn.
+    ncols : int, optional
+        Panels per row.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (not shown; the caller closes it).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the bad parameter (for a panel, its index).
     """
     panel_list = check_sequence(panels, "panels")
     if len(panel_list) > MAX_PANELS:
         raise ValueError(f"panels must hold at most {MAX_PANELS} panels, got {len(panel_list)}")
     bins = check_int(bins, "bins", minimum=1, maximum=MAX_BINS)
-    default = check_interval(limits, "limits")
+    default = drawn_interval(limits, "limits")
     ncols = check_int(ncols, "ncols", minimum=1, maximum=MAX_PANELS)
     specs = []
     for i, panel in enumerate(panel_list):
         if not isinstance(panel, tuple) or len(panel) not in (2, 3) or not isinstance(panel[0], str):
             raise ValueError(f"panels[{i}] must be (title, samples) or (title, samples, (low, high))")
-        rng_ = check_interval(panel[2], f"panels[{i}] range") if len(panel) == 3 else default
+        rng_ = drawn_interval(panel[2], f"panels[{i}] range") if len(panel) == 3 else default
         specs.append((panel[0], samples_array(panel[1], f"panels[{i}] samples"), rng_))
 
     ncols = min(int(ncols), len(specs))
@@ -139,12 +180,35 @@ def plot_histograms_with_pdf(
 
     Heights are ``count / (n * bin width)`` with ``n`` the *total* number of samples, so they
     estimate the density even though the samples outside ``limits`` are not drawn.
+
+    Parameters
+    ----------
+    samples : mapping of str to array_like
+        One panel per entry: its label and its samples (NaN and inf allowed, counted but not drawn).
+    pdf : callable
+        ``pdf(x)`` returns one density value per point of ``x``.
+    limits : (float, float), optional
+        The range drawn: finite, ``low < high``.
+    bins : int, optional
+        Histogram bins, 1 to ``MAX_BINS``.
+    pdf_label, xlabel : str, optional
+        The legend entry of the density and the x-axis label.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (not shown; the caller closes it).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the bad parameter; ``ValueError`` when ``limits`` are too wide or too narrow for ``bins`` bins.
     """
     check_mapping(samples, "samples")
     if len(samples) > MAX_PANELS:
         raise ValueError(f"samples must hold at most {MAX_PANELS} entries, got {len(samples)}")
     check_callable(pdf, "pdf", "pdf(x)")
-    lo, hi = check_interval(limits, "limits")
+    lo, hi = drawn_interval(limits, "limits")
     bins = check_int(bins, "bins", minimum=1, maximum=MAX_BINS)
     pdf_label = check_str(pdf_label, "pdf_label")
     xlabel = check_str(xlabel, "xlabel")
@@ -180,6 +244,25 @@ def plot_ecdfs(
 
     NaN samples count in the denominator but are never ``<= x``, so a sampler that returns NaN
     shows as an ECDF that never reaches 1 (a defective law).
+
+    Parameters
+    ----------
+    samples : mapping of str to array_like
+        Labelled samples (NaN allowed).
+    cdfs : mapping of str to callable
+        Labelled closed-form CDFs, ``cdf(x)`` one value per point of ``x``.
+    limits : (float, float), optional
+        The range drawn: finite, ``low < high``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (not shown; the caller closes it).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the bad parameter.
     """
     check_mapping(samples, "samples")
     check_mapping(cdfs, "cdfs", min_len=0)
@@ -187,7 +270,7 @@ def plot_ecdfs(
         raise ValueError(f"samples and cdfs must hold at most {MAX_PANELS} curves in all")
     for label, cdf in cdfs.items():
         check_callable(cdf, f"cdfs[{label!r}]", "cdf(x)")
-    lo, hi = check_interval(limits, "limits")
+    lo, hi = drawn_interval(limits, "limits")
     grid = np.linspace(lo, hi, 1001)
     if not np.isfinite(grid).all():
         raise ValueError(f"limits {(lo, hi)} are too wide to draw")
@@ -221,6 +304,27 @@ def plot_neighbouring_densities(
 
     ``panels`` holds ``(title, pdf_x, pdf_x_prime)``.  The output ``z`` is marked, with the two
     density values at ``z`` as dots: the privacy loss at ``z`` is the log of their ratio.
+
+    Parameters
+    ----------
+    panels : sequence of (str, callable, callable)
+        ``(title, pdf_x, pdf_x_prime)``, one panel each.
+    z : float
+        The output marked, strictly inside ``limits``.
+    limits : (float, float), optional
+        The range drawn: finite, ``low < high``.
+    labels : (str, str), optional
+        The legend entries of the two inputs.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (not shown; the caller closes it).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the bad parameter.
     """
     panel_list = check_sequence(panels, "panels")
     if len(panel_list) > MAX_PANELS:
@@ -228,7 +332,7 @@ def plot_neighbouring_densities(
     for i, panel in enumerate(panel_list):
         if not (isinstance(panel, tuple) and len(panel) == 3 and callable(panel[1]) and callable(panel[2])):
             raise ValueError(f"panels[{i}] must be (title, pdf_x, pdf_x_prime) with two callables")
-    lo, hi = check_interval(limits, "limits")
+    lo, hi = drawn_interval(limits, "limits")
     z = check_real(z, "z")
     if not lo < z < hi:
         raise ValueError(f"z must lie inside limits {(lo, hi)}, got {z!r}")

@@ -16,13 +16,12 @@ from dptutor._validate import (
     check_int,
     check_interval,
     check_mapping,
-    check_positive,
     check_probability,
     check_real,
     check_sequence,
     check_str,
 )
-from dptutor.plotting._checks import MAX_BINS, MAX_PANELS, losses_array
+from dptutor.plotting._checks import MAX_BINS, MAX_DRAWN, MAX_PANELS, MIN_LOG_DRAWN, drawn_values, losses_array
 
 __all__ = ["plot_sanity_check", "plot_seed_estimates", "plot_loss_agreement", "SANITY_PANELS", "SANITY_DIM_COLOURS", "SANITY_BOUND_COLOUR"]
 
@@ -153,9 +152,11 @@ def _result_entry(ours: Mapping[str, str], mech: object, eps: object, n: object,
     except ValueError as exc:
         raise ValueError(f"results: keys must be numbers, got epsilon {eps!r} and n {n!r}") from exc
     name = ours.get(mech, mech)
-    eps_value = check_positive(eps_value, "results: epsilon")
+    eps_value = check_real(eps_value, "results: epsilon", low=MIN_LOG_DRAWN, high=MAX_DRAWN)
     n_value = check_int(n_value, "results: n", minimum=1, maximum=MAX_BINS)
-    value = check_real(loss, f"results: loss of {name} at epsilon={eps_value:g}, n={n_value}", low=0.0, allow_inf=True)
+    what = f"results: loss of {name} at epsilon={eps_value:g}, n={n_value}"
+    value = check_real(loss, what, low=0.0, allow_inf=True)
+    drawn_values(np.array([value]), what, log=True)
     return name, eps_value, n_value, value
 
 
@@ -209,8 +210,9 @@ def plot_sanity_check(
         raise ValueError("results must be given unless exact=True")
     table = _results_table(results) if results is not None else []
     e_lo, e_hi = check_interval(epsilon_range, "epsilon_range", low=0.0, low_open=True)
-    if e_hi > 1e6 * e_lo or e_hi > 1e100:
-        raise ValueError(f"epsilon_range must span at most six decades below 1e100, got {(e_lo, e_hi)}")
+    if e_hi > 1e6 * e_lo or e_hi > MAX_DRAWN or e_lo < MIN_LOG_DRAWN:
+        raise ValueError(f"epsilon_range must span at most six decades within [{MIN_LOG_DRAWN:g}, {MAX_DRAWN:g}], "
+                         f"got {(e_lo, e_hi)}")
     if title is not None:
         title = check_str(title, "title")
     panel_list = _sanity_panels(panels, exact)
@@ -342,18 +344,41 @@ def plot_seed_estimates(
     and its lower bound (bar), with the budget ``epsilon`` as a green line and, optionally, the
     exact loss as a dashed line.  Used for a mechanism whose loss equals epsilon, where about half
     of the estimates lie above the line but (almost) no lower bound does.
+
+    Parameters
+    ----------
+    losses : sequence of float
+        The point estimate of each run, finite and non-negative.
+    lower_bounds : sequence of float
+        The lower bound of each run, finite, non-negative and at most its estimate.
+    epsilon : float
+        The budget, positive.
+    exact : float or None, optional
+        The exact loss, drawn as a dashed line.
+    confidence : float, optional
+        The level of the bounds, for the legend.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (not shown; the caller closes it).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the bad parameter.
     """
-    est = losses_array(losses, "losses")
-    low = losses_array(lower_bounds, "lower_bounds")
+    est = drawn_values(losses_array(losses, "losses"), "losses")
+    low = drawn_values(losses_array(lower_bounds, "lower_bounds"), "lower_bounds")
     if est.shape != low.shape:
         raise ValueError(f"losses and lower_bounds must have the same length, got {est.size} and {low.size}")
     if np.isinf(est).any() or np.isinf(low).any():
         raise ValueError("losses and lower_bounds must be finite for this plot")
     if (low > est).any():
         raise ValueError("lower_bounds must not exceed losses (each bound at most its point estimate)")
-    epsilon = check_positive(epsilon, "epsilon")
+    epsilon = check_real(epsilon, "epsilon", low=0.0, low_open=True, high=MAX_DRAWN)
     if exact is not None:
-        exact = check_real(exact, "exact", low=0.0)
+        exact = check_real(exact, "exact", low=0.0, high=MAX_DRAWN)
     confidence = check_probability(confidence, "confidence")
 
     order = np.argsort(est, kind="stable")
@@ -388,6 +413,23 @@ def plot_loss_agreement(
     ``series`` maps a label to ``(exact, estimates)``, two equal-length sequences.  Only cells with
     a finite, positive exact loss are drawn; an infinite estimate goes on an "∞" row at the top, a
     zero estimate on a "0" row at the bottom.  The diagonal is perfect agreement.
+
+    Parameters
+    ----------
+    series : mapping of str to (sequence of float, sequence of float)
+        ``label -> (exact, estimates)``, two equal-length sequences of non-negative losses (inf allowed).
+    xlabel, ylabel : str, optional
+        The axis labels.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (not shown; the caller closes it).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the bad parameter; ``ValueError`` when no cell has a finite, positive exact loss.
     """
     check_mapping(series, "series")
     if len(series) > MAX_PANELS:
@@ -399,8 +441,8 @@ def plot_loss_agreement(
         if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
             raise TypeError(f"series[{label!r}] must be a pair (exact, estimates)")
         ex_raw, es_raw = pair
-        ex = losses_array(ex_raw, f"series[{label!r}] exact")
-        es = losses_array(es_raw, f"series[{label!r}] estimates")
+        ex = drawn_values(losses_array(ex_raw, f"series[{label!r}] exact"), f"series[{label!r}] exact", log=True)
+        es = drawn_values(losses_array(es_raw, f"series[{label!r}] estimates"), f"series[{label!r}] estimates", log=True)
         if ex.shape != es.shape:
             raise ValueError(f"series[{label!r}]: exact and estimates must have the same length")
         keep = np.isfinite(ex) & (ex > 0)
