@@ -46,7 +46,7 @@ def rounding_probabilities(name: str, n: int, epsilon: float) -> tuple[tuple[flo
     name : str
         A built-in mechanism (a key of ``dptutor.mechanisms.MECHANISMS``).
     n : int
-        The dimension, 1 to :data:`MAX_N`.
+        The dimension, 1 to ``MAX_N``.
     epsilon : float
         The privacy budget, positive.
 
@@ -143,7 +143,7 @@ def exact_guess_probabilities(name: str, n: int, epsilon: float) -> NDArray[np.f
     name : str
         A built-in mechanism (a key of ``dptutor.mechanisms.MECHANISMS``).
     n : int
-        The dimension, 1 to :data:`MAX_N`.
+        The dimension, 1 to ``MAX_N``.
     epsilon : float
         The privacy budget, positive.
 
@@ -176,7 +176,7 @@ def exact_loss(name: str, n: int, epsilon: float) -> float:
     name : str
         A built-in mechanism (a key of ``dptutor.mechanisms.MECHANISMS``).
     n : int
-        The dimension, 1 to :data:`MAX_N`.
+        The dimension, 1 to ``MAX_N``.
     epsilon : float
         The privacy budget, positive.
 
@@ -223,11 +223,11 @@ def simulated_losses(
     name : str
         A built-in mechanism (a key of :data:`dptutor.mechanisms.MECHANISMS`).
     n : int
-        The dimension, 1 to :data:`MAX_N`.
+        The dimension, 1 to ``MAX_N``.
     epsilon : float
         The claimed epsilon, positive.
     trials : int
-        Trials per dataset of each virtual audit, 1 to :data:`MAX_TRIALS`.
+        Trials per dataset of each virtual audit, 1 to ``MAX_TRIALS``.
     reps : int, optional
         The number of virtual audits.
     rng : int, numpy.random.SeedSequence or numpy.random.Generator

@@ -73,7 +73,7 @@ def loss_from_counts(counts: ArrayLike2x2) -> float:
     ----------
     counts : array_like, shape (2, 2)
         Non-negative integer counts ``counts[d, y]`` (dataset ``d``, guess ``y``) with equal positive row
-        totals, at most :data:`MAX_TRIALS`.
+        totals, at most ``MAX_TRIALS``.
 
     Returns
     -------

@@ -1,6 +1,6 @@
 """The sanity check's Monte Carlo runs: :func:`estimate_loss` and :func:`estimate_losses`, in seeded blocks.
 
-See :mod:`dptutor.audit.sanity` for the experiment.  Trials run in blocks of :data:`BLOCK_TRIALS`, each
+See :mod:`dptutor.audit.sanity` for the experiment.  Trials run in blocks of ``BLOCK_TRIALS``, each
 seeded by a child of one ``SeedSequence``, so a seed fixes the counts whatever the parallelism.
 """
 
@@ -195,11 +195,11 @@ class AuditCell:
     mechanism : callable
         ``mechanism(x, epsilon, rng)``, as in :func:`estimate_loss`.
     n : int
-        The dimension, 1 to :data:`MAX_N`.
+        The dimension, 1 to ``MAX_N``.
     epsilon : float
         The claimed epsilon, positive.
     trials : int
-        Trials per dataset, 1 to :data:`MAX_TRIALS`.
+        Trials per dataset, 1 to ``MAX_TRIALS``.
     seed : int, tuple of int or None, optional
         The seed entropy of the cell's ``SeedSequence`` (a recordable seed, as in ``AuditResult.seed``);
         ``None`` draws fresh entropy when the cell runs.
@@ -243,7 +243,7 @@ def estimate_losses(
     """Run several audits, sharing one process pool.
 
     Each cell gives exactly what :func:`estimate_loss` gives for it alone (same blocks, same seeds).
-    With ``workers > 1`` the blocks of all cells go to one :class:`dptutor._workers.WorkerPool` (at
+    With ``workers > 1`` the blocks of all cells go to one pool of worker processes (at
     most a few blocks per worker queued at a time, so memory does not grow with ``trials``); on an
     exception or Ctrl-C its workers stop at once, losing only the blocks in flight.
 
@@ -253,7 +253,7 @@ def estimate_losses(
         The audits, at least one.
     workers : int, optional
         Worker processes (capped at the CPUs and the blocks; more than
-        :data:`dptutor._validate.MAX_WORKERS` is refused).  Mechanisms must then be picklable.
+        ``dptutor._validate.MAX_WORKERS`` is refused).  Mechanisms must then be picklable.
     executor : concurrent.futures.Executor or None, optional
         An existing executor to use instead (then ``workers`` is ignored and the executor is left running).
     on_result : callable or None, optional
@@ -386,7 +386,7 @@ def estimate_loss(
 
     ``mechanism(x, epsilon, rng)`` runs ``trials`` times on ``D`` = zeros and ``trials`` times on
     ``D'`` = ones, both of dimension ``n``, in cache-sized chunks, so memory does not grow with
-    ``trials``.  Trials are split into blocks of :data:`BLOCK_TRIALS`, block ``i`` seeded by the
+    ``trials``.  Trials are split into blocks of ``BLOCK_TRIALS``, block ``i`` seeded by the
     ``i``-th child of one ``SeedSequence``: the same seed gives the same counts whatever ``workers``
     is.  The mechanism receives read-only inputs that it cannot make writeable.
 
@@ -395,11 +395,11 @@ def estimate_loss(
     mechanism : callable
         ``mechanism(x, epsilon, rng)`` returns an array of the shape of ``x`` (a batch of rows).
     n : int
-        The dimension of the two datasets, 1 to :data:`MAX_N`.
+        The dimension of the two datasets, 1 to ``MAX_N``.
     epsilon : float
         The claimed epsilon, positive.
     trials : int
-        Trials per dataset, 1 to :data:`MAX_TRIALS`.
+        Trials per dataset, 1 to ``MAX_TRIALS``.
     rng : int, sequence of int, numpy.random.SeedSequence, numpy.random.Generator or None, optional
         The seed.  An int (or a recorded ``result.seed``) repeats a run exactly; a ``SeedSequence``
         or a ``Generator`` seeds it reproducibly too; ``None`` draws fresh entropy, recorded in
@@ -409,7 +409,7 @@ def estimate_loss(
     workers : int, optional
         Worker processes for the blocks (the mechanism must be picklable; the built-in ones are
         module-level functions); capped at the CPUs and the blocks, and more than
-        :data:`dptutor._validate.MAX_WORKERS` is refused.
+        ``dptutor._validate.MAX_WORKERS`` is refused.
     executor : concurrent.futures.Executor or None, optional
         An existing executor to use instead (then ``workers`` is ignored).
 

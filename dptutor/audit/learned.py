@@ -56,7 +56,7 @@ __all__ = [
 #: LEARN_MAX_TRIALS, and never more than half of the selection half.
 LEARN_TRIALS: int = 1 << 15
 
-#: The most runs per dataset spent on fitting (2^19: a few seconds for logistic regression, about a
+#: The most runs per dataset spent on fitting, 2^19 (a few seconds for logistic regression, about a
 #: minute for boosting on a loaded 2-core machine).
 LEARN_MAX_TRIALS: int = 1 << 19
 
@@ -64,7 +64,7 @@ LEARN_MAX_TRIALS: int = 1 << 19
 #: such as "not answered", or each value of a bit): the additive model gives it an indicator of its own.
 ATOM_FRACTION: float = 0.01
 
-#: Knots per output value of the additive model's piecewise-linear part: that many quantiles of the fitting
+#: Knots per output value of the additive model's piecewise-linear part, that many quantiles of the fitting
 #: sample's values (atoms left out), evenly spread in probability (see :func:`fit_additive_map`).
 SPLINE_KNOTS: int = 8
 
@@ -72,7 +72,7 @@ SPLINE_KNOTS: int = 8
 #: the infinities); at most 1 / ATOM_FRACTION values can qualify.
 _MAX_ATOMS = int(1 / ATOM_FRACTION) + 2
 
-#: The additive model's two shapes beyond the outer knots: constant, or linear (see :class:`AdditiveMap`).
+#: The additive model's two shapes beyond the outer knots, constant or linear (see :class:`AdditiveMap`).
 TAILS: tuple[str, ...] = ("flat", "linear")
 
 #: The models :func:`fit_statistic` knows.

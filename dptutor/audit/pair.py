@@ -187,7 +187,7 @@ def audit_pair(
     ``selection`` (e.g. 0.2) more runs measure the event; the bound is sound for any fraction in
     :data:`SELECTION_RANGE`.
 
-    Reproducibility and scale.  Runs are made in blocks of :data:`BLOCK_TRIALS` per dataset, block
+    Reproducibility and scale.  Runs are made in blocks of ``BLOCK_TRIALS`` per dataset, block
     ``i`` of each half seeded by a child of the ``SeedSequence`` of ``rng`` (without a ``statistic``, the
     first at most 64 runs of ``x`` come from the probe that decides whether to learn one, on its own seed); each block only counts
     outputs per cell (histogram bins, or distinct values), so the counts are the same whatever

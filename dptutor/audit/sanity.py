@@ -9,7 +9,7 @@ exactly ``n/2`` ones is guessed as 0 (the authors' code rounds the mean half-to-
 ``counts[d, y]`` the number of trials on dataset ``d`` (0 = zeros, 1 = ones) guessed as ``y``, the
 estimated privacy loss (Eq. 12 with maximum-likelihood estimates, equal priors) is
 
-    max over guesses y that occurred of |ln(counts[0, y] / counts[1, y])|,
+    max over guesses y that occurred of ``|ln(counts[0, y] / counts[1, y])|``,
 
 infinite when exactly one of the two counts is zero.  Post-processing cannot increase privacy
 loss, so an epsilon-DP mechanism has true loss at most ``epsilon``.

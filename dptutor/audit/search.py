@@ -160,7 +160,7 @@ class PairSearch:
         Returns
         -------
         str
-            The pilot ranking, the confirmation, and the best audit's :meth:`PairAudit.summary`.
+            The pilot ranking, the confirmation, and the best audit's :meth:`~dptutor.audit.pair.PairAudit.summary`.
         """
         order = np.argsort(-self.pilot_bounds, kind="stable")[:5]
         pilot = ", ".join(f"#{i}: {self.pilot_bounds[i]:.4g}" for i in order)

@@ -53,8 +53,8 @@ def positive_array(
 
 
 def drawn_values(arr: np.ndarray, name: str, *, log: bool = False) -> np.ndarray:
-    """``arr`` (float64) if its finite values can be drawn: at most :data:`MAX_DRAWN` in magnitude and, on a
-    log axis (``log``), positive ones at least :data:`MIN_LOG_DRAWN`; else a ValueError naming ``name``.
+    """``arr`` (float64) if its finite values can be drawn: at most ``MAX_DRAWN`` in magnitude and, on a
+    log axis (``log``), positive ones at least ``MIN_LOG_DRAWN``; else a ValueError naming ``name``.
     NaN, infinite and (on a log axis) non-positive values are left to the caller, which draws or drops them."""
     finite = arr[np.isfinite(arr)]
     if finite.size and float(np.abs(finite).max()) > MAX_DRAWN:

@@ -185,7 +185,7 @@ def plot_sanity_check(
     exact : bool, optional
         Add the closed form (:func:`dptutor.audit.exact_loss`) as thin dashed lines over ``epsilon_range``.
     panels : sequence of (title, mechanism names), optional
-        The panels and the mechanisms drawn in each (default :data:`SANITY_PANELS`).
+        The panels and the mechanisms drawn in each (default ``SANITY_PANELS``).
     dims : sequence of int or None, optional
         The dimensions drawn (default: those of ``results``, or the paper's).
     epsilon_range : (float, float), optional
