@@ -160,8 +160,8 @@ def plot_composition(ks: Sequence[int], epsilon: float, majority: Sequence[float
     """Privacy loss of k composed Laplace releases of one bit against k, all exact.
 
     Draws the composition bound ``k * epsilon``, which the event "all k outputs <= 0" attains
-    (:func:`dptutor.composition.repeated_laplace_box_loss`), and the exact loss of the majority-vote
-    attack (``majority``, :func:`dptutor.composition.majority_vote_loss`).  Log-log axes.
+    (``dptutor.composition.repeated_laplace_box_loss``), and the exact loss of the majority-vote
+    attack (``majority``, ``dptutor.composition.majority_vote_loss``).  Log-log axes.
 
     Parameters
     ----------
