@@ -288,7 +288,7 @@ def test_extreme_values_raise_no_warning():
         (lambda: loss_from_counts([[1e300, 0.0], [0.0, 1e300]]), "counts", ValueError),
         (lambda: sample_laplace((10**6, 10**6), rng=np.random.default_rng(0)), "size", ValueError),
         (lambda: estimate_loss(laplace_mechanism, 1, 1.0, 10**15), "trials", ValueError),
-        (lambda: estimate_loss(laplace_mechanism, 1, 1.0, 10, rng=math.inf), "seed", TypeError),
+        (lambda: estimate_loss(laplace_mechanism, 1, 1.0, 10, rng=math.inf), "rng", TypeError),
         (lambda: save_figure(None, "never-written"), "fig", TypeError),
     ],
 )
