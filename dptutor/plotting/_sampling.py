@@ -24,6 +24,11 @@ from dptutor.plotting._checks import MAX_BINS, MAX_DRAWN, MAX_PANELS, curve_valu
 __all__ = ["plot_inverse_cdfs", "plot_sampling_strategies", "plot_histograms_with_pdf", "plot_ecdfs", "plot_neighbouring_densities"]
 
 
+#: The default x-axis label of :func:`plot_histograms_with_pdf` (matplotlib math text).
+HISTOGRAM_XLABEL = "sample value $x$"
+#: The default legend entries of :func:`plot_neighbouring_densities`, the two neighbouring inputs.
+NEIGHBOUR_LABELS: tuple[str, str] = ("$X = 0$", "$X' = 1$")
+
 def plot_inverse_cdfs(mu: float = 0.0, b: float = 1.0, *, num: int = 2001, ylim: float = 5.0) -> Figure:
     """The paper's Figure 1: inverse CDFs for Laplace sampling, in two panels.
 
@@ -174,7 +179,7 @@ def plot_histograms_with_pdf(
     limits: tuple[float, float] = (-6.0, 6.0),
     bins: int = 80,
     pdf_label: str = "density",
-    xlabel: str = "sample value $x$",
+    xlabel: str = HISTOGRAM_XLABEL,
 ) -> Figure:
     """One density-scaled histogram per entry of ``samples``, with ``pdf`` drawn over each.
 
@@ -298,7 +303,7 @@ def plot_neighbouring_densities(
     *,
     z: float,
     limits: tuple[float, float] = (-4.0, 6.0),
-    labels: tuple[str, str] = ("$X = 0$", "$X' = 1$"),
+    labels: tuple[str, str] = NEIGHBOUR_LABELS,
 ) -> Figure:
     """Output densities of a mechanism on two neighbouring inputs, one panel per mechanism.
 
