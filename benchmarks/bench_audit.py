@@ -136,7 +136,7 @@ from dptutor.mechanisms import MECHANISMS
 np.random.seed(1234)
 t0 = time.perf_counter()
 if mode == "ours":
-    estimate_loss(MECHANISMS["laplace"], 128, 1.0, trials, seed=0)
+    estimate_loss(MECHANISMS["laplace"], 128, 1.0, trials, rng=0)
 elif mode == "authors":
     authors_style(trials, 128, 1.0)
 seconds = time.perf_counter() - t0
