@@ -42,7 +42,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from dptutor.audit import sanity as audit  # noqa: E402  (the module whose constants the sweep changes)
+from dptutor.audit import _sanity_runs as audit  # noqa: E402  (the module whose constants the sweep changes)
 from dptutor.audit import estimate_loss  # noqa: E402
 from dptutor.experiments import PAPER_DIMS, PAPER_EPSILONS, PAPER_TRIALS  # noqa: E402
 from dptutor.mechanisms import MECHANISMS  # noqa: E402
@@ -105,7 +105,7 @@ def speed_section(trials: int, authors_batch: int, repeats: int) -> dict[str, fl
     authors_every = max(1, repeats // 3)
     for r in range(repeats):  # interleaved, best of each
         times["floor"] = min(times["floor"], best_of(lambda: floor_draw(samples, rng), 1))
-        times["ours"] = min(times["ours"], best_of(lambda: estimate_loss(MECHANISMS["laplace"], N, EPS, trials, seed=r), 1))
+        times["ours"] = min(times["ours"], best_of(lambda: estimate_loss(MECHANISMS["laplace"], N, EPS, trials, rng=r), 1))
         if r % authors_every == 0:
             times["authors"] = min(times["authors"], best_of(lambda: authors_style(authors_batch, N, EPS), 1))
     ns = {
@@ -136,7 +136,7 @@ from dptutor.mechanisms import MECHANISMS
 np.random.seed(1234)
 t0 = time.perf_counter()
 if mode == "ours":
-    estimate_loss(MECHANISMS["laplace"], 128, 1.0, trials, seed=0)
+    estimate_loss(MECHANISMS["laplace"], 128, 1.0, trials, rng=0)
 elif mode == "authors":
     authors_style(trials, 128, 1.0)
 seconds = time.perf_counter() - t0
@@ -192,15 +192,15 @@ def grid_section(sample_target: int, speedup_trials: int) -> None:
         row = []
         for n in PAPER_DIMS:
             trials = max(1_000, sample_target // (2 * n))
-            t = best_of(lambda: estimate_loss(fn, n, EPS, trials, seed=1), 3)
+            t = best_of(lambda: estimate_loss(fn, n, EPS, trials, rng=1), 3)
             costs[name, n] = t / (2 * trials * n)
             row.append(costs[name, n] * 1e9)
         print(f"  {name:<18}" + "".join(f"{v:9.2f}" for v in row))
     serial = sum(2 * PAPER_TRIALS * n * costs[m, n] for m in MECHANISMS for n in PAPER_DIMS) * len(PAPER_EPSILONS)
     t1 = t2 = float("inf")
     for _ in range(3):  # interleaved
-        t1 = min(t1, best_of(lambda: estimate_loss(MECHANISMS["laplace"], N, EPS, speedup_trials, seed=2, workers=1), 1))
-        t2 = min(t2, best_of(lambda: estimate_loss(MECHANISMS["laplace"], N, EPS, speedup_trials, seed=2, workers=2), 1))
+        t1 = min(t1, best_of(lambda: estimate_loss(MECHANISMS["laplace"], N, EPS, speedup_trials, rng=2, workers=1), 1))
+        t2 = min(t2, best_of(lambda: estimate_loss(MECHANISMS["laplace"], N, EPS, speedup_trials, rng=2, workers=2), 1))
     speedup = t1 / t2
     total_samples = 2 * PAPER_TRIALS * sum(PAPER_DIMS) * len(PAPER_EPSILONS) * len(MECHANISMS)
     print(f"  total samples {total_samples:.3g}; serial estimate {serial / 60:.1f} min")
@@ -218,7 +218,7 @@ def chunk_section(trials: int) -> None:
                 audit.CHUNK_ELEMENTS = 1 << log2
                 audit._datasets.cache_clear()
                 t_trials = max(1_000, trials * N // n)
-                t = best_of(lambda: estimate_loss(MECHANISMS["laplace"], n, EPS, t_trials, seed=0), 3)
+                t = best_of(lambda: estimate_loss(MECHANISMS["laplace"], n, EPS, t_trials, rng=0), 3)
                 cells.append(f"2^{log2}:{t / (2 * t_trials * n) * 1e9:.2f}")
             print(f"  n={n:<4}" + "  ".join(cells))
     finally:

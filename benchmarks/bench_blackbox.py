@@ -97,7 +97,7 @@ def _audit(entry, trials: int, seed: int, settings: dict, search: bool, rounds: 
     :func:`dptutor.audit.search_pairs` finds among StatDP's candidates."""
     if search:
         found = search_pairs(entry.release(), _candidates(entry), epsilon=entry.epsilon, trials=trials,
-                             seed=seed, rounds=rounds, **settings)
+                             rng=seed, rounds=rounds, **settings)
         return found.best, found.pair
     return entry.audit(trials, rng=seed, **settings), (entry.x, entry.x_prime)
 

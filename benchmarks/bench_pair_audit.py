@@ -50,7 +50,7 @@ def tight(samples: int) -> bool:
     print(f"1. TIGHT: Laplace count, {samples:,} samples per dataset, 95% lower bound")
     ok = True
     for eps in (0.1, 1.0):
-        r = audit_pair(functools.partial(laplace_count, epsilon=eps), 0.0, 1.0, epsilon=eps, trials=samples, seed=2022)
+        r = audit_pair(functools.partial(laplace_count, epsilon=eps), 0.0, 1.0, epsilon=eps, trials=samples, rng=2022)
         ratio = r.lower_bound / eps
         ok &= ratio >= 0.95
         print(f"   epsilon={eps:<4g} bound={r.lower_bound:.5f}  bound/epsilon={ratio:.4f}  (goal >= 0.95)  event: {r.event}")
@@ -66,7 +66,7 @@ def sound(samples: int, seeds: int = 100) -> bool:
     ]
     ok = True
     for label, mech, x, xp, goal in cases:
-        flags = [audit_pair(mech, x, xp, epsilon=1.0, trials=samples, seed=s).is_violation() for s in range(seeds)]
+        flags = [audit_pair(mech, x, xp, epsilon=1.0, trials=samples, rng=s).is_violation() for s in range(seeds)]
         rate = sum(flags) / seeds
         ok &= rate <= goal
         print(f"   {label:<40s} false-violation rate {rate:.2f}  (goal <= {goal:.2f})")
@@ -105,7 +105,7 @@ def fast(samples: int, repeats: int = 3) -> bool:
             done += m
 
     def audit() -> None:
-        audit_pair(mech, 0.0, 1.0, epsilon=1.0, trials=samples, seed=1)
+        audit_pair(mech, 0.0, 1.0, epsilon=1.0, trials=samples, rng=1)
 
     audit()  # warm-up: imports, caches
     best = {"draw": math.inf, "audit": math.inf}
@@ -143,7 +143,7 @@ def svt3_choices(samples: int) -> bool:
         stat = svt_pattern if pattern else functools.partial(
             svt_log_likelihood_ratio, x=x, x_prime=xp, epsilon=0.1, c=c)
         t0 = time.perf_counter()
-        r = audit_pair(mech, x, xp, epsilon=0.1, trials=samples, seed=5, statistic=stat)
+        r = audit_pair(mech, x, xp, epsilon=0.1, trials=samples, rng=5, statistic=stat)
         print(f"   {label:<46s} bound {r.lower_bound:.3f}  (claimed 0.1; {time.perf_counter() - t0:.1f} s)")
     return True
 

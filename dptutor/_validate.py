@@ -485,6 +485,17 @@ def deprecated_keywords(**renames: str) -> Any:
 
     ``@deprecated_keywords(seed="rng")``: a call passing ``seed=`` behaves as one passing ``rng=`` and
     emits a ``DeprecationWarning`` naming ``rng``; passing both is a ``TypeError`` naming both.
+# -- scipy's vocabulary: renamed keywords and one ``rng`` -------------------------------------------------
+
+__all__ += ["renamed_parameters", "check_seed_sequence", "seed_entropy"]
+
+
+def renamed_parameters(**renames: str) -> Any:
+    """A decorator that keeps old keyword names working as deprecated aliases of new ones.
+
+    ``@renamed_parameters(confidence="confidence_level", seed="rng")``: a call passing ``confidence=``
+    behaves as one passing ``confidence_level=`` and emits a ``DeprecationWarning`` naming the new name;
+    passing both names is a ``TypeError`` naming both.  The wrapped function's signature is the new one.
     """
     import functools
     import warnings
@@ -499,6 +510,9 @@ def deprecated_keywords(**renames: str) -> Any:
                                         f"pass {new}= only")
                     warnings.warn(f"{fn.__qualname__}(): {old}= is deprecated and will be removed in the next "
                                   f"release; use {new}=", DeprecationWarning, stacklevel=2)
+                        raise TypeError(f"{fn.__name__}() got both {new}= and its deprecated alias {old}=; pass {new}= only")
+                    warnings.warn(f"{fn.__name__}(): {old}= is deprecated and will be removed in the next release; "
+                                  f"use {new}=", DeprecationWarning, stacklevel=2)
                     kwargs[new] = kwargs.pop(old)
             return fn(*args, **kwargs)
 
@@ -555,3 +569,26 @@ def check_count(value: object, name: str, *, at_most: int, bound_name: str) -> i
     if v > at_most:
         raise ValueError(f"{name} must be at most {bound_name} ({at_most}), got {v}")
     return v
+def check_seed_sequence(value: object, name: str = "rng") -> np.random.SeedSequence:
+    """``value`` as a ``numpy.random.SeedSequence`` whose ``entropy`` alone repeats it (a recordable seed).
+
+    Accepts what :func:`check_seed` accepts (``None`` draws fresh entropy), a ``SeedSequence`` (used as it
+    is when it is a root with the default pool size, else four words of its state seed a new root) or a
+    ``numpy.random.Generator`` (four words drawn from it seed a new root).
+    """
+    if isinstance(value, np.random.Generator):
+        return np.random.SeedSequence(tuple(int(v) for v in value.integers(0, 2**32, size=4, dtype=np.uint64)))
+    if isinstance(value, np.random.SeedSequence):
+        if not value.spawn_key and value.pool_size == 4:  # numpy's default pool size: the entropy repeats it
+            return value
+        return np.random.SeedSequence(tuple(int(v) for v in value.generate_state(4)))
+    if value is not None and not isinstance(value, (numbers.Integral, list, tuple, np.ndarray)) or is_bool(value):
+        raise TypeError(f"{name} must be None, a non-negative int (or a sequence of them), a numpy.random.SeedSequence "
+                        f"or a numpy.random.Generator, got {type(value).__name__}")
+    return np.random.SeedSequence(check_seed(value, name))
+
+
+def seed_entropy(seq: np.random.SeedSequence) -> int | tuple[int, ...]:
+    """The entropy of a root ``SeedSequence`` as a plain seed (an int, or a tuple of ints) to record."""
+    entropy = seq.entropy
+    return tuple(int(v) for v in entropy) if isinstance(entropy, (list, tuple, np.ndarray)) else int(entropy)

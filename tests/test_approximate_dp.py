@@ -198,8 +198,8 @@ def test_tradeoff_curve():
 def test_pure_epsilon_bound_climbs_and_delta_bound_stays_below():
     correct = gaussian_release(EPS, DELTA, SENS)
     trials = [10**3, 10**5, 10**6, 10**7]
-    pure = [audit_pair(correct, 0.0, SENS, epsilon=EPS, trials=t, seed=3).lower_bound for t in trials]
-    with_delta = [audit_pair(correct, 0.0, SENS, epsilon=EPS, trials=t, seed=3, delta=DELTA).lower_bound
+    pure = [audit_pair(correct, 0.0, SENS, epsilon=EPS, trials=t, rng=3).lower_bound for t in trials]
+    with_delta = [audit_pair(correct, 0.0, SENS, epsilon=EPS, trials=t, rng=3, delta=DELTA).lower_bound
                   for t in trials]
     assert pure[0] < 0.5 < pure[1] < EPS < pure[2] < pure[3]  # not 1-DP: a proof with error <= 5%
     assert max(with_delta) <= EPS
@@ -212,11 +212,11 @@ def test_audit_is_sound_on_the_correct_gaussian_over_100_seeds():
     # with a rate <= 5% (one-sided exact binomial test at level 1e-3) and report the chapter's claim
     # (Clopper-Pearson upper end <= 5%) at 10^5 trials with the chapter's seeds.
     correct = gaussian_release(EPS, DELTA, SENS)
-    runs = [audit_pair(correct, 0.0, SENS, epsilon=EPS, delta=DELTA, trials=10**6, seed=1000 + s) for s in range(100)]
+    runs = [audit_pair(correct, 0.0, SENS, epsilon=EPS, delta=DELTA, trials=10**6, rng=1000 + s) for s in range(100)]
     false = sum(r.is_violation() for r in runs)
     assert stats.binomtest(false, 100, 0.05, alternative="greater").pvalue > 1e-3
     assert max(r.lower_bound for r in runs) > 0.8  # the audit does get close to epsilon
-    chapter = [audit_pair(correct, 0.0, SENS, epsilon=EPS, delta=DELTA, trials=10**5, seed=s) for s in range(100)]
+    chapter = [audit_pair(correct, 0.0, SENS, epsilon=EPS, delta=DELTA, trials=10**5, rng=s) for s in range(100)]
     chapter_false = sum(r.is_violation() for r in chapter)
     upper = stats.binomtest(chapter_false, 100).proportion_ci(0.95, method="exact").high
     assert upper <= 0.05
@@ -227,14 +227,14 @@ def test_audit_is_sound_on_the_correct_gaussian_over_100_seeds():
 def test_audit_flags_both_buggy_calibrations_at_a_million_samples(calibration, seed):
     mech = gaussian_release(EPS, DELTA, SENS, calibration)
     assert gaussian_epsilon(DELTA, mech.sigma, SENS) > 3 * EPS  # the truth: clearly not (1, 1e-3)-DP
-    audit = audit_pair(mech, 0.0, SENS, epsilon=EPS, delta=DELTA, trials=10**6, seed=seed)
+    audit = audit_pair(mech, 0.0, SENS, epsilon=EPS, delta=DELTA, trials=10**6, rng=seed)
     assert audit.is_violation()
     assert audit.lower_bound <= gaussian_epsilon(DELTA, mech.sigma, SENS)  # and never above the truth
 
 
 def test_empirical_tradeoff_points_lie_on_or_above_the_gdp_curve():
     correct = gaussian_release(EPS, DELTA, SENS)
-    audit = audit_pair(correct, 0.0, SENS, epsilon=EPS, delta=DELTA, trials=10**6, seed=7)
+    audit = audit_pair(correct, 0.0, SENS, epsilon=EPS, delta=DELTA, trials=10**6, rng=7)
     alpha, beta = audit.tradeoff()
     mu = SENS / correct.sigma
     n = audit.estimation_trials
@@ -254,8 +254,8 @@ def test_bug_hunt_exercise_variance_as_scale():
     sigma = math.sqrt(variance)
     assert sigma == pytest.approx(gaussian_sigma_classic(eps, delta, sens), rel=1e-12)
     assert 80 < gaussian_epsilon(delta, variance, sens) < 82  # the solution prints 81
-    buggy = audit_pair(GaussianRelease(variance), 0.0, sens, epsilon=eps, delta=delta, trials=10**6, seed=5)
-    fixed = audit_pair(GaussianRelease(sigma), 0.0, sens, epsilon=eps, delta=delta, trials=10**6, seed=5)
+    buggy = audit_pair(GaussianRelease(variance), 0.0, sens, epsilon=eps, delta=delta, trials=10**6, rng=5)
+    fixed = audit_pair(GaussianRelease(sigma), 0.0, sens, epsilon=eps, delta=delta, trials=10**6, rng=5)
     assert buggy.is_violation() and not fixed.is_violation()
 
 
@@ -354,7 +354,7 @@ def test_discrete_gaussian_release_outputs_and_privacy():
 
 def test_discrete_gaussian_release_audit_is_not_flagged():
     mech = discrete_gaussian_release(EPS, DELTA, SENS, granularity=2.0**-10)
-    r = audit_pair(mech, 0.0, SENS, epsilon=EPS, delta=DELTA, trials=200_000, seed=3)
+    r = audit_pair(mech, 0.0, SENS, epsilon=EPS, delta=DELTA, trials=200_000, rng=3)
     assert not r.is_violation()
 
 
@@ -402,7 +402,7 @@ def test_float_gaussian_leaks_through_the_grid():
     ci = stats.binomtest(k, n).proportion_ci(0.999, method="exact")
     assert ci.low > 0.07 and ci.high < 0.09  # the 8.1%
     assert not off_grid(mech(SENS, n, rng), SENS).any()
-    r = audit_pair(mech, 0.0, SENS, epsilon=EPS, delta=DELTA, trials=10**5, seed=4, statistic=_off_grid_statistic)
+    r = audit_pair(mech, 0.0, SENS, epsilon=EPS, delta=DELTA, trials=10**5, rng=4, statistic=_off_grid_statistic)
     assert r.is_violation() and r.lower_bound > 3
 
 
@@ -412,7 +412,7 @@ def test_exact_gaussian_has_no_impossible_outputs_and_is_not_flagged():
     mech = discrete_gaussian_release(EPS, DELTA, SENS, granularity=2.0**-10)
     out = mech(0.0, 100_000, np.random.default_rng(2018))
     assert int(off_grid(out, SENS).sum()) == 0
-    r = audit_pair(mech, 0.0, SENS, epsilon=EPS, delta=DELTA, trials=10**5, seed=4, statistic=_off_grid_statistic)
+    r = audit_pair(mech, 0.0, SENS, epsilon=EPS, delta=DELTA, trials=10**5, rng=4, statistic=_off_grid_statistic)
     assert not r.is_violation()
 
 

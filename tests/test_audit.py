@@ -11,6 +11,7 @@ import pytest
 from scipy import stats
 
 from dptutor.audit import sanity as audit
+from dptutor.audit import _sanity_runs
 from dptutor.audit import (
     BLOCK_TRIALS,
     AuditResult,
@@ -142,7 +143,7 @@ def test_monte_carlo_interval_contains_exact_loss(name, n, epsilon):
     intervals), so each case fails by chance with probability <= 1e-3 (seeded: deterministic).
     """
     trials = 200_000 if n <= 8 else 40_000
-    res = estimate_loss(MECHANISMS[name], n, epsilon, trials, seed=n * 1000 + int(epsilon * 10))
+    res = estimate_loss(MECHANISMS[name], n, epsilon, trials, rng=n * 1000 + int(epsilon * 10))
     lower, upper = res.confidence_interval(0.999)
     truth = exact_loss(name, n, epsilon)
     assert lower <= truth <= upper, (res.counts.tolist(), lower, truth, upper)
@@ -151,7 +152,7 @@ def test_monte_carlo_interval_contains_exact_loss(name, n, epsilon):
 
 @pytest.mark.parametrize("name", ["dptext", "copy_input"])
 def test_infinite_loss_mechanisms(name):
-    res = estimate_loss(MECHANISMS[name], 8, 1.0, 20_000, seed=11)
+    res = estimate_loss(MECHANISMS[name], 8, 1.0, 20_000, rng=11)
     assert res.loss == math.inf
     assert res.counts[1, 0] == 0  # from D' = ones the guess is always 1
     assert res.is_violation(0.95)
@@ -159,16 +160,16 @@ def test_infinite_loss_mechanisms(name):
 
 
 def test_random_output_has_nothing_to_report():
-    res = estimate_loss(MECHANISMS["random_output"], 8, 0.1, 50_000, seed=5)
+    res = estimate_loss(MECHANISMS["random_output"], 8, 0.1, 50_000, rng=5)
     assert res.lower_bound(0.95) <= 0.0
     assert not res.is_violation(0.95)
     assert math.isfinite(res.loss)
 
 
 def test_adept_violation_detected_and_laplace_not():
-    adept = estimate_loss(MECHANISMS["adept"], 32, 0.5, 20_000, seed=2)
+    adept = estimate_loss(MECHANISMS["adept"], 32, 0.5, 20_000, rng=2)
     assert adept.is_violation()  # exact loss ~2.47 > 0.5
-    laplace = estimate_loss(MECHANISMS["laplace"], 32, 0.5, 20_000, seed=2)
+    laplace = estimate_loss(MECHANISMS["laplace"], 32, 0.5, 20_000, rng=2)
     assert not laplace.is_violation()
 
 
@@ -187,7 +188,7 @@ def test_lower_bound_is_sound_on_the_boundary():
     limit = stats.binom.ppf(0.999, seeds, 0.05)
     bound_over = plug_in_over = 0
     for s in range(seeds):
-        res = estimate_loss(MECHANISMS["wrong_sensitivity"], 1, eps, trials, seed=s)
+        res = estimate_loss(MECHANISMS["wrong_sensitivity"], 1, eps, trials, rng=s)
         bound_over += res.lower_bound(0.95) > eps
         plug_in_over += res.loss > eps
     assert bound_over <= limit, (bound_over, limit)
@@ -201,24 +202,24 @@ def test_lower_bound_is_sound_on_the_boundary():
 
 def test_counts_identical_for_one_and_two_workers():
     trials = 2 * BLOCK_TRIALS + 12_345  # three blocks, the last one partial
-    one = estimate_loss(MECHANISMS["laplace"], 3, 1.0, trials, seed=99, workers=1)
-    two = estimate_loss(MECHANISMS["laplace"], 3, 1.0, trials, seed=99, workers=2)
+    one = estimate_loss(MECHANISMS["laplace"], 3, 1.0, trials, rng=99, workers=1)
+    two = estimate_loss(MECHANISMS["laplace"], 3, 1.0, trials, rng=99, workers=2)
     np.testing.assert_array_equal(one.counts, two.counts)
     assert one.loss == two.loss
-    other = estimate_loss(MECHANISMS["laplace"], 3, 1.0, trials, seed=100)
+    other = estimate_loss(MECHANISMS["laplace"], 3, 1.0, trials, rng=100)
     assert not np.array_equal(one.counts, other.counts)
 
 
 def test_seed_none_is_recorded_and_repeatable():
     a = estimate_loss(MECHANISMS["adept"], 2, 1.0, 5_000)
     assert isinstance(a.seed, int)
-    b = estimate_loss(MECHANISMS["adept"], 2, 1.0, 5_000, seed=a.seed)
+    b = estimate_loss(MECHANISMS["adept"], 2, 1.0, 5_000, rng=a.seed)
     np.testing.assert_array_equal(a.counts, b.counts)
 
 
 def test_counts_shape_and_totals_with_partial_chunks():
     # n = 3: chunks of 2**16 // 3 rows; trials not a multiple of it.
-    res = estimate_loss(MECHANISMS["laplace"], 3, 1.0, 50_001, seed=1)
+    res = estimate_loss(MECHANISMS["laplace"], 3, 1.0, 50_001, rng=1)
     assert res.counts.shape == (2, 2)
     assert res.counts.dtype.kind == "i"
     assert (res.counts.sum(axis=1) == 50_001).all()
@@ -231,7 +232,7 @@ def test_majority_counter_matches_round_half_even_of_mean(n):
     """The fast row count equals the authors' attack: np.round(mean of rounded coordinates)."""
     rng = np.random.default_rng(n)
     rows = max(2, 3000 // n)
-    above, count = audit._majority_counter(rows, n)
+    above, count = _sanity_runs._majority_counter(rows, n)
     for m in (rows, rows // 2):
         above[:] = rng.random((rows, n)) < rng.random((rows, 1))
         above[: rows // 4] = np.arange(n) < n // 2  # exact ties for even n
@@ -252,11 +253,11 @@ def _one_more(x, epsilon, rng):
 
 
 def test_attack_ties_are_guessed_zero_and_threshold_is_inclusive():
-    res = estimate_loss(_tie, 4, 1.0, 1000, seed=0)
+    res = estimate_loss(_tie, 4, 1.0, 1000, rng=0)
     np.testing.assert_array_equal(res.counts, [[1000, 0], [1000, 0]])
-    res = estimate_loss(_one_more, 4, 1.0, 1000, seed=0)
+    res = estimate_loss(_one_more, 4, 1.0, 1000, rng=0)
     np.testing.assert_array_equal(res.counts, [[0, 1000], [0, 1000]])
-    res = estimate_loss(_one_more, 5, 1.0, 1000, seed=0)  # 3 of 5 ones: majority
+    res = estimate_loss(_one_more, 5, 1.0, 1000, rng=0)  # 3 of 5 ones: majority
     np.testing.assert_array_equal(res.counts, [[0, 1000], [0, 1000]])
     assert res.loss == 0.0  # the guess 0 never occurred: skipped, not NaN
 
@@ -309,7 +310,7 @@ def test_bounds_agree_with_scipy_binomtest_intervals():
 
 
 def test_result_display_and_from_counts():
-    res = estimate_loss(MECHANISMS["adept"], 2, 0.1, 1000, seed=1)
+    res = estimate_loss(MECHANISMS["adept"], 2, 0.1, 1000, rng=1)
     text = str(res)
     assert "adept" in text and str(res.counts[0, 0]) in text and "n=2" in text
     assert "AuditResult" in repr(res)
@@ -343,8 +344,8 @@ LAP = MECHANISMS["laplace"]
         (dict(epsilon="1"), TypeError, "epsilon"),
         (dict(mechanism="laplace"), TypeError, "mechanism"),
         (dict(workers=0), ValueError, "workers"),
-        (dict(seed=-1), ValueError, "seed"),
-        (dict(seed=1.5), TypeError, "seed"),
+        (dict(rng=-1), ValueError, "rng"),
+        (dict(rng=1.5), TypeError, "rng"),
     ],
 )
 def test_bad_arguments_are_rejected(kwargs, exc, word):
@@ -380,23 +381,38 @@ def _nan_from_dptext_without_fix(x, epsilon, rng):
 )
 def test_bad_mechanism_output_is_reported(mech, word):
     with pytest.raises(ValueError, match=word) as info:
-        estimate_loss(mech, 3, 1.0, 100, seed=0)
+        estimate_loss(mech, 3, 1.0, 100, rng=0)
     assert mech.__name__ in str(info.value)
 
 
 def test_unpicklable_mechanism_with_workers():
     local = lambda x, epsilon, rng: x.copy()  # noqa: E731
     with pytest.raises(TypeError, match="picklable"):
-        estimate_loss(local, 1, 1.0, 3 * BLOCK_TRIALS, seed=0, workers=2)
+        estimate_loss(local, 1, 1.0, 3 * BLOCK_TRIALS, rng=0, workers=2)
     # ...but fine in-process.
-    assert estimate_loss(local, 1, 1.0, 100, seed=0).loss == math.inf
+    assert estimate_loss(local, 1, 1.0, 100, rng=0).loss == math.inf
 
 
 def test_mechanism_errors_propagate_from_workers():
     with pytest.raises(ValueError, match="NaN"):
-        estimate_loss(_nan, 1, 1.0, 2 * BLOCK_TRIALS, seed=0, workers=2)
+        estimate_loss(_nan, 1, 1.0, 2 * BLOCK_TRIALS, rng=0, workers=2)
 
 
 def test_builtin_mechanisms_pickle_by_reference():
     for fn in MECHANISMS.values():
         assert pickle.loads(pickle.dumps(fn)) is fn
+
+
+def test_estimate_loss_keeps_seed_and_confidence_as_deprecated_aliases():
+    new = estimate_loss(LAP, 2, 1.0, 1000, rng=5)
+    with pytest.warns(DeprecationWarning, match="use rng="):
+        old = estimate_loss(LAP, 2, 1.0, 1000, seed=5)
+    assert old.counts.tolist() == new.counts.tolist() and old.seed == new.seed == 5
+    with pytest.warns(DeprecationWarning, match="use confidence_level="):
+        assert new.lower_bound(confidence=0.9) == new.lower_bound(confidence_level=0.9) == new.lower_bound(0.9)
+    with pytest.raises(TypeError, match="confidence_level=.*confidence="):
+        new.confidence_interval(confidence=0.9, confidence_level=0.9)
+    with pytest.raises(TypeError, match="rng=.*seed="):
+        estimate_loss(LAP, 2, 1.0, 1000, seed=5, rng=5)
+    by_generator = estimate_loss(LAP, 2, 1.0, 1000, rng=np.random.default_rng(1))
+    assert estimate_loss(LAP, 2, 1.0, 1000, rng=by_generator.seed).counts.tolist() == by_generator.counts.tolist()

@@ -46,7 +46,7 @@ def test_the_nearest_pair_of_the_sparse_vector_technique_is_within_the_bound():
 
 def test_above_the_pairs_epsilon_only_the_error_remains():
     assert reach_probability(*RR, 10**6, 1.01) == pytest.approx(0.05)
-    assert reach_probability(*RR, 10**6, 1.01, confidence=0.99) == pytest.approx(0.01)
+    assert reach_probability(*RR, 10**6, 1.01, confidence_level=0.99) == pytest.approx(0.01)
 
 
 def test_reach_probability_grows_with_runs_and_falls_with_the_bound():
@@ -85,7 +85,7 @@ def test_no_valid_audit_reaches_more_often_than_the_limit():
     # test uses every run.  (Bound 0.95 at 4,000 runs: limit 0.63, audit about 0.28.)
     mech = functools.partial(ZOO["randomized_response"].mechanism, epsilon=1.0)
     seeds, trials, bound = 1_000, 4_000, 0.95
-    reached = np.mean([audit_pair(mech, 1, 0, epsilon=1.0, trials=trials, seed=s, selection=0.3, bounds="joint").lower_bound
+    reached = np.mean([audit_pair(mech, 1, 0, epsilon=1.0, trials=trials, rng=s, selection=0.3, bounds="joint").lower_bound
                        >= bound for s in range(seeds)])
     limit = reach_probability(*RR, trials, bound)
     assert 0.3 < limit < 0.9
@@ -97,7 +97,7 @@ def test_no_valid_audit_reaches_more_often_than_the_limit():
     [(dict(p=[0.5, 0.5, 0.0]), ValueError, "p"), (dict(q=[0.5, 0.6]), ValueError, "q"), (dict(q=[1.0]), ValueError, "q"),
      (dict(p="ab"), TypeError, "p"), (dict(p=[0.5, float("nan")]), ValueError, "p"), (dict(q=[0.2, 0.3, 0.5]), ValueError, "q"),
      (dict(trials=0), ValueError, "trials"), (dict(trials=2.5), TypeError, "trials"), (dict(bound=-0.1), ValueError, "bound"),
-     (dict(bound=float("nan")), ValueError, "bound"), (dict(confidence=1.0), ValueError, "confidence")],
+     (dict(bound=float("nan")), ValueError, "bound"), (dict(confidence_level=1.0), ValueError, "confidence_level")],
 )
 def test_bad_values_name_the_parameter(kwargs, error, name):
     args = dict(p=RR[0], q=RR[1], trials=100, bound=0.5) | kwargs

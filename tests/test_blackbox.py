@@ -26,7 +26,7 @@ from dptutor.audit import (
     fit_statistic,
     search_pairs,
 )
-from dptutor.audit import pair as pair_module
+from dptutor.audit import _pair_cells
 from dptutor.dpsniper import (
     PUBLISHED,
     benchmark,
@@ -58,7 +58,7 @@ def test_values_never_seen_in_the_selection_half_come_last():
         -3: np.array([0, 0, 0, 5]),
         2: np.array([5, 5, 5, 5]),
     }
-    keys, sel, est = pair_module._discrete_order(table)
+    keys, sel, est = _pair_cells.discrete_order(table)
     assert keys[:3] == [1, 2, 0] and set(keys[3:]) == {7, -3}
     assert sel[:, 3:].sum() == 0 and est[0, keys.index(7)] == 900
 
@@ -72,7 +72,7 @@ def rare_values(data, size, rng):
 
 
 def test_an_event_never_holds_a_value_seen_only_in_the_estimation_half():
-    result = audit_pair(rare_values, 0, 1, epsilon=0.1, trials=4000, seed=5)
+    result = audit_pair(rare_values, 0, 1, epsilon=0.1, trials=4000, rng=5)
     # Every candidate prefix is made of values seen in the selection half; the rare values seen only in
     # the estimation half fall in the complement.  The event shown is S or S^c: never a set of unseen values.
     assert result.lower_bound > 0.1
@@ -91,7 +91,7 @@ def test_fit_statistic_models_and_picklable():
     a = rng.laplace(0.0, 1.0, (2000, 3))
     b = rng.laplace(0.0, 1.0, (2000, 3)) + np.array([1.0, 0.0, 0.0])
     for model in ("logistic", "additive", "boosting", "auto"):
-        stat = fit_statistic(a, b, model=model, seed=1)
+        stat = fit_statistic(a, b, model=model, rng=1)
         values = stat(np.concatenate([a, b]))
         assert values.shape == (4000,) and np.isfinite(values).all()
         assert values[2000:].mean() > values[:2000].mean()  # higher log-odds for the second dataset
@@ -116,7 +116,7 @@ def test_fit_statistic_models_and_picklable():
         (dict(knots=1), ValueError, "knots"),
         (dict(knots=2.5), TypeError, "knots"),
         (dict(tails="curved"), ValueError, "tails"),
-        (dict(seed=-1), ValueError, "seed"),
+        (dict(rng=-1), ValueError, "rng"),
     ],
 )
 def test_fit_statistic_names_bad_parameters(kwargs, error, name):
@@ -162,7 +162,7 @@ def test_additive_score_is_the_logistic_regression_on_the_feature_map(tails):
         out[:, 0] += shift
         return np.column_stack([out, rng.integers(0, 6, n) + (rng.random(n) < shift)])
 
-    stat = fit_statistic(sample(4000, 0.0), sample(4000, 0.3), model="additive", knots=6, tails=tails, seed=1)
+    stat = fit_statistic(sample(4000, 0.0), sample(4000, 0.3), model="additive", knots=6, tails=tails, rng=1)
     score = stat.model
     fmap = score.feature_map
     coef = []
@@ -347,7 +347,7 @@ def test_two_bounds_are_one_sided_clopper_pearson_at_half_the_error():
 
     rr = ZOO["randomized_response"]
     mech = functools.partial(rr.mechanism, epsilon=1.0)
-    r = audit_pair(mech, 1, 0, epsilon=1.0, trials=10_000, seed=3, selection=0.2, bounds="two")
+    r = audit_pair(mech, 1, 0, epsilon=1.0, trials=10_000, rng=3, selection=0.2, bounds="two")
     assert r.selection_trials == 2_000 and r.estimation_trials == 8_000
     n = r.estimation_trials
     (k_num, _), (k_den, _) = r.counts.tolist()
@@ -362,8 +362,8 @@ def test_two_bounds_are_one_sided_clopper_pearson_at_half_the_error():
 def test_the_default_split_is_unchanged_by_the_new_options():
     entry = ZOO["randomized_response"]
     mech = functools.partial(entry.mechanism, epsilon=1.0)
-    a = audit_pair(mech, 1, 0, epsilon=1.0, trials=4_000, seed=9)
-    b = audit_pair(mech, 1, 0, epsilon=1.0, trials=4_000, seed=9, selection=0.5, bounds="four")
+    a = audit_pair(mech, 1, 0, epsilon=1.0, trials=4_000, rng=9)
+    b = audit_pair(mech, 1, 0, epsilon=1.0, trials=4_000, rng=9, selection=0.5, bounds="four")
     assert a.lower_bound == b.lower_bound and a.counts.tolist() == b.counts.tolist()
     assert a.selection_trials == 2_000
 
@@ -389,7 +389,7 @@ def test_the_joint_bound_errs_upward_at_its_exact_rate_on_a_boundary_event():
     rr = ZOO["randomized_response"]
     mech = functools.partial(rr.mechanism, epsilon=1.0)
     seeds, trials = 2_000, 4_000
-    results = [audit_pair(mech, 1, 0, epsilon=1.0, trials=trials, seed=s, selection=0.3, bounds="joint") for s in range(seeds)]
+    results = [audit_pair(mech, 1, 0, epsilon=1.0, trials=trials, rng=s, selection=0.3, bounds="joint") for s in range(seeds)]
     n_est = results[0].estimation_trials
     rate = float(np.mean([r.lower_bound > 1.0 for r in results]))
     exact = _joint_exceedance(math.e / (1 + math.e), 1 / (1 + math.e), n_est, 0.05)
@@ -397,7 +397,7 @@ def test_the_joint_bound_errs_upward_at_its_exact_rate_on_a_boundary_event():
     assert abs(rate - exact) <= 3.5 * math.sqrt(exact * (1 - exact) / seeds)
     # The two-bound variant on the same runs errs far less often (it pays gamma/2 twice).
     paired = 500
-    two = [audit_pair(mech, 1, 0, epsilon=1.0, trials=trials, seed=s, selection=0.3, bounds="two") for s in range(paired)]
+    two = [audit_pair(mech, 1, 0, epsilon=1.0, trials=trials, rng=s, selection=0.3, bounds="two") for s in range(paired)]
     assert float(np.mean([r.lower_bound > 1.0 for r in two])) < exact / 3
     # ... and its bounds are lower: the paired differences are positive on average by many standard errors.
     diff = np.array([a.lower_bound - b.lower_bound for a, b in zip(results, two)])
@@ -406,11 +406,11 @@ def test_the_joint_bound_errs_upward_at_its_exact_rate_on_a_boundary_event():
 
 def test_the_joint_bound_is_reproducible_and_refuses_delta():
     mech = functools.partial(ZOO["randomized_response"].mechanism, epsilon=1.0)
-    a = audit_pair(mech, 1, 0, epsilon=1.0, trials=5_000, seed=4, bounds="joint")
-    b = audit_pair(mech, 1, 0, epsilon=1.0, trials=5_000, seed=4, bounds="joint", workers=2)
+    a = audit_pair(mech, 1, 0, epsilon=1.0, trials=5_000, rng=4, bounds="joint")
+    b = audit_pair(mech, 1, 0, epsilon=1.0, trials=5_000, rng=4, bounds="joint", workers=2)
     assert a.lower_bound == b.lower_bound > 0 and a.counts.tolist() == b.counts.tolist()
     with pytest.raises(ValueError, match="bounds"):
-        audit_pair(mech, 1, 0, epsilon=1.0, trials=1_000, seed=4, bounds="joint", delta=1e-3)
+        audit_pair(mech, 1, 0, epsilon=1.0, trials=1_000, rng=4, bounds="joint", delta=1e-3)
 
 
 @pytest.mark.parametrize("name", ["LaplaceMechanism", "TruncatedGeometric", "NoisyHist1", "ReportNoisyMax2", "SVT4"])
@@ -445,7 +445,7 @@ def test_the_learned_bound_never_exceeds_the_exact_epsilon(bench, name):
 def test_the_learned_statistic_finds_the_classic_bugs(bench, entry, trials):
     entry = bench[entry] if isinstance(entry, str) else entry
     if entry.statistic is not None:  # the zoo's own rows carry a hand-written statistic: drop it
-        result = audit_pair(entry.release(), entry.x, entry.x_prime, epsilon=entry.epsilon, trials=trials, seed=3)
+        result = audit_pair(entry.release(), entry.x, entry.x_prime, epsilon=entry.epsilon, trials=trials, rng=3)
     else:
         result = entry.audit(trials, rng=3)
     assert result.is_violation(), result
@@ -454,8 +454,8 @@ def test_the_learned_statistic_finds_the_classic_bugs(bench, entry, trials):
 
 def test_learned_statistic_is_forced_and_reproducible():
     mech = functools.partial(svt, epsilon=0.1, algorithm=4, c=1)
-    a = audit_pair(mech, (1.0,) * 10, (2.0,) * 5 + (0.0,) * 5, epsilon=0.1, trials=4000, seed=9, statistic="learned")
-    b = audit_pair(mech, (1.0,) * 10, (2.0,) * 5 + (0.0,) * 5, epsilon=0.1, trials=4000, seed=9, statistic="learned")
+    a = audit_pair(mech, (1.0,) * 10, (2.0,) * 5 + (0.0,) * 5, epsilon=0.1, trials=4000, rng=9, statistic="learned")
+    b = audit_pair(mech, (1.0,) * 10, (2.0,) * 5 + (0.0,) * 5, epsilon=0.1, trials=4000, rng=9, statistic="learned")
     assert "LearnedStatistic" in a.event and a.lower_bound == b.lower_bound and a.event == b.event
 
 
@@ -481,7 +481,7 @@ def test_search_finds_the_violating_pair_and_corrects_for_confirming_several():
     mech = functools.partial(report_noisy_max_value, epsilon=0.1)
     dull = ((1.0,) * 5, (0.0,) + (1.0,) * 4)  # one answer moves: loss at most 0.05
     sharp = ((0.0,) * 5, (1.0,) * 5)  # every answer moves: exact epsilon 0.25
-    found = search_pairs(mech, [dull, sharp], epsilon=0.1, trials=200_000, pilot_trials=50_000, confirm=2, seed=4)
+    found = search_pairs(mech, [dull, sharp], epsilon=0.1, trials=200_000, pilot_trials=50_000, confirm=2, rng=4)
     assert found.index == 1 and found.pair == sharp
     assert found.best.confidence == pytest.approx(0.975) and len(found.confirmed) == 2
     assert 0.1 < found.lower_bound <= 0.25
@@ -499,15 +499,15 @@ def test_successive_halving_keeps_the_best_pair_and_spends_the_pilot_budget_on_i
         calls.append((tuple(data), size))
         return mech(data, size, rng)
 
-    found = search_pairs(counted, [*dull, sharp], epsilon=0.1, trials=200_000, pilot_trials=100_000, rounds=2, seed=4)
+    found = search_pairs(counted, [*dull, sharp], epsilon=0.1, trials=200_000, pilot_trials=100_000, rounds=2, rng=4)
     assert found.pair == sharp and found.index == 2 and 0.1 < found.lower_bound <= 0.25
     # Round 1: three candidates at 300,000 / (2 * 3) = 50,000 runs each; round 2: the better two at 75,000;
     # then 200,000 to confirm.  The all-zero input belongs to the sharp pair only.
     assert sum(size for data, size in calls if data == sharp[0]) == 50_000 + 75_000 + 200_000
     assert sum(size for _, size in calls) == 2 * (3 * 50_000 + 2 * 75_000 + 200_000)
     # One round is the plain pilot: the same ranking and result as without the parameter.
-    plain = search_pairs(mech, [*dull, sharp], epsilon=0.1, trials=20_000, pilot_trials=5_000, seed=4)
-    one = search_pairs(mech, [*dull, sharp], epsilon=0.1, trials=20_000, pilot_trials=5_000, seed=4, rounds=1)
+    plain = search_pairs(mech, [*dull, sharp], epsilon=0.1, trials=20_000, pilot_trials=5_000, rng=4)
+    one = search_pairs(mech, [*dull, sharp], epsilon=0.1, trials=20_000, pilot_trials=5_000, rng=4, rounds=1)
     assert plain.lower_bound == one.lower_bound and np.array_equal(plain.pilot_bounds, one.pilot_bounds)
 
 
@@ -522,14 +522,14 @@ def test_successive_halving_keeps_the_best_pair_and_spends_the_pilot_budget_on_i
         (dict(trials=2), ValueError, "trials"),
         (dict(pilot_trials=0), ValueError, "pilot_trials"),
         (dict(confirm=2), ValueError, "confirm"),
-        (dict(confidence=1.0), ValueError, "confidence"),
+        (dict(confidence_level=1.0), ValueError, "confidence_level"),
         (dict(epsilon=0.0), ValueError, "epsilon"),
         (dict(mechanism=None), TypeError, "mechanism"),
     ],
 )
 def test_search_pairs_names_bad_parameters(kwargs, error, name):
     args = dict(mechanism=functools.partial(report_noisy_max, epsilon=0.1), candidates=[((1.0, 0.0), (0.0, 1.0))],
-                epsilon=0.1, trials=100, seed=0)
+                epsilon=0.1, trials=100, rng=0)
     args.update(kwargs)
     with pytest.raises(error, match=name):
         search_pairs(**args)

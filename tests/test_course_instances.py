@@ -197,7 +197,7 @@ _SHOWS_AT = {"one-sided": 2, "sensitivity-1": 4, "l2": 2, "half-scale": 2}
 def _solve_audit(member) -> tuple[dict, dict, str]:
     """A correct answer to the audit of ``member`` (whose course is in use): verdicts, evidence, diagnosis."""
     n = _SHOWS_AT[member.bug]
-    evidence = {label: estimate_loss(mech, n, 1.0, 200_000, seed=11 + i)
+    evidence = {label: estimate_loss(mech, n, 1.0, 200_000, rng=11 + i)
                 for i, (label, mech) in enumerate((("A", mystery_a), ("B", mystery_b)))}
     verdicts = {label: "violates" if evidence[label].is_violation(0.95) else "no evidence" for label in "AB"}
     return verdicts, evidence, member.bug
@@ -250,7 +250,7 @@ def test_a_student_kernel_cannot_use_the_grading_checks_as_an_oracle() -> None:
         assert instances.tokens_of_key(token.rsplit(":", 1)[1] * 2) != tokens
     # The verdict questions replay the evidence but read no answer before grading either.
     use_course(tokens["audit"])
-    evidence = {label: estimate_loss(m, 2, 1.0, 100_000, seed=3) for label, m in (("A", mystery_a), ("B", mystery_b))}
+    evidence = {label: estimate_loss(m, 2, 1.0, 100_000, rng=3) for label, m in (("A", mystery_a), ("B", mystery_b))}
     verdicts = {"A": "violates", "B": "no evidence"}
     assert "graded after" in str(check("audit", "q1", verdicts, evidence))
     with pytest.raises(ValueError, match="only in its private answer key"):

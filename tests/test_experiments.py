@@ -55,7 +55,7 @@ def test_grid_rows_are_reproducible_cell_by_cell():
     ]
     for r in rows:
         assert r.seed == cell_seed(7, r.mechanism, r.epsilon, r.n)
-        again = estimate_loss(MECHANISMS[r.mechanism], r.n, r.epsilon, 3_000, seed=r.seed)
+        again = estimate_loss(MECHANISMS[r.mechanism], r.n, r.epsilon, 3_000, rng=r.seed)
         assert r.counts == tuple(again.counts.ravel().tolist())
         assert r.loss == again.loss
         assert r.lower_bound_95 == again.lower_bound(0.95)
@@ -189,7 +189,7 @@ def test_cli_reproduce_exact(tmp_path):
 def test_cli_repeat_prints_mean_and_std(tmp_path):
     proc = _cli("repeat", "--trials", "20000", "--repeats", "3", "--quiet", cwd=tmp_path)
     values = dict(line.split() for line in proc.stdout.splitlines() if line.split()[0] in ("mean", "std"))
-    losses = [estimate_loss(MECHANISMS["adept"], 2, 0.1, 20_000, seed=s).loss for s in range(3)]
+    losses = [estimate_loss(MECHANISMS["adept"], 2, 0.1, 20_000, rng=s).loss for s in range(3)]
     assert float(values["mean"]) == pytest.approx(np.mean(losses), rel=1e-5)
     assert float(values["std"]) == pytest.approx(np.std(losses), rel=1e-5)
 

@@ -73,7 +73,7 @@ def test_reachability_checks_have_teeth():
 def test_sanity_check_runs_and_stays_within_epsilon(mechanism):
     """The paper's attack: the 95% interval on the loss reaches down to epsilon or below (all three
     are epsilon-DP against this attack, whose exact loss for Laplace noise is ln(2e^{1/2} - 1) ~ 0.83)."""
-    res = estimate_loss(mechanism, n=1, epsilon=1.0, trials=50_000, seed=5)
+    res = estimate_loss(mechanism, n=1, epsilon=1.0, trials=50_000, rng=5)
     low, high = res.confidence_interval()
     assert math.isfinite(res.loss)
     assert low <= 1.0

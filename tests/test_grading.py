@@ -274,7 +274,7 @@ def test_mystery_a_violates_only_at_small_even_n() -> None:
         p0 = 0.5 * math.exp(-0.5 / b)
         guess1 = [stats.binom.sf(n // 2, n, p) for p in (p0, 1 - p0)]
         exact = max(abs(math.log(guess1[0] / guess1[1])), abs(math.log((1 - guess1[0]) / (1 - guess1[1]))))
-        result = estimate_loss(mystery_a, n, grading.AUDIT_EPSILON, 200_000, seed=n)
+        result = estimate_loss(mystery_a, n, grading.AUDIT_EPSILON, 200_000, rng=n)
         low, high = result.confidence_interval(0.999)
         assert low <= exact <= high, (n, exact, low, high)
         assert (exact > grading.AUDIT_EPSILON) == (n in (2, 4))
@@ -284,7 +284,7 @@ def test_mystery_b_is_the_laplace_mechanism() -> None:
     from dptutor.audit import exact_loss
 
     for n in (1, 2, 8):
-        result = estimate_loss(mystery_b, n, grading.AUDIT_EPSILON, 200_000, seed=10 + n)
+        result = estimate_loss(mystery_b, n, grading.AUDIT_EPSILON, 200_000, rng=10 + n)
         low, high = result.confidence_interval(0.999)
         assert low <= exact_loss("laplace", n, grading.AUDIT_EPSILON) <= high
 
@@ -299,7 +299,7 @@ def test_audit_evidence_is_replayed(reference: dict) -> None:
 
 def test_audit_verdict_from_weak_evidence_is_rejected(reference: dict) -> None:
     ns = reference["audit"]
-    weak = estimate_loss(mystery_b, ns["evidence"]["A"].n, grading.AUDIT_EPSILON, 1_000, seed=3)
+    weak = estimate_loss(mystery_b, ns["evidence"]["A"].n, grading.AUDIT_EPSILON, 1_000, rng=3)
     fb = check("audit", "q2", {"A": "violates", "B": "violates"}, {"A": ns["evidence"]["A"], "B": weak},
                hidden=True)
     assert fb.score < 1

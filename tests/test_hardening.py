@@ -92,7 +92,7 @@ def test_workers_beyond_the_limit_are_refused(pool_sizes, call):
         elif call == "repeat_loss":
             repeat_loss("adept", 2, 0.1, 300_000, 2, workers=10**9)
         else:
-            estimate_loss(laplace_mechanism, 1, 1.0, 300_000, seed=1, workers=10**9)
+            estimate_loss(laplace_mechanism, 1, 1.0, 300_000, rng=1, workers=10**9)
     assert pool_sizes == []
 
 
@@ -145,8 +145,8 @@ def _vandal(x, epsilon, rng):
 
 def test_mechanism_cannot_corrupt_later_audits():
     trials = 1000
-    estimate_loss(_vandal, 4, 1.0, trials, seed=0)
-    clean = estimate_loss(copy_input_mechanism, 4, 1.0, trials, seed=0)
+    estimate_loss(_vandal, 4, 1.0, trials, rng=0)
+    clean = estimate_loss(copy_input_mechanism, 4, 1.0, trials, rng=0)
     assert clean.counts.tolist() == [[trials, 0], [0, trials]]
 
 
@@ -288,7 +288,7 @@ def test_extreme_values_raise_no_warning():
         (lambda: loss_from_counts([[1e300, 0.0], [0.0, 1e300]]), "counts", ValueError),
         (lambda: sample_laplace((10**6, 10**6), rng=np.random.default_rng(0)), "size", ValueError),
         (lambda: estimate_loss(laplace_mechanism, 1, 1.0, 10**15), "trials", ValueError),
-        (lambda: estimate_loss(laplace_mechanism, 1, 1.0, 10, seed=math.inf), "seed", TypeError),
+        (lambda: estimate_loss(laplace_mechanism, 1, 1.0, 10, rng=math.inf), "rng", TypeError),
         (lambda: save_figure(None, "never-written"), "fig", TypeError),
     ],
 )

@@ -389,7 +389,7 @@ def test_forged_huge_evidence_is_not_replayed(reference: dict) -> None:
 
 def test_a_replay_that_runs_too_long_is_stopped(reference: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(audit_module, "AUDIT_REPLAY_SECONDS", 0.2)
-    slow = estimate_loss(audit_module.mystery_a, 64, 1.0, 400_000, seed=3)
+    slow = estimate_loss(audit_module.mystery_a, 64, 1.0, 400_000, rng=3)
     ns = dict(reference["audit"], evidence={"A": slow, "B": reference["audit"]["evidence"]["B"]})
     t0 = time.perf_counter()
     fbs = grade_in_process(ns, "audit")

@@ -75,7 +75,7 @@ def test_sound_over_100_seeds_at_the_boundary(mechanism, x, x_prime):
     # bound to fail: at most 5% of runs may be violations (the goal).  2*10^4 trials keep each run
     # a few ms.  The union bound over four one-sided intervals usually makes the rate far lower.
     flagged = [
-        audit_pair(mechanism, x, x_prime, epsilon=1.0, trials=20_000, seed=s).is_violation() for s in SEEDS
+        audit_pair(mechanism, x, x_prime, epsilon=1.0, trials=20_000, rng=s).is_violation() for s in SEEDS
     ]
     rate = sum(flagged) / len(flagged)
     print(f"{mechanism.__name__}: false-violation rate {rate:.2f} over {len(flagged)} seeds")
@@ -86,7 +86,7 @@ def test_never_flags_when_the_true_loss_is_clearly_below():
     # Laplace with scale 2 has true epsilon 0.5; claimed 1.  A violation would need the bound to
     # be off by 0.5, hundreds of standard errors at 2*10^4 trials: it must never happen.
     mech = functools.partial(laplace_count, scale=2.0)
-    results = [audit_pair(mech, 0.0, 1.0, epsilon=1.0, trials=20_000, seed=s) for s in SEEDS]
+    results = [audit_pair(mech, 0.0, 1.0, epsilon=1.0, trials=20_000, rng=s) for s in SEEDS]
     assert not any(r.is_violation() for r in results)
     assert max(r.lower_bound for r in results) < 0.5
 
@@ -99,7 +99,7 @@ def test_never_flags_when_the_true_loss_is_clearly_below():
 @pytest.mark.parametrize("epsilon", [0.5, 1.0, 2.0])
 def test_randomized_response_bound_is_tight(epsilon):
     trials = 200_000
-    r = audit_pair(functools.partial(randomized_response, epsilon=epsilon), 1, 0, epsilon=epsilon, trials=trials, seed=7)
+    r = audit_pair(functools.partial(randomized_response, epsilon=epsilon), 1, 0, epsilon=epsilon, trials=trials, rng=7)
     # The best event {0} has p = e^eps/(1+e^eps), p' = 1 - p.  The standard error of
     # ln(p_hat/p'_hat) on the estimation half is sqrt((1-p)/(n p) + p/(n (1-p))) (delta method);
     # the estimate must be within 4 of them, the bound below epsilon and within 4 + 2*2.24 of them.
@@ -116,7 +116,7 @@ def test_randomized_response_bound_is_tight(epsilon):
 @pytest.mark.parametrize("epsilon", [0.1, 1.0])
 def test_laplace_count_bound_is_close_to_epsilon(epsilon):
     trials = 400_000
-    r = audit_pair(functools.partial(laplace_count, scale=1 / epsilon), 0.0, 1.0, epsilon=epsilon, trials=trials, seed=3)
+    r = audit_pair(functools.partial(laplace_count, scale=1 / epsilon), 0.0, 1.0, epsilon=epsilon, trials=trials, rng=3)
     # At the best event {o >= 1}, p' = 1/2 and p = e^-eps / 2; the standard error of the log ratio
     # is sqrt((1-p)/(n p) + (1-p')/(n p')).  A cut chosen on noisy selection counts may be worse
     # than the best by a few of these, so allow 8 of them below epsilon (and 4 above).
@@ -132,7 +132,7 @@ def test_tradeoff_points_match_the_exact_rates():
     # P[M(0) = 1]) = (1 - p, 1 - p) and (p, p), with p = e/(1+e).  Each empirical rate has standard
     # error sqrt(p(1-p)/n); 5 of them is the tolerance.
     trials = 100_000
-    r = audit_pair(randomized_response, 1, 0, epsilon=1.0, trials=trials, seed=11)
+    r = audit_pair(randomized_response, 1, 0, epsilon=1.0, trials=trials, rng=11)
     alpha, beta = r.tradeoff()
     n = trials - trials // 2
     p = math.e / (1 + math.e)
@@ -153,7 +153,7 @@ def test_boolean_vectors_are_categories_and_the_composed_loss_is_found():
     # Two independent randomized responses at eps = 0.5 each: claimed 0.5, true 1.0 (the event
     # {(0, 0)} has ratio e^1).  10^5 trials flag it.
     mech = functools.partial(two_bit_response, epsilon=0.5)
-    r = audit_pair(mech, 1, 0, epsilon=0.5, trials=100_000, seed=5)
+    r = audit_pair(mech, 1, 0, epsilon=0.5, trials=100_000, rng=5)
     assert r.is_violation()
     assert 0.5 < r.lower_bound <= 1.0 + 0.05
     assert "(0, 0)" in r.event or "(1, 1)" in r.event
@@ -181,7 +181,7 @@ def test_integer_vectors_are_the_same_categories_whatever_their_labels():
     # The counting of integer rows takes one of three routes (bincount on one range for all columns,
     # bincount on per-column ranges, a sort of the rows); each must give the same counts and bound.
     results = {form: audit_pair(functools.partial(relabelled_bits, form=form), 1, 0, epsilon=0.5,
-                                trials=20_000, seed=8)
+                                trials=20_000, rng=8)
                for form in ("int8", "offsets", "uint16", "huge", "extremes", "uint64")}
     base = results["int8"]
     assert base.lower_bound > 0.5  # three bits at 0.5 each: 1.5 in all
@@ -199,21 +199,21 @@ def test_integer_vectors_are_the_same_categories_whatever_their_labels():
 
 def test_statistic_audits_real_vectors():
     zeros, ones = np.zeros(4), np.ones(4)
-    correct = audit_pair(vector_laplace, zeros, ones, epsilon=1.0, trials=100_000, seed=2, statistic=clipped_sum)
+    correct = audit_pair(vector_laplace, zeros, ones, epsilon=1.0, trials=100_000, rng=2, statistic=clipped_sum)
     assert not correct.is_violation()
     assert correct.lower_bound > 0.6  # the likelihood-ratio statistic sees most of epsilon = 1
     assert "clipped_sum(output)" in correct.event
     # Scale 1 per coordinate with sensitivity 4 (the ADePT error): true epsilon 4.
     buggy = functools.partial(vector_laplace, scale=1.0)
-    r = audit_pair(buggy, zeros, ones, epsilon=1.0, trials=100_000, seed=2, statistic=clipped_sum)
+    r = audit_pair(buggy, zeros, ones, epsilon=1.0, trials=100_000, rng=2, statistic=clipped_sum)
     assert r.is_violation() and r.lower_bound > 3.0
 
 
 def test_delta_makes_a_rare_leak_acceptable():
     # leaky_response is (1, 0.01)-DP but releases the data with probability 0.01.
-    pure = audit_pair(leaky_response, 1, 0, epsilon=1.0, trials=100_000, seed=4)
+    pure = audit_pair(leaky_response, 1, 0, epsilon=1.0, trials=100_000, rng=4)
     assert pure.is_violation() and pure.estimate == math.inf
-    approx = [audit_pair(leaky_response, 1, 0, epsilon=1.0, delta=0.01, trials=20_000, seed=s) for s in range(20)]
+    approx = [audit_pair(leaky_response, 1, 0, epsilon=1.0, delta=0.01, trials=20_000, rng=s) for s in range(20)]
     assert not any(r.is_violation() for r in approx)
     assert all(r.delta == 0.01 for r in approx)
 
@@ -222,12 +222,12 @@ def test_wide_integer_outputs_are_thresholded():
     def geometric_count(data, size, rng):
         return data * 10_000 + rng.integers(0, 100_000, size)
 
-    r = audit_pair(geometric_count, 0, 1, epsilon=1.0, trials=20_000, seed=1)
+    r = audit_pair(geometric_count, 0, 1, epsilon=1.0, trials=20_000, rng=1)
     assert r.threshold is not None
 
 
 def test_constant_mechanism_gives_zero():
-    r = audit_pair(lambda d, size, rng: np.zeros(size, dtype=int), 0, 1, epsilon=1.0, trials=1000, seed=0)
+    r = audit_pair(lambda d, size, rng: np.zeros(size, dtype=int), 0, 1, epsilon=1.0, trials=1000, rng=0)
     assert r.lower_bound == 0.0 and r.estimate == 0.0 and not r.is_violation()
 
 
@@ -244,19 +244,19 @@ def _key(r: PairAudit):
 
 @pytest.mark.parametrize("mechanism, x, x_prime", [(laplace_count, 0.0, 1.0), (two_bit_response, 1, 0)])
 def test_same_seed_same_result_whatever_the_parallelism(mechanism, x, x_prime):
-    kw = dict(epsilon=1.0, trials=MULTI_BLOCK_TRIALS, seed=2022)
+    kw = dict(epsilon=1.0, trials=MULTI_BLOCK_TRIALS, rng=2022)
     serial = audit_pair(mechanism, x, x_prime, **kw)
     assert _key(serial) == _key(audit_pair(mechanism, x, x_prime, **kw, workers=2))
     with concurrent.futures.ThreadPoolExecutor(3) as pool:
         assert _key(serial) == _key(audit_pair(mechanism, x, x_prime, **kw, executor=pool))
     assert serial.seed == 2022
-    other = audit_pair(mechanism, x, x_prime, **{**kw, "seed": 2023})
+    other = audit_pair(mechanism, x, x_prime, **{**kw, "rng": 2023})
     assert other.counts.tolist() != serial.counts.tolist()
 
 
 def test_seed_none_is_recorded_and_repeats():
     r = audit_pair(randomized_response, 1, 0, epsilon=1.0, trials=1000)
-    assert _key(r) == _key(audit_pair(randomized_response, 1, 0, epsilon=1.0, trials=1000, seed=r.seed))
+    assert _key(r) == _key(audit_pair(randomized_response, 1, 0, epsilon=1.0, trials=1000, rng=r.seed))
 
 
 def test_dask_local_cluster_gives_identical_counts():
@@ -309,7 +309,7 @@ def changes_type(data, size, rng):
 )
 def test_bad_mechanisms_get_a_value_error_naming_them(mechanism, match):
     with pytest.raises(ValueError, match=match):
-        audit_pair(mechanism, 0, 1, epsilon=1.0, trials=1000, seed=0)
+        audit_pair(mechanism, 0, 1, epsilon=1.0, trials=1000, rng=0)
 
 
 def test_bad_statistic_is_named():
@@ -318,7 +318,7 @@ def test_bad_statistic_is_named():
         def bad(outputs):
             return outputs[:, :2]
 
-        audit_pair(vector_laplace, np.zeros(4), np.ones(4), epsilon=1.0, trials=1000, seed=0, statistic=bad)
+        audit_pair(vector_laplace, np.zeros(4), np.ones(4), epsilon=1.0, trials=1000, rng=0, statistic=bad)
 
 
 @pytest.mark.parametrize(
@@ -333,11 +333,11 @@ def test_bad_statistic_is_named():
         (dict(trials=1), ValueError, "trials"),
         (dict(trials=1e4), TypeError, "trials"),
         (dict(trials=10**16), ValueError, "trials"),
-        (dict(seed=-1), ValueError, "seed"),
-        (dict(seed=1.5), TypeError, "seed"),
-        (dict(confidence=1.0), ValueError, "confidence"),
-        (dict(confidence=0.0), ValueError, "confidence"),
-        (dict(confidence=math.nan), ValueError, "confidence"),
+        (dict(rng=-1), ValueError, "rng"),
+        (dict(rng=1.5), TypeError, "rng"),
+        (dict(confidence_level=1.0), ValueError, "confidence_level"),
+        (dict(confidence_level=0.0), ValueError, "confidence_level"),
+        (dict(confidence_level=math.nan), ValueError, "confidence_level"),
         (dict(statistic=3), TypeError, "statistic"),
         (dict(delta=1.0), ValueError, "delta"),
         (dict(delta=-0.1), ValueError, "delta"),
@@ -348,7 +348,7 @@ def test_bad_statistic_is_named():
     ],
 )
 def test_bad_input_is_named(kwargs, error, name):
-    args = dict(mechanism=randomized_response, x=1, x_prime=0, epsilon=1.0, trials=1000, seed=0)
+    args = dict(mechanism=randomized_response, x=1, x_prime=0, epsilon=1.0, trials=1000, rng=0)
     args.update(kwargs)
     with pytest.raises(error, match=name):
         audit_pair(args.pop("mechanism"), args.pop("x"), args.pop("x_prime"), **args)
@@ -360,7 +360,7 @@ def test_workers_need_picklable_mechanisms():
 
 
 def test_pair_audit_refuses_bad_fields_and_is_read_only():
-    r = audit_pair(randomized_response, 1, 0, epsilon=1.0, trials=1000, seed=0)
+    r = audit_pair(randomized_response, 1, 0, epsilon=1.0, trials=1000, rng=0)
     with pytest.raises(ValueError):
         r.counts[0, 0] = 1
     with pytest.raises(ValueError, match="lower_bound"):
@@ -379,7 +379,7 @@ def test_a_trivial_event_is_never_chosen():
 
     mech = functools.partial(laplace_vector, epsilon=0.1)
     for seed in (1, 3):
-        r = audit_pair(mech, np.zeros(2), np.ones(2), epsilon=0.1, trials=40_000, seed=seed, statistic=clipped_sum)
+        r = audit_pair(mech, np.zeros(2), np.ones(2), epsilon=0.1, trials=40_000, rng=seed, statistic=clipped_sum)
         assert 0 < r.counts[0, 0] < r.estimation_trials and 0 < r.counts[1, 0] < r.estimation_trials
 
 
@@ -437,10 +437,45 @@ def test_a_mechanism_with_the_wrong_signature_is_named():
 
     # The paper's signature happens to run here and returns the wrong number of outputs.
     with pytest.raises(ValueError, match="old_style.*size=50"):
-        audit_pair(old_style, np.zeros((1, 2)), np.ones((1, 2)), epsilon=1.0, trials=100, seed=0)
+        audit_pair(old_style, np.zeros((1, 2)), np.ones((1, 2)), epsilon=1.0, trials=100, rng=0)
 
     def two_arguments(data, size):
         return np.zeros(size)
 
     with pytest.raises(TypeError, match="two_arguments.*mechanism\\(data, size, rng\\)"):
-        audit_pair(two_arguments, 0, 1, epsilon=1.0, trials=100, seed=0)
+        audit_pair(two_arguments, 0, 1, epsilon=1.0, trials=100, rng=0)
+
+
+# -- scipy's vocabulary: rng and confidence_level, with the old names as deprecated aliases ------------
+
+
+def test_the_old_keyword_names_warn_and_give_the_same_result():
+    new = audit_pair(randomized_response, 1, 0, epsilon=1.0, trials=2000, rng=7, confidence_level=0.9)
+    with pytest.warns(DeprecationWarning) as caught:
+        old = audit_pair(randomized_response, 1, 0, epsilon=1.0, trials=2000, seed=7, confidence=0.9)
+    messages = sorted(str(w.message) for w in caught)
+    assert len(messages) == 2 and "use confidence_level=" in messages[0] and "use rng=" in messages[1]
+    assert _key(old) == _key(new) and old.seed == new.seed == 7 and old.confidence == 0.9
+
+
+@pytest.mark.parametrize("kwargs", [dict(seed=1, rng=1), dict(confidence=0.9, confidence_level=0.9)])
+def test_an_old_and_a_new_name_together_is_a_type_error_naming_both(kwargs):
+    old, new = sorted(kwargs, key=len)[0], sorted(kwargs, key=len)[1]
+    with pytest.raises(TypeError, match=f"{new}=.*{old}="):
+        audit_pair(randomized_response, 1, 0, epsilon=1.0, trials=100, **kwargs)
+
+
+def test_rng_takes_an_int_a_seed_sequence_or_a_generator_reproducibly():
+    by_int = audit_pair(randomized_response, 1, 0, epsilon=1.0, trials=2000, rng=11)
+    by_sequence = audit_pair(randomized_response, 1, 0, epsilon=1.0, trials=2000, rng=np.random.SeedSequence(11))
+    assert _key(by_int) == _key(by_sequence)
+    one = audit_pair(randomized_response, 1, 0, epsilon=1.0, trials=2000, rng=np.random.default_rng(5))
+    two = audit_pair(randomized_response, 1, 0, epsilon=1.0, trials=2000, rng=np.random.default_rng(5))
+    assert _key(one) == _key(two)
+    # the recorded seed repeats the run, whatever form the rng took
+    assert _key(audit_pair(randomized_response, 1, 0, epsilon=1.0, trials=2000, rng=one.seed)) == _key(one)
+    child = np.random.SeedSequence(3).spawn(1)[0]
+    spawned = audit_pair(randomized_response, 1, 0, epsilon=1.0, trials=2000, rng=child)
+    assert _key(audit_pair(randomized_response, 1, 0, epsilon=1.0, trials=2000, rng=spawned.seed)) == _key(spawned)
+    with pytest.raises(TypeError, match="rng"):
+        audit_pair(randomized_response, 1, 0, epsilon=1.0, trials=100, rng="seed")

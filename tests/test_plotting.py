@@ -366,3 +366,93 @@ def test_plot_attack_comparison_rejects_negative_or_nan_bounds() -> None:
     for bad in (-0.1, float("nan")):
         with pytest.raises(ValueError, match="non-negative"):
             plotting.plot_attack_comparison([("Laplace", 1, 1.0, bad, 0.5)])
+
+
+# --- absurd axis limits: an error naming the parameter, or a figure, never a warning -----------------
+
+ABSURD = (1e308, -1e308, 1e200, 5e-324, 0.0, -1.0, float("inf"), float("-inf"), float("nan"))
+
+
+def _pdf(x):
+    return laplace_pdf(x, 0.0, 1.0)
+
+
+def _cdf(x):
+    return laplace_cdf(x, 0.0, 1.0)
+
+
+#: For each public figure function, calls that put one absurd value ``v`` where a limit, a location, a scale
+#: or a drawn value goes, with the parameter that an error must name.
+ABSURD_CALLS = {
+    "plot_inverse_cdfs": [("mu", lambda v: plotting.plot_inverse_cdfs(v, 1.0, num=101)),
+                          ("b", lambda v: plotting.plot_inverse_cdfs(0.0, v, num=101)),
+                          ("ylim", lambda v: plotting.plot_inverse_cdfs(0.0, 1.0, num=101, ylim=v))],
+    "plot_sampling_strategies": [("limits", lambda v: plotting.plot_sampling_strategies([("t", np.arange(5.0))], limits=(-1.0, v))),
+                                 ("range", lambda v: plotting.plot_sampling_strategies([("t", np.arange(5.0), (v, 1e300))]))],
+    "plot_histograms_with_pdf": [("limits", lambda v: plotting.plot_histograms_with_pdf({"a": np.arange(5.0)}, _pdf, limits=(v, 1.0)))],
+    "plot_ecdfs": [("limits", lambda v: plotting.plot_ecdfs({"a": np.arange(5.0)}, {"a": _cdf}, limits=(-1.0, v)))],
+    "plot_neighbouring_densities": [("limits", lambda v: plotting.plot_neighbouring_densities([("t", _pdf, _pdf)], z=0.5,
+                                                                                              limits=(-v, v)))],
+    "plot_uniform_distributions": [("intervals", lambda v: plotting.plot_uniform_distributions(3, [(0.0, v)])),
+                                   ("intervals", lambda v: plotting.plot_uniform_distributions(3, [(v, 1e300)]))],
+    "plot_laplace_family": [("mus", lambda v: plotting.plot_laplace_family([v, 0.0])),
+                            ("bs", lambda v: plotting.plot_laplace_family(bs=[v])),
+                            ("span", lambda v: plotting.plot_laplace_family(span=v))],
+    "plot_loss_regions": [("", lambda v: plotting.plot_loss_regions())],
+    "plot_laplace_mechanism": [("fx", lambda v: plotting.plot_laplace_mechanism(v, 1.0)),
+                               ("epsilon", lambda v: plotting.plot_laplace_mechanism(0.0, 1.0, v)),
+                               ("sensitivity", lambda v: plotting.plot_laplace_mechanism(0.0, 1.0, 1.0, v))],
+    "plot_sanity_check": [("results", lambda v: plotting.plot_sanity_check({"laplace": {1.0: {2: v}, 2.0: {2: 0.5}}})),
+                          ("results", lambda v: plotting.plot_sanity_check({"laplace": {v: {2: 0.5}}})),
+                          ("epsilon_range", lambda v: plotting.plot_sanity_check(None, exact=True, dims=[1],
+                                                                                   epsilon_range=(v, 1e200)))],
+    "plot_seed_estimates": [("losses", lambda v: plotting.plot_seed_estimates([v, 2.0], [0.0, 0.0], 1.0)),
+                            ("epsilon", lambda v: plotting.plot_seed_estimates([1.0, 2.0], [0.0, 0.0], v)),
+                            ("exact", lambda v: plotting.plot_seed_estimates([1.0, 2.0], [0.0, 0.0], 1.0, exact=v))],
+    "plot_loss_agreement": [("series", lambda v: plotting.plot_loss_agreement({"a": ([v, 1.0], [1.0, v])}))],
+    "plot_attack_comparison": [("rows", lambda v: plotting.plot_attack_comparison([("m", 2, 1.0, v, 1.0), ("m", 4, 1.0, 1.0, 0.0)])),
+                               ("rows", lambda v: plotting.plot_attack_comparison([("m", 2, v, 1.0, 1.0)])),
+                               ("rows", lambda v: plotting.plot_attack_comparison([("m", v, 1.0, 1.0, 1.0)]))],
+    "plot_composition": [("epsilon", lambda v: plotting.plot_composition([1, 2], v, [1.0, 2.0])),
+                         ("ks", lambda v: plotting.plot_composition([1, v], 1.0, [1.0, 2.0])),
+                         ("majority", lambda v: plotting.plot_composition([1, 2], 1.0, [v, 2.0]))],
+    "plot_gaussian_sigmas": [("epsilons", lambda v: plotting.plot_gaussian_sigmas([0.1, v], [1.0, 1.0], [1.0, 1.0], 1e-5)),
+                             ("classic", lambda v: plotting.plot_gaussian_sigmas([0.1, 1.0], [v, 1.0], [1.0, 1.0], 1e-5)),
+                             ("analytic", lambda v: plotting.plot_gaussian_sigmas([0.1, 1.0], [1.0, 1.0], [v, 1.0], 1e-5)),
+                             ("delta", lambda v: plotting.plot_gaussian_sigmas([0.1, 1.0], [1.0, 1.0], [1.0, 1.0], v))],
+    "plot_pure_epsilon_growth": [("trials", lambda v: plotting.plot_pure_epsilon_growth([10, v], [0.1, 0.2], [0.1, 0.2], 1.0, 1e-3)),
+                                 ("pure_bounds", lambda v: plotting.plot_pure_epsilon_growth([10, 100], [v, 0.2], [0.1, 0.2], 1.0, 1e-3)),
+                                 ("epsilon", lambda v: plotting.plot_pure_epsilon_growth([10, 100], [0.1, 0.2], [0.1, 0.2], v, 1e-3))],
+    "plot_tradeoff": [("mu", lambda v: plotting.plot_tradeoff(v, [0.1, 0.5], [0.8, 0.3])),
+                      ("alpha_points", lambda v: plotting.plot_tradeoff(1.0, [0.1, v], [0.8, 0.3]))],
+    "fp_plot_impossible_fractions": [("confidence", lambda v: plotting.fp_plot_impossible_fractions({"a": [_attack_result()]}, v))],
+}
+
+
+def _attack_result():
+    from dptutor.floating import attack
+
+    return attack("numpy", 1.0, 64, rng=np.random.default_rng(0))
+
+
+def test_every_figure_function_has_absurd_calls() -> None:
+    assert set(ABSURD_CALLS) == {name for name in plotting.__all__ if callable(getattr(plotting, name))}
+
+
+@pytest.mark.parametrize("name", sorted(ABSURD_CALLS))
+def test_absurd_limits_give_an_error_naming_the_parameter_or_a_figure_never_a_warning(name: str) -> None:
+    import warnings
+
+    for parameter, call in ABSURD_CALLS[name]:
+        for v in ABSURD:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")  # a warning, from numpy or matplotlib, fails the test
+                try:
+                    fig = call(v)
+                except (ValueError, TypeError) as exc:
+                    assert parameter in str(exc), f"{name} with {parameter} = {v!r}: {exc}"
+                    continue
+                try:
+                    fig.canvas.draw()  # ticks and transforms are computed here (and when a page saves it)
+                finally:
+                    plt.close(fig)

@@ -83,9 +83,9 @@ def test_simulated_losses_scatter_around_the_exact_loss() -> None:
 @pytest.mark.parametrize("kwargs,param", [
     (dict(name="gauss"), "name"), (dict(n=0), "n"), (dict(epsilon=-1.0), "epsilon"),
     (dict(epsilon=math.nan), "epsilon"), (dict(trials=0), "trials"), (dict(trials=1e3), "trials"),
-    (dict(reps=0), "reps"), (dict(rng=3), "rng"),
+    (dict(reps=0), "reps"), (dict(rng=-3), "rng"), (dict(rng="3"), "rng"), (dict(rng=1.5), "rng"),
 ])
-def test_simulated_losses_bad_input(kwargs, param: str) -> None:
+def test_simulated_losses_bad_input(kwargs, param: str) -> None:  # rng may be an int seed (scipy's vocabulary)
     args = dict(name="laplace", n=1, epsilon=1.0, trials=100, reps=10, rng=np.random.default_rng(0))
     args.update(kwargs)
     with pytest.raises((TypeError, ValueError), match=param):
@@ -96,3 +96,10 @@ def test_every_mechanism_can_be_simulated() -> None:
     for name in MECHANISMS:
         sims = simulated_losses(name, 2, 1.0, 1_000, reps=5, rng=np.random.default_rng(1))
         assert sims.shape == (5,) and not np.isnan(sims).any()
+
+
+def test_simulated_losses_take_a_seed_a_seed_sequence_or_a_generator_alike() -> None:
+    by_int = simulated_losses("adept", 2, 0.1, 1000, 50, rng=11)
+    by_generator = simulated_losses("adept", 2, 0.1, 1000, 50, rng=np.random.default_rng(11))
+    by_sequence = simulated_losses("adept", 2, 0.1, 1000, 50, rng=np.random.SeedSequence(11))
+    assert np.array_equal(by_int, by_generator) and np.array_equal(by_int, by_sequence)

@@ -210,7 +210,7 @@ def test_svt_log_likelihood_ratio_does_not_read_floating_point_bits():
         return ((np.abs(v - np.array(xp)) - np.abs(v - np.array(x))) * released).sum(axis=1)
 
     def bound(stat):
-        return audit_pair(mech, x, xp, epsilon=0.1, trials=200_000, seed=8, statistic=stat).lower_bound
+        return audit_pair(mech, x, xp, epsilon=0.1, trials=200_000, rng=8, statistic=stat).lower_bound
 
     assert bound(textbook_value_term) > 1.0
     for decimals in (None, 9):

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dptutor._validate import check_choice, check_float_array, check_int
+from dptutor._validate import check_choice, check_float_array, check_int, renamed_parameters
 
 __all__ = [
     "LearnedStatistic",
@@ -56,7 +56,7 @@ __all__ = [
 #: LEARN_MAX_TRIALS, and never more than half of the selection half.
 LEARN_TRIALS: int = 1 << 15
 
-#: The most runs per dataset spent on fitting (2^19: a few seconds for logistic regression, about a
+#: The most runs per dataset spent on fitting, 2^19 (a few seconds for logistic regression, about a
 #: minute for boosting on a loaded 2-core machine).
 LEARN_MAX_TRIALS: int = 1 << 19
 
@@ -64,7 +64,7 @@ LEARN_MAX_TRIALS: int = 1 << 19
 #: such as "not answered", or each value of a bit): the additive model gives it an indicator of its own.
 ATOM_FRACTION: float = 0.01
 
-#: Knots per output value of the additive model's piecewise-linear part: that many quantiles of the fitting
+#: Knots per output value of the additive model's piecewise-linear part, that many quantiles of the fitting
 #: sample's values (atoms left out), evenly spread in probability (see :func:`fit_additive_map`).
 SPLINE_KNOTS: int = 8
 
@@ -72,7 +72,7 @@ SPLINE_KNOTS: int = 8
 #: the infinities); at most 1 / ATOM_FRACTION values can qualify.
 _MAX_ATOMS = int(1 / ATOM_FRACTION) + 2
 
-#: The additive model's two shapes beyond the outer knots: constant, or linear (see :class:`AdditiveMap`).
+#: The additive model's two shapes beyond the outer knots, constant or linear (see :class:`AdditiveMap`).
 TAILS: tuple[str, ...] = ("flat", "linear")
 
 #: The models :func:`fit_statistic` knows.
@@ -108,10 +108,22 @@ class AdditiveMap:
     over the two knots around it (the "hat" basis of piecewise-linear functions: weights ``1 - t`` and
     ``t`` where ``t`` is ``v``'s position between them).  With ``tails="linear"``, ``v`` enters once more,
     linearly, as ``(v - c) / h`` with ``c`` and ``h`` the centre and half-width of the knots' range (clipped
-    to :data:`_LINEAR_CLIP`; 0 on atoms).  A linear model on these features is a sum over coordinates of
+    to 10^6; 0 on atoms).  A linear model on these features is a sum over coordinates of
     one continuous piecewise-linear function each, plus a free value per atom; beyond the outer knots the
     function is constant with ``tails="flat"`` (as the log-likelihood ratio of shifted Laplace noise) and
     linear with ``tails="linear"``.
+
+    Parameters
+    ----------
+    knots, atoms : sequence of array_like
+        One array per output value each, as above.
+    tails : {"flat", "linear"}, optional
+        The model beyond the outer knots.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the bad field.
     """
 
     knots: tuple[Any, ...]
@@ -149,7 +161,23 @@ class AdditiveMap:
 
     def transform(self, outputs: Any) -> Any:
         """The features of ``outputs`` (one per row of the first axis) as a ``scipy.sparse`` CSR matrix with
-        :attr:`n_features` columns and at most three non-zero entries per output value."""
+        :attr:`n_features` columns and at most three non-zero entries per output value.
+
+        Parameters
+        ----------
+        outputs : array_like
+            Outputs with :attr:`width` values each (one per row of the first axis).
+
+        Returns
+        -------
+        scipy.sparse.csr_matrix
+            Shape ``(len(outputs), n_features)``.
+
+        Raises
+        ------
+        ValueError
+            If an output does not have :attr:`width` values.
+        """
         from scipy import sparse
 
         rows = _as_rows(outputs, "outputs")
@@ -198,6 +226,24 @@ def fit_additive_map(outputs: Any, *, knots: int = SPLINE_KNOTS, tails: str = "f
     than two remain), so that each tail beyond the outer knots holds ``1 / (2 knots)`` of them.  ``tails``
     is ``"flat"`` or ``"linear"`` (see :class:`AdditiveMap`).  The map depends on this sample only: in
     :func:`dptutor.audit.audit_pair` it is the fitting sample.
+
+    Parameters
+    ----------
+    outputs : array_like
+        The sample, one output per row of the first axis (the same shape per output).
+    knots : int, optional
+        Knots per output value, 2 to :data:`MAX_KNOTS`.
+    tails : {"flat", "linear"}, optional
+        The model beyond the outer knots.
+
+    Returns
+    -------
+    AdditiveMap
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the bad parameter.
     """
     rows = _as_rows(outputs, "outputs")
     knots = check_int(knots, "knots", minimum=2, maximum=MAX_KNOTS)
@@ -316,6 +362,22 @@ class LearnedStatistic:
     classifier's log-odds that the output came from the second dataset (``x_prime``).
 
     Built by :func:`fit_statistic`.  Picklable (it runs in worker processes with the audit's blocks).
+
+    Parameters
+    ----------
+    model : object
+        A fitted classifier with a ``decision_function``.
+    kind : str
+        The model's kind, one of ``MODELS[1:]``.
+    width : int
+        Values per output.
+    infinite : numpy.ndarray of bool
+        Which output values are infinite somewhere in the fitting sample (their finiteness is a feature).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the bad field.
     """
 
     model: Any
@@ -350,6 +412,7 @@ class LearnedStatistic:
         return f"LearnedStatistic(kind={self.kind!r}, width={self.width})"
 
 
+@renamed_parameters(seed="rng")
 def fit_statistic(
     outputs_x: Any,
     outputs_x_prime: Any,
@@ -357,19 +420,39 @@ def fit_statistic(
     model: str = "auto",
     knots: int = SPLINE_KNOTS,
     tails: str = "flat",
-    seed: int = 0,
+    rng: int | np.random.SeedSequence | np.random.Generator = 0,
 ) -> LearnedStatistic:
     """Fit a classifier of "``x`` or ``x_prime``" on outputs of each and return it as a statistic.
-
-    ``outputs_x`` and ``outputs_x_prime`` are arrays of outputs (first axis: one output each, the same
-    shape per output), typically the fitting sample of :func:`dptutor.audit.audit_pair`'s selection half.
-    ``model`` is one of :data:`MODELS`; ``knots`` and ``tails`` shape the additive model (see
-    :func:`fit_additive_map`); ``seed`` fixes the boosting model's internal randomness.
 
     ``"auto"`` chooses among :data:`AUTO_CANDIDATES` (logistic regression, and the additive model with
     flat tails at several numbers of knots) by two-fold cross-validation on this sample: each candidate is
     fitted on one half of each dataset's outputs and scored by its log-loss on the other half, both ways;
     the best is fitted again on the whole sample.  The choice, like the fit, sees only these outputs.
+
+    Parameters
+    ----------
+    outputs_x, outputs_x_prime : array_like
+        Outputs of each dataset (first axis: one output each, the same shape per output), typically the
+        fitting sample of :func:`dptutor.audit.audit_pair`'s selection half.
+    model : str, optional
+        One of :data:`MODELS`.
+    knots : int, optional
+        Knots per output value of the additive model (see :func:`fit_additive_map`), 2 to :data:`MAX_KNOTS`.
+    tails : str, optional
+        The additive model's tails, one of :data:`TAILS`.
+    rng : int, numpy.random.SeedSequence or numpy.random.Generator, optional
+        Fixes the boosting model's internal randomness: an int in [0, 2**32) is its seed; a SeedSequence
+        or a Generator gives one.  (Deprecated alias: ``seed``.)
+
+    Returns
+    -------
+    LearnedStatistic
+        The fitted statistic: call it on an array of outputs for one real per output.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the bad parameter.
     """
     a, b = _as_rows(outputs_x, "outputs_x"), _as_rows(outputs_x_prime, "outputs_x_prime")
     if a.shape[1] != b.shape[1]:
@@ -379,7 +462,11 @@ def fit_statistic(
     model = check_choice(model, "model", MODELS)
     knots = check_int(knots, "knots", minimum=2, maximum=MAX_KNOTS)
     tails = check_choice(tails, "tails", TAILS)
-    seed = check_int(seed, "seed", minimum=0, maximum=2**32 - 1)
+    if isinstance(rng, np.random.SeedSequence):
+        rng = int(rng.generate_state(1)[0])
+    elif isinstance(rng, np.random.Generator):
+        rng = int(rng.integers(0, 2**32))
+    seed = check_int(rng, "rng", minimum=0, maximum=2**32 - 1)
     rows = np.concatenate([a, b])
     labels = np.concatenate([np.zeros(a.shape[0], dtype=np.int64), np.ones(b.shape[0], dtype=np.int64)])
     infinite = ~np.isfinite(rows).all(axis=0)

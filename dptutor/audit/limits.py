@@ -18,7 +18,7 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from dptutor._validate import check_float_array, check_int, check_positive, check_probability
+from dptutor._validate import check_float_array, check_int, check_positive, check_probability, renamed_parameters
 from dptutor.selection import max_log_ratio
 
 __all__ = ["nearest_pair", "reach_probability", "reach_count_probability"]
@@ -56,11 +56,29 @@ def _project(a: NDArray[np.float64], b: NDArray[np.float64], level: float) -> tu
 
 
 def nearest_pair(p: object, q: object, epsilon: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """A pair of laws ``(u, v)`` with ``max_log_ratio(u, v) <= epsilon`` (:func:`dptutor.selection.max_log_ratio`), close to ``(p, q)`` in chi-squared.
+    """A pair of laws ``(u, v)`` with ``max_log_ratio(u, v) <= epsilon`` (``dptutor.selection.max_log_ratio``), close to ``(p, q)`` in chi-squared.
 
     Each outcome whose ratio exceeds ``e^level`` is moved onto it by the smallest chi-squared change, both
     laws are renormalised, and ``level`` is the largest (found by bisection, 60 steps) for which the
-    renormalised pair is within ``epsilon``.  If ``(p, q)`` already is, it is returned unchanged."""
+    renormalised pair is within ``epsilon``.  If ``(p, q)`` already is, it is returned unchanged.
+
+    Parameters
+    ----------
+    p, q : array_like
+        The output laws of the two datasets over the same discrete outcomes (positive, each summing to 1).
+    epsilon : float
+        The target epsilon, positive.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(u, v)``, two probability vectors over the same outcomes.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the bad parameter.
+    """
     a, b = _laws(p, q)
     eps = check_positive(epsilon, "epsilon")
     if max_log_ratio(a, b) <= eps:
@@ -80,20 +98,54 @@ def nearest_pair(p: object, q: object, epsilon: float) -> tuple[NDArray[np.float
     return u, v
 
 
-def reach_probability(p: object, q: object, trials: int, bound: float, confidence: float = 0.95) -> float:
-    """An upper bound on the probability that *any* audit whose lower bound is valid at ``confidence``
-    reports at least ``bound``, from ``trials`` runs on each dataset whose outputs follow ``p`` and ``q``.
+@renamed_parameters(confidence="confidence_level")
+def reach_probability(p: object, q: object, trials: int, bound: float, confidence_level: float = 0.95) -> float:
+    """The probability that a valid audit reports at least ``bound``, in the normal approximation.
 
-    If ``bound`` exceeds the pair's epsilon, validity itself caps it at ``1 - confidence``.  Otherwise it is
-    the power of the most powerful level-``(1 - confidence)`` test of :func:`nearest_pair` at a level just
-    below ``bound`` against ``(p, q)``, in the normal approximation to the log-likelihood ratio's sum over
-    the ``2 trials`` runs (the central limit theorem; accurate when every outcome is expected many times)."""
+    An audit whose lower bound is valid at ``confidence_level`` reports at least ``bound`` (from ``trials``
+    runs on each dataset, whose outputs follow ``p`` and ``q``) only if its event ``{L >= bound}`` rejects
+    the pair of :func:`nearest_pair` at level ``gamma = 1 - confidence_level``; by the Neyman-Pearson lemma
+    no such test is more powerful than the likelihood-ratio test.  This function returns that test's
+    power, the reach probability, with the log-likelihood ratio's sum over the ``2 trials`` runs replaced
+    by its normal approximation (the central limit theorem).  It is therefore an approximation of the
+    limit, not a guaranteed upper bound: accurate when every outcome is expected many times (a Monte Carlo
+    of the exact test agrees within about 0.003 on the black-box benchmark's pairs).  If
+    ``bound`` exceeds the pair's epsilon, validity itself caps the probability at ``gamma``, which is
+    returned.
+
+    Parameters
+    ----------
+    p, q : array_like
+        The output laws of the two datasets over the same discrete outcomes (positive, each summing to 1).
+    trials : int
+        Runs per dataset.
+    bound : float
+        The reported lower bound to reach, positive.
+    confidence_level : float, optional
+        The audit's confidence level, in (0, 1).  (Deprecated alias: ``confidence``.)
+
+    Returns
+    -------
+    float
+        The (approximate) reach probability, at least ``1 - confidence_level``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the bad parameter.
+
+    Examples
+    --------
+    >>> p, q = [0.5, 0.5], [0.25, 0.75]
+    >>> 0.05 <= reach_probability(p, q, 1000, 0.2) <= 1.0
+    True
+    """
     from scipy import stats
 
     a, b = _laws(p, q)
     n = check_int(trials, "trials", minimum=1, maximum=10**15)
     target = check_positive(bound, "bound")
-    level = check_probability(confidence, "confidence")
+    level = check_probability(confidence_level, "confidence_level")
     gamma = 1.0 - level
     if target > max_log_ratio(a, b):
         return gamma
@@ -117,7 +169,27 @@ def reach_count_probability(limits: object, at_least: int, *, unlimited: int = 0
     and ``unlimited`` more mechanisms without a computed limit, counted as reached every time.
 
     The number reached is Poisson-binomial (independent trials, unequal chances), and its tail only grows
-    with each chance, so the tail at the limits bounds it (``scipy.stats.poisson_binom``)."""
+    with each chance, so the tail at the limits bounds it (``scipy.stats.poisson_binom``).
+
+    Parameters
+    ----------
+    limits : array_like
+        Each mechanism's reach probability, in [0, 1].
+    at_least : int
+        The number of mechanisms reached, non-negative.
+    unlimited : int, optional
+        Mechanisms without a computed limit, counted as reached.
+
+    Returns
+    -------
+    float
+        The upper bound, in [0, 1].
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the bad parameter.
+    """
     from scipy import stats
 
     chances = check_float_array(limits, "limits", finite=True, ndim=1, low=0.0)

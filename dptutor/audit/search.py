@@ -26,7 +26,16 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dptutor._validate import check_callable, check_float_array, check_int, check_probability, check_real, check_seed, check_sequence
+from dptutor._validate import (
+    check_callable,
+    check_float_array,
+    check_int,
+    check_probability,
+    check_real,
+    check_seed_sequence,
+    check_sequence,
+    renamed_parameters,
+)
 from dptutor.audit.pair import PairAudit, audit_pair
 
 __all__ = ["PairSearch", "search_pairs", "candidate_pairs"]
@@ -39,6 +48,28 @@ def candidate_pairs(k: int, *, componentwise: bool = True) -> list[tuple[tuple[f
     and "one below"; with ``True`` (every answer may change by at most 1: report-noisy-max, the sparse
     vector technique) also "one above, rest below", "one below, rest above", "half and half", "all
     above", "all below" and the "X shape".
+
+    Parameters
+    ----------
+    k : int
+        The number of query answers, 1 to 65,536.
+    componentwise : bool, optional
+        Whether every answer may change (the larger set of pairs) or only one.
+
+    Returns
+    -------
+    list of (tuple of float, tuple of float)
+        The distinct pairs ``(x, x_prime)``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the bad parameter.
+
+    Examples
+    --------
+    >>> candidate_pairs(2, componentwise=False)
+    [((1.0, 1.0), (0.0, 1.0)), ((0.0, 1.0), (1.0, 1.0)), ((1.0, 1.0), (2.0, 1.0)), ((2.0, 1.0), (1.0, 1.0))]
     """
     k = check_int(k, "k", minimum=1, maximum=1 << 16)
     if not isinstance(componentwise, bool):
@@ -71,6 +102,26 @@ class PairSearch:
     its ``lower_bound`` (also ``lower_bound`` here) holds at the search's ``confidence`` after the
     Bonferroni correction over the ``confirmed`` audits.  ``pilot_bounds[i]`` is the pilot lower bound of
     candidate ``i`` (a ranking score, not a confidence statement).
+
+    Parameters
+    ----------
+    best : PairAudit
+        The confirmation audit with the largest lower bound.
+    index : int
+        Its candidate's index.
+    pair : tuple
+        Its candidate ``(x, x_prime)``.
+    pilot_bounds : array_like
+        The pilot lower bound of every candidate.
+    confirmed : tuple of PairAudit
+        Every confirmation audit.
+    confidence : float
+        The search's confidence level.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the bad field.
     """
 
     best: PairAudit
@@ -100,9 +151,17 @@ class PairSearch:
 
     @property
     def lower_bound(self) -> float:
+        """The best confirmed audit's lower bound (valid at :attr:`confidence`)."""
         return self.best.lower_bound
 
     def summary(self) -> str:
+        """A short report: the pilot ranking, the confirmation and the best audit.
+
+        Returns
+        -------
+        str
+            The pilot ranking, the confirmation, and the best audit's :meth:`~dptutor.audit.pair.PairAudit.summary`.
+        """
         order = np.argsort(-self.pilot_bounds, kind="stable")[:5]
         pilot = ", ".join(f"#{i}: {self.pilot_bounds[i]:.4g}" for i in order)
         return (
@@ -113,6 +172,7 @@ class PairSearch:
         )
 
 
+@renamed_parameters(seed="rng", confidence="confidence_level")
 def search_pairs(
     mechanism: Any,
     candidates: Sequence[tuple[Any, Any]],
@@ -121,8 +181,8 @@ def search_pairs(
     trials: int,
     pilot_trials: int | None = None,
     confirm: int = 1,
-    seed: int | Sequence[int] | None = None,
-    confidence: float = 0.95,
+    rng: int | Sequence[int] | np.random.SeedSequence | np.random.Generator | None = None,
+    confidence_level: float = 0.95,
     statistic: Any = None,
     delta: float = 0.0,
     selection: float = 0.5,
@@ -131,17 +191,49 @@ def search_pairs(
 ) -> PairSearch:
     """Find the pair of ``candidates`` with the largest lower bound on epsilon, soundly.
 
-    Every candidate ``(x, x_prime)`` is audited with ``pilot_trials`` runs per dataset (default
-    ``max(2000, trials // (2 * len(candidates)))``, so the pilot costs about half the confirmation); the
-    ``confirm`` pairs with the largest pilot bounds (ties broken by the larger pilot estimate)
-    are audited again with ``trials`` fresh runs per dataset, each at error ``(1 - confidence) /
-    confirm``, and the largest confirmed bound is returned (see the module docstring for why this holds
-    at ``confidence``).  ``statistic``, ``delta``, ``selection`` and ``bounds`` are passed to :func:`~dptutor.audit.pair.audit_pair`.
+    Every candidate ``(x, x_prime)`` is audited with ``pilot_trials`` runs per dataset; the ``confirm``
+    pairs with the largest pilot bounds (ties broken by the larger pilot estimate) are audited again
+    with ``trials`` fresh runs per dataset, each at error ``(1 - confidence_level) / confirm``, and the
+    largest confirmed bound is returned (see the module docstring for why this holds at
+    ``confidence_level``).
 
-    ``rounds > 1`` spends the same pilot budget by successive halving: the budget is split evenly among the
-    rounds; each round audits the remaining candidates on fresh runs, sharing its part equally, and keeps the
-    better half (never fewer than ``confirm``), so that the last rounds measure the few best pairs with many
-    runs.  A candidate's pilot bound is that of the last round it took part in.
+    Parameters
+    ----------
+    mechanism : callable
+        ``mechanism(data, size, rng)``, as in :func:`~dptutor.audit.pair.audit_pair`.
+    candidates : sequence of (x, x_prime)
+        The candidate pairs of neighbouring datasets.
+    epsilon : float
+        The claimed epsilon, positive.
+    trials : int
+        Runs per dataset of each confirmation audit, at least 4.
+    pilot_trials : int or None, optional
+        Runs per dataset of each pilot audit (default ``max(2000, trials // (2 * len(candidates)))``,
+        so the pilot costs about half the confirmation).
+    confirm : int, optional
+        How many of the best pilot pairs are confirmed, 1 to ``len(candidates)``.
+    rng : int, sequence of int, numpy.random.SeedSequence, numpy.random.Generator or None, optional
+        The seed (``None``: fresh entropy).  (Deprecated alias: ``seed``.)
+    confidence_level : float, optional
+        The probability, in (0, 1), with which the returned bound holds.  (Deprecated alias: ``confidence``.)
+    statistic, delta, selection, bounds
+        Passed to :func:`~dptutor.audit.pair.audit_pair`.
+    rounds : int, optional
+        ``rounds > 1`` spends the same pilot budget by successive halving: the budget is split evenly
+        among the rounds; each round audits the remaining candidates on fresh runs, sharing its part
+        equally, and keeps the better half (never fewer than ``confirm``), so that the last rounds measure
+        the few best pairs with many runs.  A candidate's pilot bound is that of the last round it took
+        part in.
+
+    Returns
+    -------
+    PairSearch
+        The best confirmed audit, its pair and every pilot bound.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the bad parameter (for a candidate, its index).
     """
     check_callable(mechanism, "mechanism", "mechanism(data, size, rng)")
     pairs = check_sequence(candidates, "candidates")
@@ -154,13 +246,32 @@ def search_pairs(
     pilot_trials = check_int(pilot_trials, "pilot_trials", minimum=4, maximum=10**12)
     confirm = check_int(confirm, "confirm", minimum=1, maximum=len(pairs))
     rounds = check_int(rounds, "rounds", minimum=1, maximum=64)
-    seed = check_seed(seed, "seed")
-    conf = check_probability(confidence, "confidence")
+    root = check_seed_sequence(rng, "rng")
+    conf = check_probability(confidence_level, "confidence_level")
     check_real(delta, "delta", low=0.0, high=1.0, high_open=True)
     check_real(epsilon, "epsilon", low=0.0, low_open=True)
 
-    root = np.random.SeedSequence(seed)
     pilot_seq, confirm_seq = root.spawn(2)
+    options = dict(epsilon=epsilon, statistic=statistic, delta=delta, selection=selection, bounds=bounds)
+    pilots, alive, estimates = _pilot(mechanism, pairs, pilot_seq, pilot_trials, rounds, confirm, conf, options)
+    chosen = alive[np.lexsort((-estimates[alive], -pilots[alive]))][:confirm]
+    each = 1.0 - (1.0 - conf) / confirm
+    confirm_seeds = confirm_seq.spawn(confirm)
+    confirmed = []
+    for j, i in enumerate(chosen):
+        x, x_prime = pairs[int(i)]
+        confirmed.append(audit_pair(mechanism, x, x_prime, trials=trials, confidence_level=each,
+                                    rng=_entropy(confirm_seeds[j]), **options))
+    k = int(np.argmax([r.lower_bound for r in confirmed]))
+    return PairSearch(best=confirmed[k], index=int(chosen[k]), pair=tuple(pairs[int(chosen[k])]),
+                      pilot_bounds=pilots, confirmed=tuple(confirmed), confidence=conf)
+
+
+def _pilot(
+    mechanism: Any, pairs: list, pilot_seq: np.random.SeedSequence, pilot_trials: int, rounds: int, confirm: int,
+    conf: float, options: dict[str, Any],
+) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.float64]]:
+    """The pilot rounds of :func:`search_pairs`: ``(pilot bounds, candidates still alive, pilot estimates)``."""
     pilots = np.zeros(len(pairs))
     estimates = np.zeros(len(pairs))
     alive = np.arange(len(pairs))
@@ -171,9 +282,8 @@ def search_pairs(
         for i in alive:
             x, x_prime = pairs[int(i)]
             try:
-                result = audit_pair(mechanism, x, x_prime, epsilon=epsilon, trials=size, confidence=conf,
-                                    seed=_entropy(seeds[int(i)]), statistic=statistic, delta=delta,
-                                    selection=selection, bounds=bounds)
+                result = audit_pair(mechanism, x, x_prime, trials=size, confidence_level=conf,
+                                    rng=_entropy(seeds[int(i)]), **options)
             except (TypeError, ValueError) as exc:
                 raise type(exc)(f"candidates[{i}]: {exc}") from exc
             pilots[i] = result.lower_bound
@@ -181,19 +291,7 @@ def search_pairs(
         if r < rounds - 1:
             ranked = alive[np.lexsort((-estimates[alive], -pilots[alive]))]
             alive = np.sort(ranked[:max(confirm, -(-alive.size // 2))])
-    pilot_bounds = pilots
-    chosen = alive[np.lexsort((-estimates[alive], -pilots[alive]))][:confirm]
-    each = 1.0 - (1.0 - conf) / confirm
-    confirm_seeds = confirm_seq.spawn(confirm)
-    confirmed = []
-    for j, i in enumerate(chosen):
-        x, x_prime = pairs[int(i)]
-        confirmed.append(audit_pair(mechanism, x, x_prime, epsilon=epsilon, trials=trials, confidence=each,
-                                    seed=_entropy(confirm_seeds[j]), statistic=statistic, delta=delta,
-                                    selection=selection, bounds=bounds))
-    k = int(np.argmax([r.lower_bound for r in confirmed]))
-    return PairSearch(best=confirmed[k], index=int(chosen[k]), pair=tuple(pairs[int(chosen[k])]),
-                      pilot_bounds=pilot_bounds, confirmed=tuple(confirmed), confidence=conf)
+    return pilots, alive, estimates
 
 
 def _entropy(seq: np.random.SeedSequence) -> tuple[int, ...]:
