@@ -414,7 +414,6 @@ __all__ += [
     "check_answer_vector",
     "check_output_rows",
     "check_integer_value",
-    "deprecated_keywords",
     "recordable_seed",
 ]
 
@@ -480,66 +479,11 @@ def check_integer_value(value: object, low: int, high: int, name: str = "data") 
     return int(x)
 
 
-def deprecated_keywords(**renames: str) -> Any:
-    """A decorator keeping old keyword names as deprecated aliases of new ones, for one release.
+def recordable_seed(value: object, name: str = "rng") -> int | tuple[int, ...]:
+    """scipy's ``rng`` for a function that records its seed: the seed whose ``SeedSequence`` repeats the run
+    (:func:`seed_entropy` of :func:`check_seed_sequence`; ``None`` draws fresh entropy, then recorded)."""
+    return seed_entropy(check_seed_sequence(value, name))
 
-    ``@deprecated_keywords(seed="rng")``: a call passing ``seed=`` behaves as one passing ``rng=`` and
-    emits a ``DeprecationWarning`` naming ``rng``; passing both is a ``TypeError`` naming both.
-# -- scipy's vocabulary: renamed keywords and one ``rng`` -------------------------------------------------
-
-__all__ += ["renamed_parameters", "check_seed_sequence", "seed_entropy"]
-
-
-def renamed_parameters(**renames: str) -> Any:
-    """A decorator that keeps old keyword names working as deprecated aliases of new ones.
-
-    ``@renamed_parameters(confidence="confidence_level", seed="rng")``: a call passing ``confidence=``
-    behaves as one passing ``confidence_level=`` and emits a ``DeprecationWarning`` naming the new name;
-    passing both names is a ``TypeError`` naming both.  The wrapped function's signature is the new one.
-    """
-    import functools
-    import warnings
-
-    def decorate(fn: Any) -> Any:
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            for old, new in renames.items():
-                if old in kwargs:
-                    if new in kwargs:
-                        raise TypeError(f"{fn.__qualname__}() got both {new}= and its deprecated alias {old}=; "
-                                        f"pass {new}= only")
-                    warnings.warn(f"{fn.__qualname__}(): {old}= is deprecated and will be removed in the next "
-                                  f"release; use {new}=", DeprecationWarning, stacklevel=2)
-                        raise TypeError(f"{fn.__name__}() got both {new}= and its deprecated alias {old}=; pass {new}= only")
-                    warnings.warn(f"{fn.__name__}(): {old}= is deprecated and will be removed in the next release; "
-                                  f"use {new}=", DeprecationWarning, stacklevel=2)
-                    kwargs[new] = kwargs.pop(old)
-            return fn(*args, **kwargs)
-
-        return wrapper
-
-    return decorate
-
-
-def recordable_seed(value: object, name: str = "rng") -> int | tuple[int, ...] | None:
-    """scipy's ``rng`` for a function that records its seed: a seed whose ``SeedSequence`` repeats the run.
-
-    ``None``, an int or a sequence of ints are returned as :func:`check_seed` returns them; a root
-    ``SeedSequence`` (numpy's default pool size) gives its entropy; any other ``SeedSequence`` four words
-    of its state; a ``Generator`` four 32-bit words drawn from it (so its state advances).
-    """
-    if isinstance(value, np.random.Generator):
-        return tuple(int(v) for v in value.integers(0, 2**32, size=4, dtype=np.uint64))
-    if isinstance(value, np.random.SeedSequence):
-        if value.spawn_key or value.pool_size != 4:
-            return tuple(int(v) for v in value.generate_state(4))
-        entropy = value.entropy
-        return tuple(int(v) for v in entropy) if isinstance(entropy, (list, tuple, np.ndarray)) else int(entropy)
-    try:
-        return check_seed(value, name)
-    except TypeError:
-        raise TypeError(f"{name} must be None, a non-negative int (or a sequence of them), a numpy.random.SeedSequence "
-                        f"or a numpy.random.Generator, got {type(value).__name__}") from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -569,6 +513,42 @@ def check_count(value: object, name: str, *, at_most: int, bound_name: str) -> i
     if v > at_most:
         raise ValueError(f"{name} must be at most {bound_name} ({at_most}), got {v}")
     return v
+
+
+# ---------------------------------------------------------------------------------------------
+# scipy's vocabulary: renamed keywords and one ``rng``
+# ---------------------------------------------------------------------------------------------
+
+__all__ += ["renamed_parameters", "check_seed_sequence", "seed_entropy"]
+
+
+def renamed_parameters(**renames: str) -> Any:
+    """A decorator that keeps old keyword names working as deprecated aliases of new ones.
+
+    ``@renamed_parameters(confidence="confidence_level", seed="rng")``: a call passing ``confidence=``
+    behaves as one passing ``confidence_level=`` and emits a ``DeprecationWarning`` naming the new name;
+    passing both names is a ``TypeError`` naming both.  The wrapped function's signature is the new one.
+    """
+    import functools
+    import warnings
+
+    def decorate(fn: Any) -> Any:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            for old, new in renames.items():
+                if old in kwargs:
+                    if new in kwargs:
+                        raise TypeError(f"{fn.__name__}() got both {new}= and its deprecated alias {old}=; pass {new}= only")
+                    warnings.warn(f"{fn.__name__}(): {old}= is deprecated and will be removed in the next release; "
+                                  f"use {new}=", DeprecationWarning, stacklevel=2)
+                    kwargs[new] = kwargs.pop(old)
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    return decorate
+
+
 def check_seed_sequence(value: object, name: str = "rng") -> np.random.SeedSequence:
     """``value`` as a ``numpy.random.SeedSequence`` whose ``entropy`` alone repeats it (a recordable seed).
 

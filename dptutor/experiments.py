@@ -38,7 +38,7 @@ from dptutor._validate import (
     check_str,
     check_seed,
     check_workers,
-    deprecated_keywords,
+    renamed_parameters,
     recordable_seed,
 )
 from dptutor.audit import MAX_N, MAX_TRIALS, AuditCell, AuditResult, estimate_losses, exact_loss
@@ -262,7 +262,7 @@ def _row_from_result(result: AuditResult, name: str, seed: int, seconds: float) 
     )
 
 
-@deprecated_keywords(seed="rng")
+@renamed_parameters(seed="rng")
 def run_grid(
     mechanisms: Iterable[str] | Mapping[str, Mechanism] = PAPER_MECHANISMS,
     epsilons: Iterable[float] = PAPER_EPSILONS,

@@ -17,7 +17,7 @@ from dptutor._validate import (
     check_float_array,
     check_mechanism_epsilon,
     check_real,
-    deprecated_keywords,
+    renamed_parameters,
     recordable_seed,
 )
 from dptutor.approximate_dp import discrete_gaussian_epsilon
@@ -163,7 +163,7 @@ class ZooEntry:
             kwargs["delta"] = self.delta
         return functools.partial(self.mechanism, **kwargs)
 
-    @deprecated_keywords(seed="rng")
+    @renamed_parameters(seed="rng")
     def audit(self, trials: int, *, rng: Any = None, **kwargs: Any) -> PairAudit:
         """:func:`dptutor.audit.audit_pair` on the standard inputs, at the claimed epsilon and delta.
 
