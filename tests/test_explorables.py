@@ -24,7 +24,7 @@ import pytest
 
 from conftest import BookBuild
 from dptutor.accounting import advanced_composition, basic_composition, optimal_composition_epsilon
-from dptutor.audit import estimate_loss
+from dptutor.audit import estimate_loss, exact_loss
 from dptutor.distributions import dptext_pdf, laplace_pdf, laplace_ppf_centered
 from dptutor.epsilon import laplace_interval, posterior_bound, tpr_bound
 from dptutor.mechanisms import MECHANISMS
@@ -283,7 +283,8 @@ def check_audit_explorable(page: DevTools) -> None:
     assert now["low"] == pytest.approx([low], rel=1e-12) and now["high"] == pytest.approx([high], rel=1e-12)
     shown = numbers(shown_text(page, "ra-explore-text", "T = "))
     assert shown[0] == run.trials
-    assert shown[1:4] == pytest.approx([run.loss, low, high], abs=0.000051)
+    assert shown[2] == 95                      # "95 %"
+    assert [shown[1], *shown[3:]] == pytest.approx([run.loss, low, high, exact_loss("laplace", 1, 1.0)], abs=0.000051)
 
 
 ACC_K = np.unique(np.geomspace(1, 2000, 200).round().astype(int))    # the accounting chapter's grid of k
