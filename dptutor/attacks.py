@@ -175,7 +175,7 @@ def _bits(secret: object) -> NDArray[np.float64]:
 def _query_matrix(queries: object, people: int) -> NDArray[np.float64]:
     q = check_float_array(queries, "queries", finite=True, ndim=2, min_size=1)
     if q.shape[1] != people:
-        raise ValueError(f"queries must have one column per person ({people}), got {q.shape[1]}")
+        raise ValueError(f"queries must have one column per bit of secret ({people}), got {q.shape[1]}")
     if not np.isin(q, (0.0, 1.0)).all():
         raise ValueError("queries must hold only 0 and 1")
     return q

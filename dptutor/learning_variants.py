@@ -89,13 +89,18 @@ def noiseless_step(
         return np.zeros(width)
     if b == 1:
         sums, _ = clipped_gradient_sum(net, x, labels, c)
-        return np.concatenate([s.ravel() for s in sums]) / divisor
-    grads = per_example_gradients(net, x, labels)
-    starts = np.arange(0, x.shape[0], b)
-    means = np.add.reduceat(grads, starts, axis=0) / np.diff(np.append(starts, x.shape[0]))[:, None]
-    norms = np.linalg.norm(means, axis=1)
-    scale = c / np.maximum(norms, c)
-    return (means * scale[:, None]).sum(axis=0) / divisor
+        total = np.concatenate([s.ravel() for s in sums])
+    else:
+        grads = per_example_gradients(net, x, labels)
+        starts = np.arange(0, x.shape[0], b)
+        means = np.add.reduceat(grads, starts, axis=0) / np.diff(np.append(starts, x.shape[0]))[:, None]
+        scale = c / np.maximum(np.linalg.norm(means, axis=1), c)
+        total = (means * scale[:, None]).sum(axis=0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        step = total / divisor
+    if not np.isfinite(step).all():
+        raise ValueError("the step overflows: clip is too large for expected_size (or the batch's size)")
+    return step
 
 
 def _batches(n: int, steps: int, q: float, batching: str, rng: np.random.Generator) -> list[NDArray[np.int64]]:
@@ -170,15 +175,23 @@ def dp_sgd_variant(
     lr = check_positive(learning_rate, "learning_rate")
     net = initial_classifier(x.shape[1], classes, model=model, rng=gen)
     expected = q * x.shape[0]
-    for batch in _batches(x.shape[0], k, q, how, gen):
-        step = noiseless_step(net, x[batch], labels[batch], clip=c, microbatch=microbatch,
-                              normalise=normalise, expected_size=expected)
-        divisor = expected if normalise == "expected" else max(1, batch.size)
-        step = step + (sigma * c / divisor) * gen.standard_normal(step.shape)
-        start = 0
-        for w in net.weights:  # in place, in per_example_gradients' flattened order
-            w -= lr * step[start:start + w.size].reshape(w.shape)
-            start += w.size
+    diverged = ValueError("training diverged to non-finite weights: lower learning_rate, clip or noise_multiplier, "
+                          "or raise sampling_rate")
+    with np.errstate(over="ignore", invalid="ignore"):  # divergence is an error below, not a warning
+        for batch in _batches(x.shape[0], k, q, how, gen):
+            try:
+                step = noiseless_step(net, x[batch], labels[batch], clip=c, microbatch=microbatch,
+                                      normalise=normalise, expected_size=expected)
+            except ValueError as exc:
+                if "overflow" in str(exc) or not all(np.isfinite(w).all() for w in net.weights):
+                    raise diverged from exc
+                raise
+            divisor = expected if normalise == "expected" else max(1, batch.size)
+            step = step + (sigma * c / divisor) * gen.standard_normal(step.shape)
+            start = 0
+            for w in net.weights:  # in place, in per_example_gradients' flattened order
+                w -= lr * step[start:start + w.size].reshape(w.shape)
+                start += w.size
     if not all(np.isfinite(w).all() for w in net.weights):
-        raise ValueError("training diverged to non-finite weights: lower learning_rate (or clip)")
+        raise diverged
     return net
