@@ -6,7 +6,9 @@ candidate example and asks whether it was in the training data.  The loss-thresh
 better than fresh data.  Sweeping the threshold traces a ROC curve, true-positive rate (members
 flagged) against false-positive rate (non-members flagged).  For an (epsilon, delta)-DP training run
 every such test obeys ``TPR <= e^epsilon FPR + delta`` and the symmetric bound; the curve is
-:func:`dptutor.epsilon.tpr_bound`.
+:func:`dptutor.epsilon.tpr_bound`.  The likelihood-ratio attack (Carlini et al. 2022) calibrates
+each example: reference models trained with and without it show how its confidence is distributed in
+each case, and the score is the ratio of the two densities at the target model's confidence.
 
 Reconstruction (Dinur and Nissim 2003).  A database holds one secret bit per person; a curator
 answers subset-sum queries, "how many of these people have the bit set?".  From about as many random
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy import stats
 
 from dptutor._validate import check_float_array, check_int, check_real, check_rng
 from dptutor.epsilon import tpr_bound
@@ -26,6 +29,7 @@ from dptutor.learning import Classifier, TrainingResult
 
 __all__ = [
     "example_losses",
+    "likelihood_ratio_scores",
     "roc_curve",
     "roc_excess",
     "subset_queries",
@@ -65,6 +69,56 @@ def example_losses(model: Classifier | TrainingResult, X: object, y: object) -> 
     if not known.all():
         raise ValueError("y must hold only labels among the model's classes")
     return -np.log(np.maximum(proba[np.arange(labels.size), index], 1e-300))
+
+
+def _confidence(losses: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The logit of the probability of the true label, ``log(p / (1 - p))`` with ``p = e^-loss``."""
+    p_log = -losses
+    rest = np.log(np.maximum(-np.expm1(p_log), 1e-300))
+    return p_log - rest
+
+
+def likelihood_ratio_scores(target_losses: object, reference_losses: object, reference_in: object) -> NDArray[np.float64]:
+    """The likelihood-ratio membership score of each example (Carlini et al. 2022, with a fixed variance).
+
+    Each example's confidence ``log(p / (1 - p))`` (``p`` the probability of its label) is modelled as
+    Gaussian across reference models, with one mean among the models trained with it and another among
+    those trained without it, and a standard deviation pooled over all examples for each of the two
+    cases; the score is the log-ratio of the two densities at the target model's confidence.
+
+    Parameters
+    ----------
+    target_losses : array_like
+        The target model's losses on the ``n`` examples (:func:`example_losses`), each >= 0.
+    reference_losses : array_like
+        Shape ``(models, n)``: each reference model's losses on the same examples.
+    reference_in : array_like of bool
+        Shape ``(models, n)``: whether each example was in each reference model's training data; every
+        example must be in at least one reference model and out of at least one.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``n`` scores; higher means "more likely a member".
+    """
+    target = check_float_array(target_losses, "target_losses", finite=True, ndim=1, min_size=1, low=0.0)
+    refs = check_float_array(reference_losses, "reference_losses", finite=True, ndim=2, min_size=2, low=0.0)
+    inside = np.asarray(reference_in)
+    if inside.dtype != np.bool_:
+        raise TypeError(f"reference_in must be a boolean array, got dtype {inside.dtype}")
+    if refs.shape[1] != target.size or inside.shape != refs.shape:
+        raise ValueError(f"reference_losses and reference_in must have shape (models, {target.size}), one column per "
+                         "entry of target_losses, "
+                         f"got {refs.shape} and {inside.shape}")
+    if not (inside.any(axis=0) & (~inside).any(axis=0)).all():
+        raise ValueError("reference_in must put every example in at least one reference model and out of another")
+    phi, observed = _confidence(refs), _confidence(target)
+    log_density = []
+    for mask in (inside, ~inside):
+        mean = np.nansum(np.where(mask, phi, 0.0), axis=0) / mask.sum(axis=0)
+        spread = float(np.sqrt(np.sum(np.where(mask, phi - mean, 0.0) ** 2) / mask.sum()))
+        log_density.append(stats.norm.logpdf(observed, mean, max(spread, 1e-6)))
+    return log_density[0] - log_density[1]
 
 
 def roc_curve(member_scores: object, nonmember_scores: object) -> tuple[NDArray[np.float64], NDArray[np.float64]]:

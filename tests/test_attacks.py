@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from dptutor.attacks import example_losses, reconstruct, roc_curve, roc_excess, subset_queries, subset_sum_answers
+from dptutor.attacks import example_losses, likelihood_ratio_scores, reconstruct, roc_curve, roc_excess, subset_queries, subset_sum_answers
 from dptutor.epsilon import tpr_bound
 from dptutor.learning import initial_classifier, sgd
 from dptutor.learning_variants import dp_sgd_variant, noiseless_step
@@ -54,6 +54,27 @@ def test_loss_threshold_attack_beats_the_bound_on_an_overfit_model(overfit):
     fpr, tpr = roc_curve(-example_losses(model, X[:60], y[:60]), -example_losses(model, X[60:], y[60:]))
     # 60 members and 60 non-members: a rate's standard error is at most 0.5 / sqrt(60) = 0.065.
     assert roc_excess(fpr, tpr, 0.5) > 3 * 0.5 / math.sqrt(60)
+
+
+def test_likelihood_ratio_beats_the_loss_threshold_on_examples_of_varied_difficulty():
+    # Each example's confidence is its own difficulty (sd 3) plus a member's shift of 1 and unit noise:
+    # calibrating by the reference models removes the difficulty, which hides the shift from a global threshold.
+    rng = np.random.default_rng(8)
+    n, models = 2000, 16
+    difficulty = rng.normal(0.0, 3.0, n)
+    member = np.arange(n) < n // 2
+    inside = rng.random((models, n)) < 0.5
+    inside[0], inside[1] = True, False
+    def losses(shift):  # loss = log(1 + e^-phi) for a confidence phi
+        return np.logaddexp(0.0, -(difficulty + shift + rng.normal(size=shift.shape)))
+    reference = losses(inside * 1.0)
+    target = losses(member * 1.0)
+    at_10 = []
+    for scores in (likelihood_ratio_scores(target, reference, inside), -target):
+        fpr, tpr = roc_curve(scores[member], scores[~member])
+        at_10.append(tpr[np.searchsorted(fpr, 0.1, side="right") - 1])
+    # 1000 members: a TPR's standard error is at most 0.5 / sqrt(1000) = 0.016; demand 5 of them.
+    assert at_10[0] - at_10[1] > 5 * 0.5 / math.sqrt(n // 2)
 
 
 def test_reconstruction_from_exact_answers_recovers_the_secret():
@@ -112,6 +133,10 @@ def test_default_variant_trains():
         (lambda: subset_sum_answers([0, 1], [[1, 0]], rng=np.random.default_rng(), epsilon=0.0), "epsilon"),
         (lambda: reconstruct([[1, 0]], [1.0, 2.0]), "answers"),
         (lambda: example_losses("model", [[0.0]], [0]), "model"),
+        (lambda: likelihood_ratio_scores([0.1, 0.2], [[0.1, 0.2], [0.3, 0.4]], [[True, False], [True, False]]),
+         "reference_in"),
+        (lambda: likelihood_ratio_scores([0.1, 0.2], [[0.1], [0.2]], [[True, False], [False, True]]), "reference_losses"),
+        (lambda: likelihood_ratio_scores([-0.1], [[0.1], [0.2]], [[True], [False]]), "target_losses"),
         (lambda: noiseless_step(initial_classifier(1, [0, 1], rng=np.random.default_rng()), [[0.0]], [0], clip=1.0), "expected_size"),
         (lambda: dp_sgd_variant([[0.0], [1.0]], [0, 1], noise_multiplier=1.0, steps=1, sampling_rate=0.5, clip=1.0,
                                 rng=np.random.default_rng(), batching="random"), "batching"),

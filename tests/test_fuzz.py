@@ -281,7 +281,9 @@ VALID_FOR_MODULE: dict[str, dict[str, Factory]] = {
                 "member_scores": _const(np.array([1.0, 2.0])), "nonmember_scores": _const(np.array([0.5, 1.5])),
                 "fpr": _const(np.array([0.0, 0.5, 1.0])), "tpr": _const(np.array([0.0, 0.6, 1.0])),
                 "epsilon": _const(1.0), "people": _const(4), "queries": _const(np.array([[1, 0, 1, 0], [0, 1, 1, 0]])),
-                "secret": _const(np.array([0, 1, 1, 0])), "answers": _const(np.array([1.0, 2.0]))},
+                "secret": _const(np.array([0, 1, 1, 0])), "answers": _const(np.array([1.0, 2.0])),
+                "target_losses": _const(np.array([0.1, 0.2])), "reference_losses": _const(np.array([[0.1, 0.3], [0.2, 0.1]])),
+                "reference_in": _const(np.array([[True, False], [False, True]]))},
     "learning_variants": {"X": _const(np.array([[0.0, 1.0], [1.0, 0.0], [0.5, 0.5], [1.0, 1.0]])),  # (attacks)
                           "y": _const(np.array([0, 1, 0, 1])), "clip": _const(1.0), "expected_size": _const(2.0),
                           "noise_multiplier": _const(1.0), "steps": _const(3), "sampling_rate": _const(0.5)},
