@@ -279,6 +279,16 @@ VALID_FOR_MODULE: dict[str, dict[str, Factory]] = {
     "learning": {"X": _const(np.array([[0.0, 1.0], [1.0, 0.0], [0.5, 0.5], [1.0, 1.0]])), "y": _const(np.array([0, 1, 0, 1])), "epochs": _const(1), "sampling_rate": _const(0.5), "clip": _const(1.0), "features": _const(2), "classes": _const(np.array([0, 1])), "weights": _const((np.zeros((3, 1)),)), "kind": _const("logistic"), "noise_multiplier": _const(1.0), "steps": _const(10), "epsilon": _const(1.0)},  # (learning)
     "buglab": {"data": _const(np.array([1.0, 2.0])), "scores": _const(np.array([1.0, 0.0])), "k": _const(3),
                "delta_prime": _const(1e-5), "bounds": _const((0.0, 1.0)), "version": _const("fixed")},
+    "attacks": {"X": _const(np.array([[0.0, 1.0], [1.0, 0.0]])), "y": _const(np.array([0, 1])),  # (attacks)
+                "member_scores": _const(np.array([1.0, 2.0])), "nonmember_scores": _const(np.array([0.5, 1.5])),
+                "fpr": _const(np.array([0.0, 0.5, 1.0])), "tpr": _const(np.array([0.0, 0.6, 1.0])),
+                "epsilon": _const(1.0), "people": _const(4), "queries": _const(np.array([[1, 0, 1, 0], [0, 1, 1, 0]])),
+                "secret": _const(np.array([0, 1, 1, 0])), "answers": _const(np.array([1.0, 2.0])),
+                "target_losses": _const(np.array([0.1, 0.2])), "reference_losses": _const(np.array([[0.1, 0.3], [0.2, 0.1]])),
+                "reference_in": _const(np.array([[True, False], [False, True]]))},
+    "learning_variants": {"X": _const(np.array([[0.0, 1.0], [1.0, 0.0], [0.5, 0.5], [1.0, 1.0]])),  # (attacks)
+                          "y": _const(np.array([0, 1, 0, 1])), "clip": _const(1.0), "expected_size": _const(2.0),
+                          "noise_multiplier": _const(1.0), "steps": _const(3), "sampling_rate": _const(0.5)},
 }
 
 #: Valid values for one callable ("module.name" or "module.Class.method"), over the two above.
@@ -286,6 +296,9 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
     "learning.per_example_gradients": {"model": lambda ctx: _classifier()},  # (learning)
     "learning.clipped_gradient_sum": {"model": lambda ctx: _classifier()},  # (learning)
     "learning.TrainingResult": {"model": lambda ctx: _classifier()},  # (learning)
+    "attacks.example_losses": {"model": lambda ctx: _classifier()},  # (attacks)
+    "attacks.subset_queries": {"queries": _const(3)},  # (attacks)
+    "learning_variants.noiseless_step": {"model": lambda ctx: _classifier()},  # (attacks)
     "distributions.standard_laplace_fill": {"out": lambda ctx: np.empty(5)},
     "dptext.sample_dptext": {"nan": _const("zero")},  # "keep" returns NaN by design
     "audit.sanity.estimate_losses": {"cells": lambda ctx: [_audit_cell()]},

@@ -1,0 +1,197 @@
+"""Variants of DP-SGD that the Poisson accountant does not describe, for auditing them.
+
+:func:`dptutor.learning.dp_sgd` samples Poisson batches, clips each example's gradient and divides
+the noisy sum by the expected batch size: exactly the mechanism its accountant composes.  Three common
+departures each make a different mechanism, while the code still quotes the same epsilon:
+
+- ``batching="shuffle"``: each epoch shuffles the data and cuts it into batches of fixed size
+  ``round(q N)``, so every example is in exactly one step of each epoch (no subsampling to amplify);
+- ``microbatch=b > 1``: the gradient of each group of ``b`` consecutive batch examples is averaged and
+  the average clipped to ``C``, so adding or removing one example can move one group's clipped average
+  from one side to the other: the sum changes by up to ``2 C``;
+- ``normalise="actual"``: the noisy sum is divided by the batch's actual size, which depends on the
+  data; the released average moves by up to about ``2 C`` over the batch size (in units of the noise).
+
+Everything is built from :mod:`dptutor.learning`'s public functions.  The noise is floating-point, as
+there: statements hold in real arithmetic.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dptutor._validate import (
+    check_choice,
+    check_float_array,
+    check_int,
+    check_labels,
+    check_positive,
+    check_real,
+    check_rng,
+)
+from dptutor.learning import Classifier, clipped_gradient_sum, initial_classifier, per_example_gradients
+
+__all__ = ["noiseless_step", "dp_sgd_variant"]
+
+#: The most steps one run of :func:`dp_sgd_variant` may take.
+MAX_VARIANT_STEPS: int = 10**5
+
+
+def _check_model(model: object) -> Classifier:
+    if not isinstance(model, Classifier):
+        raise TypeError(f"model must be a Classifier, got {type(model).__name__}")
+    return model
+
+
+def noiseless_step(
+    model: Classifier, X: object, y: object, *, clip: float, microbatch: int = 1, normalise: str = "expected",
+    expected_size: float | None = None,
+) -> NDArray[np.float64]:
+    """The part of one DP-SGD step that does not depend on the noise: the clipped gradient sum of the
+    batch ``(X, y)``, flattened like :func:`dptutor.learning.per_example_gradients`, divided by the
+    normaliser.
+
+    Parameters
+    ----------
+    model : Classifier
+        The current weights.
+    X, y : array_like
+        The batch (``X`` may have no rows: the sum is then zero).
+    clip : float
+        C > 0, applied to each example (``microbatch=1``) or to each group's average gradient.
+    microbatch : int
+        Examples per group; the last group may be smaller.
+    normalise : {"expected", "actual"}
+        Divide by ``expected_size`` (a constant, as the accountant assumes) or by ``len(X)`` (at least 1).
+    expected_size : float, optional
+        The expected batch size q N (> 0); required for ``normalise="expected"``.
+
+    Returns
+    -------
+    numpy.ndarray
+        The flattened normalised sum.  DP-SGD adds ``N(0, (sigma C / normaliser)^2)`` to each coordinate.
+    """
+    net = _check_model(model)
+    x = check_float_array(X, "X", finite=True, ndim=2)
+    c = check_positive(clip, "clip")
+    b = check_int(microbatch, "microbatch", minimum=1, maximum=10**6)
+    how = check_choice(normalise, "normalise", ("expected", "actual"))
+    if how == "expected":
+        if expected_size is None:
+            raise ValueError("expected_size must be given when normalise='expected'")
+        divisor = check_positive(expected_size, "expected_size")
+    else:
+        divisor = float(max(1, x.shape[0]))
+    labels = check_float_array(y, "y", finite=True, ndim=1)
+    width = sum(w.size for w in net.weights)
+    if x.shape[0] == 0:
+        return np.zeros(width)
+    if b == 1:
+        sums, _ = clipped_gradient_sum(net, x, labels, c)
+        total = np.concatenate([s.ravel() for s in sums])
+    else:
+        grads = per_example_gradients(net, x, labels)
+        starts = np.arange(0, x.shape[0], b)
+        means = np.add.reduceat(grads, starts, axis=0) / np.diff(np.append(starts, x.shape[0]))[:, None]
+        scale = c / np.maximum(np.linalg.norm(means, axis=1), c)
+        total = (means * scale[:, None]).sum(axis=0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        step = total / divisor
+    if not np.isfinite(step).all():
+        raise ValueError("the step overflows: clip is too large for expected_size (or the batch's size)")
+    return step
+
+
+def _batches(n: int, steps: int, q: float, batching: str, rng: np.random.Generator) -> list[NDArray[np.int64]]:
+    """The row indices of each step's batch: Poisson, or consecutive slices of per-epoch shuffles."""
+    if batching == "poisson":
+        return [np.flatnonzero(rng.random(n) < q) for _ in range(steps)]
+    size = max(1, round(q * n))
+    out: list[NDArray[np.int64]] = []
+    while len(out) < steps:
+        order = rng.permutation(n)
+        out.extend(order[i:i + size] for i in range(0, n - size + 1, size))
+    return out[:steps]
+
+
+def dp_sgd_variant(
+    X: object,
+    y: object,
+    *,
+    noise_multiplier: float,
+    steps: int,
+    sampling_rate: float,
+    clip: float,
+    rng: np.random.Generator,
+    batching: str = "poisson",
+    microbatch: int = 1,
+    normalise: str = "expected",
+    learning_rate: float = 1.0,
+    model: str = "logistic",
+) -> Classifier:
+    """DP-SGD with a chosen sampler, grouping and normaliser, at a given noise multiplier.
+
+    With the defaults this is the mechanism of :func:`dptutor.learning.dp_sgd` (its accountant's
+    epsilon is :func:`dptutor.learning.dp_sgd_epsilon` of the same sigma, steps and q); any other
+    choice is one of the mismatches of the module docstring, for which that epsilon is not a guarantee.
+
+    Parameters
+    ----------
+    X, y : array_like
+        Features ``(N, d)`` and integer labels ``(N,)``.
+    noise_multiplier : float
+        sigma >= 0: each step adds ``N(0, (sigma C)^2)`` to each coordinate of the clipped sum.
+    steps : int
+        Number of steps.
+    sampling_rate : float
+        q in (0, 1]: Poisson probability, or the fixed batch size ``round(q N)`` when shuffling.
+    clip : float
+        C > 0.
+    rng : numpy.random.Generator
+        The only randomness (initial weights, batches, noise).
+    batching : {"poisson", "shuffle"}
+    microbatch : int
+        See :func:`noiseless_step`.
+    normalise : {"expected", "actual"}
+        See :func:`noiseless_step`; the expected size is ``q N``.
+    learning_rate : float
+    model : {"logistic", "mlp"}
+
+    Returns
+    -------
+    Classifier
+        The trained model.
+    """
+    x = check_float_array(X, "X", finite=True, ndim=2, min_size=1)
+    classes, _ = check_labels(y, "y", x.shape[0])
+    labels = np.asarray(y, dtype=np.float64)
+    sigma = check_real(noise_multiplier, "noise_multiplier", low=0.0)
+    k = check_int(steps, "steps", minimum=1, maximum=MAX_VARIANT_STEPS)
+    q = check_real(sampling_rate, "sampling_rate", low=0.0, high=1.0, low_open=True)
+    c = check_positive(clip, "clip")
+    gen = check_rng(rng)
+    how = check_choice(batching, "batching", ("poisson", "shuffle"))
+    lr = check_positive(learning_rate, "learning_rate")
+    net = initial_classifier(x.shape[1], classes, model=model, rng=gen)
+    expected = q * x.shape[0]
+    diverged = ValueError("training diverged to non-finite weights: lower learning_rate, clip or noise_multiplier, "
+                          "or raise sampling_rate")
+    with np.errstate(over="ignore", invalid="ignore"):  # divergence is an error below, not a warning
+        for batch in _batches(x.shape[0], k, q, how, gen):
+            try:
+                step = noiseless_step(net, x[batch], labels[batch], clip=c, microbatch=microbatch,
+                                      normalise=normalise, expected_size=expected)
+            except ValueError as exc:
+                if "overflow" in str(exc) or not all(np.isfinite(w).all() for w in net.weights):
+                    raise diverged from exc
+                raise
+            divisor = expected if normalise == "expected" else max(1, batch.size)
+            step = step + (sigma * c / divisor) * gen.standard_normal(step.shape)
+            start = 0
+            for w in net.weights:  # in place, in per_example_gradients' flattened order
+                w -= lr * step[start:start + w.size].reshape(w.shape)
+                start += w.size
+    if not all(np.isfinite(w).all() for w in net.weights):
+        raise diverged
+    return net
