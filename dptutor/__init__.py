@@ -17,7 +17,8 @@ differentially-private text representation learning". Modules, one idea each:
 - :mod:`dptutor.floating`: which doubles a floating-point Laplace sampler can output; the exact attack.
 - :mod:`dptutor.exact`: exact discrete Laplace sampling with integers; Google's granular Laplace.
 - :mod:`dptutor.libraries`: OpenDP's and diffprivlib's Laplace mechanisms as ``mechanism(x, epsilon, rng)``.
-- :mod:`dptutor.grading`: the assignments' checks and the grader (``python -m dptutor grade``).
+- :mod:`dptutor.assignments`: the course assignments' checks, run in the student's kernel.
+- :mod:`dptutor.course`: the grader (``python -m dptutor grade``), run only on the instructor's machine.
 - :mod:`dptutor.cli`: ``python -m dptutor``.
 
 Every public function checks its arguments with the helpers of :mod:`dptutor._validate` (a

@@ -5,14 +5,14 @@ Subcommands:
 * ``reproduce``: the paper's Section 5 grid (Figure 2), resumable; writes ``results.json``,
   ``results.csv`` and ``sanity_check.png``/``.svg`` into ``--out``.
 * ``repeat``: one cell over seeds 0..repeats-1 (the paper's footnote 7), prints mean and std.
-* ``grade``: grade submitted assignment notebooks into a CSV (:mod:`dptutor.grading.runner`).
+* ``grade``: grade submitted assignment notebooks into a CSV (:mod:`dptutor.course.runner`).
 * ``export-otter``: an otter-grader notebook of an assignment, for Gradescope
-  (:mod:`dptutor.grading.otter`).
-* ``export-lms``: a grade CSV that Canvas or Moodle imports (:mod:`dptutor.grading.lms`).
+  (:mod:`dptutor.course.otter`).
+* ``export-lms``: a grade CSV that Canvas or Moodle imports (:mod:`dptutor.course.lms`).
 * ``release``: regenerate the student notebooks from the instructor notebooks
-  (:mod:`dptutor.grading.release`).
+  (:mod:`dptutor.course.release`).
 * ``course new``: a private course folder whose mysteries are drawn by a secret
-  (:mod:`dptutor.grading.course`).
+  (:mod:`dptutor.course.folders`).
 
 Adding a subcommand: write one function decorated with ``@subcommand("name")`` that adds its
 parser to the ``subparsers`` it receives and sets ``handler`` (a function ``args -> int``) with
@@ -215,13 +215,13 @@ def _cmd_repeat(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------------------------------
-# grade and release (the course assignments; all logic in dptutor.grading)
+# grade and release (the course assignments; all logic in dptutor.course)
 # ---------------------------------------------------------------------------------------------
 
 
 @subcommand("grade")
 def _add_grade(subparsers: argparse._SubParsersAction) -> None:
-    from dptutor.grading.runner import add_grade_arguments, run_grade
+    from dptutor.course.runner import add_grade_arguments, run_grade
 
     p = subparsers.add_parser(
         "grade",
@@ -249,7 +249,7 @@ def _add_release(subparsers: argparse._SubParsersAction) -> None:
 
 @subcommand("export-otter")
 def _add_export_otter(subparsers: argparse._SubParsersAction) -> None:
-    from dptutor.grading.registry import ASSIGNMENTS
+    from dptutor.assignments.registry import ASSIGNMENTS
 
     p = subparsers.add_parser(
         "export-otter",
@@ -272,14 +272,14 @@ def _add_export_otter(subparsers: argparse._SubParsersAction) -> None:
 
 @subcommand("export-lms")
 def _add_export_lms(subparsers: argparse._SubParsersAction) -> None:
-    from dptutor.grading.lms import add_export_arguments, run_export
+    from dptutor.course.lms import add_export_arguments, run_export
 
     p = subparsers.add_parser(
         "export-lms",
         help="write a grade CSV that Canvas or Moodle imports, from a scores CSV",
         description="Write one row per student with the total of the grader's scores CSV, in Canvas's "
                     "gradebook import format or Moodle's grading worksheet; the student identifier comes from "
-                    "the submission's file or folder name (see dptutor.grading.submissions).",
+                    "the submission's file or folder name (see dptutor.course.submissions).",
     )
     add_export_arguments(p)
     p.set_defaults(handler=run_export)
@@ -314,7 +314,7 @@ def _add_course(subparsers: argparse._SubParsersAction) -> None:
 def _cmd_course_new(args: argparse.Namespace) -> int:
     import os
 
-    from dptutor.grading.course import new_course
+    from dptutor.course.folders import new_course
 
     secret = args.secret if args.secret is not None else os.environ.get("DPTUTOR_COURSE_SECRET")
     if secret is None:
@@ -331,7 +331,7 @@ def _cmd_course_new(args: argparse.Namespace) -> int:
 
 
 def _cmd_export_otter(args: argparse.Namespace) -> int:
-    from dptutor.grading.otter import export_otter
+    from dptutor.course.otter import export_otter
 
     if args.outdir.exists() and not args.outdir.is_dir():
         print(f"error: {args.outdir} exists and is not a folder", file=sys.stderr)
@@ -349,7 +349,7 @@ def _cmd_export_otter(args: argparse.Namespace) -> int:
 
 
 def _cmd_release(args: argparse.Namespace) -> int:
-    from dptutor.grading.release import release
+    from dptutor.course.release import release
 
     for path in release(args.folder):
         print(f"wrote {path}")

@@ -1,7 +1,7 @@
 """Course instances: answers drawn per course by a secret, and kept out of everything students get.
 
-The families and the keyed derivation (:mod:`dptutor.grading.instances`), the course folder
-(:mod:`dptutor.grading.course`, ``python -m dptutor course new``), grading with a course's answer key
+The families and the keyed derivation (:mod:`dptutor.assignments.instances`), the course folder
+(:mod:`dptutor.course.folders`, ``python -m dptutor course new``), grading with a course's answer key
 (``grade --course FOLDER``), and the search of the wheel, the repository and a course's student
 notebooks for each course answer.  One wheel build (about 7 s) and two real grading runs of one small
 submission; the rest runs in this process.
@@ -25,12 +25,12 @@ from scipy import stats
 
 from conftest import ROOT
 from dptutor.audit import estimate_loss
-from dptutor.grading import ASSIGNMENTS, check, checker, mystery_a, mystery_b, use_course, use_self_study
-from dptutor.grading import instances
-from dptutor.grading.course import answer_lines, load_course, new_course
-from dptutor.grading.instances import (COURSE_FAMILIES, FAMILIES, SELF_STUDY, active_member, course_scope,
+from dptutor.assignments import ASSIGNMENTS, check, checker, mystery_a, mystery_b, use_course, use_self_study
+from dptutor.assignments import instances
+from dptutor.course.folders import answer_lines, load_course, new_course
+from dptutor.assignments.instances import (COURSE_FAMILIES, FAMILIES, SELF_STUDY, active_member, course_scope,
                                        course_key, course_tokens, member_of)
-from dptutor.grading.pair_audit import mystery_pair
+from dptutor.assignments.pair_audit import mystery_pair
 
 NOTEBOOKS = ("audit", "mechanism", "pair_audit", "sampler", "selection")
 #: Secrets of the balance test (deterministic: the test gives the same counts on every run).
@@ -336,7 +336,7 @@ def test_the_course_instructor_notebooks_solve_the_course(tmp_path: Path) -> Non
     course's key."""
     import jupytext
 
-    from dptutor.grading import FEEDBACK_TAG
+    from dptutor.course import FEEDBACK_TAG
 
     secret = next(s for s in SECRETS if member_of(course_tokens(s)["audit"])[1].broken == "B")
     course = new_course(tmp_path / "course", secret)
@@ -501,7 +501,7 @@ def test_the_gradescope_export_of_a_course_grades_against_its_mysteries(tmp_path
     (which otter copies into the student notebook); a path that is no course folder is refused."""
     import nbformat
 
-    from dptutor.grading.otter import export_otter
+    from dptutor.course.otter import export_otter
 
     course = new_course(tmp_path / "course", "a secret for the gradescope export")
     target = export_otter("pair_audit", tmp_path / "otter", course=course.folder)

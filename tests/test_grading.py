@@ -1,4 +1,4 @@
-"""The course assignments and their autograder (dptutor.grading).
+"""The course assignments and their autograder (dptutor.assignments and dptutor.course).
 
 Fast tests run the checks in this process on the reference solutions (the instructor notebooks'
 code), on the blank student notebooks, and on planted wrong answers.  Grading submitted notebooks
@@ -17,7 +17,8 @@ from conftest import ROOT
 from dptutor import grading
 from dptutor.audit import estimate_loss
 from dptutor.distributions import dptext_transform, laplace_ppf
-from dptutor.grading import ASSIGNMENTS, FEEDBACK_TAG, check, mystery_a, mystery_b, student_version
+from dptutor.assignments import ASSIGNMENTS, check, mystery_a, mystery_b
+from dptutor.course import FEEDBACK_TAG, student_version
 
 ASSIGNMENT_DIR = ROOT / "book" / "assignments"
 INSTRUCTOR_DIR = ASSIGNMENT_DIR / "instructor"
@@ -62,12 +63,12 @@ def test_student_notebook_is_generated_from_the_instructor_version(name: str) ->
 
 
 def test_importing_the_grader_leaves_scipy_stats_unloaded() -> None:
-    """Every notebook the grader runs imports ``dptutor.grading`` in a fresh kernel; scipy.stats costs
+    """Every notebook the grader runs imports ``dptutor.assignments`` in a fresh kernel; scipy.stats costs
     about 1.5 s of CPU to import, so the checks import it only when they run (in the grader)."""
     import subprocess
     import sys
 
-    code = ("import sys, dptutor.grading, dptutor.grading.record, dptutor.selection; "
+    code = ("import sys, dptutor.assignments, dptutor.assignments.record, dptutor.selection; "
             "print(sorted(m for m in sys.modules if m.startswith('scipy.stats')))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -473,7 +474,7 @@ def test_question_labels_are_neutral() -> None:
 
 
 def test_justification_is_graded_by_hand_not_by_keywords() -> None:
-    from dptutor.grading.audit import separates_candidates
+    from dptutor.assignments.audit import separates_candidates
 
     right = ("At n = 3 all candidates add noise of different scales. The one-sided and half-scale candidates "
              "give losses outside the 95% confidence interval of the mystery's loss; the l2 candidate, with "

@@ -1,4 +1,4 @@
-"""The grading protocol (dptutor.grading.record): checks in the grader, calls answered by the kernel.
+"""The grading protocol (dptutor.assignments.record): checks in the grader, calls answered by the kernel.
 
 Runs the protocol in this process (grade_in_process, or grade_question with a run_cell of the
 test's own); real kernels are exercised in test_hostile_records.py and test_grading_runner.py.
@@ -19,10 +19,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dptutor.grading import ASSIGNMENTS, check
-from dptutor.grading import record
-from dptutor.grading.record import grade_in_process, grade_question
-from dptutor.grading.registry import record_types
+from dptutor.assignments import ASSIGNMENTS, check
+from dptutor.assignments import record
+from dptutor.assignments.record import grade_in_process, grade_question
+from dptutor.assignments.registry import record_types
 from test_grading import INSTRUCTOR_DIR, run_notebook_code, wrong_answers
 from test_hostile_records import grade_with_tampering
 

@@ -1,4 +1,4 @@
-"""The grader's sandbox (dptutor.grading.sandbox) and the runner's text safety, without kernels.
+"""The grader's sandbox (dptutor.course.sandbox) and the runner's text safety, without kernels.
 
 The sandbox's command is run directly with a short Python script in place of the kernel, which
 checks from inside what the sandbox lets it see and do.  Those tests skip when bubblewrap is
@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from dptutor.grading import runner, sandbox
-from dptutor.grading.sandbox import Limits, Sandbox, SandboxUnavailable, find_sandbox
+from dptutor.course import runner, sandbox
+from dptutor.course.sandbox import Limits, Sandbox, SandboxUnavailable, find_sandbox
 
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None,
                                  reason="bubblewrap is not installed (sudo apt-get install bubblewrap); "

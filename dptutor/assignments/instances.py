@@ -3,7 +3,7 @@
 Each of the two assignments has a public *family* of mystery mechanisms:
 
 * ``audit``: one of the two mechanisms (``A`` or ``B``) is broken by one of the four bugs listed in
-  :data:`~dptutor.grading.audit.DIAGNOSES`, the other is the correct Laplace mechanism (scale
+  :data:`~dptutor.assignments.audit.DIAGNOSES`, the other is the correct Laplace mechanism (scale
   ``n / epsilon``): 8 members;
 * ``pair_audit``: every release is ``columns`` copies of the count, each with its own Laplace noise
   of scale ``spread / PAIR_EPSILON`` (2, 3 or 4 columns; spread 1 or 0.8): 6 members, whose true

@@ -5,7 +5,7 @@ How a submission is graded
 Each submission runs in a fresh Jupyter kernel (nbclient) in a sandbox of its own, cell by cell,
 with a time limit per cell and one for the whole notebook.  Then every question is graded by its
 check, which runs *here*, in the grader's process, with hidden parameters drawn fresh for that
-question with :mod:`secrets` (:func:`dptutor.grading.record.grade_question`).  The kernel never
+question with :mod:`secrets` (:func:`dptutor.assignments.record.grade_question`).  The kernel never
 sees a check, a seed or a hidden parameter: whenever a check calls a student function, the grader
 writes that call's inputs as data (``.npz`` of numeric arrays and one JSON string, never a
 pickle) to a file in the work folder, runs a cell that only calls the function on them, and reads
@@ -20,7 +20,7 @@ points.
 Threat model: what a student can and cannot do
 ----------------------------------------------
 The student's code runs in the kernel, and the kernel runs in a sandbox of its own, one per
-submission (:mod:`dptutor.grading.sandbox`; bubblewrap by default): new user, PID, IPC, UTS and
+submission (:mod:`dptutor.course.sandbox`; bubblewrap by default): new user, PID, IPC, UTS and
 network namespaces, ``/usr``, the Python installation and ``dptutor`` mounted read-only, a private
 writable work folder (the cwd, where the result files are written) and a size-capped private
 ``/tmp`` holding ``HOME`` and ``IPYTHONDIR``, limits on memory, file size, open files, CPU time and
@@ -33,7 +33,7 @@ folder shared with the sandbox (Jupyter's ``ipc`` transport; there is no network
   *concludes* is used: it only answers calls (what the student's functions returned, raised or
   modified on the grader's inputs) and reports the student's answer values.  The grader parses
   each answer (regular file only, size limits, numeric dtypes, allow-listed types, every field
-  type-checked; see :mod:`dptutor.grading.record`) and computes every score itself.  An answer
+  type-checked; see :mod:`dptutor.assignments.record`) and computes every score itself.  An answer
   that cannot be parsed, is missing or does not fit the call scores 0 for that question.
 - Forged data is judged as the student's answer: it earns marks only if it is correct on inputs
   drawn fresh for this submission, inside the time limits, which is what a correct function does.
@@ -45,8 +45,8 @@ folder shared with the sandbox (Jupyter's ``ipc`` transport; there is no network
   ``start_new_session`` and double-forked helpers included, dies with the sandbox when the
   submission ends: the grader kills the sandbox's launcher, and ``--die-with-parent`` takes the
   PID namespace's init, hence every process in it, along (also when the grader itself is killed).
-- The grader keeps at most :attr:`~dptutor.grading.sandbox.Limits.output` characters of the
-  kernel's output and drops any single message over :attr:`~dptutor.grading.sandbox.Limits.message`
+- The grader keeps at most :attr:`~dptutor.course.sandbox.Limits.output` characters of the
+  kernel's output and drops any single message over :attr:`~dptutor.course.sandbox.Limits.message`
   bytes, so an output flood costs the student's own time, not the grader's memory.
 - Timing comes from the runner's clock around cells that only call the function; a student *can*
   make timing noisy by loading the CPU (the sandbox does not reserve cores), which only hurts
@@ -107,10 +107,10 @@ from pathlib import Path
 from typing import Any
 
 from dptutor._validate import check_int, check_path, check_real, check_sequence, check_str, check_workers, is_bool
-from dptutor.grading.feedback import UNSCORED, Assignment, fmt_points
-from dptutor.grading.record import grade_question
-from dptutor.grading.registry import ASSIGNMENTS, get_assignment
-from dptutor.grading.sandbox import (INSTALL_HINT, SANDBOXES, Limits, Sandbox, SandboxUnavailable, find_sandbox,
+from dptutor.assignments.feedback import UNSCORED, Assignment, fmt_points
+from dptutor.assignments.record import grade_question
+from dptutor.assignments.registry import ASSIGNMENTS, get_assignment
+from dptutor.course.sandbox import (INSTALL_HINT, SANDBOXES, Limits, Sandbox, SandboxUnavailable, find_sandbox,
                                       kernel_manager)
 
 __all__ = [
@@ -371,7 +371,7 @@ def _run_coroutine(factory: Callable[[], Any]) -> None:
 
 
 def _quiet_logger() -> logging.Logger:
-    log = logging.getLogger("dptutor.grading.nbclient")
+    log = logging.getLogger("dptutor.course.nbclient")
     log.propagate = False
     log.addHandler(logging.NullHandler())
     return log
@@ -401,7 +401,7 @@ async def _run_hidden(client: Any, nb: Any, a: Assignment, hidden: dict[str, int
     async def run_cell(source: str, limit: float) -> tuple[Any, float]:
         return await _execute(client, nb, source, limit)
 
-    for q in a.questions:  # each check runs here; the kernel only answers calls (dptutor.grading.record)
+    for q in a.questions:  # each check runs here; the kernel only answers calls (dptutor.assignments.record)
         run.records[q.name] = await grade_question(run_cell, a.name, q.name, workdir, timeout=timeout,
                                                    timed_cap=min(TIMED_CELL_CAP, timeout), hidden=hidden[q.name],
                                                    carry_forward=carry_forward)
@@ -543,8 +543,8 @@ def grade_notebook(path: Path | str, assignment: str, *, timeout: float = 60,
 
     ``timeout`` limits every cell (seconds; the kernel is interrupted and grading goes on),
     ``total_timeout`` the whole notebook (the sandbox is killed; questions not recorded by then
-    score 0).  ``sandbox`` is a :class:`~dptutor.grading.sandbox.Sandbox`, a kind ("bwrap", ...,
-    "none") or None for bubblewrap (:class:`~dptutor.grading.sandbox.SandboxUnavailable` if it
+    score 0).  ``sandbox`` is a :class:`~dptutor.course.sandbox.Sandbox`, a kind ("bwrap", ...,
+    "none") or None for bubblewrap (:class:`~dptutor.course.sandbox.SandboxUnavailable` if it
     cannot run here).  A submission that cannot be read, crashes or loops scores 0 on the
     questions it affects, with a note saying why; it never raises, except ``KeyboardInterrupt``
     (Ctrl-C or SIGTERM), after killing its sandbox.  ``hidden`` gives the seed of some questions'
@@ -672,7 +672,7 @@ def grade_folder(assignment: str, folder: Path | str, *, timeout: float = 60, to
                  only: Sequence[str] | None = None,
                  hidden: dict[str, dict[str, int]] | None = None,
                  carry_forward: bool = False) -> list[SubmissionResult]:
-    """Grade the submissions in ``folder`` (its layouts: :func:`~dptutor.grading.submissions.find_submissions`),
+    """Grade the submissions in ``folder`` (its layouts: :func:`~dptutor.course.submissions.find_submissions`),
     in name order; ValueError naming ``folder`` if it holds none or a sub-folder is ambiguous.
 
     ``on_result`` is called in this process as soon as each submission is graded (the CLI writes it to
@@ -683,7 +683,7 @@ def grade_folder(assignment: str, folder: Path | str, *, timeout: float = 60, to
     results.  Ctrl-C raises ``KeyboardInterrupt`` after the finished submissions have gone through
     ``on_result``; the submissions in flight are stopped (their sandboxes killed) and not reported.
     """
-    from dptutor.grading.submissions import find_submissions
+    from dptutor.course.submissions import find_submissions
 
     a = get_assignment(assignment)
     if not isinstance(folder, (str, Path)):
@@ -823,8 +823,8 @@ def _grade_parallel(jobs: list[tuple], workers: int, progress: Callable[[str], N
 
 def read_csv(path: Path | str, assignment: str) -> list[list[str]]:
     """The rows of an existing scores CSV of ``assignment`` (ValueError naming ``path`` if it is not
-    one, belongs to another assignment or is corrupted; see :mod:`dptutor.grading.scores`)."""
-    from dptutor.grading.scores import read_scores
+    one, belongs to another assignment or is corrupted; see :mod:`dptutor.course.scores`)."""
+    from dptutor.course.scores import read_scores
 
     a = get_assignment(assignment)
     if not isinstance(path, (str, Path)):
@@ -833,8 +833,8 @@ def read_csv(path: Path | str, assignment: str) -> list[list[str]]:
 
 
 def write_csv(results: Sequence[SubmissionResult], path: Path | str, assignment: str) -> None:
-    """One row per submission (:mod:`dptutor.grading.scores`), written atomically."""
-    from dptutor.grading.scores import ScoreRecord, write_scores
+    """One row per submission (:mod:`dptutor.course.scores`), written atomically."""
+    from dptutor.course.scores import ScoreRecord, write_scores
 
     a = get_assignment(assignment)
     path = check_path(path, "path")
@@ -975,7 +975,7 @@ def _submission_times(config: Any, submissions: Sequence[Any]) -> dict[str, Any]
     """Each submission's time under the late policy: from the manifest, or the notebook's mtime."""
     import datetime as dt
 
-    from dptutor.grading.config import read_manifest
+    from dptutor.course.config import read_manifest
 
     if config.deadline is None:
         return {}
@@ -1006,11 +1006,11 @@ def _clock(seconds: float) -> str:
 
 def run_grade(args: argparse.Namespace) -> int:
     """Handler of ``python -m dptutor grade``: exit code 0, 2 (bad arguments) or 130 (Ctrl-C)."""
-    from dptutor.grading.config import GradingConfig, load_config, read_overrides
-    from dptutor.grading.course import load_course
-    from dptutor.grading.instances import INSTANCE_ASSIGNMENTS, course_scope
-    from dptutor.grading.scores import ScoreRecord, default_scores_name, read_scores, write_scores
-    from dptutor.grading.submissions import find_submissions
+    from dptutor.course.config import GradingConfig, load_config, read_overrides
+    from dptutor.course.folders import load_course
+    from dptutor.assignments.instances import INSTANCE_ASSIGNMENTS, course_scope
+    from dptutor.course.scores import ScoreRecord, default_scores_name, read_scores, write_scores
+    from dptutor.course.submissions import find_submissions
 
     if not isinstance(args, argparse.Namespace):
         raise TypeError(f"args must be an argparse.Namespace, got {type(args).__name__}")

@@ -1,8 +1,8 @@
 """Grades for a learning management system: a CSV that Canvas or Moodle imports.
 
 ``python -m dptutor export-lms canvas|moodle ASSIGNMENT SCORES.csv OUT.csv`` reads a scores CSV of
-the grader (:mod:`dptutor.grading.scores`) and writes one row per student, identified by the rule
-of :func:`dptutor.grading.submissions.student_identity` applied to the submission's name:
+the grader (:mod:`dptutor.course.scores`) and writes one row per student, identified by the rule
+of :func:`dptutor.course.submissions.student_identity` applied to the submission's name:
 
 ``canvas``
     Canvas's gradebook import ("Gradebook > Import"): columns ``Student``, ``ID``, ``SIS User
@@ -34,11 +34,11 @@ import tempfile
 from pathlib import Path
 
 from dptutor._validate import check_choice, check_path, check_real, check_str
-from dptutor.grading.feedback import fmt_points
-from dptutor.grading.registry import ASSIGNMENTS, get_assignment
-from dptutor.grading.runner import csv_cell
-from dptutor.grading.scores import read_scores
-from dptutor.grading.submissions import student_identity
+from dptutor.assignments.feedback import fmt_points
+from dptutor.assignments.registry import ASSIGNMENTS, get_assignment
+from dptutor.course.runner import csv_cell
+from dptutor.course.scores import read_scores
+from dptutor.course.submissions import student_identity
 
 __all__ = ["LMS_FORMATS", "lms_rows", "export_lms", "add_export_arguments", "run_export"]
 

@@ -11,7 +11,7 @@
       release/*.md            the student notebooks to hand out (no solution; the course's tokens)
 
 The mysteries of ``audit`` and ``pair_audit`` are drawn from their families by the secret (see
-:mod:`dptutor.grading.instances`, which also states the threat model); the other assignments are the
+:mod:`dptutor.assignments.instances`, which also states the threat model); the other assignments are the
 book's.  The secret is not stored: the same secret and name write the same folder again (after an
 update of the book, say).  ``python -m dptutor grade ASSIGNMENT SUBMISSIONS --course FOLDER`` grades
 with the folder's answer key and configuration (:func:`load_course`).
@@ -27,10 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dptutor._validate import check_choice, check_path, check_str
-from dptutor.grading.instances import (INSTANCE_ASSIGNMENTS, AuditMember, PairMember, course_key, members_of_key,
+from dptutor.assignments.instances import (INSTANCE_ASSIGNMENTS, AuditMember, PairMember, course_key, members_of_key,
                                        tokens_of_key)
-from dptutor.grading.registry import ASSIGNMENTS
-from dptutor.grading.release import book_assignments_folder, student_version
+from dptutor.assignments.registry import ASSIGNMENTS
+from dptutor.course.release import book_assignments_folder, student_version
 
 __all__ = ["CourseFolder", "COURSE_NAME", "new_course", "load_course", "course_notebook", "answer_lines"]
 
@@ -188,7 +188,7 @@ def _with_token(assignment: str, text: str, token: str) -> str:
     """``text`` with the course's token set right before the checker is made (the mysteries and the
     feedback then use the course's member)."""
     setup = _SETUP[assignment]
-    return _replace(text, setup, ("from dptutor.grading import use_course\n"
+    return _replace(text, setup, ("from dptutor.assignments import use_course\n"
                                   f'use_course("{token}")  # this course\'s mystery mechanisms\n' + setup), "text")
 
 
@@ -267,7 +267,7 @@ def new_course(folder: Path | str, secret: str, *, name: str | None = None,
         (folder / "release" / a.notebook).write_text(student_version(text), encoding="utf-8")
     config = folder / "grading.toml"
     if not config.exists():  # the instructor's edits (points, late policy) survive a rewrite
-        config.write_text(f'# Grading configuration of course {name} (see dptutor.grading.config).\n'
+        config.write_text(f'# Grading configuration of course {name} (see dptutor.course.config).\n'
                           f'course = "{name}"\n', encoding="utf-8")
     (folder / "README.md").write_text(_readme(name), encoding="utf-8")
     return CourseFolder(folder, name, key)

@@ -25,7 +25,7 @@ worker thread of :func:`grade_question`), never in the kernel:
   the input file, call, save the output) in the grader's process (:func:`reference_seconds`).
 - The grader's own work is bounded: every check makes a fixed number of cells, each under the
   runner's time limit, and replays of student evidence check their size before they start and
-  their time while they run (see :mod:`dptutor.grading.audit`).
+  their time while they run (see :mod:`dptutor.assignments.audit`).
 
 Nothing the kernel concludes is used, and the kernel never sees a cell whose outcome it could
 change by knowing what comes next: it learns the inputs of each call when it has to answer it.
@@ -58,7 +58,7 @@ import numpy as np
 
 from dptutor._validate import (check_callable, check_float_array, check_int, check_path, check_positive, check_sequence,
                                is_bool)
-from dptutor.grading.feedback import SpyArray, call
+from dptutor.assignments.feedback import SpyArray, call
 
 __all__ = [
     "RecordError",
@@ -110,7 +110,7 @@ _SESSION: contextvars.ContextVar[Any] = contextvars.ContextVar("dptutor_grading_
 def call_many(f: Callable, calls: Sequence[tuple[Sequence[Any], Mapping[str, Any]]]) -> list[tuple[Any, BaseException | None]]:
     """``[call(f, *args, **kwargs) for args, kwargs in calls]``, sent to the kernel as one cell when grading.
 
-    ``NotImplementedError`` propagates (the stub is still in place), as in :func:`~dptutor.grading.feedback.call`.
+    ``NotImplementedError`` propagates (the stub is still in place), as in :func:`~dptutor.assignments.feedback.call`.
     """
     check_callable(f, "f")
     calls = list(check_sequence(calls, "calls", min_len=0))
@@ -778,7 +778,7 @@ class _Remote:
 
 
 _CALL_CELL = """\
-__dptutor_io = __import__('dptutor.grading.record', fromlist=['KernelCalls']).KernelCalls(globals(), {request!r}, {answer!r})
+__dptutor_io = __import__('dptutor.assignments.record', fromlist=['KernelCalls']).KernelCalls(globals(), {request!r}, {answer!r})
 with __dptutor_io:
     for __dptutor_c in __dptutor_io:
         try:
@@ -786,7 +786,7 @@ with __dptutor_io:
         except Exception as __dptutor_e:
             __dptutor_c.raised = __dptutor_e
 """
-_NEEDS_CELL = "__import__('dptutor.grading.record', fromlist=['kernel_needs']).kernel_needs(globals(), {names!r}, {answer!r})"
+_NEEDS_CELL = "__import__('dptutor.assignments.record', fromlist=['kernel_needs']).kernel_needs(globals(), {names!r}, {answer!r})"
 
 #: ``run_cell(source, time_limit) -> (cell, seconds)``: the runner executes one cell in the kernel.
 RunCell = Callable[[str, float], Awaitable[tuple[Any, float]]]
@@ -916,7 +916,7 @@ async def _fetch_needs(run_cell: RunCell, workdir: str, needs: Sequence[str], ti
 
 
 def _record_types(assignment: str) -> Mapping[str, Callable[[dict], Any]]:
-    from dptutor.grading.registry import record_types
+    from dptutor.assignments.registry import record_types
 
     return record_types(assignment)
 
@@ -950,7 +950,7 @@ def grade_question(run_cell: RunCell, assignment: str, question: str, workdir: s
     earlier answers the question names in ``carried``.  The arguments are checked when this is
     called, before anything runs.
     """
-    from dptutor.grading.registry import get_assignment
+    from dptutor.assignments.registry import get_assignment
 
     a = get_assignment(assignment)
     q = a.question(question)
@@ -970,8 +970,8 @@ def grade_question(run_cell: RunCell, assignment: str, question: str, workdir: s
 
 async def _grade_question(run_cell: RunCell, assignment: str, question: str, workdir: str, timeout: float,
                           timed_cap: float, hidden: int | None = None, carry_forward: bool = False) -> Any:
-    from dptutor.grading.feedback import UNSCORED, Feedback, Finding
-    from dptutor.grading.registry import check, get_assignment
+    from dptutor.assignments.feedback import UNSCORED, Feedback, Finding
+    from dptutor.assignments.registry import check, get_assignment
 
     a = get_assignment(assignment)
     q = a.question(question)
@@ -1061,7 +1061,7 @@ def grade_in_process(namespace: Mapping[str, Any], assignment: str, *, timeout: 
 
     For tests and for trusted code only: the student's code runs in this process.
     """
-    from dptutor.grading.registry import get_assignment
+    from dptutor.assignments.registry import get_assignment
 
     a = get_assignment(assignment)
     if not isinstance(namespace, dict):

@@ -15,9 +15,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dptutor.distributions import laplace_ppf
-from dptutor.grading.feedback import (KS_ALPHA, Assignment, Finding, Question, as_floats, call, describe,
+from dptutor.assignments.feedback import (KS_ALPHA, Assignment, Finding, Question, as_floats, call, describe,
                                       expect_value_error, hidden_rng, spy_array, uniforms)
-from dptutor.grading.record import call_many, flag_for_review, grading, measure, reference_seconds
+from dptutor.assignments.record import call_many, flag_for_review, grading, measure, reference_seconds
 
 __all__ = ["ASSIGNMENT", "SAMPLER_TIMING_SIZE", "SAMPLER_TIMING_RATIO"]
 
