@@ -27,7 +27,7 @@ from conftest import ROOT
 from dptutor.assignments import get_assignment
 from dptutor.course.config import GradingConfig, Override, load_config, read_manifest, read_overrides
 from dptutor.course.lms import lms_rows
-from dptutor.course.runner import SubmissionResult
+from dptutor.course.result import SubmissionResult
 from dptutor.course.scores import ScoreRecord, read_scores, write_scores
 from dptutor.course.submissions import find_submissions, student_identity
 
@@ -254,7 +254,7 @@ def test_an_interrupt_with_two_workers_keeps_the_finished_rows(tmp_path: Path) -
 
 def leaked_workdirs() -> list[str]:
     """Work folders of grading processes that no longer exist (another user's live run is not a leak)."""
-    from dptutor.course.runner import _workdir_parent
+    from dptutor.course.executor import workdir_parent as _workdir_parent
 
     leaked = []
     for folder in Path(_workdir_parent()).glob("dptutor-grade-*-*"):

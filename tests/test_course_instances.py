@@ -28,8 +28,9 @@ from dptutor.audit import estimate_loss
 from dptutor.assignments import ASSIGNMENTS, check, checker, mystery_a, mystery_b, use_course, use_self_study
 from dptutor.assignments import instances
 from dptutor.course.folders import answer_lines, load_course, new_course
-from dptutor.assignments.instances import (COURSE_FAMILIES, FAMILIES, SELF_STUDY, active_member, course_scope,
-                                       course_key, course_tokens, member_of)
+from dptutor.assignments.instances import COURSE_FAMILIES, FAMILIES, SELF_STUDY, active_member, member_of
+from dptutor.course import keys
+from dptutor.course.keys import course_key, course_scope, course_tokens
 from dptutor.assignments.pair_audit import mystery_pair
 
 NOTEBOOKS = ("audit", "mechanism", "pair_audit", "sampler", "selection")
@@ -245,9 +246,9 @@ def test_a_student_kernel_cannot_use_the_grading_checks_as_an_oracle() -> None:
             with pytest.raises(ValueError, match="key must be a course key"):
                 course_scope(bad)
             with pytest.raises(ValueError, match="key must be a course key"):
-                instances.use_answer_key(bad)
+                keys.use_answer_key(bad)
         # A string of the key's form made from the token is the key of another course, not this one.
-        assert instances.tokens_of_key(token.rsplit(":", 1)[1] * 2) != tokens
+        assert keys.tokens_of_key(token.rsplit(":", 1)[1] * 2) != tokens
     # The verdict questions replay the evidence but read no answer before grading either.
     use_course(tokens["audit"])
     evidence = {label: estimate_loss(m, 2, 1.0, 100_000, seed=3) for label, m in (("A", mystery_a), ("B", mystery_b))}

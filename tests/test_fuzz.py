@@ -57,7 +57,7 @@ TIMEOUT: float = 10.0
 #: Targets that start a notebook kernel (5 s on a quiet machine, more on a loaded one), or build a wheel
 #: with pip (``export_otter`` without ``wheel``: 4 s quiet, more than 10 s measured under load), get longer.
 KERNEL_TIMEOUT: float = 90.0
-KERNEL_TARGETS = frozenset({"course.runner.grade_notebook", "course.runner.grade_folder", "course.runner.run_grade",
+KERNEL_TARGETS = frozenset({"course.executor.grade_notebook", "course.batch.grade_folder", "course.grade.run_grade",
                             "course.otter.export_otter"})
 
 #: (module, callable) pairs whose documented output contains NaN: the grader's helpers hand a
@@ -150,17 +150,12 @@ class Context:
 
         return new_course(self.tmp / "course", _COURSE_SECRET, name="dp-2026").folder
 
-    def grade_args(self):
-        """The namespace of ``python -m dptutor grade sampler <empty folder>`` (no kernel starts)."""
-        import argparse
+    def grade_options(self):
+        """The options of ``python -m dptutor grade sampler <empty folder>`` (no kernel starts)."""
+        from dptutor.course.grade import GradeOptions
 
-        from dptutor.course.runner import add_grade_arguments
-
-        parser = argparse.ArgumentParser()
-        add_grade_arguments(parser)
         (self.tmp / "none").mkdir(exist_ok=True)
-        return parser.parse_args(["sampler", str(self.tmp / "none"), "--csv", str(self.tmp / "scores.csv"),
-                                  "--timeout", "5", "--total-timeout", "30"])
+        return GradeOptions("sampler", self.tmp / "none", csv=self.tmp / "scores.csv", timeout=5, total_timeout=30)
 
 
 
@@ -171,7 +166,7 @@ _COURSE_SECRET = "a course secret for the fuzz tests"
 
 
 def _course_tokens() -> dict[str, str]:
-    from dptutor.assignments.instances import course_tokens
+    from dptutor.course.keys import course_tokens
 
     return course_tokens(_COURSE_SECRET)
 
@@ -180,8 +175,14 @@ def _course_token(assignment: str) -> str:
     return _course_tokens()[assignment]
 
 
+def _course_members() -> dict:
+    from dptutor.course.keys import members_of_key
+
+    return members_of_key(_course_key())
+
+
 def _course_key() -> str:
-    from dptutor.assignments.instances import course_key
+    from dptutor.course.keys import course_key
 
     return course_key(_COURSE_SECRET)
 
@@ -418,16 +419,18 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
     "assignments.instances.AuditMember.one_sided": {"label": _const("A")},
     "assignments.instances.AuditMember.verdict": {"label": _const("A")},
     "assignments.instances.PairMember": {"columns": _const(3), "spread": _const(0.8)},
-    "assignments.instances.course_tokens": {"secret": _const(_COURSE_SECRET)},
-    "assignments.instances.course_key": {"secret": _const(_COURSE_SECRET)},
-    "assignments.instances.tokens_of_key": {"key": lambda ctx: _course_key()},
-    "assignments.instances.members_of_key": {"key": lambda ctx: _course_key()},
-    "assignments.instances.use_answer_key": {"key": lambda ctx: _course_key()},
+    "course.keys.course_tokens": {"secret": _const(_COURSE_SECRET)},
+    "course.keys.course_key": {"secret": _const(_COURSE_SECRET)},
+    "course.keys.tokens_of_key": {"key": lambda ctx: _course_key()},
+    "course.keys.members_of_key": {"key": lambda ctx: _course_key()},
+    "course.keys.use_answer_key": {"key": lambda ctx: _course_key()},
     "assignments.instances.answer_member": {"assignment": _const("audit")},
     "assignments.instances.member_of": {"token": lambda ctx: _course_token("audit")},
     "assignments.instances.use_course": {"token": lambda ctx: _course_token("pair_audit")},
     "assignments.instances.active_member": {"assignment": _const("audit")},
-    "assignments.instances.course_scope": {"key": lambda ctx: _course_key()},
+    "course.keys.course_scope": {"key": lambda ctx: _course_key()},
+    "assignments.instances.use_answers": {"members": lambda ctx: _course_members()},
+    "assignments.instances.answers_scope": {"members": lambda ctx: _course_members()},
     "assignments.instances.audit_mystery": {"label": _const("B"), "x": lambda ctx: np.zeros((3, 2))},
     "assignments.instances.pair_mystery": {"data": _const(0.0)},
     "course.folders.CourseFolder": {"folder": lambda ctx: ctx.tmp / "course", "name": _const("dp-2026"),
@@ -445,13 +448,13 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
     "assignments.record.reference_seconds": {"reference": _const(_student_sampler), "inputs": _const([np.array([0.2, 0.7])])},
     "assignments.record.call_many": {"f": _const(_student_sampler), "calls": _const([((np.array([0.3]), 0.0, 1.0), {})])},
     "assignments.record.flag_for_review": {"text": _const("look at this")},
-    "assignments.record.grade_question": {"run_cell": lambda ctx: _run_nothing, "assignment": _const("sampler"),
+    "course.remote.grade_question": {"run_cell": lambda ctx: _run_nothing, "assignment": _const("sampler"),
                                       "question": _const("q1"), "workdir": lambda ctx: str(ctx.tmp), "timeout": _const(5.0)},
-    "assignments.record.grade_in_process": {"namespace": lambda ctx: {"laplace_inverse_cdf": _student_sampler},
+    "course.remote.grade_in_process": {"namespace": lambda ctx: {"laplace_inverse_cdf": _student_sampler},
                                         "assignment": _const("sampler")},
-    "assignments.record.KernelCalls": {"namespace": lambda ctx: {"f": _student_sampler},
+    "assignments.kernel.KernelCalls": {"namespace": lambda ctx: {"f": _student_sampler},
                                    "request": lambda ctx: _grading_request(ctx), "answer": _const("answer.npz")},
-    "assignments.record.kernel_needs": {"namespace": lambda ctx: {"f": _student_sampler}, "names": _const(["f", "g"]),
+    "assignments.kernel.kernel_needs": {"namespace": lambda ctx: {"f": _student_sampler}, "names": _const(["f", "g"]),
                                     "answer": _const("needs.npz")},  # bare names: the test runs in ctx.tmp
     "assignments.registry.record_types": {"assignment": _const("audit")},
     "assignments.registry.get_assignment": {"name": _const("sampler")},
@@ -459,16 +462,16 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
     "assignments.registry.checker": {"assignment": _const("sampler")},
     "course.release.student_version": {"text": _const("a\n# BEGIN SOLUTION\nb\n# END SOLUTION\n")},
     "course.release.release": {"folder": lambda ctx: ctx.release_folder()},
-    "course.runner.SubmissionResult": {"file": _const("tiny.ipynb"), "assignment": _const("sampler"),
+    "course.result.SubmissionResult": {"file": _const("tiny.ipynb"), "assignment": _const("sampler"),
                                         "scores": _const({"q1": 1.0, "q2": 0.0, "q3": 0.5}),
                                         "points": _const({"q1": 2.0, "q2": 1.0, "q3": 1.0})},
-    "course.runner.SubmissionResult.row": {"assignment": lambda ctx: _grading_assignment()},
+    "course.result.SubmissionResult.row": {"assignment": lambda ctx: _grading_assignment()},
     # One kernel per valid call: a one-cell notebook and short limits.
     # (unsandboxed: the suite's own one-cell notebook; tests/test_hostile_sandbox.py grades in the sandbox)
-    "course.runner.grade_notebook": {"path": lambda ctx: ctx.submissions() / "tiny.ipynb",
+    "course.executor.grade_notebook": {"path": lambda ctx: ctx.submissions() / "tiny.ipynb",
                                       "assignment": _const("sampler"), "timeout": _const(5.0),
                                       "total_timeout": _const(30.0), "sandbox": _const("none")},
-    "course.runner.grade_folder": {"assignment": _const("sampler"), "folder": lambda ctx: ctx.submissions(),
+    "course.batch.grade_folder": {"assignment": _const("sampler"), "folder": lambda ctx: ctx.submissions(),
                                     "timeout": _const(5.0), "total_timeout": _const(30.0), "sandbox": _const("none")},
     "course.sandbox.Sandbox": {"kind": _const("none")},
     "course.sandbox.Sandbox.command": {"connection_file": lambda ctx: str(ctx.tmp / "kernel.json"),
@@ -478,11 +481,13 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
     "course.sandbox.kernel_manager": {"sandbox": lambda ctx: __import__("dptutor.course.sandbox", fromlist=["Sandbox"]).Sandbox("none"),
                                        "workdir": lambda ctx: str(ctx.tmp), "kernel_dir": lambda ctx: str(ctx.tmp),
                                        "name": _const("fuzz")},
-    "course.runner.read_csv": {"path": lambda ctx: _scores_csv(ctx), "assignment": _const("sampler")},
-    "course.runner.write_csv": {"results": lambda ctx: [_submission_result()], "path": lambda ctx: ctx.tmp / "out.csv",
+    "course.batch.read_csv": {"path": lambda ctx: _scores_csv(ctx), "assignment": _const("sampler")},
+    "course.batch.write_csv": {"results": lambda ctx: [_submission_result()], "path": lambda ctx: ctx.tmp / "out.csv",
                                  "assignment": _const("sampler")},
-    "course.runner.add_grade_arguments": {"parser": lambda ctx: __import__("argparse").ArgumentParser()},
-    "course.runner.run_grade": {"args": lambda ctx: ctx.grade_args()},
+    "course.grade.GradeOptions": {"assignment": _const("sampler"), "submissions": lambda ctx: ctx.grade_options().submissions},
+    "course.grade.run_grade": {"options": lambda ctx: ctx.grade_options()},
+    "course.textsafe.csv_text": {"cell": _const("'=1+1")},
+    "course.textsafe.feedback_name": {"file": _const("a.md")},
     # The course workflow: configuration, overrides, score files, layouts, LMS export.
     "course.config.GradingConfig.question_points": {"assignment": lambda ctx: _grading_assignment()},
     "course.config.GradingConfig.late_factor": {"submitted": _const("2026-03-03T10:00:00+00:00")},
@@ -505,8 +510,6 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
     "course.lms.lms_rows": {"lms": _const("canvas"), "assignment": _const("sampler"), "scores": lambda ctx: _scores_csv(ctx)},
     "course.lms.export_lms": {"lms": _const("canvas"), "assignment": _const("sampler"), "scores": lambda ctx: _scores_csv(ctx),
                                "out": lambda ctx: ctx.tmp / "canvas.csv"},
-    "course.lms.add_export_arguments": {"parser": lambda ctx: __import__("argparse").ArgumentParser()},
-    "course.lms.run_export": {"args": lambda ctx: _export_args(ctx)},
     "selection.exponential_mechanism_exact": {"scores": _const([0, 1, 2]), "base": _const(2)},
     "selection.max_log_ratio": {"p": _const(np.array([0.5, 0.5])), "p_prime": _const(np.array([0.25, 0.75]))},
     "accounting.advanced_composition": {"k": _const(10), "delta_prime": _const(1e-6)},
@@ -553,13 +556,13 @@ def _grading_assignment():
 
 
 def _submission_result():
-    from dptutor.course.runner import SubmissionResult
+    from dptutor.course.result import SubmissionResult
 
     return SubmissionResult("tiny.ipynb", "sampler", {"q1": 1.0, "q2": 0.0, "q3": 0.5}, {"q1": 2.0, "q2": 1.0, "q3": 1.0})
 
 
 def _scores_csv(ctx: Context) -> Path:
-    from dptutor.course.runner import write_csv
+    from dptutor.course.batch import write_csv
 
     path = ctx.tmp / "scores.csv"
     write_csv([_submission_result()], path, "sampler")
@@ -597,16 +600,6 @@ def _score_record():
     return ScoreRecord(_submission_result(), "fuzz", overrides=(_override(),))
 
 
-def _export_args(ctx: Context):
-    import argparse
-
-    from dptutor.course.lms import add_export_arguments
-
-    parser = argparse.ArgumentParser()
-    add_export_arguments(parser)
-    return parser.parse_args(["canvas", "sampler", str(_scores_csv(ctx)), str(ctx.tmp / "canvas.csv")])
-
-
 async def _run_nothing(source: str, limit: float) -> tuple[dict, float]:
     return {"outputs": []}, 0.0
 
@@ -614,10 +607,10 @@ async def _run_nothing(source: str, limit: float) -> tuple[dict, float]:
 def _grading_request(ctx: Context) -> str:
     """A request file of the grader: one call of ``f`` on three uniforms, named as the grader names
     it to the kernel (a bare name in the working folder, ``ctx.tmp``)."""
-    from dptutor.assignments import record
+    from dptutor.assignments.encoding import Writer
 
     path = str(ctx.tmp / "request.npz")
-    writer = record._Writer()
+    writer = Writer()
     writer.save(path, {"version": 2, "calls": [{"fn": "f", "args": [writer.encode(np.array([0.1, 0.5, 0.9]))],
                                                 "kwargs": []}]})
     return "request.npz"
@@ -1003,11 +996,12 @@ def test_discovery_finds_every_module():
             "accounting", "approximate_dp", "zoo", "dpsniper"} <= fuzzed
     # The audit package's modules too (its public names are re-exported from dptutor.audit).
     assert {"audit.sanity", "audit.pair", "audit.learned", "audit.search", "audit.limits"} <= fuzzed
-    # The grading package's modules are discovered too (walk_packages), the notebook runner included.
-    assert {"grading", "assignments.feedback", "assignments.registry", "assignments.record", "course.runner", "course.release",
+    # The course assignments' modules are discovered too (walk_packages), the notebook runner included.
+    assert {"assignments.feedback", "assignments.registry", "assignments.record", "assignments.kernel",
+            "course.remote", "course.executor", "course.batch", "course.grade", "course.textsafe", "course.release",
             "assignments.audit", "assignments.pair_audit", "course.otter", "assignments.selection", "course.config",
             "course.scores", "course.submissions", "course.lms", "course.sandbox", "assignments.instances",
-            "course.folders"} <= fuzzed
+            "course.folders", "course.keys"} <= fuzzed
 
 
 @pytest.mark.parametrize("target", [t for t in TARGETS if isinstance(t, Target)], ids=lambda t: t.key)

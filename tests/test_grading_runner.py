@@ -27,7 +27,7 @@ import pytest
 from conftest import ROOT
 from dptutor.audit import AuditResult
 from dptutor.assignments import ASSIGNMENTS, check
-from dptutor.course import runner
+from dptutor.course import batch, executor
 from dptutor.assignments.audit import BY_HAND as AUDIT_BY_HAND
 from test_grading import ASSIGNMENT_DIR, INSTRUCTOR_DIR, run_notebook_code
 
@@ -70,28 +70,28 @@ def mutating(X, epsilon, *, rng):  # correct noise, but clips X in place and tak
 
 
 def test_scores_are_clamped_to_the_points() -> None:
-    assert runner._clamp(1000.0, 2.0) == 2.0
-    assert runner._clamp(-3.0, 2.0) == 0.0
-    assert runner._clamp(math.nan, 2.0) == 0.0
-    assert runner._clamp(math.inf, 1.0) == 1.0
+    assert executor._clamp(1000.0, 2.0) == 2.0
+    assert executor._clamp(-3.0, 2.0) == 0.0
+    assert executor._clamp(math.nan, 2.0) == 0.0
+    assert executor._clamp(math.inf, 1.0) == 1.0
 
 
 def test_public_functions_name_bad_parameters(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="assignment"):
-        runner.grade_folder("nope", tmp_path)
+        batch.grade_folder("nope", tmp_path)
     with pytest.raises(TypeError, match="folder"):
-        runner.grade_folder("sampler", 3)
+        batch.grade_folder("sampler", 3)
     with pytest.raises(ValueError, match="timeout"):
-        runner.grade_folder("sampler", tmp_path, timeout=-1)
+        batch.grade_folder("sampler", tmp_path, timeout=-1)
     with pytest.raises(TypeError, match="path"):
-        runner.grade_notebook(None, "sampler")
+        executor.grade_notebook(None, "sampler")
     with pytest.raises(ValueError, match="total_timeout"):
-        runner.grade_notebook(tmp_path / "x.md", "sampler", total_timeout=math.nan)
+        executor.grade_notebook(tmp_path / "x.md", "sampler", total_timeout=math.nan)
     with pytest.raises(TypeError, match="results"):
-        runner.write_csv([1], tmp_path / "x.csv", "sampler")
+        batch.write_csv([1], tmp_path / "x.csv", "sampler")
     (tmp_path / "other.csv").write_text("a,b\n1,2\n")
     with pytest.raises(ValueError, match="csv"):
-        runner.read_csv(tmp_path / "other.csv", "sampler")
+        batch.read_csv(tmp_path / "other.csv", "sampler")
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
@@ -128,8 +128,8 @@ def test_output_arguments_are_checked_before_grading(tmp_path: Path) -> None:
 
 
 def test_missing_grading_dependency_is_one_line(monkeypatch: pytest.MonkeyPatch, capsys, tmp_path: Path) -> None:
-    real = runner.importlib.util.find_spec
-    monkeypatch.setattr(runner.importlib.util, "find_spec", lambda name, *a: None if name == "nbclient" else real(name, *a))
+    real = executor.importlib.util.find_spec
+    monkeypatch.setattr(executor.importlib.util, "find_spec", lambda name, *a: None if name == "nbclient" else real(name, *a))
     from dptutor.cli import main
 
     assert main(["grade", "sampler", str(tmp_path), "--csv", str(tmp_path / "s.csv")]) == 2

@@ -14,7 +14,8 @@ import pytest
 from scipy import stats
 
 from dptutor.assignments import ASSIGNMENTS, check
-from dptutor.assignments.record import MAX_ARRAY_ELEMENTS, grade_in_process
+from dptutor.assignments.encoding import MAX_ARRAY_ELEMENTS
+from dptutor.course.remote import grade_in_process
 from dptutor.assignments.selection import (AT_EPSILON, AT_TRIALS, AUDIT_CONFIDENCE, RNM_EPSILON, RNM_TRIALS,
                                        above_threshold_law, audit_pairs)
 from dptutor.selection import above_threshold_probabilities, report_noisy_max_probabilities

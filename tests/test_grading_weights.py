@@ -19,8 +19,8 @@ from conftest import ROOT
 from dptutor.assignments import check, get_assignment
 from dptutor.course.config import load_config
 from dptutor.assignments.feedback import UNSCORED, Finding, score
-from dptutor.assignments.record import grade_in_process
-from dptutor.course.runner import SubmissionResult
+from dptutor.course.remote import grade_in_process
+from dptutor.course.result import SubmissionResult
 from dptutor.course.scores import ScoreRecord, read_scores, write_scores
 from test_course_grading import run_cli, sandbox_flags, table
 

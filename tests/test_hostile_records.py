@@ -1,11 +1,11 @@
 """Hostile submissions against what crosses from the kernel to the grader, and against the checks.
 
 One test (at least) per attack class of issue 20 items 2, 3, 4 and 6.  Most run the grading
-protocol in this process (:func:`dptutor.assignments.record.grade_in_process`: the same cells, files and
+protocol in this process (:func:`dptutor.course.remote.grade_in_process`: the same cells, files and
 parsing as the runner, with the cells executed here); a kernel that forges files is simulated by a
 ``run_cell`` that rewrites each answer after its cell, as a kernel can.  The attacks that need a
 real kernel (IPython hooks, the call stack a kernel sees, a NaN answer followed by more questions)
-go through the runner's public entry point :func:`dptutor.course.runner.grade_notebook`.  Each test
+go through the runner's public entry point :func:`dptutor.course.executor.grade_notebook`.  Each test
 asserts the score, and that the grader survives (returns a result, imports nothing it was told to).
 """
 from __future__ import annotations
@@ -29,7 +29,7 @@ from dptutor.audit import AuditResult, estimate_loss
 from dptutor.distributions import laplace_ppf
 from dptutor.assignments import ASSIGNMENTS
 from dptutor.assignments import audit as audit_module
-from dptutor.assignments.record import grade_in_process, grade_question
+from dptutor.course.remote import grade_in_process, grade_question
 from dptutor.mechanisms import add_laplace_noise
 from test_grading import ASSIGNMENT_DIR, INSTRUCTOR_DIR, run_notebook_code
 
@@ -210,7 +210,7 @@ def test_post_run_cell_hook_that_rewrites_answers(tmp_path: Path, log: str) -> N
     """A real kernel whose hook clears the 'read element by element' flag after every grader cell:
     the loop is still caught, because the grader times fresh inputs itself.  ``math.log`` on Python
     floats is the fastest loop (about 10 times the reference, against 13-18 with ``np.log``)."""
-    from dptutor.course.runner import grade_notebook
+    from dptutor.course.executor import grade_notebook
 
     source = (INSTRUCTOR_DIR / "sampler.md").read_text(encoding="utf-8")
     hook = textwrap.dedent('''
@@ -353,7 +353,7 @@ def test_noise_only_for_grading_shaped_calls_fails(reference: dict) -> None:
 def test_noise_only_when_the_grader_is_on_the_stack(tmp_path: Path) -> None:
     """In a real kernel, the student's function is called from the grader's cell itself: no grader
     frame, no wrapper to detect, so a mechanism that adds noise only when it sees one adds none."""
-    from dptutor.course.runner import grade_notebook
+    from dptutor.course.executor import grade_notebook
 
     source = (INSTRUCTOR_DIR / "mechanism.md").read_text(encoding="utf-8")
     sneaky = textwrap.dedent('''
@@ -422,7 +422,7 @@ def test_calls_of_the_reference_implementation_are_flagged_not_scored(reference:
 
 
 def test_untouched_pair_audit_template_is_not_flagged_in_a_kernel() -> None:
-    from dptutor.course.runner import grade_notebook
+    from dptutor.course.executor import grade_notebook
 
     result = grade_notebook(ASSIGNMENT_DIR / "pair_audit.md", "pair_audit", timeout=60, total_timeout=600)
     assert result.total == 0
@@ -431,7 +431,7 @@ def test_untouched_pair_audit_template_is_not_flagged_in_a_kernel() -> None:
 
 
 def test_nan_answer_does_not_void_later_questions_in_a_kernel(tmp_path: Path) -> None:
-    from dptutor.course.runner import grade_notebook
+    from dptutor.course.executor import grade_notebook
 
     source = (INSTRUCTOR_DIR / "mechanism.md").read_text(encoding="utf-8")
     nan_cell = textwrap.dedent('''

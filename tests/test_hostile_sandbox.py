@@ -389,7 +389,7 @@ def test_an_output_flood_does_not_raise_the_graders_memory(tmp_path: Path) -> No
     """A 200 MiB flood of printed lines and one 64 MiB message: the grader keeps at most a capped part of the
     output, so its peak grows by less than the flood itself (400 MiB raised it by about 1.3 GB before the
     cap). The baseline is the same grading of a notebook that prints nothing, in a fresh process."""
-    script = ("import resource, sys\nfrom dptutor.course.runner import grade_notebook\n"
+    script = ("import resource, sys\nfrom dptutor.course.executor import grade_notebook\n"
               "r = grade_notebook(sys.argv[1], 'sampler', timeout=120, total_timeout=300)\n"
               "print(r.total, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n")
 

@@ -27,27 +27,15 @@ Modules, one idea each:
 - :mod:`~dptutor.assignments.feedback`: :class:`Finding`, :class:`Feedback`, :class:`Question`,
   :class:`Assignment`, and the helpers checks use to call student code;
 - :mod:`~dptutor.assignments.registry`: :data:`ASSIGNMENTS`, :func:`check`, :func:`checker`;
-- :mod:`~dptutor.course.runner`: the only code that executes student notebooks (its docstring
-  holds the threat model);
-- :mod:`~dptutor.assignments.record`: the checks run in the grader; the kernel only answers calls whose
-  inputs are written as data, and the grader rebuilds only allow-listed types from its answers;
-- :mod:`~dptutor.course.sandbox`: one bubblewrap sandbox (or podman/docker container) per
-  submission's kernel, with its resource limits;
-- :mod:`~dptutor.course.release`: instructor notebook -> student notebook;
-- :mod:`~dptutor.assignments.instances`: the families of mystery mechanisms of ``audit`` and ``pair_audit``,
-  the course tokens drawn from a course secret, and their threat model;
-- :mod:`~dptutor.course.folders`: a course folder (``python -m dptutor course new``): private answer key
-  and instructor notebooks, student notebooks to hand out, grading configuration;
-- :mod:`~dptutor.course.submissions`: the layouts of a submissions folder (flat, or one sub-folder per
-  student) and the student identifier rule;
-- :mod:`~dptutor.course.scores`: the scores CSV (assignment, course, hidden values and overrides in
-  every row; checked on resume);
-- :mod:`~dptutor.course.config`: the grading configuration file (points, time limits, late policy)
-  and the override file;
-- :mod:`~dptutor.course.lms`: grade imports for Canvas and Moodle;
+- :mod:`~dptutor.assignments.record`: the helpers a check calls student code with (the same check
+  gives the feedback here and grades in the grader, where each call becomes a call protocol's cell);
+- :mod:`~dptutor.assignments.kernel`: the kernel's half of the call protocol (it answers the
+  grader's calls); :mod:`~dptutor.assignments.encoding`: the protocol's data format;
+- :mod:`~dptutor.assignments.instances`: the families of mystery mechanisms of ``audit`` and
+  ``pair_audit``, the course tokens' public rule, and their threat model;
 - one module per assignment (:mod:`~dptutor.assignments.sampler`, :mod:`~dptutor.assignments.mechanism`,
-  :mod:`~dptutor.assignments.audit`, :mod:`~dptutor.assignments.pair_audit`, :mod:`~dptutor.assignments.selection`), holding
-  its seeds, parameters and checks.
+  :mod:`~dptutor.assignments.audit`, :mod:`~dptutor.assignments.pair_audit`,
+  :mod:`~dptutor.assignments.selection`), holding its seeds, parameters and checks.
 
 Adding an assignment (say ``pair_audit``)
 -----------------------------------------
@@ -70,7 +58,7 @@ Adding an assignment (say ``pair_audit``)
    otherwise say in ``Assignment(..., independent="...")`` why no question builds on another.
 2. Add one line, ``"pair_audit",``, to :data:`~dptutor.assignments.registry.ASSIGNMENT_MODULES`.
 
-When grading, every check runs in the grader's process (:mod:`~dptutor.assignments.record`); the
+When grading, every check runs in the grader's process (:mod:`dptutor.course.remote`); the
 student's kernel only answers calls.  A student function reaches the check as a proxy: each call's
 inputs (numbers, strings, numpy arrays, a ``numpy.random.Generator``'s state, lists and dicts of
 these) go to the kernel as data, and what it returned or raised comes back as data.  Values reach the

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dptutor._validate import check_choice, check_path, check_str
-from dptutor.assignments.instances import (INSTANCE_ASSIGNMENTS, AuditMember, PairMember, course_key, members_of_key,
-                                       tokens_of_key)
+from dptutor.assignments.instances import INSTANCE_ASSIGNMENTS, AuditMember, PairMember
+from dptutor.course.keys import course_key, members_of_key, tokens_of_key
 from dptutor.assignments.registry import ASSIGNMENTS
 from dptutor.course.release import book_assignments_folder, student_version
 

@@ -35,7 +35,8 @@ from pathlib import Path
 from dptutor._validate import check_path, check_real, check_sequence, check_str
 from dptutor.course.config import Override
 from dptutor.assignments.feedback import Assignment, fmt_points
-from dptutor.course.runner import SubmissionResult, csv_cell, csv_text, one_line
+from dptutor.course.result import SubmissionResult
+from dptutor.course.textsafe import csv_cell, csv_text, one_line
 from dptutor.course.submissions import student_identity
 
 __all__ = ["ScoreRecord", "scores_header", "read_scores", "write_scores", "default_scores_name"]
