@@ -364,7 +364,7 @@ def test_noise_only_when_the_grader_is_on_the_stack(tmp_path: Path) -> None:
 
         def private_mean(X, epsilon, *, rng):
             frames = " ".join(f.filename + f.function for f in inspect.stack())
-            graded = "grading" in frames or "_Recorded" in frames or "record_cell" in frames
+            graded = "dptutor" in frames or "_Recorded" in frames or "record_cell" in frames
             X = np.asarray(X, dtype=float)
             out = _honest(X, epsilon, rng=rng)
             return out if graded else X.mean(axis=0)
@@ -467,7 +467,7 @@ def test_answer_key_is_not_in_what_students_install() -> None:
     from conftest import ROOT
 
     packaged = [p for p in (ROOT / "dptutor").rglob("*") if p.is_file() and "__pycache__" not in p.parts]
-    assert any(p.name == "audit.py" and p.parent.name == "grading" for p in packaged)
+    assert any(p.name == "audit.py" and p.parent.name == "assignments" for p in packaged)
     for path in packaged:
         try:
             text = path.read_text(encoding="utf-8").lower()

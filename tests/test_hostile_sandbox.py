@@ -124,8 +124,8 @@ def attacks(inst: dict[str, Path]) -> dict[str, tuple[str, float]]:
     solution = INSTRUCTOR_DIR / "sampler.md"
     write_everywhere = f'''
 import os, sys, glob, numpy, dptutor
-targets = [os.path.join(os.path.dirname(dptutor.__file__), "grading", "record.py"),
-           os.path.join(os.path.dirname(dptutor.__file__), "grading", "evil.py"),
+targets = [os.path.join(os.path.dirname(dptutor.__file__), "assignments", "kernel.py"),
+           os.path.join(os.path.dirname(dptutor.__file__), "course", "evil.py"),
            os.path.join(os.path.dirname(numpy.__file__), "__init__.py"),
            os.path.join(os.path.dirname(numpy.__file__), "sitecustomize.py"),
            os.path.join(sys.prefix, "pyvenv.cfg"), {str(package / "__init__.py")!r}, {str(ROOT / "README.md")!r},

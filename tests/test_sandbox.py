@@ -183,7 +183,7 @@ def test_tags_null_is_a_readable_cell(tmp_path: Path) -> None:
 
 
 def test_stale_work_folders_of_dead_graders_are_removed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(runner, "_workdir_parent", lambda: str(tmp_path))
+    monkeypatch.setattr(executor, "workdir_parent", lambda: str(tmp_path))
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     stale = tmp_path / f"dptutor-grade-{dead.pid}-abc"
