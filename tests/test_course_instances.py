@@ -520,3 +520,33 @@ def test_the_gradescope_export_of_a_course_grades_against_its_mysteries(tmp_path
     assert not any("use_course" in c.source for c in plain.cells)
     with pytest.raises(ValueError, match="course: .* is not a course folder"):
         export_otter("pair_audit", tmp_path / "otter-x", course=tmp_path)
+
+
+def test_course_notebooks_fill_named_slots_and_say_where_they_come_from(tmp_path: Path) -> None:
+    """``course new`` fills the instructor notebooks' named slots, whatever their wording, refuses a
+    notebook without them, and every notebook it writes names its source and the command."""
+    from dptutor.course.folders import course_notebook, fill_slots
+
+    book = ROOT / "book" / "assignments" / "instructor"
+    member = COURSE_FAMILIES["pair_audit"][0]
+    text = (book / "pair_audit.md").read_text(encoding="utf-8")
+    reworded = text.replace("The mystery mechanism adds", "Reworded: the mystery adds")
+    assert reworded != text and "Reworded" not in course_notebook("pair_audit", reworded, member, "dp-2026")
+    with pytest.raises(ValueError, match="'true-epsilon'"):
+        course_notebook("pair_audit", text.replace("# BEGIN SLOT true-epsilon\n", "").replace(
+            "# END SLOT true-epsilon\n", ""), member, "dp-2026")
+    with pytest.raises(ValueError, match="does not close"):
+        course_notebook("pair_audit", text.replace("# BEGIN SLOT true-epsilon\n", ""), member, "dp-2026")
+    assert fill_slots("a\n# BEGIN SLOT x\nold\n# END SLOT x\nb\n", {"x": "new\n"}) == "a\nnew\nb\n"
+    assert fill_slots("a\n<!-- BEGIN SLOT x -->\nkept\n<!-- END SLOT x -->\n", {}) == "a\nkept\n"
+    with pytest.raises(ValueError, match="never closed"):
+        fill_slots("# BEGIN SLOT x\n", {})
+    made = new_course(tmp_path / "dp-2026", "a long course secret for the banners")
+    for name in NOTEBOOKS:
+        private = (made.folder / "private" / "instructor" / f"{name}.md").read_text(encoding="utf-8")
+        release = (made.folder / "release" / f"{name}.md").read_text(encoding="utf-8")
+        for text, source in ((private, f"book/assignments/instructor/{name}.md"), (release, f"private/instructor/{name}.md")):
+            banner = text.split("\n---\n", 1)[1].splitlines()[0]
+            assert banner.startswith("<!-- Generated from") and source in banner, banner
+            assert "python -m dptutor course new FOLDER --name dp-2026" in banner, banner
+        assert "SLOT" not in private and "SLOT" not in release

@@ -200,7 +200,8 @@ def reference_solution_lines() -> list[tuple[str, str]]:
         lines = path.read_text().splitlines()
         for i, line in enumerate(lines):
             if _BEGIN.match(line):
-                first = next(l for l in lines[i + 1:] if l.strip() and not _FENCE.match(l) and not _OPTION.match(l))
+                first = next(l for l in lines[i + 1:] if l.strip() and not _FENCE.match(l) and not _OPTION.match(l)
+                             and "BEGIN SLOT" not in l)  # a course slot's marker: the solution follows
                 found.append((path.name, fragment(first)))
     return found
 
