@@ -219,10 +219,10 @@ def course_notebook(assignment: str, text: str, member: object, name: str) -> st
 
 def with_banner(text: str, source: str, command: str) -> str:
     """``text`` (a MyST notebook) with a banner right after its front matter, as a Markdown comment (it
-    renders as nothing): generated from ``source`` by ``command``, so edit the source, not this file."""
+    renders as nothing): generated from ``source`` by ``command`` (edit the source and run it again)."""
     check_str(text, "text")
-    banner = (f"<!-- Generated from {check_str(source, 'source')} by `{check_str(command, 'command')}`: edit that "
-              "file and run the command again; changes made here are lost. -->\n")
+    banner = (f"<!-- Generated from {check_str(source, 'source')} by `{check_str(command, 'command')}`: to change "
+              "it for every copy, edit the source and run the command again. -->\n")
     if text.startswith("---\n"):
         end = text.index("\n---\n", 4) + 5 if "\n---\n" in text[3:] else 0
         return text[:end] + banner + text[end:]
