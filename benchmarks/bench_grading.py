@@ -39,7 +39,7 @@ def grade(mode: str, assignment: str, folder: Path, csv_path: Path) -> float:
 
 def main() -> int:
     sys.path.insert(0, str(ROOT))
-    from dptutor.grading import ASSIGNMENTS as REGISTRY
+    from dptutor.assignments import ASSIGNMENTS as REGISTRY
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (default: %(default)s)")

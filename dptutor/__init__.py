@@ -24,7 +24,8 @@ differentially-private text representation learning". Modules, one idea each:
 - :mod:`dptutor.exact`: exact discrete Laplace and discrete Gaussian sampling with integers;
   :mod:`dptutor.granular`: Google's granular Laplace.
 - :mod:`dptutor.libraries`: OpenDP's and diffprivlib's Laplace mechanisms as ``mechanism(x, epsilon, rng)``.
-- :mod:`dptutor.grading`: the assignments' checks and the grader (``python -m dptutor grade``).
+- :mod:`dptutor.assignments`: the course assignments' checks, run in the student's kernel.
+- :mod:`dptutor.course`: the grader (``python -m dptutor grade``), run only on the instructor's machine.
 - :mod:`dptutor.cli`: ``python -m dptutor``.
 
 Every public function checks its arguments with the helpers of :mod:`dptutor._validate` (a

@@ -5,14 +5,14 @@ Subcommands:
 * ``reproduce``: the paper's Section 5 grid (Figure 2), resumable; writes ``results.json``,
   ``results.csv`` and ``sanity_check.png``/``.svg`` into ``--out``.
 * ``repeat``: one cell over seeds 0..repeats-1 (the paper's footnote 7), prints mean and std.
-* ``grade``: grade submitted assignment notebooks into a CSV (:mod:`dptutor.grading.runner`).
+* ``grade``: grade submitted assignment notebooks into a CSV (:mod:`dptutor.course.grade`, :mod:`dptutor.course.executor`).
 * ``export-otter``: an otter-grader notebook of an assignment, for Gradescope
-  (:mod:`dptutor.grading.otter`).
-* ``export-lms``: a grade CSV that Canvas or Moodle imports (:mod:`dptutor.grading.lms`).
+  (:mod:`dptutor.course.otter`).
+* ``export-lms``: a grade CSV that Canvas or Moodle imports (:mod:`dptutor.course.lms`).
 * ``release``: regenerate the student notebooks from the instructor notebooks
-  (:mod:`dptutor.grading.release`).
+  (:mod:`dptutor.course.release`).
 * ``course new``: a private course folder whose mysteries are drawn by a secret
-  (:mod:`dptutor.grading.course`).
+  (:mod:`dptutor.course.folders`).
 
 Adding a subcommand: write one function decorated with ``@subcommand("name")`` that adds its
 parser to the ``subparsers`` it receives and sets ``handler`` (a function ``args -> int``) with
@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-__all__ = ["main", "build_parser", "subcommand", "SUBCOMMANDS"]
+__all__ = ["main", "build_parser", "subcommand", "SUBCOMMANDS", "add_grade_arguments"]
 
 #: name -> function adding that subcommand's parser (in registration order).
 SUBCOMMANDS: dict[str, Callable[[argparse._SubParsersAction], None]] = {}
@@ -215,14 +215,12 @@ def _cmd_repeat(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------------------------------
-# grade and release (the course assignments; all logic in dptutor.grading)
+# grade and release (the course assignments; all logic in dptutor.course)
 # ---------------------------------------------------------------------------------------------
 
 
 @subcommand("grade")
 def _add_grade(subparsers: argparse._SubParsersAction) -> None:
-    from dptutor.grading.runner import add_grade_arguments, run_grade
-
     p = subparsers.add_parser(
         "grade",
         help="grade a folder of submitted assignment notebooks into a CSV",
@@ -231,7 +229,94 @@ def _add_grade(subparsers: argparse._SubParsersAction) -> None:
                     "assignment's hidden checks; write one CSV row of scores and messages per submission.",
     )
     add_grade_arguments(p)
-    p.set_defaults(handler=run_grade)
+    p.set_defaults(handler=_cmd_grade)
+
+
+def _seconds(text: str) -> float:
+    from dptutor.course.executor import MAX_TIMEOUT, MIN_TIMEOUT
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}") from None
+    if not (MIN_TIMEOUT <= value <= MAX_TIMEOUT):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds in [{MIN_TIMEOUT:g}, {MAX_TIMEOUT:g}], got {text!r}")
+    return value
+
+
+def _mebibytes(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of MiB, got {text!r}") from None
+    if not 256 <= value <= 1 << 20:
+        raise argparse.ArgumentTypeError(f"expected a number of MiB in [256, {1 << 20}], got {text!r}")
+    return value
+
+
+def add_grade_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of ``python -m dptutor grade`` (one per field of :class:`dptutor.course.grade.GradeOptions`)."""
+    from dptutor.assignments.registry import ASSIGNMENTS
+    from dptutor.course.sandbox import INSTALL_HINT, SANDBOXES, Limits
+
+    parser.add_argument("assignment", choices=sorted(ASSIGNMENTS), help="which assignment")
+    parser.add_argument("submissions", type=Path, help="folder of submitted notebooks (.ipynb or .md)")
+    parser.add_argument("--csv", type=Path, default=None,
+                        help="output CSV, one row per submission, written after each one; submissions "
+                             "already in it are skipped (default: scores-ASSIGNMENT.csv)")
+    parser.add_argument("--feedback", type=Path, default=None, metavar="DIR",
+                        help="also write one <submission>.txt feedback file per submission into DIR")
+    parser.add_argument("--timeout", type=_seconds, default=None,
+                        help="time limit per cell in seconds (default: the config's limits.cell, else 60)")
+    parser.add_argument("--total-timeout", type=_seconds, default=None,
+                        help="time limit per notebook in seconds (default: the config's limits.notebook, else 600)")
+    parser.add_argument("--regrade", action="store_true",
+                        help="grade every submission again, even those already in --csv (with the hidden "
+                             "values saved in their rows)")
+    parser.add_argument("--only", default=None, metavar="SUBMISSION",
+                        help="grade (or regrade) this one submission, given as its name in the CSV, its path or "
+                             "its student identifier; its row is replaced, with the same hidden values")
+    parser.add_argument("--workers", type=_grade_workers, default=1, metavar="N",
+                        help="grade N submissions at once, each in its own sandbox (default: %(default)s; "
+                             "at most the number of CPUs)")
+    parser.add_argument("--config", type=Path, default=None, metavar="FILE",
+                        help="grading configuration (.toml or .json): points, time limits, late policy, course")
+    parser.add_argument("--course", default=None,
+                        help="a course folder made by `course new` (its answer key grades assignments 3 and 4, "
+                             "its grading.toml is the default --config), or a course identifier; recorded in "
+                             "every row and checked on resume (default: the config's course, else none)")
+    parser.add_argument("--overrides", type=Path, default=None, metavar="FILE",
+                        help="CSV of manual score changes (student,question,score,reason), applied to every row")
+    box = parser.add_mutually_exclusive_group()
+    box.add_argument("--sandbox", choices=[k for k in SANDBOXES if k != "none"], default="auto",
+                     help="isolation of each submission: bwrap (bubblewrap, the tested default; "
+                          f"`{INSTALL_HINT}`), podman or docker (default: %(default)s = bwrap)")
+    box.add_argument("--no-sandbox", action="store_true",
+                     help="run the submissions as your own user, next to the grader: ONLY for notebooks you "
+                          "trust (the CSV says so in every row)")
+    parser.add_argument("--memory", type=_mebibytes, default=Limits().memory >> 20, metavar="MIB",
+                        help="address-space limit of each process in the sandbox, in MiB (default: %(default)s)")
+    parser.add_argument("--image", default=None, metavar="IMAGE",
+                        help="container image for --sandbox podman|docker (default: python:3.11-slim; it must "
+                             "run this Python, which is mounted read-only from the host)")
+
+
+def _grade_workers(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of workers, got {text!r}") from None
+    if not 1 <= value <= 256:
+        raise argparse.ArgumentTypeError(f"expected a number of workers in [1, 256], got {text!r}")
+    return value
+
+
+def _cmd_grade(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from dptutor.course.grade import GradeOptions, run_grade
+
+    return run_grade(GradeOptions(**{f.name: getattr(args, f.name) for f in dataclasses.fields(GradeOptions)}))
 
 
 @subcommand("release")
@@ -249,7 +334,7 @@ def _add_release(subparsers: argparse._SubParsersAction) -> None:
 
 @subcommand("export-otter")
 def _add_export_otter(subparsers: argparse._SubParsersAction) -> None:
-    from dptutor.grading.registry import ASSIGNMENTS
+    from dptutor.assignments.registry import ASSIGNMENTS
 
     p = subparsers.add_parser(
         "export-otter",
@@ -272,17 +357,39 @@ def _add_export_otter(subparsers: argparse._SubParsersAction) -> None:
 
 @subcommand("export-lms")
 def _add_export_lms(subparsers: argparse._SubParsersAction) -> None:
-    from dptutor.grading.lms import add_export_arguments, run_export
+    from dptutor.assignments.registry import ASSIGNMENTS
+    from dptutor.course.lms import LMS_FORMATS
 
     p = subparsers.add_parser(
         "export-lms",
         help="write a grade CSV that Canvas or Moodle imports, from a scores CSV",
         description="Write one row per student with the total of the grader's scores CSV, in Canvas's "
                     "gradebook import format or Moodle's grading worksheet; the student identifier comes from "
-                    "the submission's file or folder name (see dptutor.grading.submissions).",
+                    "the submission's file or folder name (see dptutor.course.submissions).",
     )
-    add_export_arguments(p)
-    p.set_defaults(handler=run_export)
+    p.add_argument("lms", choices=LMS_FORMATS, help="the grade-import format")
+    p.add_argument("assignment", choices=sorted(ASSIGNMENTS), help="which assignment the scores are of")
+    p.add_argument("scores", type=Path, help="the grader's scores CSV (e.g. scores-sampler.csv)")
+    p.add_argument("out", type=Path, help="the CSV to write and upload")
+    p.add_argument("--column", default=None,
+                   help="Canvas: the assignment column's header as Canvas exports it, e.g. 'Sampler (1234)' "
+                        "(default: the assignment's title)")
+    p.add_argument("--out-of", type=float, default=None, metavar="POINTS",
+                   help="rescale each total to this maximum (the LMS assignment's maximum grade; "
+                        "default: the grader's points)")
+    p.set_defaults(handler=_cmd_export_lms)
+
+
+def _cmd_export_lms(args: argparse.Namespace) -> int:
+    from dptutor.course.lms import export_lms
+
+    try:
+        n = export_lms(args.lms, args.assignment, args.scores, args.out, column=args.column, out_of=args.out_of)
+    except (ValueError, TypeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {args.out}: {n} student(s), {args.lms} grade import")
+    return 0
 
 
 @subcommand("course")
@@ -314,7 +421,7 @@ def _add_course(subparsers: argparse._SubParsersAction) -> None:
 def _cmd_course_new(args: argparse.Namespace) -> int:
     import os
 
-    from dptutor.grading.course import new_course
+    from dptutor.course.folders import new_course
 
     secret = args.secret if args.secret is not None else os.environ.get("DPTUTOR_COURSE_SECRET")
     if secret is None:
@@ -331,7 +438,7 @@ def _cmd_course_new(args: argparse.Namespace) -> int:
 
 
 def _cmd_export_otter(args: argparse.Namespace) -> int:
-    from dptutor.grading.otter import export_otter
+    from dptutor.course.otter import export_otter
 
     if args.outdir.exists() and not args.outdir.is_dir():
         print(f"error: {args.outdir} exists and is not a folder", file=sys.stderr)
@@ -349,7 +456,7 @@ def _cmd_export_otter(args: argparse.Namespace) -> int:
 
 
 def _cmd_release(args: argparse.Namespace) -> int:
-    from dptutor.grading.release import release
+    from dptutor.course.release import release
 
     for path in release(args.folder):
         print(f"wrote {path}")

@@ -85,7 +85,7 @@ BOOK_MODULES = frozenset({"test_book.py", "test_browser.py", "test_course.py", "
 #: module is left to run alone at the end (xdist hands out the units in collection order).
 SLOW_MODULES = ("test_hostile_sandbox.py", "test_grading_runner.py", "test_grading_record.py",
                 "test_hostile_records.py", "test_zoo.py", "test_fuzz.py", "test_course_grading.py",
-                "test_course_instances.py",
+                "test_course_instances.py", "test_import_contract.py",
                 "test_grading.py", "test_approximate_dp.py", "test_grading_selection.py", "test_sandbox.py")
 
 

@@ -24,12 +24,12 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from dptutor.grading import get_assignment
-from dptutor.grading.config import GradingConfig, Override, load_config, read_manifest, read_overrides
-from dptutor.grading.lms import lms_rows
-from dptutor.grading.runner import SubmissionResult
-from dptutor.grading.scores import ScoreRecord, read_scores, write_scores
-from dptutor.grading.submissions import find_submissions, student_identity
+from dptutor.assignments import get_assignment
+from dptutor.course.config import GradingConfig, Override, load_config, read_manifest, read_overrides
+from dptutor.course.lms import lms_rows
+from dptutor.course.result import SubmissionResult
+from dptutor.course.scores import ScoreRecord, read_scores, write_scores
+from dptutor.course.submissions import find_submissions, student_identity
 
 SANDBOXED = shutil.which("bwrap") is not None
 SAMPLER = get_assignment("sampler")
@@ -254,7 +254,7 @@ def test_an_interrupt_with_two_workers_keeps_the_finished_rows(tmp_path: Path) -
 
 def leaked_workdirs() -> list[str]:
     """Work folders of grading processes that no longer exist (another user's live run is not a leak)."""
-    from dptutor.grading.runner import _workdir_parent
+    from dptutor.course.executor import workdir_parent as _workdir_parent
 
     leaked = []
     for folder in Path(_workdir_parent()).glob("dptutor-grade-*-*"):

@@ -1,7 +1,7 @@
 """Course instances: answers drawn per course by a secret, and kept out of everything students get.
 
-The families and the keyed derivation (:mod:`dptutor.grading.instances`), the course folder
-(:mod:`dptutor.grading.course`, ``python -m dptutor course new``), grading with a course's answer key
+The families and the keyed derivation (:mod:`dptutor.assignments.instances`), the course folder
+(:mod:`dptutor.course.folders`, ``python -m dptutor course new``), grading with a course's answer key
 (``grade --course FOLDER``), and the search of the wheel, the repository and a course's student
 notebooks for each course answer.  One wheel build (about 7 s) and two real grading runs of one small
 submission; the rest runs in this process.
@@ -25,12 +25,13 @@ from scipy import stats
 
 from conftest import ROOT
 from dptutor.audit import estimate_loss
-from dptutor.grading import ASSIGNMENTS, check, checker, mystery_a, mystery_b, use_course, use_self_study
-from dptutor.grading import instances
-from dptutor.grading.course import answer_lines, load_course, new_course
-from dptutor.grading.instances import (COURSE_FAMILIES, FAMILIES, SELF_STUDY, active_member, course_scope,
-                                       course_key, course_tokens, member_of)
-from dptutor.grading.pair_audit import mystery_pair
+from dptutor.assignments import ASSIGNMENTS, check, checker, mystery_a, mystery_b, use_course, use_self_study
+from dptutor.assignments import instances
+from dptutor.course.folders import answer_lines, load_course, new_course
+from dptutor.assignments.instances import COURSE_FAMILIES, FAMILIES, SELF_STUDY, active_member, member_of
+from dptutor.course import keys
+from dptutor.course.keys import course_key, course_scope, course_tokens
+from dptutor.assignments.pair_audit import mystery_pair
 
 NOTEBOOKS = ("audit", "mechanism", "pair_audit", "sampler", "selection")
 #: Secrets of the balance test (deterministic: the test gives the same counts on every run).
@@ -245,9 +246,9 @@ def test_a_student_kernel_cannot_use_the_grading_checks_as_an_oracle() -> None:
             with pytest.raises(ValueError, match="key must be a course key"):
                 course_scope(bad)
             with pytest.raises(ValueError, match="key must be a course key"):
-                instances.use_answer_key(bad)
+                keys.use_answer_key(bad)
         # A string of the key's form made from the token is the key of another course, not this one.
-        assert instances.tokens_of_key(token.rsplit(":", 1)[1] * 2) != tokens
+        assert keys.tokens_of_key(token.rsplit(":", 1)[1] * 2) != tokens
     # The verdict questions replay the evidence but read no answer before grading either.
     use_course(tokens["audit"])
     evidence = {label: estimate_loss(m, 2, 1.0, 100_000, rng=3) for label, m in (("A", mystery_a), ("B", mystery_b))}
@@ -336,7 +337,7 @@ def test_the_course_instructor_notebooks_solve_the_course(tmp_path: Path) -> Non
     course's key."""
     import jupytext
 
-    from dptutor.grading import FEEDBACK_TAG
+    from dptutor.course import FEEDBACK_TAG
 
     secret = next(s for s in SECRETS if member_of(course_tokens(s)["audit"])[1].broken == "B")
     course = new_course(tmp_path / "course", secret)
@@ -501,7 +502,7 @@ def test_the_gradescope_export_of_a_course_grades_against_its_mysteries(tmp_path
     (which otter copies into the student notebook); a path that is no course folder is refused."""
     import nbformat
 
-    from dptutor.grading.otter import export_otter
+    from dptutor.course.otter import export_otter
 
     course = new_course(tmp_path / "course", "a secret for the gradescope export")
     target = export_otter("pair_audit", tmp_path / "otter", course=course.folder)
@@ -519,3 +520,33 @@ def test_the_gradescope_export_of_a_course_grades_against_its_mysteries(tmp_path
     assert not any("use_course" in c.source for c in plain.cells)
     with pytest.raises(ValueError, match="course: .* is not a course folder"):
         export_otter("pair_audit", tmp_path / "otter-x", course=tmp_path)
+
+
+def test_course_notebooks_fill_named_slots_and_say_where_they_come_from(tmp_path: Path) -> None:
+    """``course new`` fills the instructor notebooks' named slots, whatever their wording, refuses a
+    notebook without them, and every notebook it writes names its source and the command."""
+    from dptutor.course.folders import course_notebook, fill_slots
+
+    book = ROOT / "book" / "assignments" / "instructor"
+    member = COURSE_FAMILIES["pair_audit"][0]
+    text = (book / "pair_audit.md").read_text(encoding="utf-8")
+    reworded = text.replace("The mystery mechanism adds", "Reworded: the mystery adds")
+    assert reworded != text and "Reworded" not in course_notebook("pair_audit", reworded, member, "dp-2026")
+    with pytest.raises(ValueError, match="'true-epsilon'"):
+        course_notebook("pair_audit", text.replace("# BEGIN SLOT true-epsilon\n", "").replace(
+            "# END SLOT true-epsilon\n", ""), member, "dp-2026")
+    with pytest.raises(ValueError, match="does not close"):
+        course_notebook("pair_audit", text.replace("# BEGIN SLOT true-epsilon\n", ""), member, "dp-2026")
+    assert fill_slots("a\n# BEGIN SLOT x\nold\n# END SLOT x\nb\n", {"x": "new\n"}) == "a\nnew\nb\n"
+    assert fill_slots("a\n<!-- BEGIN SLOT x -->\nkept\n<!-- END SLOT x -->\n", {}) == "a\nkept\n"
+    with pytest.raises(ValueError, match="never closed"):
+        fill_slots("# BEGIN SLOT x\n", {})
+    made = new_course(tmp_path / "dp-2026", "a long course secret for the banners")
+    for name in NOTEBOOKS:
+        private = (made.folder / "private" / "instructor" / f"{name}.md").read_text(encoding="utf-8")
+        release = (made.folder / "release" / f"{name}.md").read_text(encoding="utf-8")
+        for text, source in ((private, f"book/assignments/instructor/{name}.md"), (release, f"private/instructor/{name}.md")):
+            banner = text.split("\n---\n", 1)[1].splitlines()[0]
+            assert banner.startswith("<!-- Generated from") and source in banner, banner
+            assert "python -m dptutor course new FOLDER --name dp-2026" in banner, banner
+        assert "SLOT" not in private and "SLOT" not in release

@@ -57,17 +57,17 @@ TIMEOUT: float = 10.0
 #: Targets that start a notebook kernel (5 s on a quiet machine, more on a loaded one), or build a wheel
 #: with pip (``export_otter`` without ``wheel``: 4 s quiet, more than 10 s measured under load), get longer.
 KERNEL_TIMEOUT: float = 90.0
-KERNEL_TARGETS = frozenset({"grading.runner.grade_notebook", "grading.runner.grade_folder", "grading.runner.run_grade",
-                            "grading.otter.export_otter"})
+KERNEL_TARGETS = frozenset({"course.executor.grade_notebook", "course.batch.grade_folder", "course.grade.run_grade",
+                            "course.otter.export_otter"})
 
 #: (module, callable) pairs whose documented output contains NaN: the grader's helpers hand a
 #: student's value back as it is (a NaN there is what the check then reports to the student).
 NAN_BY_DESIGN: frozenset[tuple[str, str]] = frozenset({
-    ("grading.feedback", "call"), ("grading.feedback", "as_floats"), ("grading.feedback", "spy_array"),
-    ("grading.record", "measure"), ("grading.record", "call_many"),
+    ("assignments.feedback", "call"), ("assignments.feedback", "as_floats"), ("assignments.feedback", "spy_array"),
+    ("assignments.record", "measure"), ("assignments.record", "call_many"),
     # An otter plugin hook returns the submission it was given; TimeLimit changes only a notebook and hands
     # anything else (otter also passes non-notebook submissions) back as it is, a NaN included.
-    ("grading.otter_plugin", "TimeLimit.before_execution"),
+    ("course.otter_plugin", "TimeLimit.before_execution"),
 })
 
 
@@ -128,7 +128,7 @@ class Context:
         path = self.tmp / "dptutor-0.1.0-py3-none-any.whl"
         if not path.exists():
             with zipfile.ZipFile(path, "w") as zf:
-                zf.writestr("dptutor/grading/otter.py", "")
+                zf.writestr("dptutor/course/otter.py", "")
                 zf.writestr("dptutor-0.1.0.dist-info/METADATA",
                             "Metadata-Version: 2.1\nName: dptutor\nVersion: 0.1.0\nRequires-Dist: numpy\n"
                             "Requires-Dist: dask[distributed]==2026.8.0; extra == \"distributed\"\n")
@@ -136,7 +136,7 @@ class Context:
 
     def release_folder(self) -> Path:
         """A book/assignments-like folder: one tiny instructor notebook per assignment."""
-        from dptutor.grading import ASSIGNMENTS
+        from dptutor.assignments import ASSIGNMENTS
 
         folder = self.tmp / "assignments"
         (folder / "instructor").mkdir(parents=True, exist_ok=True)
@@ -146,21 +146,16 @@ class Context:
 
     def course_folder(self) -> Path:
         """A course folder made by ``course new``."""
-        from dptutor.grading.course import new_course
+        from dptutor.course.folders import new_course
 
         return new_course(self.tmp / "course", _COURSE_SECRET, name="dp-2026").folder
 
-    def grade_args(self):
-        """The namespace of ``python -m dptutor grade sampler <empty folder>`` (no kernel starts)."""
-        import argparse
+    def grade_options(self):
+        """The options of ``python -m dptutor grade sampler <empty folder>`` (no kernel starts)."""
+        from dptutor.course.grade import GradeOptions
 
-        from dptutor.grading.runner import add_grade_arguments
-
-        parser = argparse.ArgumentParser()
-        add_grade_arguments(parser)
         (self.tmp / "none").mkdir(exist_ok=True)
-        return parser.parse_args(["sampler", str(self.tmp / "none"), "--csv", str(self.tmp / "scores.csv"),
-                                  "--timeout", "5", "--total-timeout", "30"])
+        return GradeOptions("sampler", self.tmp / "none", csv=self.tmp / "scores.csv", timeout=5, total_timeout=30)
 
 
 
@@ -171,7 +166,7 @@ _COURSE_SECRET = "a course secret for the fuzz tests"
 
 
 def _course_tokens() -> dict[str, str]:
-    from dptutor.grading.instances import course_tokens
+    from dptutor.course.keys import course_tokens
 
     return course_tokens(_COURSE_SECRET)
 
@@ -180,20 +175,26 @@ def _course_token(assignment: str) -> str:
     return _course_tokens()[assignment]
 
 
+def _course_members() -> dict:
+    from dptutor.course.keys import members_of_key
+
+    return members_of_key(_course_key())
+
+
 def _course_key() -> str:
-    from dptutor.grading.instances import course_key
+    from dptutor.course.keys import course_key
 
     return course_key(_COURSE_SECRET)
 
 
 def _pair_member():
-    from dptutor.grading.instances import PairMember
+    from dptutor.assignments.instances import PairMember
 
     return PairMember(3, 0.8)
 
 
 def _pair_instructor_text() -> str:
-    from dptutor.grading.release import book_assignments_folder
+    from dptutor.course.release import book_assignments_folder
 
     return (book_assignments_folder() / "instructor" / "pair_audit.md").read_text(encoding="utf-8")
 
@@ -419,141 +420,145 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
     "zoo.counts.discrete_gaussian_count": {"data": _const(0.0)},
     "zoo.counts.exact_noisy_histogram": {"data": _const((1.0, 0.0, 1.0))},
     "zoo.counts.granular_laplace_vector": {"data": _const((1.0, 0.0, 1.0))},
-    "grading.main": {"argv": lambda ctx: ["release", "--folder", str(ctx.release_folder())]},
-    "grading.audit.mystery_a": {"x": lambda ctx: np.zeros((3, 2))},
-    "grading.audit.mystery_b": {"x": lambda ctx: np.zeros((3, 2))},
-    "grading.feedback.Finding": {"passed": _const(True), "message": _const("ok")},
-    "grading.feedback.Feedback": {"assignment": _const("sampler"), "question": _const("q1"), "title": _const("t"),
+    "assignments.audit.mystery_a": {"x": lambda ctx: np.zeros((3, 2))},
+    "assignments.audit.mystery_b": {"x": lambda ctx: np.zeros((3, 2))},
+    "assignments.feedback.Finding": {"passed": _const(True), "message": _const("ok")},
+    "assignments.feedback.Feedback": {"assignment": _const("sampler"), "question": _const("q1"), "title": _const("t"),
                                   "score": _const(1.0), "points": _const(2.0), "findings": lambda ctx: (_finding(),)},
-    "grading.feedback.Question": {"name": _const("q1"), "title": _const("t"), "points": _const(1.0),
+    "assignments.feedback.Question": {"name": _const("q1"), "title": _const("t"), "points": _const(1.0),
                                   "needs": _const(("f",)), "check": _const(lambda f, hidden=False: [])},
-    "grading.feedback.Assignment": {"name": _const("sampler"), "title": _const("t"), "notebook": _const("s.md"),
+    "assignments.feedback.Assignment": {"name": _const("sampler"), "title": _const("t"), "notebook": _const("s.md"),
                                     "questions": lambda ctx: _grading_assignment().questions},
-    "grading.feedback.Assignment.question": {"name": _const("q1")},
-    "grading.feedback.fmt_points": {"x": _const(0.5)},
-    "grading.feedback.score": {"findings": lambda ctx: [_finding()], "points": _const(2.0)},
-    "grading.feedback.named": {"check": _const("form")},
-    "grading.feedback.call": {"fn": _const(abs)},
-    "grading.feedback.describe": {"exc": lambda ctx: ValueError("bad")},
-    "grading.feedback.as_floats": {"value": _const([1.0, 2.0])},
-    "grading.feedback.expect_value_error": {"call": _const("f(-1)"), "value": _const(None),
+    "assignments.feedback.Assignment.question": {"name": _const("q1")},
+    "assignments.feedback.fmt_points": {"x": _const(0.5)},
+    "assignments.feedback.score": {"findings": lambda ctx: [_finding()], "points": _const(2.0)},
+    "assignments.feedback.named": {"check": _const("form")},
+    "assignments.feedback.call": {"fn": _const(abs)},
+    "assignments.feedback.describe": {"exc": lambda ctx: ValueError("bad")},
+    "assignments.feedback.as_floats": {"value": _const([1.0, 2.0])},
+    "assignments.feedback.expect_value_error": {"call": _const("f(-1)"), "value": _const(None),
                                             "exc": lambda ctx: ValueError("bad"), "why": _const("b > 0")},
-    "grading.feedback.SpyArray": {"shape": _const((3,))},
-    "grading.feedback.spy_array": {"values": lambda ctx: np.zeros(3)},
-    "grading.feedback.uniforms": {"seed": _const(1), "size": _const(5)},
-    "grading.feedback.hidden_rng": {"hidden": _const(3)},
-    "grading.otter.arm_time_limit": {"seconds": _const(60.0)},
-    "grading.otter.export_otter": {"assignment": _const("sampler"), "outdir": lambda ctx: ctx.tmp / "otter",
+    "assignments.feedback.SpyArray": {"shape": _const((3,))},
+    "assignments.feedback.spy_array": {"values": lambda ctx: np.zeros(3)},
+    "assignments.feedback.uniforms": {"seed": _const(1), "size": _const(5)},
+    "assignments.feedback.hidden_rng": {"hidden": _const(3)},
+    "course.otter.arm_time_limit": {"seconds": _const(60.0)},
+    "course.otter.export_otter": {"assignment": _const("sampler"), "outdir": lambda ctx: ctx.tmp / "otter",
                                    "wheel": lambda ctx: ctx.dptutor_wheel()},
-    "grading.otter.wheel_requirements": {"wheel": lambda ctx: ctx.dptutor_wheel()},
-    "grading.otter.myst_to_markdown": {"text": _const("(x)=\n```{note}\nSee {ref}`x`.\n```\n"), "book": _const(None)},
-    "grading.otter.show_feedback": {"*objects": _const((lambda m, k: 1.0 / m,)), "assignment": _const("mechanism"), "question": _const("q1")},
-    "grading.otter.show_hidden": {"*objects": _const((lambda m, k: 1.0 / m,)), "assignment": _const("mechanism"), "question": _const("q1"), "step": _const(1)},
-    "grading.otter.hidden_score": {"*objects": _const((lambda m, k: 1.0 / m,)), "assignment": _const("mechanism"), "question": _const("q1")},
-    "grading.otter.reaches": {"*objects": _const((lambda m, k: 1.0 / m,)), "assignment": _const("mechanism"), "question": _const("q1"), "step": _const(1)},
-    "grading.otter.feedback_clean": {"*objects": _const((lambda m, k: 1.0 / m,)), "assignment": _const("mechanism"), "question": _const("q1")},
-    "grading.otter_plugin.time_limit_source": {"seconds": _const(60.0)},
+    "course.otter.wheel_requirements": {"wheel": lambda ctx: ctx.dptutor_wheel()},
+    "course.otter.myst_to_markdown": {"text": _const("(x)=\n```{note}\nSee {ref}`x`.\n```\n"), "book": _const(None)},
+    "course.otter.show_feedback": {"*objects": _const((lambda m, k: 1.0 / m,)), "assignment": _const("mechanism"), "question": _const("q1")},
+    "course.otter.show_hidden": {"*objects": _const((lambda m, k: 1.0 / m,)), "assignment": _const("mechanism"), "question": _const("q1"), "step": _const(1)},
+    "course.otter.hidden_score": {"*objects": _const((lambda m, k: 1.0 / m,)), "assignment": _const("mechanism"), "question": _const("q1")},
+    "course.otter.reaches": {"*objects": _const((lambda m, k: 1.0 / m,)), "assignment": _const("mechanism"), "question": _const("q1"), "step": _const(1)},
+    "course.otter.feedback_clean": {"*objects": _const((lambda m, k: 1.0 / m,)), "assignment": _const("mechanism"), "question": _const("q1")},
+    "course.otter_plugin.time_limit_source": {"seconds": _const(60.0)},
     # With the otter extra installed, TimeLimit is otter's AbstractOtterPlugin, constructed by otter with
     # these three (its __init__ stores them; without otter the stand-in raises ImportError and the test skips).
-    "grading.otter_plugin.TimeLimit": {"submission_path": lambda ctx: str(ctx.tmp / "submission.ipynb"),
+    "course.otter_plugin.TimeLimit": {"submission_path": lambda ctx: str(ctx.tmp / "submission.ipynb"),
                                        "submission_metadata": lambda ctx: {},
                                        "plugin_config": lambda ctx: {"seconds": 60}},
-    "grading.otter_plugin.TimeLimit.before_execution": {"submission": lambda ctx: _otter_submission()},
-    "grading.pair_audit.mystery_pair": {"data": _const(0.0)},
-    "grading.instances.AuditMember": {"broken": _const("A"), "bug": _const("l2")},
-    "grading.instances.AuditMember.scale": {"label": _const("A")},
-    "grading.instances.AuditMember.one_sided": {"label": _const("A")},
-    "grading.instances.AuditMember.verdict": {"label": _const("A")},
-    "grading.instances.PairMember": {"columns": _const(3), "spread": _const(0.8)},
-    "grading.instances.course_tokens": {"secret": _const(_COURSE_SECRET)},
-    "grading.instances.course_key": {"secret": _const(_COURSE_SECRET)},
-    "grading.instances.tokens_of_key": {"key": lambda ctx: _course_key()},
-    "grading.instances.members_of_key": {"key": lambda ctx: _course_key()},
-    "grading.instances.use_answer_key": {"key": lambda ctx: _course_key()},
-    "grading.instances.answer_member": {"assignment": _const("audit")},
-    "grading.instances.member_of": {"token": lambda ctx: _course_token("audit")},
-    "grading.instances.use_course": {"token": lambda ctx: _course_token("pair_audit")},
-    "grading.instances.active_member": {"assignment": _const("audit")},
-    "grading.instances.course_scope": {"key": lambda ctx: _course_key()},
-    "grading.instances.audit_mystery": {"label": _const("B"), "x": lambda ctx: np.zeros((3, 2))},
-    "grading.instances.pair_mystery": {"data": _const(0.0)},
-    "grading.course.CourseFolder": {"folder": lambda ctx: ctx.tmp / "course", "name": _const("dp-2026"),
+    "course.otter_plugin.TimeLimit.before_execution": {"submission": lambda ctx: _otter_submission()},
+    "assignments.pair_audit.mystery_pair": {"data": _const(0.0)},
+    "assignments.instances.AuditMember": {"broken": _const("A"), "bug": _const("l2")},
+    "assignments.instances.AuditMember.scale": {"label": _const("A")},
+    "assignments.instances.AuditMember.one_sided": {"label": _const("A")},
+    "assignments.instances.AuditMember.verdict": {"label": _const("A")},
+    "assignments.instances.PairMember": {"columns": _const(3), "spread": _const(0.8)},
+    "course.keys.course_tokens": {"secret": _const(_COURSE_SECRET)},
+    "course.keys.course_key": {"secret": _const(_COURSE_SECRET)},
+    "course.keys.tokens_of_key": {"key": lambda ctx: _course_key()},
+    "course.keys.members_of_key": {"key": lambda ctx: _course_key()},
+    "course.keys.use_answer_key": {"key": lambda ctx: _course_key()},
+    "assignments.instances.answer_member": {"assignment": _const("audit")},
+    "assignments.instances.member_of": {"token": lambda ctx: _course_token("audit")},
+    "assignments.instances.use_course": {"token": lambda ctx: _course_token("pair_audit")},
+    "assignments.instances.active_member": {"assignment": _const("audit")},
+    "course.keys.course_scope": {"key": lambda ctx: _course_key()},
+    "assignments.instances.use_answers": {"members": lambda ctx: _course_members()},
+    "assignments.instances.answers_scope": {"members": lambda ctx: _course_members()},
+    "assignments.instances.audit_mystery": {"label": _const("B"), "x": lambda ctx: np.zeros((3, 2))},
+    "assignments.instances.pair_mystery": {"data": _const(0.0)},
+    "course.folders.CourseFolder": {"folder": lambda ctx: ctx.tmp / "course", "name": _const("dp-2026"),
                                     "key": lambda ctx: _course_key()},
-    "grading.course.new_course": {"folder": lambda ctx: ctx.tmp / "course", "secret": _const(_COURSE_SECRET),
+    "course.folders.new_course": {"folder": lambda ctx: ctx.tmp / "course", "secret": _const(_COURSE_SECRET),
                                   "name": _const("dp-2026")},
-    "grading.course.load_course": {"folder": lambda ctx: ctx.course_folder()},
-    "grading.course.course_notebook": {"assignment": _const("pair_audit"), "member": lambda ctx: _pair_member(),
+    "course.folders.load_course": {"folder": lambda ctx: ctx.course_folder()},
+    "course.folders.course_notebook": {"assignment": _const("pair_audit"), "member": lambda ctx: _pair_member(),
                                        "name": _const("dp-2026"), "text": lambda ctx: _pair_instructor_text()},
-    "grading.course.answer_lines": {"assignment": _const("pair_audit"), "member": lambda ctx: _pair_member()},
-    "grading.selection.above_threshold_law": {"answers": _const([0.0, 1.0, 0.5]), "threshold": _const(0.5),
+    "course.folders.answer_lines": {"assignment": _const("pair_audit"), "member": lambda ctx: _pair_member()},
+    "course.folders.fill_slots": {"text": _const("a\n# BEGIN SLOT x\nb\n# END SLOT x\n"), "values": _const({"x": "c\n"})},
+    "course.folders.with_banner": {"text": _const("---\njupytext: {}\n---\n# Title\n"), "source": _const("a.md"),
+                                   "command": _const("python -m dptutor release")},
+    "assignments.selection.above_threshold_law": {"answers": _const([0.0, 1.0, 0.5]), "threshold": _const(0.5),
                                               "rho_scale": _const(2.0), "nu_scale": _const(4.0)},
-    "grading.selection.audit_pairs": {"offset": _const(0.0)},
-    "grading.record.measure": {"f": _const(_student_sampler), "inputs": _const([np.array([0.2, 0.7])])},
-    "grading.record.reference_seconds": {"reference": _const(_student_sampler), "inputs": _const([np.array([0.2, 0.7])])},
-    "grading.record.call_many": {"f": _const(_student_sampler), "calls": _const([((np.array([0.3]), 0.0, 1.0), {})])},
-    "grading.record.flag_for_review": {"text": _const("look at this")},
-    "grading.record.grade_question": {"run_cell": lambda ctx: _run_nothing, "assignment": _const("sampler"),
+    "assignments.selection.audit_pairs": {"offset": _const(0.0)},
+    "assignments.record.measure": {"f": _const(_student_sampler), "inputs": _const([np.array([0.2, 0.7])])},
+    "assignments.record.reference_seconds": {"reference": _const(_student_sampler), "inputs": _const([np.array([0.2, 0.7])])},
+    "assignments.record.call_many": {"f": _const(_student_sampler), "calls": _const([((np.array([0.3]), 0.0, 1.0), {})])},
+    "assignments.record.flag_for_review": {"text": _const("look at this")},
+    "course.remote.grade_question": {"run_cell": lambda ctx: _run_nothing, "assignment": _const("sampler"),
                                       "question": _const("q1"), "workdir": lambda ctx: str(ctx.tmp), "timeout": _const(5.0)},
-    "grading.record.grade_in_process": {"namespace": lambda ctx: {"laplace_inverse_cdf": _student_sampler},
+    "course.remote.grade_in_process": {"namespace": lambda ctx: {"laplace_inverse_cdf": _student_sampler},
                                         "assignment": _const("sampler")},
-    "grading.record.KernelCalls": {"namespace": lambda ctx: {"f": _student_sampler},
+    "assignments.kernel.KernelCalls": {"namespace": lambda ctx: {"f": _student_sampler},
                                    "request": lambda ctx: _grading_request(ctx), "answer": _const("answer.npz")},
-    "grading.record.kernel_needs": {"namespace": lambda ctx: {"f": _student_sampler}, "names": _const(["f", "g"]),
+    "assignments.kernel.kernel_needs": {"namespace": lambda ctx: {"f": _student_sampler}, "names": _const(["f", "g"]),
                                     "answer": _const("needs.npz")},  # bare names: the test runs in ctx.tmp
-    "grading.registry.record_types": {"assignment": _const("audit")},
-    "grading.registry.get_assignment": {"name": _const("sampler")},
-    "grading.registry.check": {"*objects": _const((lambda m, k: 1.0 / m,)), "assignment": _const("mechanism"), "question": _const("q1")},
-    "grading.registry.checker": {"assignment": _const("sampler")},
-    "grading.release.student_version": {"text": _const("a\n# BEGIN SOLUTION\nb\n# END SOLUTION\n")},
-    "grading.release.release": {"folder": lambda ctx: ctx.release_folder()},
-    "grading.runner.SubmissionResult": {"file": _const("tiny.ipynb"), "assignment": _const("sampler"),
+    "assignments.registry.record_types": {"assignment": _const("audit")},
+    "assignments.registry.get_assignment": {"name": _const("sampler")},
+    "assignments.registry.check": {"*objects": _const((lambda m, k: 1.0 / m,)), "assignment": _const("mechanism"), "question": _const("q1")},
+    "assignments.registry.checker": {"assignment": _const("sampler")},
+    "course.release.student_version": {"text": _const("a\n# BEGIN SOLUTION\nb\n# END SOLUTION\n")},
+    "course.release.release": {"folder": lambda ctx: ctx.release_folder()},
+    "course.result.SubmissionResult": {"file": _const("tiny.ipynb"), "assignment": _const("sampler"),
                                         "scores": _const({"q1": 1.0, "q2": 0.0, "q3": 0.5}),
                                         "points": _const({"q1": 2.0, "q2": 1.0, "q3": 1.0})},
-    "grading.runner.SubmissionResult.row": {"assignment": lambda ctx: _grading_assignment()},
+    "course.result.SubmissionResult.row": {"assignment": lambda ctx: _grading_assignment()},
     # One kernel per valid call: a one-cell notebook and short limits.
     # (unsandboxed: the suite's own one-cell notebook; tests/test_hostile_sandbox.py grades in the sandbox)
-    "grading.runner.grade_notebook": {"path": lambda ctx: ctx.submissions() / "tiny.ipynb",
+    "course.executor.grade_notebook": {"path": lambda ctx: ctx.submissions() / "tiny.ipynb",
                                       "assignment": _const("sampler"), "timeout": _const(5.0),
                                       "total_timeout": _const(30.0), "sandbox": _const("none")},
-    "grading.runner.grade_folder": {"assignment": _const("sampler"), "folder": lambda ctx: ctx.submissions(),
+    "course.batch.grade_folder": {"assignment": _const("sampler"), "folder": lambda ctx: ctx.submissions(),
                                     "timeout": _const(5.0), "total_timeout": _const(30.0), "sandbox": _const("none")},
-    "grading.sandbox.Sandbox": {"kind": _const("none")},
-    "grading.sandbox.Sandbox.command": {"connection_file": lambda ctx: str(ctx.tmp / "kernel.json"),
+    "course.sandbox.Sandbox": {"kind": _const("none")},
+    "course.sandbox.Sandbox.command": {"connection_file": lambda ctx: str(ctx.tmp / "kernel.json"),
                                         "workdir": lambda ctx: str(ctx.tmp), "kernel_dir": lambda ctx: str(ctx.tmp),
                                         "name": _const("fuzz")},
-    "grading.sandbox.Sandbox.stop": {"name": _const("fuzz"), "pid": _const(None)},
-    "grading.sandbox.kernel_manager": {"sandbox": lambda ctx: __import__("dptutor.grading.sandbox", fromlist=["Sandbox"]).Sandbox("none"),
+    "course.sandbox.Sandbox.stop": {"name": _const("fuzz"), "pid": _const(None)},
+    "course.sandbox.kernel_manager": {"sandbox": lambda ctx: __import__("dptutor.course.sandbox", fromlist=["Sandbox"]).Sandbox("none"),
                                        "workdir": lambda ctx: str(ctx.tmp), "kernel_dir": lambda ctx: str(ctx.tmp),
                                        "name": _const("fuzz")},
-    "grading.runner.read_csv": {"path": lambda ctx: _scores_csv(ctx), "assignment": _const("sampler")},
-    "grading.runner.write_csv": {"results": lambda ctx: [_submission_result()], "path": lambda ctx: ctx.tmp / "out.csv",
+    "course.batch.read_csv": {"path": lambda ctx: _scores_csv(ctx), "assignment": _const("sampler")},
+    "course.batch.write_csv": {"results": lambda ctx: [_submission_result()], "path": lambda ctx: ctx.tmp / "out.csv",
                                  "assignment": _const("sampler")},
-    "grading.runner.add_grade_arguments": {"parser": lambda ctx: __import__("argparse").ArgumentParser()},
-    "grading.runner.run_grade": {"args": lambda ctx: ctx.grade_args()},
+    "course.grade.GradeOptions": {"assignment": _const("sampler"), "submissions": lambda ctx: ctx.grade_options().submissions},
+    "course.grade.run_grade": {"options": lambda ctx: ctx.grade_options()},
+    "course.textsafe.csv_text": {"cell": _const("'=1+1")},
+    "course.textsafe.feedback_name": {"file": _const("a.md")},
     # The course workflow: configuration, overrides, score files, layouts, LMS export.
-    "grading.config.GradingConfig.question_points": {"assignment": lambda ctx: _grading_assignment()},
-    "grading.config.GradingConfig.late_factor": {"submitted": _const("2026-03-03T10:00:00+00:00")},
-    "grading.config.Override": {"student": _const("tiny"), "question": _const("q1"), "score": _const(1.0),
+    "course.config.GradingConfig.question_points": {"assignment": lambda ctx: _grading_assignment()},
+    "course.config.GradingConfig.late_factor": {"submitted": _const("2026-03-03T10:00:00+00:00")},
+    "course.config.Override": {"student": _const("tiny"), "question": _const("q1"), "score": _const(1.0),
                                 "reason": _const("checked by hand")},
-    "grading.config.load_config": {"path": lambda ctx: _grading_config(ctx), "assignment": lambda ctx: _grading_assignment()},
-    "grading.config.read_overrides": {"path": lambda ctx: _overrides_csv(ctx), "assignment": lambda ctx: _grading_assignment()},
-    "grading.config.read_manifest": {"path": lambda ctx: _manifest_csv(ctx)},
-    "grading.scores.ScoreRecord": {"result": lambda ctx: _submission_result()},
-    "grading.scores.ScoreRecord.matches": {"override": lambda ctx: _override()},
-    "grading.scores.ScoreRecord.row": {"assignment": lambda ctx: _grading_assignment()},
-    "grading.scores.scores_header": {"assignment": lambda ctx: _grading_assignment()},
-    "grading.scores.default_scores_name": {"assignment": lambda ctx: _grading_assignment()},
-    "grading.scores.read_scores": {"path": lambda ctx: _scores_csv(ctx), "assignment": lambda ctx: _grading_assignment()},
-    "grading.scores.write_scores": {"path": lambda ctx: ctx.tmp / "out.csv", "assignment": lambda ctx: _grading_assignment(),
+    "course.config.load_config": {"path": lambda ctx: _grading_config(ctx), "assignment": lambda ctx: _grading_assignment()},
+    "course.config.read_overrides": {"path": lambda ctx: _overrides_csv(ctx), "assignment": lambda ctx: _grading_assignment()},
+    "course.config.read_manifest": {"path": lambda ctx: _manifest_csv(ctx)},
+    "course.scores.ScoreRecord": {"result": lambda ctx: _submission_result()},
+    "course.scores.ScoreRecord.matches": {"override": lambda ctx: _override()},
+    "course.scores.ScoreRecord.row": {"assignment": lambda ctx: _grading_assignment()},
+    "course.scores.scores_header": {"assignment": lambda ctx: _grading_assignment()},
+    "course.scores.default_scores_name": {"assignment": lambda ctx: _grading_assignment()},
+    "course.scores.read_scores": {"path": lambda ctx: _scores_csv(ctx), "assignment": lambda ctx: _grading_assignment()},
+    "course.scores.write_scores": {"path": lambda ctx: ctx.tmp / "out.csv", "assignment": lambda ctx: _grading_assignment(),
                                     "records": lambda ctx: [_score_record()]},
-    "grading.submissions.Submission": {"name": _const("tiny.ipynb"), "path": lambda ctx: ctx.submissions() / "tiny.ipynb"},
-    "grading.submissions.find_submissions": {"folder": lambda ctx: ctx.submissions()},
-    "grading.submissions.student_identity": {"name": _const("smithjane_123_456_sampler.ipynb")},
-    "grading.lms.lms_rows": {"lms": _const("canvas"), "assignment": _const("sampler"), "scores": lambda ctx: _scores_csv(ctx)},
-    "grading.lms.export_lms": {"lms": _const("canvas"), "assignment": _const("sampler"), "scores": lambda ctx: _scores_csv(ctx),
+    "course.submissions.Submission": {"name": _const("tiny.ipynb"), "path": lambda ctx: ctx.submissions() / "tiny.ipynb"},
+    "course.submissions.find_submissions": {"folder": lambda ctx: ctx.submissions()},
+    "course.submissions.student_identity": {"name": _const("smithjane_123_456_sampler.ipynb")},
+    "course.lms.lms_rows": {"lms": _const("canvas"), "assignment": _const("sampler"), "scores": lambda ctx: _scores_csv(ctx)},
+    "course.lms.export_lms": {"lms": _const("canvas"), "assignment": _const("sampler"), "scores": lambda ctx: _scores_csv(ctx),
                                "out": lambda ctx: ctx.tmp / "canvas.csv"},
-    "grading.lms.add_export_arguments": {"parser": lambda ctx: __import__("argparse").ArgumentParser()},
-    "grading.lms.run_export": {"args": lambda ctx: _export_args(ctx)},
     "selection.exponential_mechanism_exact": {"scores": _const([0, 1, 2]), "base": _const(2)},
     "selection.max_log_ratio": {"p": _const(np.array([0.5, 0.5])), "p_prime": _const(np.array([0.25, 0.75]))},
     "accounting.advanced_composition": {"k": _const(10), "delta_prime": _const(1e-6)},
@@ -588,25 +593,25 @@ def _otter_submission():
 
 
 def _finding():
-    from dptutor.grading.feedback import Finding
+    from dptutor.assignments.feedback import Finding
 
     return Finding(True, "ok")
 
 
 def _grading_assignment():
-    from dptutor.grading import get_assignment
+    from dptutor.assignments import get_assignment
 
     return get_assignment("sampler")
 
 
 def _submission_result():
-    from dptutor.grading.runner import SubmissionResult
+    from dptutor.course.result import SubmissionResult
 
     return SubmissionResult("tiny.ipynb", "sampler", {"q1": 1.0, "q2": 0.0, "q3": 0.5}, {"q1": 2.0, "q2": 1.0, "q3": 1.0})
 
 
 def _scores_csv(ctx: Context) -> Path:
-    from dptutor.grading.runner import write_csv
+    from dptutor.course.batch import write_csv
 
     path = ctx.tmp / "scores.csv"
     write_csv([_submission_result()], path, "sampler")
@@ -633,25 +638,15 @@ def _manifest_csv(ctx: Context) -> Path:
 
 
 def _override():
-    from dptutor.grading.config import Override
+    from dptutor.course.config import Override
 
     return Override("tiny", "q1", 1.5, "checked by hand")
 
 
 def _score_record():
-    from dptutor.grading.scores import ScoreRecord
+    from dptutor.course.scores import ScoreRecord
 
     return ScoreRecord(_submission_result(), "fuzz", overrides=(_override(),))
-
-
-def _export_args(ctx: Context):
-    import argparse
-
-    from dptutor.grading.lms import add_export_arguments
-
-    parser = argparse.ArgumentParser()
-    add_export_arguments(parser)
-    return parser.parse_args(["canvas", "sampler", str(_scores_csv(ctx)), str(ctx.tmp / "canvas.csv")])
 
 
 async def _run_nothing(source: str, limit: float) -> tuple[dict, float]:
@@ -661,10 +656,10 @@ async def _run_nothing(source: str, limit: float) -> tuple[dict, float]:
 def _grading_request(ctx: Context) -> str:
     """A request file of the grader: one call of ``f`` on three uniforms, named as the grader names
     it to the kernel (a bare name in the working folder, ``ctx.tmp``)."""
-    from dptutor.grading import record
+    from dptutor.assignments.encoding import Writer
 
     path = str(ctx.tmp / "request.npz")
-    writer = record._Writer()
+    writer = Writer()
     writer.save(path, {"version": 2, "calls": [{"fn": "f", "args": [writer.encode(np.array([0.1, 0.5, 0.9]))],
                                                 "kwargs": []}]})
     return "request.npz"
@@ -1025,11 +1020,11 @@ def _call(fn: Callable, kwargs: dict[str, Any], param: str | None, nan_ok: bool,
 @pytest.fixture(autouse=True)
 def _restore_process_state():
     """Undo what a fuzzed call may set for the whole process: the SIGALRM handler and the otter
-    grader's time limit (:func:`dptutor.grading.otter.arm_time_limit` arms both, by design), and the
-    course whose mysteries are in use (:func:`dptutor.grading.instances.use_course`)."""
-    import dptutor.grading.otter as otter
+    grader's time limit (:func:`dptutor.course.otter.arm_time_limit` arms both, by design), and the
+    course whose mysteries are in use (:func:`dptutor.assignments.instances.use_course`)."""
+    import dptutor.course.otter as otter
 
-    from dptutor.grading.instances import use_self_study
+    from dptutor.assignments.instances import use_self_study
 
     handler, limit = signal.getsignal(signal.SIGALRM), otter.TIME_LIMIT
     yield
@@ -1054,21 +1049,22 @@ def test_discovery_finds_every_module():
             "dpsniper.entries"} <= fuzzed
     # The audit package's modules too (its public names are re-exported from dptutor.audit).
     assert {"audit.sanity", "audit.pair", "audit.learned", "audit.search", "audit.limits"} <= fuzzed
-    # The grading package's modules are discovered too (walk_packages), the notebook runner included.
-    assert {"grading", "grading.feedback", "grading.registry", "grading.record", "grading.runner", "grading.release",
-            "grading.audit", "grading.pair_audit", "grading.otter", "grading.selection", "grading.config",
-            "grading.scores", "grading.submissions", "grading.lms", "grading.sandbox", "grading.instances",
-            "grading.course"} <= fuzzed
+    # The course assignments' modules are discovered too (walk_packages), the notebook runner included.
+    assert {"assignments.feedback", "assignments.registry", "assignments.record", "assignments.kernel",
+            "course.remote", "course.executor", "course.batch", "course.grade", "course.textsafe", "course.release",
+            "assignments.audit", "assignments.pair_audit", "course.otter", "assignments.selection", "course.config",
+            "course.scores", "course.submissions", "course.lms", "course.sandbox", "assignments.instances",
+            "course.folders", "course.keys"} <= fuzzed
 
 
 @pytest.mark.parametrize("target", [t for t in TARGETS if isinstance(t, Target)], ids=lambda t: t.key)
 def test_bad_values_are_refused_cleanly(target: Target, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # anything written to a relative path lands here
     ctx = Context(tmp_path)
-    if target.module == "grading.release":
+    if target.module == "course.release":
         # release(folder=None) rewrites the book's own student notebooks: a fuzz call doing that would
         # also re-release them behind the back of the test that checks they agree with the instructor's.
-        monkeypatch.setattr(importlib.import_module("dptutor.grading.release"), "book_assignments_folder",
+        monkeypatch.setattr(importlib.import_module("dptutor.course.release"), "book_assignments_folder",
                             ctx.release_folder)
     try:
         fn, sig = _resolve(target, ctx)

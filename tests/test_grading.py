@@ -1,4 +1,4 @@
-"""The course assignments and their autograder (dptutor.grading).
+"""The course assignments and their autograder (dptutor.assignments and dptutor.course).
 
 Fast tests run the checks in this process on the reference solutions (the instructor notebooks'
 code), on the blank student notebooks, and on planted wrong answers.  Grading submitted notebooks
@@ -14,10 +14,11 @@ import numpy as np
 import pytest
 
 from conftest import ROOT
-from dptutor import grading
+import dptutor.assignments as assignments_package
 from dptutor.audit import estimate_loss
 from dptutor.distributions import dptext_transform, laplace_ppf
-from dptutor.grading import ASSIGNMENTS, FEEDBACK_TAG, check, mystery_a, mystery_b, student_version
+from dptutor.assignments import ASSIGNMENTS, check, mystery_a, mystery_b
+from dptutor.course import FEEDBACK_TAG, student_version
 
 ASSIGNMENT_DIR = ROOT / "book" / "assignments"
 INSTRUCTOR_DIR = ASSIGNMENT_DIR / "instructor"
@@ -62,12 +63,12 @@ def test_student_notebook_is_generated_from_the_instructor_version(name: str) ->
 
 
 def test_importing_the_grader_leaves_scipy_stats_unloaded() -> None:
-    """Every notebook the grader runs imports ``dptutor.grading`` in a fresh kernel; scipy.stats costs
+    """Every notebook the grader runs imports ``dptutor.assignments`` in a fresh kernel; scipy.stats costs
     about 1.5 s of CPU to import, so the checks import it only when they run (in the grader)."""
     import subprocess
     import sys
 
-    code = ("import sys, dptutor.grading, dptutor.grading.record, dptutor.selection; "
+    code = ("import sys, dptutor.assignments, dptutor.assignments.record, dptutor.selection; "
             "print(sorted(m for m in sys.modules if m.startswith('scipy.stats')))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -87,7 +88,7 @@ def test_student_version_markers() -> None:
 
 def by_hand(name: str) -> tuple[str, ...]:
     """The questions of ``name`` graded by hand (their points stay pending in the grader's output)."""
-    return getattr(grading, name).BY_HAND if name == "audit" else ()
+    return getattr(assignments_package, name).BY_HAND if name == "audit" else ()
 
 
 @pytest.mark.parametrize("name", sorted(ASSIGNMENTS))
@@ -270,23 +271,23 @@ def test_mystery_a_violates_only_at_small_even_n() -> None:
     from scipy import stats
 
     for n in (1, 2, 4, 8):
-        b = math.sqrt(n) / grading.AUDIT_EPSILON
+        b = math.sqrt(n) / assignments_package.AUDIT_EPSILON
         p0 = 0.5 * math.exp(-0.5 / b)
         guess1 = [stats.binom.sf(n // 2, n, p) for p in (p0, 1 - p0)]
         exact = max(abs(math.log(guess1[0] / guess1[1])), abs(math.log((1 - guess1[0]) / (1 - guess1[1]))))
-        result = estimate_loss(mystery_a, n, grading.AUDIT_EPSILON, 200_000, rng=n)
+        result = estimate_loss(mystery_a, n, assignments_package.AUDIT_EPSILON, 200_000, rng=n)
         low, high = result.confidence_interval(0.999)
         assert low <= exact <= high, (n, exact, low, high)
-        assert (exact > grading.AUDIT_EPSILON) == (n in (2, 4))
+        assert (exact > assignments_package.AUDIT_EPSILON) == (n in (2, 4))
 
 
 def test_mystery_b_is_the_laplace_mechanism() -> None:
     from dptutor.audit import exact_loss
 
     for n in (1, 2, 8):
-        result = estimate_loss(mystery_b, n, grading.AUDIT_EPSILON, 200_000, rng=10 + n)
+        result = estimate_loss(mystery_b, n, assignments_package.AUDIT_EPSILON, 200_000, rng=10 + n)
         low, high = result.confidence_interval(0.999)
-        assert low <= exact_loss("laplace", n, grading.AUDIT_EPSILON) <= high
+        assert low <= exact_loss("laplace", n, assignments_package.AUDIT_EPSILON) <= high
 
 
 def test_audit_evidence_is_replayed(reference: dict) -> None:
@@ -299,7 +300,7 @@ def test_audit_evidence_is_replayed(reference: dict) -> None:
 
 def test_audit_verdict_from_weak_evidence_is_rejected(reference: dict) -> None:
     ns = reference["audit"]
-    weak = estimate_loss(mystery_b, ns["evidence"]["A"].n, grading.AUDIT_EPSILON, 1_000, rng=3)
+    weak = estimate_loss(mystery_b, ns["evidence"]["A"].n, assignments_package.AUDIT_EPSILON, 1_000, rng=3)
     fb = check("audit", "q2", {"A": "violates", "B": "violates"}, {"A": ns["evidence"]["A"], "B": weak},
                hidden=True)
     assert fb.score < 1
@@ -473,7 +474,7 @@ def test_question_labels_are_neutral() -> None:
 
 
 def test_justification_is_graded_by_hand_not_by_keywords() -> None:
-    from dptutor.grading.audit import separates_candidates
+    from dptutor.assignments.audit import separates_candidates
 
     right = ("At n = 3 all candidates add noise of different scales. The one-sided and half-scale candidates "
              "give losses outside the 95% confidence interval of the mystery's loss; the l2 candidate, with "

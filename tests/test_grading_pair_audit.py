@@ -10,8 +10,8 @@ import math
 import numpy as np
 from scipy import stats
 
-from dptutor.grading import check
-from dptutor.grading.pair_audit import PAIR_EPSILON, PAIR_TRIALS, PAIR_X, PAIR_X_PRIME, mystery_pair
+from dptutor.assignments import check
+from dptutor.assignments.pair_audit import PAIR_EPSILON, PAIR_TRIALS, PAIR_X, PAIR_X_PRIME, mystery_pair
 
 
 def test_mystery_is_two_laplace_releases_with_true_epsilon_twice_the_claim():

@@ -1,4 +1,4 @@
-"""The grading protocol (dptutor.grading.record): checks in the grader, calls answered by the kernel.
+"""The grading protocol (dptutor.assignments.record): checks in the grader, calls answered by the kernel.
 
 Runs the protocol in this process (grade_in_process, or grade_question with a run_cell of the
 test's own); real kernels are exercised in test_hostile_records.py and test_grading_runner.py.
@@ -19,10 +19,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dptutor.grading import ASSIGNMENTS, check
-from dptutor.grading import record
-from dptutor.grading.record import grade_in_process, grade_question
-from dptutor.grading.registry import record_types
+from dptutor.assignments import ASSIGNMENTS, check
+from dptutor.assignments import kernel, record
+from dptutor.assignments.encoding import Writer
+from dptutor.course.remote import CALL_CELL, grade_in_process, grade_question
+from dptutor.assignments.registry import record_types
 from test_grading import INSTRUCTOR_DIR, run_notebook_code, wrong_answers
 from test_hostile_records import grade_with_tampering
 
@@ -138,16 +139,16 @@ def test_the_student_function_is_called_from_the_cell_itself() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         request, answer = "in.npz", "out.npz"  # bare names, in the kernel's working folder
-        writer = record._Writer()
+        writer = Writer()
         namespace = {"f": f}
         with contextlib.chdir(tmp):
             writer.save(request, {"version": 2, "calls": [{"fn": "f", "args": [writer.encode(np.array([0.5]))],
                                                          "kwargs": []}]})
-            exec(compile(record._CALL_CELL.format(request=request, answer=answer), "<cell>", "exec"), namespace)
+            exec(compile(CALL_CELL.format(request=request, answer=answer), "<cell>", "exec"), namespace)
         with np.load(os.path.join(tmp, answer)) as npz:
             meta = json.loads(str(npz["meta"][()]))
     assert len(meta["results"]) == 1 and "value" in meta["results"][0]
-    package = os.path.dirname(os.path.abspath(record.__file__))      # dptutor/grading, wherever the clone is
+    package = os.path.dirname(os.path.abspath(record.__file__))      # dptutor/assignments, wherever the clone is
     assert seen and not any(os.path.abspath(name).startswith(os.path.dirname(package) + os.sep)
                             for name in seen[0][:2]), seen[0]
 
@@ -215,6 +216,6 @@ def test_the_kernel_is_told_bare_file_names_in_its_working_folder(reference: dic
     assert sources and not any("/" in s for s in sources), sources[:2]
     for bad in (str(tmp_path / "in.npz"), "../in.npz", "..", "sub/in.npz"):
         with pytest.raises(ValueError, match="request"):
-            record.KernelCalls({}, bad, "out.npz")
+            kernel.KernelCalls({}, bad, "out.npz")
         with pytest.raises(ValueError, match="answer"):
-            record.kernel_needs({}, ["f"], bad)
+            kernel.kernel_needs({}, ["f"], bad)

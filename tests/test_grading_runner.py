@@ -1,6 +1,6 @@
 """The grader's runner: its command line, interrupts, names, time limits and sandbox.
 
-The checks and the call protocol between the grader and the kernel (dptutor.grading.record) are
+The checks and the call protocol between the grader and the kernel (dptutor.assignments.record) are
 tested in tests/test_grading_record.py and tests/test_hostile_records.py, the sandbox itself in
 tests/test_sandbox.py and tests/test_hostile_sandbox.py.  Here ``python -m dptutor grade`` grades
 folders of notebooks in real kernels (in bubblewrap when it is installed), three folders at once to
@@ -26,9 +26,9 @@ import pytest
 
 from conftest import ROOT
 from dptutor.audit import AuditResult
-from dptutor.grading import ASSIGNMENTS, check
-from dptutor.grading import runner
-from dptutor.grading.audit import BY_HAND as AUDIT_BY_HAND
+from dptutor.assignments import ASSIGNMENTS, check
+from dptutor.course import batch, executor
+from dptutor.assignments.audit import BY_HAND as AUDIT_BY_HAND
 from test_grading import ASSIGNMENT_DIR, INSTRUCTOR_DIR, run_notebook_code
 
 #: Whether the CLI runs here in its default bubblewrap sandbox (else the tests pass --no-sandbox).
@@ -70,28 +70,28 @@ def mutating(X, epsilon, *, rng):  # correct noise, but clips X in place and tak
 
 
 def test_scores_are_clamped_to_the_points() -> None:
-    assert runner._clamp(1000.0, 2.0) == 2.0
-    assert runner._clamp(-3.0, 2.0) == 0.0
-    assert runner._clamp(math.nan, 2.0) == 0.0
-    assert runner._clamp(math.inf, 1.0) == 1.0
+    assert executor._clamp(1000.0, 2.0) == 2.0
+    assert executor._clamp(-3.0, 2.0) == 0.0
+    assert executor._clamp(math.nan, 2.0) == 0.0
+    assert executor._clamp(math.inf, 1.0) == 1.0
 
 
 def test_public_functions_name_bad_parameters(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="assignment"):
-        runner.grade_folder("nope", tmp_path)
+        batch.grade_folder("nope", tmp_path)
     with pytest.raises(TypeError, match="folder"):
-        runner.grade_folder("sampler", 3)
+        batch.grade_folder("sampler", 3)
     with pytest.raises(ValueError, match="timeout"):
-        runner.grade_folder("sampler", tmp_path, timeout=-1)
+        batch.grade_folder("sampler", tmp_path, timeout=-1)
     with pytest.raises(TypeError, match="path"):
-        runner.grade_notebook(None, "sampler")
+        executor.grade_notebook(None, "sampler")
     with pytest.raises(ValueError, match="total_timeout"):
-        runner.grade_notebook(tmp_path / "x.md", "sampler", total_timeout=math.nan)
+        executor.grade_notebook(tmp_path / "x.md", "sampler", total_timeout=math.nan)
     with pytest.raises(TypeError, match="results"):
-        runner.write_csv([1], tmp_path / "x.csv", "sampler")
+        batch.write_csv([1], tmp_path / "x.csv", "sampler")
     (tmp_path / "other.csv").write_text("a,b\n1,2\n")
     with pytest.raises(ValueError, match="csv"):
-        runner.read_csv(tmp_path / "other.csv", "sampler")
+        batch.read_csv(tmp_path / "other.csv", "sampler")
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
@@ -120,7 +120,7 @@ def test_output_arguments_are_checked_before_grading(tmp_path: Path) -> None:
         assert proc.returncode == 2, proc.stderr
         assert expected in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
     # The old entry point still works, with the same checks.
-    proc = subprocess.run([sys.executable, "-m", "dptutor.grading", "grade", "sampler", str(folder), "--csv",
+    proc = subprocess.run([sys.executable, "-m", "dptutor.course", "grade", "sampler", str(folder), "--csv",
                            str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "is a folder" in proc.stderr, proc.stderr
     assert time.monotonic() - started < 40
@@ -128,8 +128,8 @@ def test_output_arguments_are_checked_before_grading(tmp_path: Path) -> None:
 
 
 def test_missing_grading_dependency_is_one_line(monkeypatch: pytest.MonkeyPatch, capsys, tmp_path: Path) -> None:
-    real = runner.importlib.util.find_spec
-    monkeypatch.setattr(runner.importlib.util, "find_spec", lambda name, *a: None if name == "nbclient" else real(name, *a))
+    real = executor.importlib.util.find_spec
+    monkeypatch.setattr(executor.importlib.util, "find_spec", lambda name, *a: None if name == "nbclient" else real(name, *a))
     from dptutor.cli import main
 
     assert main(["grade", "sampler", str(tmp_path), "--csv", str(tmp_path / "s.csv")]) == 2
@@ -142,7 +142,7 @@ def test_missing_grading_dependency_is_one_line(monkeypatch: pytest.MonkeyPatch,
 # ---------------------------------------------------------------------------------------------
 
 FORGE_TOKEN = '''
-import builtins, json, dptutor.grading as g
+import builtins, json, dptutor.assignments as g
 _real_print = builtins.print
 def _forged(*args, **kwargs):  # print a score of 1000 for every question, whatever is asked
     for q in ("q1", "q2", "q3"):
@@ -157,8 +157,8 @@ builtins.print = lambda *a, **k: (_forged(), _real_print(*a, **k))
 
 PATCH_CHECKS = '''
 import time, json, scipy.stats, numpy as np
-import dptutor.distributions, dptutor.grading.feedback as fb, dptutor.grading.record as rec
-import dptutor.grading.sampler as smp, dptutor.grading.registry as reg
+import dptutor.distributions, dptutor.assignments.feedback as fb, dptutor.assignments.record as rec
+import dptutor.assignments.sampler as smp, dptutor.assignments.registry as reg
 class _P: pvalue = 1.0
 scipy.stats.kstest = lambda *a, **k: _P()            # every KS test passes
 smp.stats = scipy.stats
@@ -265,11 +265,11 @@ def test_adversarial_submissions(tmp_path: Path) -> None:
         "    X = np.asarray(X, dtype=float)\n    m, k = X.shape\n"
         "    return X.mean(axis=0) + rng.laplace(0.0, 1 / (m * epsilon), size=k)").replace(
         'check = checker("mechanism")', 'check = checker("mechanism")\n' + PATCH_CHECKS.replace(
-            "smp.stats = scipy.stats", "import dptutor.grading.mechanism as mm; mm.stats = scipy.stats"), 1))
+            "smp.stats = scipy.stats", "import dptutor.assignments.mechanism as mm; mm.stats = scipy.stats"), 1))
     audit = (ASSIGNMENT_DIR / "audit.md").read_text()
     forged_evidence = '''
 from dptutor.audit import AuditResult
-import dptutor.audit, dptutor.grading.audit as ga
+import dptutor.audit, dptutor.assignments.audit as ga
 fake = AuditResult.from_counts([[10, 99_990], [99_990, 10]], n=2, epsilon=1.0, seed=1)
 dptutor.audit.estimate_loss = ga.estimate_loss = lambda *a, **k: fake   # the "replay" reproduces anything
 evidence = {"A": fake, "B": fake}
@@ -362,7 +362,7 @@ INTERRUPTED = (130, -signal.SIGINT)
 def valid_rows(path: Path) -> list[list[str]]:
     with open(path, newline="") as fh:
         rows = list(csv.reader(fh))
-    from dptutor.grading.scores import scores_header
+    from dptutor.course.scores import scores_header
 
     header = scores_header(ASSIGNMENTS["sampler"])  # file, q1-q3, total, messages, then the row's record
     assert rows[0] == header and header[:6] == ["file", "q1", "q2", "q3", "total", "messages"]
@@ -519,8 +519,8 @@ def test_otter_export_is_self_contained_and_grades_correct_blank_and_looping_sub
             if item.filename == "otter_config.json":
                 config = json.loads(data)
                 (plugin,) = config["plugins"]
-                assert plugin == {"dptutor.grading.otter_plugin.TimeLimit": {"seconds": 5.0}}
-                plugin["dptutor.grading.otter_plugin.TimeLimit"]["seconds"] = 1.0
+                assert plugin == {"dptutor.course.otter_plugin.TimeLimit": {"seconds": 5.0}}
+                plugin["dptutor.course.otter_plugin.TimeLimit"]["seconds"] = 1.0
                 data = json.dumps(config).encode()
             out.writestr(item, data)
     submissions = {"correct": (tmp_path / "dist" / "autograder" / "sampler.ipynb", zips[0]),
@@ -558,8 +558,8 @@ def test_otter_export_of_a_course_grades_with_the_course_key(tmp_path: Path) -> 
 
     import nbformat
 
-    from dptutor.grading.course import new_course
-    from dptutor.grading.instances import SELF_STUDY
+    from dptutor.course.folders import new_course
+    from dptutor.assignments.instances import SELF_STUDY
 
     course = new_course(tmp_path / "course", "a secret for the otter course run")
     truth = course.members["pair_audit"].true_epsilon
@@ -614,11 +614,11 @@ def test_otter_export_with_a_given_wheel_pins_it_and_writes_plain_markdown(tmp_p
 
     import nbformat
 
-    from dptutor.grading.otter import export_otter
+    from dptutor.course.otter import export_otter
 
     wheel = tmp_path / "dptutor-9.9-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w") as zf:
-        zf.writestr("dptutor/grading/otter.py", "")
+        zf.writestr("dptutor/course/otter.py", "")
         zf.writestr("dptutor-9.9.dist-info/METADATA", "Name: dptutor\nVersion: 9.9\nRequires-Dist: numpy\n"
                                                        "Requires-Dist: scipy>=1\nRequires-Dist: dask; extra == 'x'\n")
     for name in sorted(ASSIGNMENTS):

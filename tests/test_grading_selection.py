@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dptutor.grading import ASSIGNMENTS, check
-from dptutor.grading.record import MAX_ARRAY_ELEMENTS, grade_in_process
-from dptutor.grading.selection import (AT_EPSILON, AT_TRIALS, AUDIT_CONFIDENCE, RNM_EPSILON, RNM_TRIALS,
+from dptutor.assignments import ASSIGNMENTS, check
+from dptutor.assignments.encoding import MAX_ARRAY_ELEMENTS
+from dptutor.course.remote import grade_in_process
+from dptutor.assignments.selection import (AT_EPSILON, AT_TRIALS, AUDIT_CONFIDENCE, RNM_EPSILON, RNM_TRIALS,
                                        above_threshold_law, audit_pairs)
 from dptutor.selection import above_threshold_probabilities, report_noisy_max_probabilities
 from test_grading import INSTRUCTOR_DIR, run_notebook_code

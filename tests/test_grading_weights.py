@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 
 from conftest import ROOT
-from dptutor.grading import check, get_assignment
-from dptutor.grading.config import load_config
-from dptutor.grading.feedback import UNSCORED, Finding, score
-from dptutor.grading.record import grade_in_process
-from dptutor.grading.runner import SubmissionResult
-from dptutor.grading.scores import ScoreRecord, read_scores, write_scores
+from dptutor.assignments import check, get_assignment
+from dptutor.course.config import load_config
+from dptutor.assignments.feedback import UNSCORED, Finding, score
+from dptutor.course.remote import grade_in_process
+from dptutor.course.result import SubmissionResult
+from dptutor.course.scores import ScoreRecord, read_scores, write_scores
 from test_course_grading import run_cli, sandbox_flags, table
 
 MECHANISM = get_assignment("mechanism")

@@ -1,11 +1,11 @@
 """Hostile submissions against what crosses from the kernel to the grader, and against the checks.
 
 One test (at least) per attack class of issue 20 items 2, 3, 4 and 6.  Most run the grading
-protocol in this process (:func:`dptutor.grading.record.grade_in_process`: the same cells, files and
+protocol in this process (:func:`dptutor.course.remote.grade_in_process`: the same cells, files and
 parsing as the runner, with the cells executed here); a kernel that forges files is simulated by a
 ``run_cell`` that rewrites each answer after its cell, as a kernel can.  The attacks that need a
 real kernel (IPython hooks, the call stack a kernel sees, a NaN answer followed by more questions)
-go through the runner's public entry point :func:`dptutor.grading.runner.grade_notebook`.  Each test
+go through the runner's public entry point :func:`dptutor.course.executor.grade_notebook`.  Each test
 asserts the score, and that the grader survives (returns a result, imports nothing it was told to).
 """
 from __future__ import annotations
@@ -27,9 +27,9 @@ import pytest
 
 from dptutor.audit import AuditResult, estimate_loss
 from dptutor.distributions import laplace_ppf
-from dptutor.grading import ASSIGNMENTS
-from dptutor.grading import audit as audit_module
-from dptutor.grading.record import grade_in_process, grade_question
+from dptutor.assignments import ASSIGNMENTS
+from dptutor.assignments import audit as audit_module
+from dptutor.course.remote import grade_in_process, grade_question
 from dptutor.mechanisms import add_laplace_noise
 from test_grading import ASSIGNMENT_DIR, INSTRUCTOR_DIR, run_notebook_code
 
@@ -186,7 +186,7 @@ def test_cells_carry_no_seed_or_hidden_parameter(reference: dict) -> None:
 def test_memorising_the_graders_samples_gains_nothing(reference: dict) -> None:
     """An attack that regenerates the mechanism's runs from every seed it can find (the feedback's,
     and any number in a cell) and marks the runs of x' gets no more than an honest event."""
-    from dptutor.grading.pair_audit import PAIR_TRIALS, PAIR_X_PRIME, mystery_pair
+    from dptutor.assignments.pair_audit import PAIR_TRIALS, PAIR_X_PRIME, mystery_pair
 
     seen: set[int] = {2022, 2023}
     sources: list[str] = []
@@ -210,7 +210,7 @@ def test_post_run_cell_hook_that_rewrites_answers(tmp_path: Path, log: str) -> N
     """A real kernel whose hook clears the 'read element by element' flag after every grader cell:
     the loop is still caught, because the grader times fresh inputs itself.  ``math.log`` on Python
     floats is the fastest loop (about 10 times the reference, against 13-18 with ``np.log``)."""
-    from dptutor.grading.runner import grade_notebook
+    from dptutor.course.executor import grade_notebook
 
     source = (INSTRUCTOR_DIR / "sampler.md").read_text(encoding="utf-8")
     hook = textwrap.dedent('''
@@ -353,7 +353,7 @@ def test_noise_only_for_grading_shaped_calls_fails(reference: dict) -> None:
 def test_noise_only_when_the_grader_is_on_the_stack(tmp_path: Path) -> None:
     """In a real kernel, the student's function is called from the grader's cell itself: no grader
     frame, no wrapper to detect, so a mechanism that adds noise only when it sees one adds none."""
-    from dptutor.grading.runner import grade_notebook
+    from dptutor.course.executor import grade_notebook
 
     source = (INSTRUCTOR_DIR / "mechanism.md").read_text(encoding="utf-8")
     sneaky = textwrap.dedent('''
@@ -364,7 +364,7 @@ def test_noise_only_when_the_grader_is_on_the_stack(tmp_path: Path) -> None:
 
         def private_mean(X, epsilon, *, rng):
             frames = " ".join(f.filename + f.function for f in inspect.stack())
-            graded = "grading" in frames or "_Recorded" in frames or "record_cell" in frames
+            graded = "dptutor" in frames or "_Recorded" in frames or "record_cell" in frames
             X = np.asarray(X, dtype=float)
             out = _honest(X, epsilon, rng=rng)
             return out if graded else X.mean(axis=0)
@@ -422,7 +422,7 @@ def test_calls_of_the_reference_implementation_are_flagged_not_scored(reference:
 
 
 def test_untouched_pair_audit_template_is_not_flagged_in_a_kernel() -> None:
-    from dptutor.grading.runner import grade_notebook
+    from dptutor.course.executor import grade_notebook
 
     result = grade_notebook(ASSIGNMENT_DIR / "pair_audit.md", "pair_audit", timeout=60, total_timeout=600)
     assert result.total == 0
@@ -431,7 +431,7 @@ def test_untouched_pair_audit_template_is_not_flagged_in_a_kernel() -> None:
 
 
 def test_nan_answer_does_not_void_later_questions_in_a_kernel(tmp_path: Path) -> None:
-    from dptutor.grading.runner import grade_notebook
+    from dptutor.course.executor import grade_notebook
 
     source = (INSTRUCTOR_DIR / "mechanism.md").read_text(encoding="utf-8")
     nan_cell = textwrap.dedent('''
@@ -467,7 +467,7 @@ def test_answer_key_is_not_in_what_students_install() -> None:
     from conftest import ROOT
 
     packaged = [p for p in (ROOT / "dptutor").rglob("*") if p.is_file() and "__pycache__" not in p.parts]
-    assert any(p.name == "audit.py" and p.parent.name == "grading" for p in packaged)
+    assert any(p.name == "audit.py" and p.parent.name == "assignments" for p in packaged)
     for path in packaged:
         try:
             text = path.read_text(encoding="utf-8").lower()
@@ -476,8 +476,8 @@ def test_answer_key_is_not_in_what_students_install() -> None:
         for phrase in ANSWER_KEY:
             assert phrase not in text, (path, phrase)
     # The grader still knows the answers: it derives them from the mechanisms.
-    from dptutor.grading.audit import _true_diagnosis, _true_verdict
-    from dptutor.grading.pair_audit import _true_epsilon
+    from dptutor.assignments.audit import _true_diagnosis, _true_verdict
+    from dptutor.assignments.pair_audit import _true_epsilon
 
     assert (_true_verdict("A"), _true_verdict("B"), _true_diagnosis()) == ("violates", "no evidence", "l2")
     assert math.isclose(_true_epsilon(), 1.0, rel_tol=1e-9)

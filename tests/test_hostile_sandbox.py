@@ -1,4 +1,4 @@
-"""Hostile submissions against the grader's operating-system sandbox (dptutor.grading.sandbox, .runner).
+"""Hostile submissions against the grader's operating-system sandbox (dptutor.course.sandbox, .runner).
 
 Each attack is a notebook of the sampler assignment, graded by ``python -m dptutor grade`` in a
 bubblewrap sandbox, in one folder with two victims (a correct and a blank notebook, named to be
@@ -124,8 +124,8 @@ def attacks(inst: dict[str, Path]) -> dict[str, tuple[str, float]]:
     solution = INSTRUCTOR_DIR / "sampler.md"
     write_everywhere = f'''
 import os, sys, glob, numpy, dptutor
-targets = [os.path.join(os.path.dirname(dptutor.__file__), "grading", "record.py"),
-           os.path.join(os.path.dirname(dptutor.__file__), "grading", "evil.py"),
+targets = [os.path.join(os.path.dirname(dptutor.__file__), "assignments", "kernel.py"),
+           os.path.join(os.path.dirname(dptutor.__file__), "course", "evil.py"),
            os.path.join(os.path.dirname(numpy.__file__), "__init__.py"),
            os.path.join(os.path.dirname(numpy.__file__), "sitecustomize.py"),
            os.path.join(sys.prefix, "pyvenv.cfg"), {str(package / "__init__.py")!r}, {str(ROOT / "README.md")!r},
@@ -389,7 +389,7 @@ def test_an_output_flood_does_not_raise_the_graders_memory(tmp_path: Path) -> No
     """A 200 MiB flood of printed lines and one 64 MiB message: the grader keeps at most a capped part of the
     output, so its peak grows by less than the flood itself (400 MiB raised it by about 1.3 GB before the
     cap). The baseline is the same grading of a notebook that prints nothing, in a fresh process."""
-    script = ("import resource, sys\nfrom dptutor.grading.runner import grade_notebook\n"
+    script = ("import resource, sys\nfrom dptutor.course.executor import grade_notebook\n"
               "r = grade_notebook(sys.argv[1], 'sampler', timeout=120, total_timeout=300)\n"
               "print(r.total, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n")
 

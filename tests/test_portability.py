@@ -31,7 +31,7 @@ ALLOWED = {
     # This test must spell out the patterns it forbids.
     "tests/test_portability.py",
     # The grader's sandbox names its own private /tmp and home, which exist only inside the sandbox.
-    "dptutor/grading/sandbox.py",
+    "dptutor/course/sandbox.py",
     # Hostile submissions and the sandbox's tests aim at paths outside the sandbox on purpose (startup
     # files, the instructor's home, /tmp) or hand the grader names that climb out, which it must refuse.
     "tests/test_hostile_sandbox.py",

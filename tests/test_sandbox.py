@@ -1,4 +1,4 @@
-"""The grader's sandbox (dptutor.grading.sandbox) and the runner's text safety, without kernels.
+"""The grader's sandbox (dptutor.course.sandbox) and the runner's text safety, without kernels.
 
 The sandbox's command is run directly with a short Python script in place of the kernel, which
 checks from inside what the sandbox lets it see and do.  Those tests skip when bubblewrap is
@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from dptutor.grading import runner, sandbox
-from dptutor.grading.sandbox import Limits, Sandbox, SandboxUnavailable, find_sandbox
+from dptutor.course import batch, executor, grade, sandbox, textsafe
+from dptutor.course.result import SubmissionResult
+from dptutor.course.sandbox import Limits, Sandbox, SandboxUnavailable, find_sandbox
 
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None,
                                  reason="bubblewrap is not installed (sudo apt-get install bubblewrap); "
@@ -115,12 +116,12 @@ def test_grade_names_the_install_command_when_no_sandbox_exists(monkeypatch: pyt
 
 
 def test_text_from_a_submission_cannot_forge_lines_or_formulas() -> None:
-    assert runner.one_line("a\nq1: 2 / 2\r\x1b[2J") == "a\\nq1: 2 / 2\\r\\x1b[2J"
+    assert textsafe.one_line("a\nq1: 2 / 2\r\x1b[2J") == "a\\nq1: 2 / 2\\r\\x1b[2J"
     for text in ("=1+1", "+1", "-1", "@A1", "\tx", "\rx", "'x"):
-        cell = runner.csv_cell(text)
-        assert cell.startswith("'") and runner.csv_text(cell) == text
-    assert runner.csv_cell("plain") == "plain" == runner.csv_text("plain")
-    result = runner.SubmissionResult("a\nb.md", "sampler", {"q1": 0.0}, {"q1": 2.0},
+        cell = textsafe.csv_cell(text)
+        assert cell.startswith("'") and textsafe.csv_text(cell) == text
+    assert textsafe.csv_cell("plain") == "plain" == textsafe.csv_text("plain")
+    result = SubmissionResult("a\nb.md", "sampler", {"q1": 0.0}, {"q1": 2.0},
                                      messages={"q1": ["boom\nq1: 2 / 2\n4 / 4 points"]})
     lines = result.feedback_text().splitlines()
     assert len(lines) == 3 and lines[0].startswith("a\\nb.md: 0 / 2")
@@ -129,10 +130,10 @@ def test_text_from_a_submission_cannot_forge_lines_or_formulas() -> None:
 @pytest.mark.parametrize("name", ["reference.md", " x.md", "a\\b.md", "=x.md", "a\nb.md", "a" * 252 + ".md",
                                   "\udcff.md", ".md", "..md", "CON.md"])
 def test_feedback_file_names_are_safe(tmp_path: Path, name: str) -> None:
-    target = runner.feedback_name(name)
+    target = textsafe.feedback_name(name)
     assert len(target.encode()) <= 255 and "/" not in target and not target.startswith((".", " ", "-"))
     (tmp_path / target).write_text("ok")
-    assert runner.feedback_name(name) == target
+    assert textsafe.feedback_name(name) == target
     if name == "reference.md":
         assert target == "reference.txt"
 
@@ -141,15 +142,15 @@ def test_feedback_file_names_are_safe(tmp_path: Path, name: str) -> None:
                                   "a" * 252 + ".md", "\udcff.md"])
 def test_the_crash_marker_survives_any_file_name(tmp_path: Path, name: str) -> None:
     marker = tmp_path / ".scores.csv.inflight"
-    runner._write_inflight(marker, [name, f"Ann_7_assignsubmission_file_/{name}"])  # flat and sub-folder names
-    assert runner._read_inflight(marker) == [name, f"Ann_7_assignsubmission_file_/{name}"]
+    grade._write_inflight(marker, [name, f"Ann_7_assignsubmission_file_/{name}"])  # flat and sub-folder names
+    assert grade._read_inflight(marker) == [name, f"Ann_7_assignsubmission_file_/{name}"]
     for bad in ("", "../x.md", "a/b/c.md", "/x.md", "a/", "x\0y", 3):
         marker.write_text(json.dumps({"files": [bad]}))
-        assert runner._read_inflight(marker) == []
+        assert grade._read_inflight(marker) == []
     marker.write_text(json.dumps({"file": name}))  # a marker an earlier version left
-    assert runner._read_inflight(marker) == [name]
+    assert grade._read_inflight(marker) == [name]
     marker.write_text("not json")
-    assert runner._read_inflight(marker) == []
+    assert grade._read_inflight(marker) == []
 
 
 @pytest.mark.parametrize("text", [
@@ -166,7 +167,7 @@ def test_the_crash_marker_survives_any_file_name(tmp_path: Path, name: str) -> N
 def test_malformed_notebooks_are_unreadable(tmp_path: Path, text: str) -> None:
     path = tmp_path / "bad.ipynb"
     path.write_text(text)
-    result = runner.grade_notebook(path, "sampler", sandbox="none")
+    result = executor.grade_notebook(path, "sampler", sandbox="none")
     assert result.total == 0 and "could not read the notebook" in result.notes[-1]
 
 
@@ -177,12 +178,12 @@ def test_tags_null_is_a_readable_cell(tmp_path: Path) -> None:
         {"cell_type": "code", "source": "y = 2", "metadata": {"tags": "dptutor-check"}, "outputs": [], "execution_count": None},
         {"cell_type": "code", "source": "check()", "metadata": {"tags": ["dptutor-check"]}, "outputs": []},
         {"cell_type": "markdown", "source": "text", "metadata": {}}]}))
-    cells = runner._student_cells(path)
+    cells = executor._student_cells(path)
     assert [c["source"] for c in cells] == ["x = 1", "y = 2"]
 
 
 def test_stale_work_folders_of_dead_graders_are_removed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(runner, "_workdir_parent", lambda: str(tmp_path))
+    monkeypatch.setattr(executor, "workdir_parent", lambda: str(tmp_path))
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     stale = tmp_path / f"dptutor-grade-{dead.pid}-abc"
@@ -190,7 +191,7 @@ def test_stale_work_folders_of_dead_graders_are_removed(tmp_path: Path, monkeypa
     other = tmp_path / "dptutor-grade-notapid"
     for folder in (stale, live, other):
         (folder / "work").mkdir(parents=True)
-    runner.remove_stale_workdirs()
+    executor.remove_stale_workdirs()
     assert not stale.exists() and live.exists() and other.exists()
 
 
@@ -243,7 +244,7 @@ def test_a_fork_bomb_as_root_stops_at_the_cgroup_process_limit(tmp_path: Path) -
     print("processes before", before, "peak", peak_system, "cgroup peak", peak_cgroup)
     assert limit * 0.8 <= peak_cgroup <= limit, peak_cgroup        # the bomb ran, and hit the limit
     assert peak_system <= before + limit + 150                     # margin: other users of this machine
-    rows = runner.read_csv(tmp_path / "s.csv", "sampler")
+    rows = batch.read_csv(tmp_path / "s.csv", "sampler")
     assert [r[0] for r in rows] == ["bomb.md"] and float(rows[0][4]) == 0
     # Its own cgroups are gone (their names carry the grader's process id; graders that other
     # programs run on this machine at the same time are not this test's).
@@ -252,6 +253,6 @@ def test_a_fork_bomb_as_root_stops_at_the_cgroup_process_limit(tmp_path: Path) -
 
 
 def test_submissions_with_the_same_stem_get_different_feedback_files() -> None:
-    plain = runner.feedback_name("a.md")
-    shared = {runner.feedback_name(name, shared=True) for name in ("a.md", "a.ipynb")}
+    plain = textsafe.feedback_name("a.md")
+    shared = {textsafe.feedback_name(name, shared=True) for name in ("a.md", "a.ipynb")}
     assert plain == "a.txt" and len(shared) == 2 and plain not in shared

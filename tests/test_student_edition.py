@@ -26,7 +26,7 @@ ASSIGNMENT_PAGES = ["index", "sampler", "mechanism", "audit", "pair_audit", "sel
 sys.path.insert(0, str(BOOK / "_ext"))
 from student_edition import OMITTED, strip_solutions, strip_solutions_notebook  # noqa: E402
 
-from dptutor.grading import _BEGIN  # noqa: E402  (the marker the release step looks for)
+from dptutor.course.release import BEGIN_MARKER as _BEGIN  # noqa: E402  (the marker the release step looks for)
 
 _OPEN = re.compile(r"^(`{3,}|:{3,})\{solution-start\}")
 _FENCE = re.compile(r"^(`{3,}|:{3,})")
@@ -200,7 +200,8 @@ def reference_solution_lines() -> list[tuple[str, str]]:
         lines = path.read_text().splitlines()
         for i, line in enumerate(lines):
             if _BEGIN.match(line):
-                first = next(l for l in lines[i + 1:] if l.strip() and not _FENCE.match(l) and not _OPTION.match(l))
+                first = next(l for l in lines[i + 1:] if l.strip() and not _FENCE.match(l) and not _OPTION.match(l)
+                             and "BEGIN SLOT" not in l)  # a course slot's marker: the solution follows
                 found.append((path.name, fragment(first)))
     return found
 

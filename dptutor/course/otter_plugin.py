@@ -1,7 +1,7 @@
 """An otter-grader plugin that stops any notebook cell running longer than a limit (``TimeLimit``).
 
 Imported by otter only (it needs ``otter-grader``, the ``dptutor[otter]`` extra).  Configured in
-the assignment's ``generate: plugins:`` as ``dptutor.grading.otter_plugin.TimeLimit: {seconds: 60}``.
+the assignment's ``generate: plugins:`` as ``dptutor.course.otter_plugin.TimeLimit: {seconds: 60}``.
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ __all__ = ["TimeLimit", "time_limit_source"]
 
 
 def time_limit_source(seconds: float) -> str:
-    """The code of the first cell: :func:`dptutor.grading.otter.arm_time_limit`."""
+    """The code of the first cell: :func:`dptutor.course.otter.arm_time_limit`."""
     from dptutor._validate import check_real
-    from dptutor.grading.otter import MAX_TIME_LIMIT, MIN_TIME_LIMIT
+    from dptutor.course.otter import MAX_TIME_LIMIT, MIN_TIME_LIMIT
 
     seconds = check_real(seconds, "seconds", low=MIN_TIME_LIMIT, high=MAX_TIME_LIMIT)
-    return f"from dptutor.grading.otter import arm_time_limit\narm_time_limit({float(seconds)!r})\n"
+    return f"from dptutor.course.otter import arm_time_limit\narm_time_limit({float(seconds)!r})\n"
 
 
 class TimeLimit(AbstractOtterPlugin):

@@ -11,8 +11,12 @@
       release/*.md            the student notebooks to hand out (no solution; the course's tokens)
 
 The mysteries of ``audit`` and ``pair_audit`` are drawn from their families by the secret (see
-:mod:`dptutor.grading.instances`, which also states the threat model); the other assignments are the
-book's.  The secret is not stored: the same secret and name write the same folder again (after an
+:mod:`dptutor.assignments.instances`, which also states the threat model); the other assignments are the
+book's.  The book's instructor notebooks of those two mark each passage that states an answer as a
+named slot (``<!-- BEGIN SLOT answers -->`` ... ``<!-- END SLOT answers -->`` in Markdown, ``# BEGIN
+SLOT diagnosis`` ... ``# END SLOT diagnosis`` in code, always inside a solution block), which
+:func:`course_notebook` fills with the course's answers: the prose around and inside a slot can be
+reworded freely.  Every notebook written starts with a banner naming its source and this command.  The secret is not stored: the same secret and name write the same folder again (after an
 update of the book, say).  ``python -m dptutor grade ASSIGNMENT SUBMISSIONS --course FOLDER`` grades
 with the folder's answer key and configuration (:func:`load_course`).
 """
@@ -27,12 +31,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dptutor._validate import check_choice, check_path, check_str
-from dptutor.grading.instances import (INSTANCE_ASSIGNMENTS, AuditMember, PairMember, course_key, members_of_key,
-                                       tokens_of_key)
-from dptutor.grading.registry import ASSIGNMENTS
-from dptutor.grading.release import book_assignments_folder, student_version
+from dptutor.assignments.instances import INSTANCE_ASSIGNMENTS, AuditMember, PairMember
+from dptutor.course.keys import course_key, members_of_key, tokens_of_key
+from dptutor.assignments.registry import ASSIGNMENTS
+from dptutor.course.release import book_assignments_folder, student_version
 
-__all__ = ["CourseFolder", "COURSE_NAME", "new_course", "load_course", "course_notebook", "answer_lines"]
+__all__ = ["CourseFolder", "COURSE_NAME", "new_course", "load_course", "course_notebook", "fill_slots", "with_banner",
+           "answer_lines"]
 
 #: What a course name may look like (it is recorded in every row of the scores CSV).
 COURSE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -119,76 +124,116 @@ def _replace(text: str, old: str, new: str, where: str) -> str:
     return text.replace(old, new)
 
 
-def _index(text: str, needle: str, start: int = 0) -> int:
-    found = text.find(needle, start)
-    if found < 0:
-        raise ValueError(f"text: not the book's notebook (or it changed): cannot find {needle[:60]!r}")
-    return found
+#: A slot of an instructor notebook: the lines from ``BEGIN SLOT <name>`` to ``END SLOT <name>`` (a
+#: Markdown comment ``<!-- ... -->`` or a code comment ``# ...``), markers included.
+_SLOT_BEGIN = re.compile(r"^\s*(?:<!--|#)\s*BEGIN SLOT ([a-z0-9-]+)\s*(?:-->)?\s*$")
+_SLOT_END = re.compile(r"^\s*(?:<!--|#)\s*END SLOT ([a-z0-9-]+)\s*(?:-->)?\s*$")
+
+
+def fill_slots(text: str, values: dict[str, str]) -> str:
+    """``text`` with each named slot filled: a slot named in ``values`` becomes that text, any other
+    keeps its lines; the markers go.  A ValueError naming ``text`` if a slot of ``values`` is not in
+    it exactly once, or the markers do not pair up."""
+    check_str(text, "text")
+    if not isinstance(values, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in values.items()):
+        raise TypeError("values must be a dict from slot names to str")
+    out: list[str] = []
+    current, seen = None, []
+    for number, line in enumerate(text.splitlines(keepends=True), 1):
+        begin, end = _SLOT_BEGIN.match(line), _SLOT_END.match(line)
+        if begin:
+            if current is not None:
+                raise ValueError(f"text: line {number}: slot {begin[1]!r} opens inside slot {current!r}")
+            current = begin[1]
+            seen.append(current)
+            out.append(values.get(current, ""))
+        elif end:
+            if end[1] != current:
+                raise ValueError(f"text: line {number}: END SLOT {end[1]} does not close an open slot of that name")
+            current = None
+        elif current is None or current not in values:
+            out.append(line)
+    if current is not None:
+        raise ValueError(f"text: slot {current!r} is never closed")
+    for name in values:
+        if seen.count(name) != 1:
+            raise ValueError(f"text: not the book's instructor notebook: it has {seen.count(name)} slots named "
+                             f"{name!r} (BEGIN SLOT {name} ... END SLOT {name}), not one")
+    return "".join(out)
+
+
+def _audit_slots(member: AuditMember) -> dict[str, str]:
+    broken, other, bug = member.broken, "B" if member.broken == "A" else "A", member.bug
+    return {
+        "answers": textwrap.fill(f"Mechanism {broken} {_BUG_TEXT[bug]}; mechanism {other} is the correct Laplace "
+                                 "mechanism.", width=110, break_on_hyphens=False) + "\n",
+        "q3-comment": ("# Reference solution (audit q3): the candidates side by side with the broken mechanism; "
+                       f"only the\n# {bug} candidate matches at every n.\n"),
+        "diagnosis": f'diagnosis = "{bug}"\n',
+        "justification": (
+            'justification = """\nAt n = 3 and n = 8 the four candidates add noise of different scales (at n = 1, 2 '
+            f'and 4 two of them\ncoincide). There every candidate but {bug} gives losses outside the '
+            "confidence interval of the\nmystery's loss (or, for one-sided noise, an unbounded loss where the "
+            f"mystery's is finite), while the {bug}\ncandidate falls inside mechanism {broken}'s 95% "
+            'confidence interval at both dimensions.\n"""\n'),
+        "notes": ("- Mechanism " + broken + "'s bug shows at some dimensions $n$ and not at others, or more at some "
+                  "than others;\n  students who audit at one $n$ only may find nothing. That is the lesson: a sanity "
+                  "check can only\n  show a violation, never privacy, and it should scan its parameters.\n"),
+    }
+
+
+def _pair_slots(member: PairMember) -> dict[str, str]:
+    k, scale, true = member.columns, member.scale, member.true_epsilon
+    return {
+        "answers": (f"The mystery mechanism adds $\\mathrm{{Lap}}({scale:g})$ noise to {k} copies of the count, so "
+                    f"each copy spends\n$1/{scale:g}$ and its true $\\varepsilon$ is ${k}/{scale:g} = {true:g}$. The "
+                    "likelihood-ratio statistic is the sum of the\ncoordinates clipped to $[0, 1]$; the event "
+                    f"\"every coordinate at least 1\" has ratio exactly $e^{{{true:g}}}$.\n"),
+        "q2-comment": (f"# Reference solution (pair_audit q2): every coordinate at least 1 has probability 2^-{k} "
+                       f"under x' = 1 and\n# e^-{true:g} 2^-{k} under x = 0, a ratio of exactly e^{true:g}.\n"),
+        "q3-comment": (f"# Reference solution (pair_audit q3): {k} Laplace releases, each spending 1/{scale:g}, "
+                       f"compose to {true:g}.\n"),
+        "true-epsilon": f"true_epsilon = {true:g}\n",
+        "notes": ("- A statistic that uses one coordinate sees only that coordinate's share of the loss and may not "
+                  "flag the\n  mechanism; the sum of the raw coordinates works too, more weakly than the clipped "
+                  "sum.\n"),
+    }
 
 
 def course_notebook(assignment: str, text: str, member: object, name: str) -> str:
-    """The course's instructor notebook of ``assignment`` from the book's (``text``): the self-study
-    answers replaced by ``member``'s (ValueError if the book's notebook no longer has them)."""
+    """The course's instructor notebook of ``assignment`` from the book's (``text``): its named slots
+    (``answers``, ``instance``, ...: see :func:`fill_slots`) filled with ``member``'s answers
+    (ValueError if the book's notebook no longer has them)."""
     assignment = check_choice(assignment, "assignment", INSTANCE_ASSIGNMENTS)
     check_str(text, "text")
     name = _check_name(name)
-    mine = (f"These are the answers of course {name} only (drawn from its secret): keep this file private.\n")
-    public = ("These are the answers of the book's public self-study instance; a course made with\n"
-              "`python -m dptutor course new` has answers of its own, in its private folder.\n")
-    where = "text"
     if assignment == "audit" and isinstance(member, AuditMember):
-        broken, other = member.broken, "B" if member.broken == "A" else "A"
-        text = _replace(text, text[_index(text, "Mechanism A adds Laplace noise"):_index(text, public)], textwrap.fill(
-            f"Mechanism {broken} {_BUG_TEXT[member.bug]}; mechanism {other} is the correct Laplace mechanism.",
-            width=110, break_on_hyphens=False) + "\n", where)
-        text = _replace(text, "# Reference solution (audit q3): the candidates side by side with the broken mechanism; "
-                              "only the l2 scale\n# matches at every n.",
-                        "# Reference solution (audit q3): the candidates side by side with the broken mechanism; "
-                        f"only the\n# {member.bug} candidate matches at every n.", where)
-        text = _replace(text, 'diagnosis = "l2"', f'diagnosis = "{member.bug}"', where)
-        start = _index(text, 'justification = """')
-        text = _replace(text, text[start:_index(text, '"""', start + 20) + 3], (
-            'justification = """\nAt n = 3 and n = 8 the four candidates add noise of different scales (at n = 1, 2 '
-            f'and 4 two of them\ncoincide). There every candidate but {member.bug} gives losses outside the '
-            "confidence interval of the\nmystery's loss (or, for one-sided noise, an unbounded loss where the "
-            f"mystery's is finite), while the {member.bug}\ncandidate falls inside mechanism {broken}'s 95% "
-            'confidence interval at both dimensions.\n"""'), where)
-        start = _index(text, "- With $\\varepsilon = 1$ and the paper's attack, mechanism A's loss")
-        text = _replace(text, text[start:_index(text, "- Question 2 rewards", start)], (
-            "- Mechanism " + broken + "'s bug shows at some dimensions $n$ and not at others, or more at some than "
-            "others;\n  students who audit at one $n$ only may find nothing. That is the lesson: a sanity check can "
-            "only\n  show a violation, never privacy, and it should scan its parameters.\n"), where)
+        slots = _audit_slots(member)
     elif assignment == "pair_audit" and isinstance(member, PairMember):
-        k, scale, true = member.columns, member.scale, member.true_epsilon
-        start = _index(text, "The mystery mechanism adds $\\mathrm{Lap}(1/\\varepsilon)$")
-        text = _replace(text, text[start:_index(text, public)], (
-            f"The mystery mechanism adds $\\mathrm{{Lap}}({scale:g})$ noise to {k} copies of the count, so each copy "
-            f"spends\n$1/{scale:g}$ and its true $\\varepsilon$ is ${k}/{scale:g} = {true:g}$. The likelihood-ratio "
-            "statistic is the sum of the\ncoordinates clipped to $[0, 1]$; the event \"every coordinate at least 1\" "
-            f"has ratio exactly $e^{{{true:g}}}$.\n"), where)
-        start = _index(text, "# Reference solution (pair_audit q2)")
-        text = _replace(text, text[start:_index(text, "def attack(", start)], (
-            f"# Reference solution (pair_audit q2): every coordinate at least 1 has probability 2^-{k} under x' = 1 "
-            f"and\n# e^-{true:g} 2^-{k} under x = 0, a ratio of exactly e^{true:g}.\n"), where)
-        text = _replace(text, "# Reference solution (pair_audit q3): two Laplace releases at epsilon = 0.5 compose "
-                              "to 1.0.",
-                        f"# Reference solution (pair_audit q3): {k} Laplace releases, each spending 1/{scale:g}, "
-                        f"compose to {true:g}.", where)
-        text = _replace(text, "true_epsilon = 1.0\n", f"true_epsilon = {true:g}\n", where)
-        start = _index(text, "- A statistic that uses one coordinate sees at most")
-        text = _replace(text, text[start:_index(text, "- Question 2 is graded", start)], (
-            "- A statistic that uses one coordinate sees only that coordinate's share of the loss and may not flag "
-            "the\n  mechanism; the sum of the raw coordinates works too, more weakly than the clipped sum.\n"), where)
+        slots = _pair_slots(member)
     else:
         raise ValueError(f"member: not a member of the {assignment!r} family")
-    return _replace(text, public, mine, where)
+    slots["instance"] = f"These are the answers of course {name} only (drawn from its secret): keep this file private.\n"
+    return fill_slots(text, slots)
+
+
+def with_banner(text: str, source: str, command: str) -> str:
+    """``text`` (a MyST notebook) with a banner right after its front matter, as a Markdown comment (it
+    renders as nothing): generated from ``source`` by ``command`` (edit the source and run it again)."""
+    check_str(text, "text")
+    banner = (f"<!-- Generated from {check_str(source, 'source')} by `{check_str(command, 'command')}`: to change "
+              "it for every copy, edit the source and run the command again. -->\n")
+    if text.startswith("---\n"):
+        end = text.index("\n---\n", 4) + 5 if "\n---\n" in text[3:] else 0
+        return text[:end] + banner + text[end:]
+    return banner + text
 
 
 def _with_token(assignment: str, text: str, token: str) -> str:
     """``text`` with the course's token set right before the checker is made (the mysteries and the
     feedback then use the course's member)."""
     setup = _SETUP[assignment]
-    return _replace(text, setup, ("from dptutor.grading import use_course\n"
+    return _replace(text, setup, ("from dptutor.assignments import use_course\n"
                                   f'use_course("{token}")  # this course\'s mystery mechanisms\n' + setup), "text")
 
 
@@ -263,11 +308,14 @@ def new_course(folder: Path | str, secret: str, *, name: str | None = None,
         token = tokens.get(a.name)
         if token is not None:
             text = _with_token(a.name, course_notebook(a.name, text, members[a.name], name), token)
-        (folder / "private" / "instructor" / a.notebook).write_text(text, encoding="utf-8")
-        (folder / "release" / a.notebook).write_text(student_version(text), encoding="utf-8")
+        command = f"python -m dptutor course new FOLDER --name {name}"  # with the course's secret
+        (folder / "private" / "instructor" / a.notebook).write_text(
+            with_banner(text, f"the book's book/assignments/instructor/{a.notebook}", command), encoding="utf-8")
+        (folder / "release" / a.notebook).write_text(
+            with_banner(student_version(text), f"private/instructor/{a.notebook}", command), encoding="utf-8")
     config = folder / "grading.toml"
     if not config.exists():  # the instructor's edits (points, late policy) survive a rewrite
-        config.write_text(f'# Grading configuration of course {name} (see dptutor.grading.config).\n'
+        config.write_text(f'# Grading configuration of course {name} (see dptutor.course.config).\n'
                           f'course = "{name}"\n', encoding="utf-8")
     (folder / "README.md").write_text(_readme(name), encoding="utf-8")
     return CourseFolder(folder, name, key)

@@ -6,7 +6,7 @@ Columns, in order::
     student, assignment, course, max, late, submitted, overrides, record
 
 ``file`` is the submission's name (``alice.ipynb``, or ``<folder>/<notebook>`` for one sub-folder
-per student), ``student`` its identifier (:func:`dptutor.grading.submissions.student_identity`),
+per student), ``student`` its identifier (:func:`dptutor.course.submissions.student_identity`),
 ``q1`` ... the question scores after rescaling to the configured points and after overrides,
 ``total`` their sum times ``late`` (the late multiplier, 1 when on time), ``max`` the configured
 total, ``submitted`` the submission time used (ISO 8601, empty without a late policy) and
@@ -18,7 +18,7 @@ checks' outcomes) and whether error was carried forward (``carry_forward``).
 
 Every row names its assignment and course; :func:`read_scores` refuses a file of another
 assignment or course, and a row whose visible cells do not follow from its record (edited by hand
-or corrupted): record changes in an override file instead (:mod:`dptutor.grading.config`).
+or corrupted): record changes in an override file instead (:mod:`dptutor.course.config`).
 """
 
 from __future__ import annotations
@@ -33,10 +33,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dptutor._validate import check_path, check_real, check_sequence, check_str
-from dptutor.grading.config import Override
-from dptutor.grading.feedback import Assignment, fmt_points
-from dptutor.grading.runner import SubmissionResult, csv_cell, csv_text, one_line
-from dptutor.grading.submissions import student_identity
+from dptutor.course.config import Override
+from dptutor.assignments.feedback import Assignment, fmt_points
+from dptutor.course.result import SubmissionResult
+from dptutor.course.textsafe import csv_cell, csv_text, one_line
+from dptutor.course.submissions import student_identity
 
 __all__ = ["ScoreRecord", "scores_header", "read_scores", "write_scores", "default_scores_name"]
 

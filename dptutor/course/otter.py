@@ -2,14 +2,14 @@
 
 :func:`export_otter` turns an instructor notebook into an otter "master" notebook: the solution
 blocks become otter's ``# BEGIN SOLUTION`` blocks, and each feedback check cell becomes an otter
-question whose tests call the same :func:`dptutor.grading.check`.  Stock otter gives all or nothing
+question whose tests call the same :func:`dptutor.assignments.check`.  Stock otter gives all or nothing
 per test and has no cell time limit, so:
 
 - partial credit: each question's points are split into :data:`STEPS` hidden test cases; test ``i``
   passes when the dptutor score reaches ``i / STEPS`` of the points (:func:`reaches`), so otter's
   total is the dptutor score rounded down to a tenth of the question.  The check runs once per
   question (:func:`hidden_score` caches it);
-- a time limit: the plugin :class:`dptutor.grading.otter_plugin.TimeLimit` adds a first cell that
+- a time limit: the plugin :class:`dptutor.course.otter_plugin.TimeLimit` adds a first cell that
   calls :func:`arm_time_limit`, which stops any cell, and any one question's check, that runs
   longer than the limit.
 
@@ -22,7 +22,7 @@ notebook's feedback report (:func:`show_feedback`) and the first hidden test a q
 the grading report of the hidden run (:func:`show_hidden`); otter shows that output.  The Markdown
 is plain Markdown (:func:`myst_to_markdown`): no MyST directive or role reaches the student notebook.
 
-Otter runs the tests in the student's own process, so the trust model of :mod:`dptutor.grading.runner`
+Otter runs the tests in the student's own process, so the trust model of :mod:`dptutor.course.executor`
 does not hold there; use ``dptutor grade`` when that matters.
 """
 
@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from dptutor._validate import check_int, check_path, check_real, check_str
-from dptutor.grading.feedback import Feedback, fmt_points
-from dptutor.grading.registry import check, get_assignment
+from dptutor.assignments.feedback import Feedback, fmt_points
+from dptutor.assignments.registry import check, get_assignment
 
 __all__ = ["STEPS", "AUTOGRADER_FILES", "TimeLimitExceeded", "arm_time_limit", "export_otter", "hidden_score",
            "reaches", "feedback_clean", "show_feedback", "show_hidden", "wheel_requirements",
@@ -263,8 +263,8 @@ def _wheel_metadata(wheel: Path) -> str:
         with zipfile.ZipFile(wheel) as zf:
             names = set(zf.namelist())
             meta = [n for n in names if re.fullmatch(r"dptutor-[^/]*\.dist-info/METADATA", n)]
-            if "dptutor/grading/otter.py" not in names or len(meta) != 1:
-                raise ValueError(f"wheel: {wheel} does not hold dptutor's grader (dptutor/grading/otter.py)")
+            if "dptutor/course/otter.py" not in names or len(meta) != 1:
+                raise ValueError(f"wheel: {wheel} does not hold dptutor's grader (dptutor/course/otter.py)")
             return zf.read(meta[0]).decode("utf-8")
     except (zipfile.BadZipFile, OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"wheel: {wheel} is not a readable wheel ({exc})") from None
@@ -403,15 +403,14 @@ def export_otter(assignment: str, outdir: Path | str, *, time_limit: float = 60,
     ``course``: a course folder (``python -m dptutor course new``): the master notebook is the course's
     instructor notebook (its student notebook selects the course's mysteries), and every hidden test of
     ``audit`` and ``pair_audit`` first selects them and the course's answers with the course key
-    (:func:`dptutor.grading.instances.use_answer_key`), so a submission that drops that line is still
+    (:func:`dptutor.course.keys.use_answer_key`), so a submission that drops that line is still
     graded against the course's answers.  The course key then sits in the autograder zip's hidden
     tests, which Gradescope does not show students: keep the zip as private as the course folder."""
     import shutil
 
-    import jupytext
     import nbformat
 
-    from dptutor.grading.release import book_assignments_folder
+    from dptutor.course.release import book_assignments_folder
 
     a = get_assignment(assignment)
     outdir = Path(check_path(outdir, "outdir"))
@@ -424,21 +423,7 @@ def export_otter(assignment: str, outdir: Path | str, *, time_limit: float = 60,
     else:
         _repository_root()
     assignments = book_assignments_folder()
-    select = ""
-    if course is not None:
-        from dptutor.grading.course import load_course
-        from dptutor.grading.instances import INSTANCE_ASSIGNMENTS
-
-        try:
-            folder = load_course(check_path(course, "course"))
-        except ValueError as exc:
-            raise ValueError(f"course: {str(exc).replace('folder: ', '', 1)}") from None
-        source = jupytext.read(folder.folder / "private" / "instructor" / a.notebook)
-        if a.name in INSTANCE_ASSIGNMENTS:
-            select = (f"__import__('dptutor.grading.instances', fromlist=['use_answer_key'])"
-                      f".use_answer_key({folder.key!r})\n")
-    else:
-        source = jupytext.read(assignments / "instructor" / a.notebook)
+    source, select = _master_source(a, assignments, course)
     outdir.mkdir(parents=True, exist_ok=True)
     for old in outdir.glob("dptutor-*.whl"):
         if wheel is None or not old.samefile(wheel):
@@ -457,15 +442,49 @@ def export_otter(assignment: str, outdir: Path | str, *, time_limit: float = 60,
         "export_cell": False,
         "run_tests": False,
         "strip_solutions_from_all_cells": True,
-        "generate": {"plugins": [{"dptutor.grading.otter_plugin.TimeLimit": {"seconds": time_limit}}]},
+        "generate": {"plugins": [{"dptutor.course.otter_plugin.TimeLimit": {"seconds": time_limit}}]},
         "tests": {"files": False, "ok_format": True},
     }
+    nb = nbformat.v4.new_notebook(cells=_master_cells(a, source, select, assignments.parent, config))
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    target = outdir / f"{a.name}.ipynb"
+    nbformat.write(nb, target)
+    (outdir / "requirements.txt").write_text("\n".join(wheel_requirements(wheel)) + "\n", encoding="utf-8")
+    return target
+
+
+def _master_source(a: Any, assignments: Path, course: Path | str | None) -> tuple[Any, str]:
+    """The instructor notebook to export (the book's, or the course folder's) and the line that
+    selects the course's mysteries and answers in each hidden test ("" without a course)."""
+    import jupytext
+
+    if course is None:
+        return jupytext.read(assignments / "instructor" / a.notebook), ""
+    from dptutor.assignments.instances import INSTANCE_ASSIGNMENTS
+    from dptutor.course.folders import load_course
+
+    try:
+        folder = load_course(check_path(course, "course"))
+    except ValueError as exc:
+        raise ValueError(f"course: {str(exc).replace('folder: ', '', 1)}") from None
+    source = jupytext.read(folder.folder / "private" / "instructor" / a.notebook)
+    if a.name not in INSTANCE_ASSIGNMENTS:
+        return source, ""
+    return source, (f"__import__('dptutor.course.keys', fromlist=['use_answer_key'])"
+                    f".use_answer_key({folder.key!r})\n")
+
+
+def _master_cells(a: Any, source: Any, select: str, book: Path, config: dict[str, Any]) -> list[Any]:
+    """The otter master notebook's cells: the configuration, the notebook's cells, and each check call
+    as an otter question whose tests call the same check."""
+    import nbformat
+
     cells = [_raw("# ASSIGNMENT CONFIG\n" + _yaml(config))]
     for cell in source.cells:
         text = cell.source
         if cell.cell_type == "markdown":
             text = re.sub(r"<!-- BEGIN SOLUTION -->.*?<!-- END SOLUTION -->\n?", "", text, flags=re.S)
-            text = myst_to_markdown(text, assignments.parent).strip("\n")
+            text = myst_to_markdown(text, book).strip("\n")
             if text.strip():
                 cells.append(nbformat.v4.new_markdown_cell(text))
             continue
@@ -482,20 +501,15 @@ def export_otter(assignment: str, outdir: Path | str, *, time_limit: float = 60,
                                                    "the same feedback as the dptutor notebook."))
         cells.append(_raw("# BEGIN TESTS"))
         # No expected output: a test passes when it prints nothing, and otter shows what it printed.
-        cells.append(_test_cell(f"import dptutor.grading.otter as _dpt\n"
+        cells.append(_test_cell(f"import dptutor.course.otter as _dpt\n"
                                 f"_dpt.show_feedback({a.name!r}, {q.name!r}, {args})", 0, False))
         for step in range(1, STEPS + 1):
-            cells.append(_test_cell(f"{select}import dptutor.grading.otter as _dpt\n"
+            cells.append(_test_cell(f"{select}import dptutor.course.otter as _dpt\n"
                                     f"_dpt.show_hidden({a.name!r}, {q.name!r}, {step}, {args})",
                                     q.points / STEPS, True))
         cells.append(_raw("# END TESTS"))
         cells.append(_raw("# END QUESTION"))
-    nb = nbformat.v4.new_notebook(cells=cells)
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    target = outdir / f"{a.name}.ipynb"
-    nbformat.write(nb, target)
-    (outdir / "requirements.txt").write_text("\n".join(wheel_requirements(wheel)) + "\n", encoding="utf-8")
-    return target
+    return cells
 
 
 def _yaml(value: Any, indent: int = 0) -> str:

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dptutor._validate import check_path, check_str
-from dptutor.grading.runner import display_name
+from dptutor.course.textsafe import display_name
 
 __all__ = ["NOTEBOOK_SUFFIXES", "Submission", "find_submissions", "student_identity"]
 

@@ -66,7 +66,7 @@ from pathlib import Path
 from typing import Any
 
 from dptutor._validate import check_path, check_real, check_str
-from dptutor.grading.feedback import Assignment
+from dptutor.assignments.feedback import Assignment
 
 __all__ = ["GradingConfig", "Override", "load_config", "read_overrides", "read_manifest"]
 

@@ -3,7 +3,7 @@
 The student's answers are data (verdicts, the ``AuditResult`` evidence, a diagnosis, a
 justification): the checks replay the evidence from its recorded seed, under a size limit checked
 before the replay starts and a time limit while it runs.  The mystery mechanisms are the active member
-of the family in :mod:`dptutor.grading.instances`: the book's public self-study member, or the member
+of the family in :mod:`dptutor.assignments.instances`: the book's public self-study member, or the member
 a course's token selects (``use_course``; the grader: ``grade --course FOLDER``).  The right verdicts
 and diagnosis come from that member.  The justification is graded by hand, with the rubric in the
 instructor's edition.
@@ -22,8 +22,8 @@ from numpy.typing import NDArray
 
 from dptutor._validate import check_int
 from dptutor.audit import AuditResult, estimate_loss
-from dptutor.grading.feedback import Assignment, Finding, NotAnswered, Question, named
-from dptutor.grading.instances import AUDIT_BUGS, answer_member, audit_mystery
+from dptutor.assignments.feedback import Assignment, Finding, NotAnswered, Question, named
+from dptutor.assignments.instances import AUDIT_BUGS, answer_member, audit_mystery
 
 __all__ = ["ASSIGNMENT", "AUDIT_EPSILON", "AUDIT_CONFIDENCE", "VERDICTS", "DIAGNOSES", "JUSTIFICATION_WORDS",
            "AUDIT_MAX_WORK", "AUDIT_REPLAY_SECONDS", "BY_HAND", "RECORD_TYPES", "mystery_a", "mystery_b",
@@ -75,7 +75,7 @@ _CANDIDATE_SCALES: dict[str, Callable[[int], float]] = {
 
 
 def _true_verdict(label: str) -> str:
-    """The graded member's verdict on mechanism ``label`` (:func:`~dptutor.grading.instances.answer_member`):
+    """The graded member's verdict on mechanism ``label`` (:func:`~dptutor.assignments.instances.answer_member`):
     its broken mechanism violates epsilon-DP (its noise is one-sided, or its scale is below the l1
     calibration n/epsilon at some n)."""
     member = answer_member("audit")

@@ -1,8 +1,8 @@
 """Grades for a learning management system: a CSV that Canvas or Moodle imports.
 
 ``python -m dptutor export-lms canvas|moodle ASSIGNMENT SCORES.csv OUT.csv`` reads a scores CSV of
-the grader (:mod:`dptutor.grading.scores`) and writes one row per student, identified by the rule
-of :func:`dptutor.grading.submissions.student_identity` applied to the submission's name:
+the grader (:mod:`dptutor.course.scores`) and writes one row per student, identified by the rule
+of :func:`dptutor.course.submissions.student_identity` applied to the submission's name:
 
 ``canvas``
     Canvas's gradebook import ("Gradebook > Import"): columns ``Student``, ``ID``, ``SIS User
@@ -26,21 +26,19 @@ guesses which counts.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import os
-import sys
 import tempfile
 from pathlib import Path
 
 from dptutor._validate import check_choice, check_path, check_real, check_str
-from dptutor.grading.feedback import fmt_points
-from dptutor.grading.registry import ASSIGNMENTS, get_assignment
-from dptutor.grading.runner import csv_cell
-from dptutor.grading.scores import read_scores
-from dptutor.grading.submissions import student_identity
+from dptutor.assignments.feedback import fmt_points
+from dptutor.assignments.registry import get_assignment
+from dptutor.course.textsafe import csv_cell
+from dptutor.course.scores import read_scores
+from dptutor.course.submissions import student_identity
 
-__all__ = ["LMS_FORMATS", "lms_rows", "export_lms", "add_export_arguments", "run_export"]
+__all__ = ["LMS_FORMATS", "lms_rows", "export_lms"]
 
 #: The grade-import formats :func:`export_lms` writes.
 LMS_FORMATS = ("canvas", "moodle")
@@ -111,32 +109,3 @@ def export_lms(lms: str, assignment: str, scores: Path | str, out: Path | str, *
         os.unlink(tmp)
         raise
     return len(rows) - 1
-
-
-def add_export_arguments(parser: argparse.ArgumentParser) -> None:
-    """The arguments of ``python -m dptutor export-lms``."""
-    if not isinstance(parser, argparse.ArgumentParser):
-        raise TypeError(f"parser must be an argparse.ArgumentParser, got {type(parser).__name__}")
-    parser.add_argument("lms", choices=LMS_FORMATS, help="the grade-import format")
-    parser.add_argument("assignment", choices=sorted(ASSIGNMENTS), help="which assignment the scores are of")
-    parser.add_argument("scores", type=Path, help="the grader's scores CSV (e.g. scores-sampler.csv)")
-    parser.add_argument("out", type=Path, help="the CSV to write and upload")
-    parser.add_argument("--column", default=None,
-                        help="Canvas: the assignment column's header as Canvas exports it, e.g. 'Sampler (1234)' "
-                             "(default: the assignment's title)")
-    parser.add_argument("--out-of", type=float, default=None, metavar="POINTS",
-                        help="rescale each total to this maximum (the LMS assignment's maximum grade; "
-                             "default: the grader's points)")
-
-
-def run_export(args: argparse.Namespace) -> int:
-    """Handler of ``python -m dptutor export-lms``: exit code 0, or 2 with a one-line message."""
-    if not isinstance(args, argparse.Namespace):
-        raise TypeError(f"args must be an argparse.Namespace, got {type(args).__name__}")
-    try:
-        n = export_lms(args.lms, args.assignment, args.scores, args.out, column=args.column, out_of=args.out_of)
-    except (ValueError, TypeError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(f"wrote {args.out}: {n} student(s), {args.lms} grade import")
-    return 0

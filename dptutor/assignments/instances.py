@@ -3,7 +3,7 @@
 Each of the two assignments has a public *family* of mystery mechanisms:
 
 * ``audit``: one of the two mechanisms (``A`` or ``B``) is broken by one of the four bugs listed in
-  :data:`~dptutor.grading.audit.DIAGNOSES`, the other is the correct Laplace mechanism (scale
+  :data:`~dptutor.assignments.audit.DIAGNOSES`, the other is the correct Laplace mechanism (scale
   ``n / epsilon``): 8 members;
 * ``pair_audit``: every release is ``columns`` copies of the count, each with its own Laplace noise
   of scale ``spread / PAIR_EPSILON`` (2, 3 or 4 columns; spread 1 or 0.8): 6 members, whose true
@@ -27,7 +27,8 @@ into the mystery's behaviour.  What this protects:
   folder's ``private/`` part;
 * the grader's checks cannot be used as an oracle: a check that grades (``hidden=True``) takes the
   answers from the course's answer key, which only the *course key* selects
-  (:func:`use_answer_key`, :func:`course_scope`; the key is in ``private/answer-key.toml``, and a token
+  (:func:`dptutor.course.keys.use_answer_key`, :func:`dptutor.course.keys.course_scope`; the key is in
+  ``private/answer-key.toml``, and a token
   is a one-way HMAC of it).  With only a token in use, a grading check refuses to run instead of
   grading against the token's mysteries;
 * the answers change with the course: last semester's solutions say nothing about this one, and a
@@ -50,7 +51,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import hmac
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -63,9 +63,8 @@ from dptutor.distributions import standard_laplace_fill
 
 __all__ = [
     "INSTANCE_ASSIGNMENTS", "AUDIT_BUGS", "AuditMember", "PairMember", "FAMILIES", "SELF_STUDY",
-    "COURSE_FAMILIES", "TOKEN_PREFIX", "MIN_SECRET_LENGTH", "MYSTERY_EPSILON_RANGE", "PAIR_EPSILON",
-    "COURSE_KEY_LENGTH", "course_key", "course_tokens", "tokens_of_key", "members_of_key", "member_of", "use_course",
-    "use_self_study", "active_member", "use_answer_key", "answer_member", "course_scope", "audit_mystery",
+    "COURSE_FAMILIES", "TOKEN_PREFIX", "MYSTERY_EPSILON_RANGE", "PAIR_EPSILON", "member_of", "use_course",
+    "use_self_study", "active_member", "use_answers", "answers_scope", "answer_member", "audit_mystery",
     "pair_mystery",
 ]
 
@@ -78,15 +77,9 @@ PAIR_EPSILON = 0.5
 #: A mystery accepts epsilon in this range, whatever its member (every member's scale is then finite
 #: and positive for every n).
 MYSTERY_EPSILON_RANGE = (1e-6, 1e6)
-#: The shortest secret ``course_tokens`` accepts.
-MIN_SECRET_LENGTH = 12
 #: The first part of every token (the version of the family and of the derivation).
 TOKEN_PREFIX = "dptutor-course-1"
 _TOKEN = re.compile(r"^dptutor-course-1:(audit|pair_audit):([0-9a-f]{32})$")
-#: Hex digits in a course key (HMAC-SHA256 of the secret).
-COURSE_KEY_LENGTH = 64
-_KEY = re.compile(r"^[0-9a-f]{64}$")
-_COURSE_KEY_LABEL = b"dptutor course instance v1"
 _MAX_PAIR_SIZE = 1 << 24
 
 
@@ -157,39 +150,6 @@ _ACTIVE: dict[str, object] = dict(SELF_STUDY)
 _ANSWERS: dict[str, object] = {}
 
 
-def course_key(secret: str) -> str:
-    """The course key of ``secret`` (64 hex digits): ``HMAC-SHA256(secret, "dptutor course instance v1")``.
-
-    It selects the course's answers when grading (:func:`use_answer_key`), so it stays in the course
-    folder's ``private/`` part; the student notebooks hold only the tokens derived from it.
-    """
-    secret = check_str(secret, "secret")
-    if len(secret.strip()) < MIN_SECRET_LENGTH:
-        raise ValueError(f"secret must have at least {MIN_SECRET_LENGTH} characters (not counting spaces at "
-                         "the ends); use a long random phrase")
-    return hmac.new(secret.encode("utf-8"), _COURSE_KEY_LABEL, hashlib.sha256).hexdigest()
-
-
-def _check_key(key: object) -> str:
-    key = check_str(key, "key").strip()
-    if _KEY.match(key) is None:
-        raise ValueError(f"key must be a course key of {COURSE_KEY_LENGTH} lower-case hex digits (the `key` line of "
-                         "the course folder's private/answer-key.toml), got a string that is not")
-    return key
-
-
-def tokens_of_key(key: str) -> dict[str, str]:
-    """The token of each assignment in :data:`INSTANCE_ASSIGNMENTS` for the course key ``key``."""
-    raw = bytes.fromhex(_check_key(key))
-    return {a: f"{TOKEN_PREFIX}:{a}:{hmac.new(raw, a.encode('ascii'), hashlib.sha256).hexdigest()[:32]}"
-            for a in INSTANCE_ASSIGNMENTS}
-
-
-def course_tokens(secret: str) -> dict[str, str]:
-    """The token of each assignment in :data:`INSTANCE_ASSIGNMENTS` for the course of ``secret``."""
-    return tokens_of_key(course_key(secret))
-
-
 def member_of(token: str) -> tuple[str, object]:
     """The assignment and the member a token selects (the public rule: SHA-256 of the token modulo the
     size of the assignment's course family)."""
@@ -204,15 +164,11 @@ def member_of(token: str) -> tuple[str, object]:
     return assignment, family[index]
 
 
-def members_of_key(key: str) -> dict[str, object]:
-    """The member of each assignment in :data:`INSTANCE_ASSIGNMENTS` for the course key ``key``."""
-    return {a: member_of(t)[1] for a, t in tokens_of_key(key).items()}
-
-
 def use_course(token: str) -> None:
     """Make the mystery mechanisms (and the feedback checks) of the token's assignment those of its course.
 
-    The checks that grade (``hidden=True``) then refuse to run: they need the course key (:func:`use_answer_key`).
+    The checks that grade (``hidden=True``) then refuse to run: they need the course key
+    (:func:`dptutor.course.keys.use_answer_key`).
     """
     assignment, member = member_of(token)
     _ACTIVE[assignment] = member
@@ -234,18 +190,34 @@ def active_member(assignment: str) -> object:
     return _ACTIVE[check_choice(assignment, "assignment", INSTANCE_ASSIGNMENTS)]
 
 
-def use_answer_key(key: str) -> None:
-    """Grade with the course of the course key ``key``: its mysteries, and its answers for the checks that
-    grade (the grader's process does this; a Gradescope autograder's hidden tests too)."""
-    members = members_of_key(key)
-    _ACTIVE.update(members)
-    _ANSWERS.update(members)
+def use_answers(members: dict[str, object]) -> None:
+    """Grade with ``members`` (assignment -> member of its family): their mysteries, and their answers for
+    the checks that grade.  Only the grader knows a course's members (:func:`dptutor.course.keys.use_answer_key`
+    derives them from the course key); in a student's kernel this changes that kernel's feedback only."""
+    chosen = _check_members(members)
+    _ACTIVE.update(chosen)
+    _ANSWERS.update(chosen)
+
+
+def _check_members(members: object) -> dict[str, object]:
+    if not isinstance(members, dict) or not all(a in INSTANCE_ASSIGNMENTS for a in members):
+        raise TypeError(f"members must be a dict from assignments in {INSTANCE_ASSIGNMENTS} to members")
+    for a, member in members.items():
+        if member not in FAMILIES[a]:
+            raise ValueError(f"members: {member!r} is not a member of the {a!r} family")
+    return dict(members)
+
+
+def answers_scope(members: dict[str, object]) -> contextlib.AbstractContextManager[None]:
+    """:func:`use_answers` inside a ``with`` block, then restore the mysteries and answers used before.
+    ``members`` is checked at once, not when the block starts."""
+    return _scope(_check_members(members))
 
 
 def answer_member(assignment: str) -> object:
     """The member whose answers a grading check of ``assignment`` uses.
 
-    That is the course's member when a course key is in use (:func:`use_answer_key`), the book's public
+    That is the course's member when a course key is in use (:func:`use_answers`), the book's public
     self-study member when the self-study mysteries are in use, and otherwise (a course's token, without
     its key) a ValueError: a course's answers are only in its private answer key.
     """
@@ -257,13 +229,6 @@ def answer_member(assignment: str) -> object:
     raise ValueError(f"hidden: the answers of this course's {assignment!r} are only in its private answer key; "
                      "they are graded by your instructor (`python -m dptutor grade ... --course FOLDER`), so the "
                      "checks in this notebook give feedback only (call them without hidden=True)")
-
-
-def course_scope(key: str) -> contextlib.AbstractContextManager[None]:
-    """Grade with the course of the course key ``key`` inside a ``with`` block (see :func:`use_answer_key`),
-    then restore the mysteries and answers used before.  The key is checked at once, not when the
-    block starts."""
-    return _scope(members_of_key(key))
 
 
 @contextlib.contextmanager

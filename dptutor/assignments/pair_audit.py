@@ -3,7 +3,7 @@
 The mystery mechanism releases a noisy count as a row of reals and claims epsilon = 0.5.  Students
 write a statistic that makes ``audit_pair`` flag it (q1), the attack itself as an event (q2), and the
 true epsilon (q3), which the grader derives from the mechanism's noise law.  The mechanism is the
-active member of the family in :mod:`dptutor.grading.instances`: the book's public self-study member,
+active member of the family in :mod:`dptutor.assignments.instances`: the book's public self-study member,
 or the member a course's token selects.  Each check draws the
 mechanism's runs with seeds fixed for the feedback and drawn per question for grading.
 
@@ -21,10 +21,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dptutor.grading.instances import PAIR_EPSILON, answer_member, pair_mystery
+from dptutor.assignments.instances import PAIR_EPSILON, answer_member, pair_mystery
 from dptutor.audit import audit_pair
-from dptutor.grading.feedback import Assignment, Finding, NotAnswered, Question, call, describe, hidden_rng
-from dptutor.grading.record import call_many
+from dptutor.assignments.feedback import Assignment, Finding, NotAnswered, Question, call, describe, hidden_rng
+from dptutor.assignments.record import call_many
 
 __all__ = [
     "ASSIGNMENT",

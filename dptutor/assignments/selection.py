@@ -40,8 +40,8 @@ from numpy.typing import NDArray
 
 from dptutor._validate import check_bool, check_float_array, check_real
 from dptutor.audit import audit_pair
-from dptutor.grading.feedback import Assignment, Finding, Question, call, describe, hidden_rng, named
-from dptutor.grading.record import call_many
+from dptutor.assignments.feedback import Assignment, Finding, Question, call, describe, hidden_rng, named
+from dptutor.assignments.record import call_many
 from dptutor.selection import above_threshold_probabilities, report_noisy_max_probabilities
 
 __all__ = [

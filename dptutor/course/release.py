@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from dptutor.grading.registry import ASSIGNMENTS
+from dptutor.assignments.registry import ASSIGNMENTS
 
 __all__ = ["BEGIN_MARKER", "END_MARKER", "book_assignments_folder", "student_version", "release"]
 

@@ -22,9 +22,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dptutor.distributions import standard_laplace_fill
-from dptutor.grading.feedback import (KS_ALPHA, UNSCORED, Assignment, Finding, Question, as_floats, call, describe,
+from dptutor.assignments.feedback import (KS_ALPHA, UNSCORED, Assignment, Finding, Question, as_floats, call, describe,
                                       expect_value_error, hidden_rng)
-from dptutor.grading.record import call_many, flag_for_review, grading
+from dptutor.assignments.record import call_many, flag_for_review, grading
 
 __all__ = ["ASSIGNMENT", "NOISE_CALLS", "SENSITIVITY_CHECKS", "NOISE_CHECKS", "INTERFACE_CHECKS"]
 

@@ -1,7 +1,7 @@
 """The registry of assignments, and the notebook-side feedback (:func:`check`, :func:`checker`).
 
 Each assignment is one module of this package that defines ``ASSIGNMENT`` (an
-:class:`~dptutor.grading.feedback.Assignment`); :data:`ASSIGNMENT_MODULES` lists them, in the order
+:class:`~dptutor.assignments.feedback.Assignment`); :data:`ASSIGNMENT_MODULES` lists them, in the order
 the CLI shows them.  See the package docstring for how to add one.
 """
 
@@ -12,12 +12,12 @@ from collections.abc import Callable
 from typing import Any
 
 from dptutor._validate import check_choice, check_int, is_bool
-from dptutor.grading.feedback import Assignment, Feedback, Finding, NotAnswered, Question, describe, score
-from dptutor.grading.instances import INSTANCE_ASSIGNMENTS, answer_member
+from dptutor.assignments.feedback import Assignment, Feedback, Finding, NotAnswered, Question, describe, score
+from dptutor.assignments.instances import INSTANCE_ASSIGNMENTS, answer_member
 
 __all__ = ["ASSIGNMENT_MODULES", "ASSIGNMENTS", "RECORD_TYPES", "get_assignment", "record_types", "check", "checker"]
 
-#: The modules of ``dptutor.grading`` that define an assignment (one line per assignment).
+#: The modules of ``dptutor.assignments`` that define an assignment (one line per assignment).
 ASSIGNMENT_MODULES: tuple[str, ...] = (
     "sampler",
     "mechanism",
@@ -32,7 +32,7 @@ ASSIGNMENTS: dict[str, Assignment] = {}
 #: each assignment module as ``RECORD_TYPES``; anything else a kernel sends stays inert data.
 RECORD_TYPES: dict[str, dict[str, Callable[[dict[str, Any]], Any]]] = {}
 for _module in ASSIGNMENT_MODULES:
-    _mod = importlib.import_module(f"dptutor.grading.{_module}")
+    _mod = importlib.import_module(f"dptutor.assignments.{_module}")
     _a = _mod.ASSIGNMENT
     if _a.name in ASSIGNMENTS:
         raise ValueError(f"assignment name {_a.name!r} is defined twice")

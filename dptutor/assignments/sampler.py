@@ -15,9 +15,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dptutor.distributions import laplace_ppf
-from dptutor.grading.feedback import (KS_ALPHA, Assignment, Finding, Question, as_floats, call, describe,
+from dptutor.assignments.feedback import (KS_ALPHA, Assignment, Finding, Question, as_floats, call, describe,
                                       expect_value_error, hidden_rng, spy_array, uniforms)
-from dptutor.grading.record import call_many, flag_for_review, grading, measure, reference_seconds
+from dptutor.assignments.record import call_many, flag_for_review, grading, measure, reference_seconds
 
 __all__ = ["ASSIGNMENT", "SAMPLER_TIMING_SIZE", "SAMPLER_TIMING_RATIO"]
 
@@ -210,10 +210,25 @@ def _show(u: Any) -> str:
 
 
 def _sampler_vectorized(f: Callable, *, hidden: bool | int = False) -> list[Finding]:
-    findings: list[Finding] = []
     rng = hidden_rng(hidden)
     seeds = [98, 99, 100] if rng is None else [int(s) for s in rng.integers(0, 2**32, size=3)]
-    u2 = uniforms(seeds[0], 12).reshape(3, 4)
+    findings = _shape_findings(f, uniforms(seeds[0], 12).reshape(3, 4), 0.75 if rng is None else 0.2)
+    u_spy = uniforms(seeds[1], 1000)
+    spy = spy_array(u_spy)
+    spied, _ = call(f, spy, 0.0, 1.0)
+    if spy.touched:
+        findings.append(Finding(False, (
+            "laplace_inverse_cdf visits u element by element in Python (a for loop, a comprehension, "
+            "u[i] or tolist()): apply numpy's elementwise functions (np.log, np.abs, np.sign, "
+            "np.where) to the whole array instead."), "loop"))
+        return findings  # the timing below would take long and say the same
+    findings.append(_speed_finding(f, u_spy, spied, np.random.default_rng(seeds[2])))
+    return findings
+
+
+def _shape_findings(f: Callable, u2: NDArray[np.float64], x0: float) -> list[Finding]:
+    """Array in, array of the same shape out; a number in, a number out."""
+    findings: list[Finding] = []
     value, exc = call(f, u2, 0.0, 1.0)
     if exc is not None:
         findings.append(Finding(False, f"laplace_inverse_cdf on a 3x4 array raised {describe(exc)}", "shape"))
@@ -225,7 +240,6 @@ def _sampler_vectorized(f: Callable, *, hidden: bool | int = False) -> list[Find
         findings.append(Finding(True, "array in, array of the same shape out", "shape"))
     # "A number for a number": a Python float, a numpy scalar or a 0-d array in; anything with
     # np.ndim(...) == 0 out (a Python float, a numpy scalar or a 0-d array).
-    x0 = 0.75 if rng is None else 0.2
     for label, number in (("a Python float", x0), ("a numpy scalar", np.float64(x0)), ("a 0-d array", np.array(x0))):
         value, exc = call(f, number, 0.0, 1.0)
         if exc is not None or as_floats(value) is None or np.ndim(value) != 0:
@@ -234,15 +248,11 @@ def _sampler_vectorized(f: Callable, *, hidden: bool | int = False) -> list[Find
                                            f"(np.ndim(...) == 0), got {what}", "scalar"))
         else:
             findings.append(Finding(True, f"{label} in, a number out", "scalar"))
-    u_spy = uniforms(seeds[1], 1000)
-    spy = spy_array(u_spy)
-    spied, _ = call(f, spy, 0.0, 1.0)
-    if spy.touched:
-        findings.append(Finding(False, (
-            "laplace_inverse_cdf visits u element by element in Python (a for loop, a comprehension, "
-            "u[i] or tolist()): apply numpy's elementwise functions (np.log, np.abs, np.sign, "
-            "np.where) to the whole array instead."), "loop"))
-        return findings  # the timing below would take long and say the same
+    return findings
+
+
+def _speed_finding(f: Callable, u_spy: NDArray[np.float64], spied: Any, draw: np.random.Generator) -> Finding:
+    """Fast on 10^6 uniforms, and the same values as for the 1000 uniforms ``u_spy`` (``spied``)."""
     # Timing: the student's function and dptutor's reference, each in the same harness (load the
     # input, call, save the output), on 10^6 uniforms, best of 3.  Every repeat gets fresh uniforms
     # (a memoising function gains nothing), with the 1000 uniforms above hidden at random places:
@@ -250,7 +260,6 @@ def _sampler_vectorized(f: Callable, *, hidden: bool | int = False) -> list[Find
     # each repeat is a cell of its own, timed from outside the kernel, and the reference runs in the
     # grader's process.  A vectorised answer is within a small factor of the reference; a Python
     # loop (or np.vectorize) is 10-1000 times slower (see SAMPLER_TIMING_RATIO).
-    draw = np.random.default_rng(seeds[2])
     inputs, places = [], []
     for _ in range(3):
         u = uniforms(int(draw.integers(2**62)), SAMPLER_TIMING_SIZE)
@@ -262,26 +271,23 @@ def _sampler_vectorized(f: Callable, *, hidden: bool | int = False) -> list[Find
     t_ref = reference_seconds(laplace_ppf, inputs, 0.0, 1.0)
     exc = next((e for _, e in results if e is not None), None)
     if exc is not None:
-        findings.append(Finding(False, f"laplace_inverse_cdf on many uniforms raised {describe(exc)}", "speed"))
-    elif not t_f <= SAMPLER_TIMING_RATIO * t_ref:
+        return Finding(False, f"laplace_inverse_cdf on many uniforms raised {describe(exc)}", "speed")
+    if not t_f <= SAMPLER_TIMING_RATIO * t_ref:
         slow = f"more than {SAMPLER_TIMING_CAP:g} s" if t_f >= SAMPLER_TIMING_CAP else f"about {t_f:.3g} s"
-        findings.append(Finding(False, (
+        return Finding(False, (
             f"laplace_inverse_cdf takes {slow} for 10^6 uniforms, {t_f / t_ref:.0f} times the reference "
             f"({t_ref:.2g} s): is there a Python loop or np.vectorize inside? Use whole-array numpy operations."),
-            "speed"))
-    else:
-        y = as_floats(spied)
-        agree = y is not None and y.shape == u_spy.shape and len(results) == len(inputs)
-        for (value, _), where in zip(results, places):
-            x = as_floats(value)
-            agree = agree and x is not None and x.shape == (SAMPLER_TIMING_SIZE,) and np.allclose(
-                x[where], y, rtol=1e-12, atol=1e-12, equal_nan=True)
-        if not agree:
-            findings.append(Finding(False, "laplace_inverse_cdf on 10^6 uniforms did not return the values it "
-                                           "returns for the same uniforms in a smaller array", "speed"))
-        else:
-            findings.append(Finding(True, f"fast on 10^6 uniforms ({t_f / t_ref:.1f} x the reference)", "speed"))
-    return findings
+            "speed")
+    y = as_floats(spied)
+    agree = y is not None and y.shape == u_spy.shape and len(results) == len(inputs)
+    for (value, _), where in zip(results, places):
+        x = as_floats(value)
+        agree = agree and x is not None and x.shape == (SAMPLER_TIMING_SIZE,) and np.allclose(
+            x[where], y, rtol=1e-12, atol=1e-12, equal_nan=True)
+    if not agree:
+        return Finding(False, "laplace_inverse_cdf on 10^6 uniforms did not return the values it "
+                              "returns for the same uniforms in a smaller array", "speed")
+    return Finding(True, f"fast on 10^6 uniforms ({t_f / t_ref:.1f} x the reference)", "speed")
 
 
 ASSIGNMENT = Assignment("sampler", "Inverse-CDF Laplace sampling", "sampler.md", (

@@ -1,0 +1,152 @@
+"""The call protocol's data format, shared by the student's kernel and the grader: plain data both ways.
+
+A request (the grader's calls) and an answer (what the kernel's calls returned) are each an ``.npz``
+file: numeric arrays ``a0.npy``, ``a1.npy``, ... and one JSON string ``meta.npy`` whose values are
+trees (``{"k": kind, ...}``) referring to the arrays by index.  :class:`Writer` writes both; the
+kernel reads requests with :mod:`dptutor.assignments.kernel`, the grader reads answers with
+:mod:`dptutor.course.answers`, which trusts nothing in them.  The limits below bound both.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from dptutor.assignments.feedback import SpyArray
+
+#: The limits are the module's API.  :class:`Writer`, :func:`float_tree`, :func:`identifier`,
+#: :func:`array_args` and :func:`generator_args` are shared by the protocol's two halves only (their
+#: inputs are the protocol's own values, not a user's), hence public names outside ``__all__``.
+__all__ = [
+    "MAX_RECORD_BYTES",
+    "MAX_ARRAY_ELEMENTS",
+    "MAX_CALLS_PER_CELL",
+    "MAX_CELLS_PER_QUESTION",
+    "MAX_TEXT",
+    "MAX_DEPTH",
+]
+
+#: The largest answer file the grader reads (bytes), and the largest array in it (elements).
+MAX_RECORD_BYTES = 160 * 2**20
+MAX_ARRAY_ELEMENTS = 2**23
+#: Calls one cell may carry, and cells (call batches and timed repeats) one question may make.
+MAX_CALLS_PER_CELL = 2000
+MAX_CELLS_PER_QUESTION = 64
+#: The longest text a value carries, and the deepest nesting of values.
+MAX_TEXT = 4000
+MAX_DEPTH = 5
+IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
+FLOAT_WORDS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+BIT_GENERATORS = ("PCG64", "PCG64DXSM", "Philox", "SFC64", "MT19937")
+
+
+def float_tree(x: float) -> dict[str, Any]:
+    x = float(x)
+    if math.isnan(x):
+        return {"k": "float", "v": "nan"}
+    if math.isinf(x):
+        return {"k": "float", "v": "inf" if x > 0 else "-inf"}
+    return {"k": "float", "v": x}
+
+
+class Writer:
+    """Collects arrays (``a0.npy``, ``a1.npy``, ...) and encodes values as JSON trees."""
+
+    def __init__(self) -> None:
+        self.arrays: list[np.ndarray] = []
+
+    def array(self, arr: np.ndarray) -> int:
+        self.arrays.append(np.array(np.asarray(arr).view(np.ndarray), order="C", copy=True))
+        return len(self.arrays) - 1
+
+    def encode(self, value: Any, depth: int = 0) -> dict[str, Any]:
+        try:
+            return self._encode(value, depth)
+        except Exception as exc:  # a student object whose repr or conversion fails
+            return {"k": "opaque", "type": "object", "repr": f"<unreadable: {type(exc).__name__}>"}
+
+    def _encode(self, value: Any, depth: int) -> dict[str, Any]:
+        if value is None:
+            return {"k": "none"}
+        if isinstance(value, (bool, np.bool_)):
+            return {"k": "bool", "v": bool(value)}
+        if isinstance(value, SpyArray):
+            return {"k": "spy", "a": self.array(value)}
+        if isinstance(value, np.random.Generator):
+            return {"k": "rng", "state": json.dumps(value.bit_generator.state)}
+        if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+            return {"k": "ndarray", "a": self.array(value)}
+        if isinstance(value, np.generic) and np.asarray(value).dtype.kind in "biuf":
+            return {"k": "npscalar", "a": self.array(np.asarray(value))}
+        if isinstance(value, int):
+            return {"k": "int", "v": int(value)} if abs(value) < 2**63 else float_tree(float(value))
+        if isinstance(value, float):
+            return float_tree(value)
+        if isinstance(value, str):
+            return {"k": "str", "v": str(value)[:MAX_TEXT]}
+        if depth < MAX_DEPTH - 1 and dataclasses.is_dataclass(value) and not isinstance(value, type):
+            # Data only: the type's bare name and its fields.  The grader rebuilds it only if the
+            # assignment allows that name, with its own constructor; otherwise it stays opaque.
+            return {"k": "object", "type": str(type(value).__name__)[:100],
+                    "fields": [[f.name, self.encode(getattr(value, f.name), depth + 1)]
+                               for f in dataclasses.fields(value)][:100]}
+        if depth < MAX_DEPTH - 1 and isinstance(value, (list, tuple)):
+            kind = "list" if isinstance(value, list) else "tuple"
+            try:
+                arr = np.asarray(value)
+            except Exception:
+                arr = None
+            if arr is not None and arr.dtype.kind in "iuf" and arr.ndim >= 1:
+                return {"k": kind, "a": self.array(arr)}
+            return {"k": kind, "items": [self.encode(v, depth + 1) for v in list(value)[:1000]]}
+        if depth < MAX_DEPTH - 1 and isinstance(value, Mapping):
+            items = list(value.items())[:1000]
+            if all(isinstance(k, str) for k, _ in items):
+                return {"k": "dict", "items": [[k[:200], self.encode(v, depth + 1)] for k, v in items]}
+        if callable(value):
+            return {"k": "function", "name": identifier(getattr(value, "__name__", "function"))}
+        return {"k": "opaque", "type": identifier(type(value).__name__), "repr": repr(value)[:200]}
+
+    def save(self, path: str, meta: Mapping[str, Any]) -> None:
+        members = {"meta": np.array(json.dumps(meta))}
+        members.update({f"a{i}": a for i, a in enumerate(self.arrays)})
+        tmp = f"{path}.part"
+        with open(tmp, "wb") as fh:
+            np.savez(fh, **members)
+        os.replace(tmp, path)
+
+
+def identifier(text: Any) -> str:
+    text = str(text)[:100]
+    return text if IDENTIFIER.match(text) else "object"
+
+
+
+def array_args(args: Sequence[Any], kwargs: Mapping[str, Any]) -> Iterator[tuple[str, np.ndarray]]:
+    for i, a in enumerate(args):
+        if isinstance(a, np.ndarray):
+            yield str(i), a
+    for k, a in kwargs.items():
+        if isinstance(a, np.ndarray):
+            yield k, a
+
+
+def generator_args(args: Sequence[Any], kwargs: Mapping[str, Any]) -> Iterator[tuple[str, np.random.Generator]]:
+    for i, a in enumerate(args):
+        if isinstance(a, np.random.Generator):
+            yield str(i), a
+    for k, a in kwargs.items():
+        if isinstance(a, np.random.Generator):
+            yield k, a
+
+
+# ---------------------------------------------------------------------------------------------
+# parsing (in the grader): nothing from the file is trusted
+# ---------------------------------------------------------------------------------------------

@@ -1,0 +1,471 @@
+"""The notebook executor: the only code that executes student notebooks.
+
+How a submission is graded
+--------------------------
+Each submission runs in a fresh Jupyter kernel (nbclient) in a sandbox of its own, cell by cell,
+with a time limit per cell and one for the whole notebook.  Then every question is graded by its
+check, which runs *here*, in the grader's process, with hidden parameters drawn fresh for that
+question with :mod:`secrets` (:func:`dptutor.course.remote.grade_question`).  The kernel never
+sees a check, a seed or a hidden parameter: whenever a check calls a student function, the grader
+writes that call's inputs as data (``.npz`` of numeric arrays and one JSON string, never a
+pickle) to a file in the work folder, runs a cell that only calls the function on them, and reads
+back what it returned, raised or modified.  Those cells name their files by a random base name
+in the kernel's working folder, which is the work folder in every sandbox.  The grader parses each
+answer strictly and rebuilds only the types its assignment allow-lists (never importing a module
+or resolving a name taken from the kernel).  Timed questions time cells that make one call each,
+with fresh inputs per repeat, by the runner's clock.  Replays the grader does itself (the audit's
+evidence) are bounded in work and time before they start.  Scores are clamped to each question's
+points.
+
+Threat model: what a student can and cannot do
+----------------------------------------------
+The student's code runs in the kernel, and the kernel runs in a sandbox of its own, one per
+submission (:mod:`dptutor.course.sandbox`; bubblewrap by default): new user, PID, IPC, UTS and
+network namespaces, ``/usr``, the Python installation and ``dptutor`` mounted read-only, a private
+writable work folder (the cwd, where the result files are written) and a size-capped private
+``/tmp`` holding ``HOME`` and ``IPYTHONDIR``, limits on memory, file size, open files, CPU time and
+(when the grader is not root) processes.  The grader talks to the kernel over unix sockets in a
+folder shared with the sandbox (Jupyter's ``ipc`` transport; there is no network).
+
+- Inside its kernel the student can patch anything: ``dptutor`` and its checks, ``numpy``,
+  ``scipy``, ``json``, builtins, ``print``, the output streams.  None of that changes a verdict.
+  Nothing the kernel prints is read (there is no token to forge), and nothing the kernel
+  *concludes* is used: it only answers calls (what the student's functions returned, raised or
+  modified on the grader's inputs) and reports the student's answer values.  The grader parses
+  each answer (regular file only, size limits, numeric dtypes, allow-listed types, every field
+  type-checked; see :mod:`dptutor.course.answers`) and computes every score itself.  An answer
+  that cannot be parsed, is missing or does not fit the call scores 0 for that question.
+- Forged data is judged as the student's answer: it earns marks only if it is correct on inputs
+  drawn fresh for this submission, inside the time limits, which is what a correct function does.
+- Outside its kernel the student can reach nothing that matters: the installed package and the
+  Python environment are read-only; the instructor's files, the solutions, the other submissions,
+  the CSV and the grader's processes are not in the sandbox's file system or PID namespace;
+  files written anywhere (IPython startup files in the home folder included) vanish with the sandbox.  The
+  kernel cannot signal the grader or a later submission.  Everything the submission started,
+  ``start_new_session`` and double-forked helpers included, dies with the sandbox when the
+  submission ends: the grader kills the sandbox's launcher, and ``--die-with-parent`` takes the
+  PID namespace's init, hence every process in it, along (also when the grader itself is killed).
+- The grader keeps at most :attr:`~dptutor.course.sandbox.Limits.output` characters of the
+  kernel's output and drops any single message over :attr:`~dptutor.course.sandbox.Limits.message`
+  bytes, so an output flood costs the student's own time, not the grader's memory.
+- Timing comes from the runner's clock around cells that only call the function; a student *can*
+  make timing noisy by loading the CPU (the sandbox does not reserve cores), which only hurts
+  that student's own timing questions; the limit is a factor 10.
+- Not covered (out of scope of a user-space sandbox; grade on a machine you can afford to lose
+  if they matter): kernel exploits and bugs in bubblewrap, CPU side channels, filling the disk
+  through the work folder within the time limit (each file is capped, the folder is deleted
+  after the submission), memory held outside the address space (in-memory files such as
+  ``memfd``, each under the file-size cap) until the time limit (bubblewrap sets no cgroup
+  limits; as root the grader adds its own, below), and, when the grader runs as root on a machine
+  whose cgroup pids controller it cannot write, fork bombs (Linux does not apply ``RLIMIT_NPROC``
+  to root; ``grade`` then warns once: grade as an ordinary user, or use ``--sandbox podman`` with
+  its ``--pids-limit``).  When the grader is root and a pids controller (cgroup v1 or v2) is
+  writable, each sandbox runs in a cgroup of its own with ``pids.max`` = the process limit and a
+  memory limit of ``--memory`` for the whole sandbox, removed when the submission ends.  With ``--no-sandbox`` none of the above holds: the kernel runs as your
+  user, next to the grader, and can read or overwrite your files and kill your processes.
+
+Interrupts
+----------
+Ctrl-C (or SIGTERM) at any moment, also during a cell, kills the sandbox in flight and raises
+``KeyboardInterrupt`` (:mod:`dptutor.course.signals`); what happens to a run of many submissions is
+in :mod:`dptutor.course.grade` and :mod:`dptutor.course.batch`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import importlib.util
+import logging
+import math
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import tempfile
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dptutor._validate import check_real, check_str
+from dptutor.assignments.feedback import UNSCORED, Assignment
+from dptutor.assignments.registry import get_assignment
+from dptutor.course.remote import check_carry_forward, grade_question
+from dptutor.course.result import SubmissionResult, check_hidden
+from dptutor.course.sandbox import SANDBOXES, Sandbox, find_sandbox, kernel_manager
+from dptutor.course.signals import run_coroutine
+from dptutor.course.textsafe import display_name
+
+__all__ = [
+    "FEEDBACK_TAG",
+    "GRADE_DEPENDENCIES",
+    "MAX_NOTEBOOK_BYTES",
+    "check_grade_dependencies",
+    "remove_stale_workdirs",
+    "grade_notebook",
+]
+
+_GRADING_TAG = "dptutor-grading"
+#: Cells with this tag (the template's feedback calls) are not run when grading.
+FEEDBACK_TAG = "dptutor-check"
+#: The modules grading needs beyond dptutor's own dependencies (the ``dptutor[grade]`` extra).
+GRADE_DEPENDENCIES = ("nbclient", "nbformat", "jupytext", "ipykernel")
+#: Timed calls run at most this long (seconds) before the kernel is interrupted.
+TIMED_CELL_CAP = 5.0
+
+
+#: The range of a time limit (seconds): the kernel client counts whole seconds (a shorter limit would
+#: silently become 1 s), and a limit over a day is a typo.
+MIN_TIMEOUT, MAX_TIMEOUT = 1.0, 86400.0
+
+
+def check_limits(timeout: object, total_timeout: object) -> tuple[float, float]:
+    """``timeout`` (per cell) and ``total_timeout`` (per notebook) as floats in [1 s, 1 day]."""
+    return (check_real(timeout, "timeout", low=MIN_TIMEOUT, high=MAX_TIMEOUT),
+            check_real(total_timeout, "total_timeout", low=MIN_TIMEOUT, high=MAX_TIMEOUT))
+
+
+def check_grade_dependencies() -> None:
+    """Raise ``ImportError`` with a one-line "install dptutor[grade]" message if a module is missing."""
+    missing = [m for m in GRADE_DEPENDENCIES if importlib.util.find_spec(m) is None]
+    if missing:
+        raise ImportError(f"grading needs {', '.join(missing)}: pip install 'dptutor[grade]'")
+
+
+def _clamp(value: float, points: float) -> float:
+    """A score inside [0, points] (NaN counts as 0)."""
+    value = float(value)
+    return 0.0 if not value > 0 else min(value, float(points))
+
+
+def _read_notebook(path: Path) -> Any:
+    import nbformat
+
+    with warnings.catch_warnings():  # nbformat's validation warnings are about the student's file
+        warnings.simplefilter("ignore")
+        if path.suffix == ".ipynb":
+            return nbformat.read(path, as_version=4)
+        import jupytext
+
+        return jupytext.read(path)
+
+
+def _first_error(cells: Sequence) -> str | None:
+    for index, cell in enumerate(cells):
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error":
+                return f"your code cell {index + 1} raised {out.get('ename')}: {out.get('evalue')}"
+    return None
+
+
+def _quiet_logger() -> logging.Logger:
+    log = logging.getLogger("dptutor.course.nbclient")
+    log.propagate = False
+    log.addHandler(logging.NullHandler())
+    return log
+
+
+@dataclass
+class _Run:
+    """What the kernel produced: one record (or the reason there is none) per question."""
+
+    records: dict[str, Any] = field(default_factory=dict)
+    kernel_pid: int | None = None
+
+
+async def _execute(client: Any, nb: Any, source: str, timeout: float) -> tuple[Any, float]:
+    import nbformat
+
+    cell = nbformat.v4.new_code_cell(source, metadata={"tags": [_GRADING_TAG]})
+    nb.cells.append(cell)
+    client.timeout = max(1, int(math.ceil(timeout)))
+    started = time.monotonic()
+    await client.async_execute_cell(cell, len(nb.cells) - 1)
+    return cell, time.monotonic() - started
+
+
+async def _run_hidden(client: Any, nb: Any, a: Assignment, hidden: dict[str, int], workdir: str, timeout: float,
+                      run: _Run, carry_forward: bool = False) -> None:
+    async def run_cell(source: str, limit: float) -> tuple[Any, float]:
+        return await _execute(client, nb, source, limit)
+
+    for q in a.questions:  # each check runs here; the kernel only answers calls (dptutor.assignments.record)
+        run.records[q.name] = await grade_question(run_cell, a.name, q.name, workdir, timeout=timeout,
+                                                   timed_cap=min(TIMED_CELL_CAP, timeout), hidden=hidden[q.name],
+                                                   carry_forward=carry_forward)
+
+
+#: The largest notebook file the grader reads.
+MAX_NOTEBOOK_BYTES = 16 << 20
+
+
+def _tags(cell: Any) -> list[str]:
+    """A cell's tags (a malformed ``metadata.tags`` counts as none)."""
+    metadata = cell.get("metadata")
+    tags = metadata.get("tags") if isinstance(metadata, dict) else None
+    return [t for t in tags if isinstance(t, str)] if isinstance(tags, list) else []
+
+
+def _student_cells(path: Path) -> list[Any]:
+    """The submission's code cells, outputs cleared, feedback cells left out (any error: unreadable)."""
+    if path.is_symlink():
+        raise ValueError("it is a symbolic link, not a file")
+    if path.stat().st_size > MAX_NOTEBOOK_BYTES:
+        raise ValueError(f"it is larger than {MAX_NOTEBOOK_BYTES >> 20} MiB")
+    nb = _read_notebook(path)
+    cells = nb.get("cells") if isinstance(nb, dict) else None
+    if not isinstance(cells, list):
+        raise ValueError("it has no list of cells")
+    student = []
+    for cell in cells:
+        if not isinstance(cell, dict) or not isinstance(cell.get("cell_type"), str):
+            raise ValueError("a cell is not a notebook cell")
+        if cell["cell_type"] != "code" or FEEDBACK_TAG in _tags(cell):
+            continue
+        source = cell.get("source", "")
+        if isinstance(source, list) and all(isinstance(line, str) for line in source):
+            source = "".join(source)
+        if not isinstance(source, str):
+            raise ValueError("a code cell's source is not text")
+        student.append({"source": source, "metadata": {"tags": _tags(cell)}})
+    return student
+
+
+def _message_size(content: dict[str, Any]) -> int:
+    """About how many characters an output message carries."""
+    parts = [content.get("text"), content.get("evalue"), *(content.get("traceback") or [])]
+    data = content.get("data")
+    if isinstance(data, dict):
+        parts += list(data.values())
+    return sum(len(p) if isinstance(p, (str, bytes)) else len(str(p)) for p in parts if p is not None)
+
+
+def _capped_client(limit: int) -> Any:
+    """An nbclient ``NotebookClient`` that keeps at most ``limit`` characters of the kernel's output."""
+    from nbclient import NotebookClient
+
+    class CappedClient(NotebookClient):
+        kept = 0
+
+        def output(self, outs: list, msg: dict, display_id: str | None, cell_index: int) -> Any:
+            content = msg.get("content") or {}
+            if msg.get("msg_type") == "error":  # always kept (the grader reads errors), but short
+                content["evalue"] = str(content.get("evalue", ""))[:2000]
+                content["traceback"] = []
+                return super().output(outs, msg, display_id, cell_index)
+            self.kept += _message_size(content)
+            if self.kept > limit:
+                if self.kept - _message_size(content) <= limit:
+                    import nbformat
+
+                    outs.append(nbformat.v4.new_output("stream", name="stderr",
+                                                       text=f"[output over {limit} characters dropped by the grader]"))
+                return None
+            return super().output(outs, msg, display_id, cell_index)
+
+    return CappedClient
+
+
+def workdir_parent() -> str:
+    """Where work folders go: the temporary folder, unless its path is too long for the kernel's unix
+    sockets (at most 107 bytes in all on Linux), then /tmp."""
+    tmp = tempfile.gettempdir()
+    return tmp if len(os.fsencode(tmp)) <= 60 else "/tmp"
+
+
+def _workdir_root() -> str:
+    """A new private folder for one submission; its name carries this process's id (see :func:`remove_stale_workdirs`)."""
+    return tempfile.mkdtemp(prefix=f"dptutor-grade-{os.getpid()}-", dir=workdir_parent())
+
+
+def _remove_tree(root: str) -> None:
+    """Delete a work folder (a few tries: a process of the sandbox may still be dying)."""
+    for _ in range(50):
+        shutil.rmtree(root, ignore_errors=True)
+        if not os.path.lexists(root):
+            return
+        time.sleep(0.1)
+
+
+def remove_stale_workdirs() -> None:
+    """Delete the work folders of grading runs that were killed (their process no longer exists)."""
+    tmp = Path(workdir_parent())
+    for folder in tmp.glob("dptutor-grade-*-*"):
+        match = re.fullmatch(r"dptutor-grade-(\d+)-\w+", folder.name)
+        if not match or not folder.is_dir() or folder.is_symlink():
+            continue
+        pid = int(match.group(1))
+        try:
+            os.kill(pid, 0)
+            continue  # still running (or another user's process)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except PermissionError:
+            continue
+
+
+def resolve_sandbox(sandbox: Sandbox | str | None) -> Sandbox:
+    if sandbox is None:
+        return find_sandbox("auto")
+    if isinstance(sandbox, str):
+        if sandbox not in SANDBOXES:
+            raise ValueError(f"sandbox must be one of {', '.join(SANDBOXES)}, got {sandbox!r}")
+        return find_sandbox(sandbox)
+    if not isinstance(sandbox, Sandbox):
+        raise TypeError(f"sandbox must be a Sandbox, a kind in {SANDBOXES} or None, got {type(sandbox).__name__}")
+    return sandbox
+
+
+def grade_notebook(path: Path | str, assignment: str, *, timeout: float = 60,
+                   total_timeout: float = 600, sandbox: Sandbox | str | None = None,
+                   hidden: dict[str, int] | None = None, name: str | None = None,
+                   carry_forward: bool = False) -> SubmissionResult:
+    """Execute one submission in a fresh kernel in ``sandbox`` and grade it (see the module docstring).
+
+    ``timeout`` limits every cell (seconds; the kernel is interrupted and grading goes on),
+    ``total_timeout`` the whole notebook (the sandbox is killed; questions not recorded by then
+    score 0).  ``sandbox`` is a :class:`~dptutor.course.sandbox.Sandbox`, a kind ("bwrap", ...,
+    "none") or None for bubblewrap (:class:`~dptutor.course.sandbox.SandboxUnavailable` if it
+    cannot run here).  A submission that cannot be read, crashes or loops scores 0 on the
+    questions it affects, with a note saying why; it never raises, except ``KeyboardInterrupt``
+    (Ctrl-C or SIGTERM), after killing its sandbox.  ``hidden`` gives the seed of some questions'
+    hidden parameters (a regrade passes the ones saved in the scores CSV); the others are drawn
+    fresh with :mod:`secrets`, and the result's ``hidden`` holds them all.  ``name`` is the
+    submission's name in the result (default: the file name).  ``carry_forward`` grades with error
+    carried forward (refused, naming it, by an assignment that has none to carry).
+    """
+    a = get_assignment(assignment)
+    carry_forward = check_carry_forward(carry_forward, a)
+    if not isinstance(path, (str, Path)):
+        raise TypeError(f"path must be a path, got {type(path).__name__}")
+    timeout, total_timeout = check_limits(timeout, total_timeout)
+    seeds = check_hidden({} if hidden is None else hidden, "hidden", {q.name for q in a.questions})
+    if name is not None:
+        check_str(name, "name", allow_empty=False)
+    sandbox = resolve_sandbox(sandbox)
+    check_grade_dependencies()
+    import nbformat
+
+    path = Path(path)
+    for q in a.questions:  # never 0 or 1: hidden parameters drawn for this submission
+        seeds.setdefault(q.name, secrets.randbits(62) + 2)
+    result = SubmissionResult(name or display_name(path.name), a.name, {q.name: 0.0 for q in a.questions},
+                              {q.name: q.points for q in a.questions}, hidden=dict(seeds),
+                              carry_forward=carry_forward)
+    if not sandbox.isolated:
+        result.notes.append("graded WITHOUT a sandbox (--no-sandbox): the notebook ran as the grader's user")
+    try:
+        run_nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c["source"], metadata=c["metadata"])
+                                                 for c in _student_cells(path)])
+    except Exception as exc:  # noqa: BLE001 - any way a file can fail to be a notebook
+        result.notes.append(f"could not read the notebook: {type(exc).__name__}: {str(exc)[:500]}")
+        for q in a.questions:
+            result.messages[q.name] = ["not graded: the notebook could not be read"]
+        return result
+    student = list(run_nb.cells)  # the grading cells are appended to run_nb only
+    run_nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    run = _Run()
+    _run_in_sandbox(run_nb, student, _Job(a, seeds, timeout, total_timeout, carry_forward), sandbox, run, result)
+    error = _first_error(student)
+    if error:
+        result.notes.append(error)
+    _record_scores(result, a, run)
+    return result
+
+
+@dataclass(frozen=True)
+class _Job:
+    """What one submission's run needs besides its notebook: the assignment, seeds and limits."""
+
+    assignment: Assignment
+    seeds: dict[str, int]
+    timeout: float
+    total_timeout: float
+    carry_forward: bool
+
+
+def _record_scores(result: SubmissionResult, a: Assignment, run: _Run) -> None:
+    """Each question's score and messages from its record (or why there is none)."""
+    for q in a.questions:
+        record = run.records.get(q.name)
+        if record is None:
+            result.messages[q.name] = ["not graded: the notebook ran out of time or its kernel died before this check"]
+        elif isinstance(record, str):
+            result.messages[q.name] = [record]
+        else:
+            fb = record
+            result.scores[q.name] = _clamp(fb.score, q.points)
+            result.messages[q.name] = list(fb.messages)
+            if fb.status == "graded":
+                result.checks[q.name] = [[f.check, f.passed is True] for f in fb.findings if f.check != UNSCORED]
+
+
+def _run_in_sandbox(run_nb: Any, student: list[Any], job: _Job, sandbox: Sandbox, run: _Run,
+                    result: SubmissionResult) -> None:
+    """Run the student's cells, then the grading cells, in a fresh kernel in a sandbox of its own,
+    within the total time limit; a time-out or a dead kernel becomes a note of ``result``."""
+    root = _workdir_root()
+    workdir, kernel_dir = os.path.join(root, "work"), os.path.join(root, "kernel")
+    os.mkdir(workdir)
+    os.mkdir(kernel_dir)
+    box_name = f"dptutor-{os.path.basename(root)}"
+    limits = sandbox.limits
+    if limits.cpu_seconds < job.total_timeout + 30:  # the CPU limit never cuts a run the time limits allow
+        limits = dataclasses.replace(limits, cpu_seconds=int(job.total_timeout) + 30)
+    box = Sandbox(sandbox.kind, sandbox.executable, limits, sandbox.image)
+    client: Any = None
+    try:
+        client = _capped_client(box.limits.output)(
+            run_nb, km=kernel_manager(box, workdir, kernel_dir, box_name), timeout=max(1, int(math.ceil(job.timeout))),
+            allow_errors=True, interrupt_on_timeout=True, shutdown_kernel="immediate", record_timing=False,
+            error_on_timeout={"ename": "CellTimeoutError", "evalue": f"the cell ran longer than {job.timeout:g} s",
+                              "traceback": []},
+            resources={"metadata": {"path": workdir}},
+        )
+        client.log = _quiet_logger()
+        started = time.monotonic()
+        try:
+            run_coroutine(lambda: _execute_all(client, run_nb, student, job, workdir, box, box_name, run))
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            # The sandbox was killed (and the kernel shut down) while cancelling the run.
+            raise KeyboardInterrupt from None
+        except Exception as exc:  # time limit, dead kernel, kernel failed to start, ...
+            if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) or time.monotonic() - started >= job.total_timeout:
+                result.notes.append(f"the notebook was stopped at the total time limit of {job.total_timeout:g} s")
+            else:
+                result.notes.append(f"execution stopped: {type(exc).__name__}: {str(exc)[:500]}")
+    finally:
+        box.stop(box_name, run.kernel_pid)
+        kc = getattr(client, "kc", None)
+        if kc is not None:  # start-up failed part-way: nbclient left the client's channels open
+            kc.stop_channels()
+        _remove_tree(root)
+
+
+async def _execute_all(client: Any, run_nb: Any, student: list[Any], job: _Job, workdir: str, box: Sandbox,
+                       box_name: str, run: _Run) -> None:
+    """The student's cells, then each question's check, within the total time limit (no extra task:
+    Ctrl-C reaches this coroutine directly)."""
+    async with asyncio.timeout(job.total_timeout):
+        # The kernel's own stderr (start-up chatter) is not the student's output: that comes
+        # through the kernel's messages.
+        try:
+            # cleanup_kc: nbclient stops the client's channels only when it made the kernel manager
+            # itself; ours comes from the sandbox, so ask for it (else their sockets leak).
+            async with client.async_setup_kernel(cleanup_kc=True, stderr=subprocess.DEVNULL,
+                                                 stdout=subprocess.DEVNULL):
+                run.kernel_pid = getattr(getattr(client.km, "provisioner", None), "pid", None)
+                try:
+                    for index, cell in enumerate(student):
+                        client.timeout = max(1, int(math.ceil(job.timeout)))
+                        await client.async_execute_cell(cell, index)
+                    await _run_hidden(client, run_nb, job.assignment, job.seeds, workdir, job.timeout, run,
+                                      job.carry_forward)
+                finally:
+                    box.stop(box_name, run.kernel_pid)
+        finally:
+            box.stop(box_name, getattr(getattr(client.km, "provisioner", None), "pid", None))

@@ -1,0 +1,89 @@
+"""The record of one graded submission: its scores, messages and the seeds of its hidden parameters."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from dptutor._validate import check_int, check_real
+from dptutor.assignments.feedback import Assignment, fmt_points
+from dptutor.course.textsafe import csv_cell, one_line
+
+__all__ = ["HIDDEN_RANGE", "SubmissionResult"]
+
+#: Hidden values (seeds of a question's hidden parameters) lie in [2, 2**63).
+HIDDEN_RANGE = (2, 2**63 - 1)
+
+
+def check_hidden(hidden: object, name: str, questions: Any) -> dict[str, int]:
+    """``hidden`` as a dict from question names (of ``questions``) to seeds in :data:`HIDDEN_RANGE`."""
+    if not isinstance(hidden, dict) or not all(isinstance(k, str) and k in questions for k in hidden):
+        raise TypeError(f"{name} must be a dict from question names to ints")
+    for value in hidden.values():
+        check_int(value, name, minimum=HIDDEN_RANGE[0], maximum=HIDDEN_RANGE[1])
+    return dict(hidden)
+
+
+@dataclass
+class SubmissionResult:
+    """Scores of one submitted notebook."""
+
+    file: str
+    assignment: str
+    scores: dict[str, float]
+    points: dict[str, float]
+    messages: dict[str, list[str]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    #: The seed of each question's hidden parameters (the scores CSV keeps them for regrades).
+    hidden: dict[str, int] = field(default_factory=dict)
+    #: Per graded question, each scored finding's check name and outcome, ``[[check, passed], ...]``
+    #: (what configured weights re-score; empty when the question was not graded).
+    checks: dict[str, list[list[Any]]] = field(default_factory=dict)
+    #: Whether the questions were graded with error carried forward.
+    carry_forward: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("file", "assignment"):
+            if not isinstance(getattr(self, name), str):
+                raise TypeError(f"{name} must be a str, got {type(getattr(self, name)).__name__}")
+        for name in ("scores", "points"):
+            table = getattr(self, name)
+            if not isinstance(table, dict) or not all(isinstance(k, str) for k in table):
+                raise TypeError(f"{name} must be a dict from question names to numbers")
+            for value in table.values():
+                check_real(value, name, low=0.0)
+        if not isinstance(self.messages, dict) or not all(
+                isinstance(k, str) and isinstance(v, list) and all(isinstance(m, str) for m in v)
+                for k, v in self.messages.items()):
+            raise TypeError("messages must be a dict from question names to lists of str")
+        if not isinstance(self.notes, list) or not all(isinstance(n, str) for n in self.notes):
+            raise TypeError("notes must be a list of str")
+        check_hidden(self.hidden, "hidden", self.scores)
+        if not isinstance(self.checks, dict) or not all(
+                k in self.scores and isinstance(v, list) and all(
+                    isinstance(c, list) and len(c) == 2 and isinstance(c[0], str) and isinstance(c[1], bool) for c in v)
+                for k, v in self.checks.items()):
+            raise TypeError("checks must be a dict from question names to lists of [check name, passed]")
+        if not isinstance(self.carry_forward, bool):
+            raise TypeError(f"carry_forward must be True or False, got {type(self.carry_forward).__name__}")
+
+    @property
+    def total(self) -> float:
+        return round(sum(self.scores.values()), 2)
+
+    def feedback_text(self) -> str:
+        """The student's report; every text from the submission is shown on one line (no forged lines)."""
+        lines = [f"{one_line(self.file)}: {fmt_points(self.total)} / {fmt_points(sum(self.points.values()))} points"]
+        lines += [f"  note: {one_line(n)}" for n in self.notes]
+        for q, score in self.scores.items():
+            lines.append(f"{one_line(q)}: {fmt_points(score)} / {fmt_points(self.points[q])}")
+            lines += [f"  - {one_line(m)}" for m in self.messages.get(q, [])]
+        return "\n".join(lines)
+
+    def row(self, assignment: Assignment) -> list[str]:
+        """The CSV row; text cells are escaped against formula injection (see :func:`csv_cell`)."""
+        if not isinstance(assignment, Assignment):
+            raise TypeError(f"assignment must be an Assignment, got {type(assignment).__name__}")
+        messages = list(self.notes) + [f"{q}: {m}" for q, ms in self.messages.items() for m in ms]
+        return [csv_cell(self.file), *(fmt_points(self.scores[q.name]) for q in assignment.questions),
+                fmt_points(self.total), csv_cell(" | ".join(one_line(m) for m in messages))]
