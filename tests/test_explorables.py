@@ -276,7 +276,7 @@ def check_dptext_explorable(page: DevTools) -> None:
 
 def check_audit_explorable(page: DevTools) -> None:
     i = snap(value(page, "ra-explore-slider"), 2.0, 0.25, 17)
-    run = estimate_loss(MECHANISMS["laplace"], n=1, epsilon=1.0, trials=int(round(10 ** (2 + 0.25 * i))), seed=1)
+    run = estimate_loss(MECHANISMS["laplace"], n=1, epsilon=1.0, trials=int(round(10 ** (2 + 0.25 * i))), rng=1)
     low, high = run.confidence_interval(0.95)
     now = page.evaluate("window.__data('ra-explore-now')")
     assert now["x"] == pytest.approx([2 + 0.25 * i]) and now["loss"] == pytest.approx([run.loss], rel=1e-12)
