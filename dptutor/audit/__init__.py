@@ -12,18 +12,21 @@ One module per idea:
   and confirms the best on fresh runs;
 - :mod:`dptutor.audit.limits`: :func:`reach_probability`, a Neyman-Pearson limit on what any valid audit
   can report from a given number of runs, and :func:`reach_count_probability`, the same for how many of
-  several independent audits reach their targets.
+  several independent audits reach their targets;
+- :mod:`dptutor.audit.one_run`: :func:`audit_one_run`, the lower bound on epsilon from one training run
+  with many canaries (Steinke, Nasr and Jagielski, 2023).
 
 Every public name of these modules is importable from ``dptutor.audit``.
 """
 
 from __future__ import annotations
 
-from dptutor.audit import learned, limits, pair, sanity, search
+from dptutor.audit import learned, limits, one_run, pair, sanity, search
 from dptutor.audit.learned import *  # noqa: F401,F403
 from dptutor.audit.limits import *  # noqa: F401,F403
+from dptutor.audit.one_run import *  # noqa: F401,F403
 from dptutor.audit.pair import *  # noqa: F401,F403
 from dptutor.audit.sanity import *  # noqa: F401,F403
 from dptutor.audit.search import *  # noqa: F401,F403
 
-__all__ = [*sanity.__all__, *pair.__all__, *learned.__all__, *search.__all__, *limits.__all__]
+__all__ = [*sanity.__all__, *pair.__all__, *learned.__all__, *search.__all__, *limits.__all__, *one_run.__all__]
