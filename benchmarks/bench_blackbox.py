@@ -125,7 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bounds", choices=PAIR_BOUNDS, default=None,
                         help=f"audit_pair's bounds= (default: {SETTINGS['bounds']!r}, as SETTINGS)")
     parser.add_argument("--soundness", type=int, default=0, metavar="SEEDS",
-                        help="instead: audit every entry with a known exact epsilon with SEEDS seeds, count bounds above it (with --search: above that of the pair found)")
+                        help="instead: audit every entry with a known exact epsilon with SEEDS seeds, count bounds above it "
+                             "(with --search: above that of the pair found)")
     parser.add_argument("--ceiling", action="store_true",
                         help="instead: the largest bound any event could give, from the exact output distributions")
     args = parser.parse_args(argv)

@@ -84,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     gate = chunked["rng.laplace(size=CHUNK)"] / chunked["sample_laplace(CHUNK, method='fast')"]
     ratios = [
         ("rng.laplace / sample_laplace(fast), cache-sized calls", gate, f"required >= {args.min_speedup}"),
-        ("rng.laplace / standard_laplace_fill, cache-sized", chunked["rng.laplace(size=CHUNK)"] / chunked["standard_laplace_fill(buf[CHUNK])"], ""),
+        ("rng.laplace / standard_laplace_fill, cache-sized",
+         chunked["rng.laplace(size=CHUNK)"] / chunked["standard_laplace_fill(buf[CHUNK])"], ""),
         ("standard_laplace_fill / standard_exponential (floor), cache-sized",
          chunked["standard_laplace_fill(buf[CHUNK])"] / chunked["rng.standard_exponential(out=buf[CHUNK])"], "goal <= 1.3"),
         ("rng.laplace / sample_laplace(fast), whole arrays",

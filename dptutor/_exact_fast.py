@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from dptutor._lazy_bits import PREFIX_BITS, LazyUniform, exact_magnitudes, exp_neg_bounds, power_bounds
+from dptutor._lazy_bits import PREFIX_BITS, LazyUniform, exact_magnitudes, exp_neg_bounds
 
 __all__ = [
     "MAX_FAST_SCALE",

@@ -23,14 +23,14 @@ from scipy import special
 
 from dptutor._validate import check_float_array, check_int, check_real
 from dptutor.pld import (  # MAX_PLD_K and MAX_ORDER: still importable from here
-    MAX_PLD_K,
+    MAX_PLD_K,  # noqa: F401 (re-exported: importable from dptutor.accounting as before the split)
     PrivacyLossDistribution,
     gaussian_composition_epsilon,
     pld_gaussian,
     smallest_epsilon,
 )
 from dptutor.renyi import (
-    MAX_ORDER,
+    MAX_ORDER,  # noqa: F401 (re-exported: importable from dptutor.accounting as before the split)
     ORDERS,
     rdp_gaussian,
     rdp_subsampled_gaussian,

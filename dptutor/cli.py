@@ -110,7 +110,8 @@ def _add_reproduce(subparsers: argparse._SubParsersAction) -> None:
                    help="dimensions n (default: %(default)s)")
     p.add_argument("--workers", type=_workers, default=2,
                    help="worker processes, at most the CPUs are used (default: %(default)s)")
-    p.add_argument("--seed", type=_nonnegative_int, default=PAPER_SEED, help="run seed; each cell's seed derives from it (default: %(default)s)")
+    p.add_argument("--seed", type=_nonnegative_int, default=PAPER_SEED,
+                   help="run seed; each cell's seed derives from it (default: %(default)s)")
     p.add_argument("--out", type=Path, default=Path("results"), help="output folder (default: %(default)s)")
     p.add_argument("--exact", action="store_true", help="fill the grid from the exact closed form instead of Monte Carlo")
     p.add_argument("--no-exact-overlay", action="store_true", help="do not draw the exact closed form as dashed lines")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -85,7 +86,7 @@ def sample_uniform_double(size: int, *, rng: np.random.Generator) -> NDArray[np.
     return np.ldexp((mantissa + (1 << 52)).astype(np.float64), -52 - e)
 
 
-def _uniform_double_cdf(u: float) -> "Fraction":
+def _uniform_double_cdf(u: float) -> Fraction:
     """``P(U* <= u)`` exactly, for ``u`` in the support of :func:`sample_uniform_double`."""
     from fractions import Fraction
 

@@ -103,7 +103,8 @@ def test_microbatches_double_the_sensitivity():
     y = np.array([1, 1])
     with_both = noiseless_step(model, X, y, clip=1.0, microbatch=2, expected_size=1.0)
     without = noiseless_step(model, X[:1], y[:1], clip=1.0, microbatch=2, expected_size=1.0)
-    per_example = noiseless_step(model, X, y, clip=1.0, expected_size=1.0) - noiseless_step(model, X[:1], y[:1], clip=1.0, expected_size=1.0)
+    per_example = (noiseless_step(model, X, y, clip=1.0, expected_size=1.0)
+                   - noiseless_step(model, X[:1], y[:1], clip=1.0, expected_size=1.0))
     # opposite directions up to the bias coordinate: nearly 2 C, where one clipped example moves it by C
     assert 1.9 < np.linalg.norm(with_both - without) <= 2.0 + 1e-12
     assert np.linalg.norm(per_example) <= 1.0 + 1e-12

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dptutor.audit import sanity as audit
 from dptutor.audit import _sanity_runs
 from dptutor.audit import (
     BLOCK_TRIALS,

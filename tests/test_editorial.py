@@ -17,7 +17,6 @@ import html.parser
 import re
 import unicodedata
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 import yaml

@@ -393,7 +393,8 @@ def test_discrete_gaussian_reproducible_and_shaped():
 @pytest.mark.parametrize("fn", [exact.sample_discrete_gaussian, exact.sample_discrete_gaussian_python])
 def test_discrete_gaussian_bad_input(fn):
     rng = np.random.default_rng(0)
-    for bad, err in [(float("nan"), ValueError), (-1.5, ValueError), (float("inf"), ValueError), (True, TypeError), ("2", TypeError), (0, ValueError), (-2, ValueError),
+    for bad, err in [(float("nan"), ValueError), (-1.5, ValueError), (float("inf"), ValueError), (True, TypeError), ("2", TypeError),
+                     (0, ValueError), (-2, ValueError),
                      (Fraction(-1, 2), ValueError), (Fraction(2**53, 1), ValueError), (None, TypeError)]:
         with pytest.raises(err, match="sigma"):
             fn(bad, 10, rng)

@@ -22,7 +22,6 @@ from dptutor.experiments import (
     PAPER_EPSILONS,
     GridRow,
     cell_seed,
-    epsilon_key,
     read_rows_csv,
     repeat_loss,
     rows_to_nested,

@@ -277,7 +277,11 @@ VALID_FOR_MODULE: dict[str, dict[str, Factory]] = {
     "snapping": {"y": _const(np.array([0.25, 1.5])), "params": lambda ctx: _snapping(), "x": _const(0.0),
                  "size": _const(64)},
     "epsilon": {"fpr": _const(0.1), "values": _const(np.array([0.5, 2.0])), "bound": _const(1.0)},
-    "learning": {"X": _const(np.array([[0.0, 1.0], [1.0, 0.0], [0.5, 0.5], [1.0, 1.0]])), "y": _const(np.array([0, 1, 0, 1])), "epochs": _const(1), "sampling_rate": _const(0.5), "clip": _const(1.0), "features": _const(2), "classes": _const(np.array([0, 1])), "weights": _const((np.zeros((3, 1)),)), "kind": _const("logistic"), "noise_multiplier": _const(1.0), "steps": _const(10), "epsilon": _const(1.0)},  # (learning)
+    "learning": {"X": _const(np.array([[0.0, 1.0], [1.0, 0.0], [0.5, 0.5], [1.0, 1.0]])),  # (learning)
+                 "y": _const(np.array([0, 1, 0, 1])), "epochs": _const(1), "sampling_rate": _const(0.5),
+                 "clip": _const(1.0), "features": _const(2), "classes": _const(np.array([0, 1])),
+                 "weights": _const((np.zeros((3, 1)),)), "kind": _const("logistic"), "noise_multiplier": _const(1.0),
+                 "steps": _const(10), "epsilon": _const(1.0)},
     "buglab": {"data": _const(np.array([1.0, 2.0])), "scores": _const(np.array([1.0, 0.0])), "k": _const(3),
                "delta_prime": _const(1e-5), "bounds": _const((0.0, 1.0)), "version": _const("fixed")},
     "attacks": {"X": _const(np.array([[0.0, 1.0], [1.0, 0.0]])), "y": _const(np.array([0, 1])),  # (attacks)
@@ -447,11 +451,16 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
                                    "wheel": lambda ctx: ctx.dptutor_wheel()},
     "course.otter.wheel_requirements": {"wheel": lambda ctx: ctx.dptutor_wheel()},
     "course.otter.myst_to_markdown": {"text": _const("(x)=\n```{note}\nSee {ref}`x`.\n```\n"), "book": _const(None)},
-    "course.otter.show_feedback": {"*objects": _const((lambda m, k: 1.0 / m,)), "assignment": _const("mechanism"), "question": _const("q1")},
-    "course.otter.show_hidden": {"*objects": _const((lambda m, k: 1.0 / m,)), "assignment": _const("mechanism"), "question": _const("q1"), "step": _const(1)},
-    "course.otter.hidden_score": {"*objects": _const((lambda m, k: 1.0 / m,)), "assignment": _const("mechanism"), "question": _const("q1")},
-    "course.otter.reaches": {"*objects": _const((lambda m, k: 1.0 / m,)), "assignment": _const("mechanism"), "question": _const("q1"), "step": _const(1)},
-    "course.otter.feedback_clean": {"*objects": _const((lambda m, k: 1.0 / m,)), "assignment": _const("mechanism"), "question": _const("q1")},
+    "course.otter.show_feedback": {"*objects": _const((lambda m, k: 1.0 / m,)),
+        "assignment": _const("mechanism"), "question": _const("q1")},
+    "course.otter.show_hidden": {"*objects": _const((lambda m, k: 1.0 / m,)),
+        "assignment": _const("mechanism"), "question": _const("q1"), "step": _const(1)},
+    "course.otter.hidden_score": {"*objects": _const((lambda m, k: 1.0 / m,)),
+        "assignment": _const("mechanism"), "question": _const("q1")},
+    "course.otter.reaches": {"*objects": _const((lambda m, k: 1.0 / m,)),
+        "assignment": _const("mechanism"), "question": _const("q1"), "step": _const(1)},
+    "course.otter.feedback_clean": {"*objects": _const((lambda m, k: 1.0 / m,)),
+        "assignment": _const("mechanism"), "question": _const("q1")},
     "course.otter_plugin.time_limit_source": {"seconds": _const(60.0)},
     # With the otter extra installed, TimeLimit is otter's AbstractOtterPlugin, constructed by otter with
     # these three (its __init__ stores them; without otter the stand-in raises ImportError and the test skips).
@@ -507,7 +516,8 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
                                     "answer": _const("needs.npz")},  # bare names: the test runs in ctx.tmp
     "assignments.registry.record_types": {"assignment": _const("audit")},
     "assignments.registry.get_assignment": {"name": _const("sampler")},
-    "assignments.registry.check": {"*objects": _const((lambda m, k: 1.0 / m,)), "assignment": _const("mechanism"), "question": _const("q1")},
+    "assignments.registry.check": {"*objects": _const((lambda m, k: 1.0 / m,)),
+        "assignment": _const("mechanism"), "question": _const("q1")},
     "assignments.registry.checker": {"assignment": _const("sampler")},
     "course.release.student_version": {"text": _const("a\n# BEGIN SOLUTION\nb\n# END SOLUTION\n")},
     "course.release.release": {"folder": lambda ctx: ctx.release_folder()},

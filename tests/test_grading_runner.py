@@ -29,11 +29,14 @@ from dptutor.audit import AuditResult
 from dptutor.assignments import ASSIGNMENTS, check
 from dptutor.course import batch, executor
 from dptutor.assignments.audit import BY_HAND as AUDIT_BY_HAND
-from test_grading import ASSIGNMENT_DIR, INSTRUCTOR_DIR, run_notebook_code
+from test_grading import ASSIGNMENT_DIR, INSTRUCTOR_DIR
 
 #: Whether the CLI runs here in its default bubblewrap sandbox (else the tests pass --no-sandbox).
 SANDBOXED = shutil.which("bwrap") is not None
 SAMPLER_STUB = '    raise NotImplementedError("Questions 1-3")'
+
+#: Kernel code that kills the process that started the kernel (the grader's worker).
+KILL_PARENT = "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -341,7 +344,8 @@ verdicts = {"A": "violates", "B": "violates"}'''
 def grade_until(folder: Path, csv_path: Path, trigger, delay: float = 0.3) -> tuple[int, str, str]:
     """Run ``grade``, send SIGINT ``delay`` s after ``trigger(line)`` is true for a line of its output."""
     proc = subprocess.Popen([sys.executable, "-u", "-m", "dptutor", "grade", "sampler", str(folder), "--csv",
-                             str(csv_path), *([] if SANDBOXED else ["--no-sandbox"])], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             str(csv_path), *([] if SANDBOXED else ["--no-sandbox"])], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
     out = []
     for line in proc.stdout:
         out.append(line)
@@ -419,7 +423,7 @@ def test_a_submission_that_kills_the_grader_costs_only_itself(tmp_path: Path, na
     folder.mkdir()
     blank = (ASSIGNMENT_DIR / "sampler.md").read_text()
     (folder / "a.md").write_text(blank)
-    (folder / name).write_text(blank.replace("import numpy as np", "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nimport numpy as np", 1))
+    (folder / name).write_text(blank.replace("import numpy as np", KILL_PARENT + "import numpy as np", 1))
     csv_path = tmp_path / "scores.csv"
     first = run_cli("grade", "sampler", str(folder), "--csv", str(csv_path), "--no-sandbox")
     assert first.returncode == -signal.SIGKILL
@@ -437,7 +441,7 @@ def test_in_the_sandbox_killing_the_parent_kills_nothing(tmp_path: Path) -> None
     folder.mkdir()
     blank = (ASSIGNMENT_DIR / "sampler.md").read_text()
     (folder / "a.md").write_text(blank)
-    (folder / "b.md").write_text(blank.replace("import numpy as np", "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nimport numpy as np", 1))
+    (folder / "b.md").write_text(blank.replace("import numpy as np", KILL_PARENT + "import numpy as np", 1))
     csv_path = tmp_path / "scores.csv"
     proc = run_cli("grade", "sampler", str(folder), "--csv", str(csv_path))
     assert proc.returncode == 0, proc.stderr
@@ -554,7 +558,6 @@ def test_otter_export_of_a_course_grades_with_the_course_key(tmp_path: Path) -> 
     the true-epsilon point; the student notebook holds the token and never the key."""
     pytest.importorskip("otter", reason="the Gradescope export test needs otter-grader: pip install "
                                         "'dptutor[otter]' (.ci/run installs it, so CI runs this test)")
-    import zipfile
 
     import nbformat
 

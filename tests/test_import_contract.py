@@ -29,7 +29,6 @@ import textwrap
 import tokenize
 from pathlib import Path
 
-import pytest
 
 from conftest import ROOT
 
