@@ -15,7 +15,7 @@ prints epsilon from:
 * the time of each.
 
 The book's chapter "Composition and accounting" quotes this output (labelled as such): the book
-itself never imports dp-accounting.  tests/test_accounting.py asserts the agreement.
+itself never imports dp-accounting.  tests/library/test_accounting.py asserts the agreement.
 """
 
 from __future__ import annotations

@@ -6,12 +6,17 @@ import shutil
 import signal
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from helpers import ROOT, BookBuild  # noqa: F401 (ROOT and BookBuild were importable from conftest)
+
+# The tests are grouped by subject in sub-folders; a module may import another's helpers by name
+# (``from test_grading import ...``), so every group folder is importable, as tests/ itself is.
+for _group in ("library", "book", "assignments", "course"):
+    if str(Path(__file__).parent / _group) not in sys.path:
+        sys.path.insert(0, str(Path(__file__).parent / _group))
 
 # A shell starts background jobs with SIGINT ignored when job control is off (`(make test &)`, nohup in a
 # subshell), and Python then installs no KeyboardInterrupt handler in any process started from it: the
@@ -21,11 +26,6 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-@dataclass(frozen=True)
-class BookBuild:
-    returncode: int
-    log: str
-    html: Path
 
 
 def _jupyter_book() -> str:

@@ -20,7 +20,7 @@ This package is the student's side of the trust boundary: the check framework, t
 checks, the public mysteries and the kernel's half of the call protocol.  It never imports
 :mod:`dptutor.course`, the grader's side (``python -m dptutor grade sampler submissions/`` grades a
 folder of submissions, each in a sandbox of its own; ``python -m dptutor release`` regenerates the
-student notebooks); ``tests/test_import_contract.py`` checks that.
+student notebooks); ``tests/library/test_import_contract.py`` checks that.
 
 Modules, one idea each:
 

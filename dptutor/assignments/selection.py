@@ -24,7 +24,7 @@ about 1.25 epsilon without threshold noise, 2.2 epsilon with the Laplace mechani
 epsilon for both noises, and 3.6 epsilon with one query noise shared by all queries (an output the
 correct algorithm gives with positive probability becomes impossible on one dataset).  On the
 report-noisy-max pair, noise of scale Delta / epsilon (instead of 2 Delta / epsilon) gives about 1.6
-epsilon.  ``tests/test_grading_selection.py`` checks these numbers from the exact laws.
+epsilon.  ``tests/assignments/test_grading_selection.py`` checks these numbers from the exact laws.
 
 The student's functions run in the sandboxed kernel when grading; only their outputs (integer
 arrays) come back, and every replay here is bounded (:data:`MAX_RUNS` runs per call).

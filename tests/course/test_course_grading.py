@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from helpers import ROOT
 from dptutor.assignments import get_assignment
 from dptutor.course.config import GradingConfig, Override, load_config, read_manifest, read_overrides
 from dptutor.course.lms import lms_rows

@@ -30,7 +30,7 @@ from dptutor.experiments import (
 from dptutor.mechanisms import MECHANISMS
 from dptutor.reference import paper_results
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _cli(*args, cwd, check=True, timeout=300):

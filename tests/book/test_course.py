@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import ROOT, BookBuild
+from helpers import ROOT, BookBuild
 
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 import publishing  # noqa: E402

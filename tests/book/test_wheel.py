@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, BookBuild
+from helpers import ROOT, BookBuild
 
 # A cheap chapter that imports dptutor's distributions, mechanisms and plotting.
 CHAPTER = "laplace_mechanism"

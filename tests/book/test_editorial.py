@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import pytest
 import yaml
 
-from conftest import ROOT, BookBuild
+from helpers import ROOT, BookBuild, reading_order
 
 BOOK = ROOT / "book"
 NOTATION = BOOK / "notation.md"
@@ -30,23 +30,6 @@ NOTATION = BOOK / "notation.md"
 # ---------------------------------------------------------------------------------------------
 # Sources: reading order, cells, labels
 # ---------------------------------------------------------------------------------------------
-
-def reading_order() -> list[str]:
-    """The chapters' file names (``book/x`` -> ``x``) in the order of _toc.yml, root first."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = [toc["root"]]
-
-    def walk(entries: list) -> None:
-        for entry in entries:
-            if "file" in entry:
-                files.append(entry["file"])
-            walk(entry.get("sections", []))
-            walk(entry.get("chapters", []))
-
-    for part in toc.get("parts", []):
-        walk(part.get("chapters", []))
-    return [f.removeprefix("book/") for f in files]
-
 
 CODE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```[ \t]*$", re.S | re.M)
 TAGS = re.compile(r"^:tags:\s*\[([^\]]*)\]|^\s*tags:\s*\[([^\]]*)\]", re.M)

@@ -7,28 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, BookBuild
+from helpers import ROOT, BookBuild, reading_order
 
-def _toc_pages() -> list[str]:
-    """Every page of the book under book/ (``book/x`` -> ``x``), from _toc.yml."""
-    import yaml
-
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    pages = [toc["root"]]
-
-    def walk(entries: list) -> None:
-        for entry in entries:
-            if "file" in entry:
-                pages.append(entry["file"])
-            walk(entry.get("sections", []))
-            walk(entry.get("chapters", []))
-
-    for part in toc["parts"]:
-        walk(part.get("chapters", []))
-    return [p.removeprefix("book/") for p in pages]
-
-
-CHAPTERS = _toc_pages()
+CHAPTERS = reading_order()
 CDN = re.compile(r"cdn\.jsdelivr|mathjax@|cdnjs|unpkg\.com|googleapis|fonts\.gstatic")
 REMOTE_ASSET = re.compile(r"<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)=\"(?:https?:)?//", re.I)
 

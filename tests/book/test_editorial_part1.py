@@ -24,7 +24,7 @@ import pytest
 import sympy as sp
 import yaml
 
-from conftest import ROOT
+from helpers import ROOT
 
 BOOK = ROOT / "book"
 #: The chapters this file guards, in reading order.
@@ -212,7 +212,7 @@ def test_no_evidence_in_the_prose(name: str) -> None:
 
 
 def test_evidence_check_catches_each_kind() -> None:
-    old = ("The tests (`tests/test_selection.py`) repeat it. (An earlier version of this check ...) "
+    old = ("The tests (`tests/library/test_selection.py`) repeat it. (An earlier version of this check ...) "
            "See `benchmarks/bench.py`, the README, commit `db16420`, 12 CPU seconds.")
     assert len(evidence(old)) >= 6
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import BookBuild
+from helpers import BookBuild
 from dptutor.accounting import advanced_composition, basic_composition, optimal_composition_epsilon
 from dptutor.audit import estimate_loss, exact_loss
 from dptutor.distributions import dptext_pdf, laplace_pdf, laplace_ppf_centered

@@ -51,7 +51,7 @@ def test_keyword_parameters_are_checked():
 def test_attack_finds_no_impossible_output_in_the_fixes(epsilon):
     """Acceptance: 0% impossible outputs, decided exactly, for the fixes (n = 1, inputs 0 and 1).  (The
     third fix, exact discrete Laplace noise on integers, has every integer in its support from any
-    input: see tests/test_exact.py.)"""
+    input: see tests/library/test_exact.py.)"""
     rng = np.random.default_rng(3)
     zeros, ones = np.zeros((4_000, 1)), np.ones((4_000, 1))
     snap = snapping_parameters(epsilon, 1)

@@ -526,7 +526,7 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
                                         "points": _const({"q1": 2.0, "q2": 1.0, "q3": 1.0})},
     "course.result.SubmissionResult.row": {"assignment": lambda ctx: _grading_assignment()},
     # One kernel per valid call: a one-cell notebook and short limits.
-    # (unsandboxed: the suite's own one-cell notebook; tests/test_hostile_sandbox.py grades in the sandbox)
+    # (unsandboxed: the suite's own one-cell notebook; tests/course/test_hostile_sandbox.py grades in the sandbox)
     "course.executor.grade_notebook": {"path": lambda ctx: ctx.submissions() / "tiny.ipynb",
                                       "assignment": _const("sampler"), "timeout": _const(5.0),
                                       "total_timeout": _const(30.0), "sandbox": _const("none")},
@@ -944,7 +944,7 @@ def _valid_kwargs(target: Target, ctx: Context) -> dict[str, Any]:
         else:
             raise LookupError(
                 f"the fuzz suite does not know a valid value for parameter {p.name!r} of dptutor.{target.key}: "
-                f"add VALID[{p.name!r}] (by name) or VALID_FOR[{target.key!r}][{p.name!r}] in tests/test_fuzz.py"
+                f"add VALID[{p.name!r}] (by name) or VALID_FOR[{target.key!r}][{p.name!r}] in tests/library/test_fuzz.py"
             )
     return kwargs
 
@@ -1102,7 +1102,7 @@ def test_bad_values_are_refused_cleanly(target: Target, tmp_path, monkeypatch):
     problem = _call(fn, _valid_kwargs(target, ctx), None, nan_ok, timeout)
     assert problem is None, (
         f"dptutor.{target.key} with the suite's valid arguments {valid!r}: {problem}; "
-        "fix VALID/VALID_FOR in tests/test_fuzz.py or the function"
+        "fix VALID/VALID_FOR in tests/library/test_fuzz.py or the function"
     )
     failures = []
     for param in valid:

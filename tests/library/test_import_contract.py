@@ -30,7 +30,7 @@ import tokenize
 from pathlib import Path
 
 
-from conftest import ROOT
+from helpers import ROOT
 
 PACKAGE = ROOT / "dptutor"
 MAX_MODULE_LINES = 600

@@ -9,7 +9,7 @@ import sys
 import pytest
 import yaml
 
-from conftest import ROOT
+from helpers import ROOT
 
 
 def _load():

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from helpers import ROOT
 from dptutor.assignments import check, get_assignment
 from dptutor.course.config import load_config
 from dptutor.assignments.feedback import UNSCORED, Finding, score

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BOOK = ROOT / "book"
 CHAPTERS = ("floating_point", "approximate_dp", "accounting")
 
@@ -270,7 +270,7 @@ def test_shape_check_accepts_good_and_catches_each_fault():
 
 def test_evidence_check_catches_each_kind_and_spares_reproduce_boxes():
     bad = ["At commit db16420 the sampler", "on 24 November 2026 we ran", "it took 12 CPU seconds",
-           "run benchmarks/bench_exact.py", "see tests/test_exact.py", "the README lists", "on the 2-core machine",
+           "run benchmarks/bench_exact.py", "see tests/library/test_exact.py", "the README lists", "on the 2-core machine",
            "an earlier version of this check", "pass --ceiling to it"]
     for line in bad:
         assert evidence_problems(f"Text.\n\n{line}.\n"), line

@@ -1,8 +1,8 @@
 """The grader's runner: its command line, interrupts, names, time limits and sandbox.
 
 The checks and the call protocol between the grader and the kernel (dptutor.assignments.record) are
-tested in tests/test_grading_record.py and tests/test_hostile_records.py, the sandbox itself in
-tests/test_sandbox.py and tests/test_hostile_sandbox.py.  Here ``python -m dptutor grade`` grades
+tested in tests/assignments/test_grading_record.py and tests/course/test_hostile_records.py, the sandbox itself in
+tests/course/test_sandbox.py and tests/course/test_hostile_sandbox.py.  Here ``python -m dptutor grade`` grades
 folders of notebooks in real kernels (in bubblewrap when it is installed), three folders at once to
 save wall time: correct notebooks get full marks and untouched stubs 0 in every assignment,
 forged notebooks no more than their functions earn when checked honestly, and SIGINT at several
@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from helpers import ROOT
 from dptutor.audit import AuditResult
 from dptutor.assignments import ASSIGNMENTS, check
 from dptutor.course import batch, executor
@@ -313,7 +313,7 @@ verdicts = {"A": "violates", "B": "violates"}'''
     assert float(s["patched_checks.md"]["q1"]) < 1 and float(s["patched_checks.md"]["q3"]) < 1
     assert scores["watcher.md"] <= 4
     assert scores["forker.md"] == 4
-    # The forked helper could not write outside its sandbox (and tests/test_hostile_sandbox.py checks
+    # The forked helper could not write outside its sandbox (and tests/course/test_hostile_sandbox.py checks
     # that no helper outlives its submission); unsandboxed, it did not outlive its submission either.
     if SANDBOXED:
         assert not pidfile.exists()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, BookBuild
+from helpers import ROOT, BookBuild
 
 BOOK = ROOT / "book"
 INSTRUCTOR = BOOK / "assignments" / "instructor"

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy
 import pytest
 
-from conftest import ROOT
+from helpers import ROOT
 from test_grading import ASSIGNMENT_DIR, INSTRUCTOR_DIR
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None,

@@ -11,7 +11,7 @@ import sys
 import pytest
 import yaml
 
-from conftest import ROOT
+from helpers import ROOT, numbered_chapters, toc_documents
 
 _spec = importlib.util.spec_from_file_location("reading_time", ROOT / "book" / "_ext" / "reading_time.py")
 reading_time = importlib.util.module_from_spec(_spec)
@@ -20,29 +20,6 @@ _spec.loader.exec_module(reading_time)
 
 #: The paper's story must fit an afternoon and an evening: at most six hours by the build's estimate.
 PAPER_PATH_MINUTES = 6 * 60
-
-
-def toc_documents() -> list[str]:
-    """The book's documents in reading order (``book/x``), from _toc.yml."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    docs = [toc["root"]]
-
-    def walk(entries: list) -> None:
-        for entry in entries:
-            if "file" in entry:
-                docs.append(entry["file"])
-            walk(entry.get("sections", []))
-            walk(entry.get("chapters", []))
-
-    for part in toc["parts"]:
-        walk(part.get("chapters", []))
-    return docs
-
-
-def numbered_chapters() -> list[str]:
-    """The numbered chapters (Parts I to IV and the conclusion), in reading order."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    return [c["file"] for part in toc["parts"] if part.get("numbered") for c in part["chapters"]]
 
 
 SAMPLE = """---

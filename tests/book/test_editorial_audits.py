@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BOOK = ROOT / "book"
 
 #: Chapters skipped by the lab-notebook check: none (each name would be a file of book/ without ``.md``).
@@ -179,7 +179,7 @@ def unqualified_reach_limits(text: str) -> list[str]:
 
 BROKEN = """
 Some prose measured at commit `db16420` on 24 November 2026 on the 2-core machine: 532 CPU seconds.
-The README lists every entry; run `python benchmarks/bench_blackbox.py --full` (see tests/test_blackbox.py).
+The README lists every entry; run `python benchmarks/bench_blackbox.py --full` (see tests/library/test_blackbox.py).
 An earlier version of this check used to say otherwise.
 
 ```{code-cell} ipython3

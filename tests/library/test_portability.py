@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from helpers import ROOT
 
 # Absolute paths that exist only on some machine. The lookbehind keeps URLs' and relative paths'
 # middles (``https://host/tmp/``, ``docs/tmp/``) from matching; ``/usr/bin/env`` in a shebang is fine.
@@ -29,15 +29,15 @@ CLIMB = re.compile(r"(?<![\w.])((?:\.\./)+)[\w.-]*")
 # Files allowed to name such paths, each with its reason.
 ALLOWED = {
     # This test must spell out the patterns it forbids.
-    "tests/test_portability.py",
+    "tests/library/test_portability.py",
     # The grader's sandbox names its own private /tmp and home, which exist only inside the sandbox.
     "dptutor/course/sandbox.py",
     # Hostile submissions and the sandbox's tests aim at paths outside the sandbox on purpose (startup
     # files, the instructor's home, /tmp) or hand the grader names that climb out, which it must refuse.
-    "tests/test_hostile_sandbox.py",
-    "tests/test_hostile_records.py",
-    "tests/test_sandbox.py",
-    "tests/test_grading_record.py",
+    "tests/course/test_hostile_sandbox.py",
+    "tests/course/test_hostile_records.py",
+    "tests/course/test_sandbox.py",
+    "tests/assignments/test_grading_record.py",
     # The instructor pages keep a course's private folder outside the clone, in the instructor's home
     # (~/courses/...), and use the clone from there: examples for the reader, never read by the project.
     "book/instructors/setup.md",

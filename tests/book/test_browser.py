@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BookBuild
+from helpers import BookBuild
 
 CHROMIUM = next((p for p in (shutil.which("chromium"), shutil.which("chromium-browser"),
                              shutil.which("google-chrome")) if p), None)

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from conftest import ROOT
+from helpers import ROOT
 from dptutor.audit import estimate_loss
 from dptutor.assignments import ASSIGNMENTS, check, checker, mystery_a, mystery_b, use_course, use_self_study
 from dptutor.assignments import instances

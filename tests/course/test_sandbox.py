@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from helpers import ROOT
 from dptutor.course import batch, executor, grade, sandbox, textsafe
 from dptutor.course.result import SubmissionResult
 from dptutor.course.sandbox import Limits, Sandbox, SandboxUnavailable, find_sandbox

@@ -13,15 +13,13 @@ import jupytext
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from helpers import ASSIGNMENT_DIR, INSTRUCTOR_DIR, ROOT  # noqa: F401 (re-exported to other test modules)
 import dptutor.assignments as assignments_package
 from dptutor.audit import estimate_loss
 from dptutor.distributions import dptext_transform, laplace_ppf
 from dptutor.assignments import ASSIGNMENTS, check, mystery_a, mystery_b
 from dptutor.course import FEEDBACK_TAG, student_version
 
-ASSIGNMENT_DIR = ROOT / "book" / "assignments"
-INSTRUCTOR_DIR = ASSIGNMENT_DIR / "instructor"
 
 
 def run_notebook_code(path: Path, *, feedback_cells: bool) -> dict:

@@ -74,7 +74,7 @@ OLD_README_COMMANDS: list[tuple[str, tuple[str, ...]]] = [
 ]
 
 #: Where the examples keep the course folder: the instructor's home (spelt in two literals, so that no line of
-#: this file names a path outside the repository; tests/test_portability.py).
+#: this file names a path outside the repository; tests/library/test_portability.py).
 HOME_PREFIX = "~" "/"
 
 #: What a measured number looks like: a duration, a speed ratio, a percentage, CPU time, memory.
