@@ -423,11 +423,14 @@ def _scale(sens: int, epsilon: float) -> Fraction:
 
 
 def _gaussian_scale(sens: int, epsilon: float, delta: float) -> Fraction:
-    """A sigma, on the grid 2^-20, at least the one whose zCDP bound is exactly ``(epsilon, delta)``."""
+    """The smallest integer sigma at least the one whose zCDP bound is exactly ``(epsilon, delta)``.
+
+    An integer scale keeps the exact sampler on its fast path; in grid units it costs little noise.
+    """
     log_inv = math.log(1.0 / delta)
     root_rho = math.sqrt(log_inv + epsilon) - math.sqrt(log_inv)
     sigma = sens / (math.sqrt(2.0) * root_rho) * (1.0 + 1e-9)
-    return Fraction(math.ceil(sigma * 2**20), 2**20)
+    return Fraction(math.ceil(sigma))
 
 
 def calibrate(norm: str, noise: str, *, bound: float, steps: int, dimension: int, epsilon: float,
@@ -435,7 +438,7 @@ def calibrate(norm: str, noise: str, *, bound: float, steps: int, dimension: int
     """The release with the noise that ``epsilon`` (and ``delta`` for Gaussian noise) needs.
 
     Laplace: scale ``t = Delta_1 / epsilon`` in grid units, exactly epsilon-DP.  Gaussian: the smallest
-    sigma (on a fine grid, rounded up) whose zCDP bound gives ``(epsilon, delta)``.
+    integer sigma whose zCDP bound gives ``(epsilon, delta)``.
 
     Parameters
     ----------

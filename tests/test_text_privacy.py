@@ -12,6 +12,7 @@ from scipy import stats
 
 from dptutor.audit import audit_pair
 from dptutor.exact import discrete_gaussian_pmf
+from dptutor.renyi import zcdp_to_dp
 from dptutor.text_privacy import (
     DPTextRelease,
     SHARED_WORDS,
@@ -122,7 +123,9 @@ def test_calibration_reports_the_honest_epsilon():
     lap = calibrate("l2", "laplace", bound=1.0, steps=12, dimension=16, epsilon=2.0)
     assert lap.scale == Fraction(grid_sensitivity("l2", "laplace", steps=12, dimension=16)) / 2 and lap.epsilon == 2.0
     gauss = calibrate("l2", "gaussian", bound=1.0, steps=50, dimension=16, epsilon=3.0, delta=1e-5)
-    assert 3.0 - 1e-6 <= gauss.epsilon <= 3.0
+    rho = (2 * 50) ** 2 / (2 * float(gauss.scale) ** 2)
+    assert gauss.scale.denominator == 1 and gauss.epsilon == zcdp_to_dp(rho, 1e-5)
+    assert 2.9 <= gauss.epsilon <= 3.0 < zcdp_to_dp((2 * 50) ** 2 / (2 * float(gauss.scale - 1) ** 2), 1e-5)
     wrong = wrong_sensitivity_release(bound=1.0, steps=12, dimension=16, epsilon=1.0)
     assert wrong.claimed_epsilon == 1.0 and wrong.epsilon == pytest.approx(2 * math.sqrt(16), rel=1e-12)
     with pytest.raises(ValueError, match="delta"):
@@ -159,14 +162,14 @@ def test_audits_pass_the_repaired_release_and_fail_the_broken_ones():
     steps, d, eps = 12, 16, 1.0
     total = lambda out: out.sum(axis=1)  # noqa: E731 (the direction that separates the l2-Laplace pair)
     repaired = calibrate("l2", "laplace", bound=1.0, steps=steps, dimension=d, epsilon=eps)
-    assert not _audit(repaired, "l2", "laplace", total).is_violation
+    assert not _audit(repaired, "l2", "laplace", total).is_violation()
     wrong = wrong_sensitivity_release(bound=1.0, steps=steps, dimension=d, epsilon=eps)
-    assert _audit(wrong, "l2", "laplace", total).is_violation
+    assert _audit(wrong, "l2", "laplace", total).is_violation()
     first = lambda out: np.isclose(out[:, 0], 1.0, rtol=0.0, atol=1e-9).astype(np.int64)  # noqa: E731 (the unperturbed first coordinate)
     l1 = calibrate("l1", "laplace", bound=1.0, steps=steps, dimension=d, epsilon=eps)
-    assert not _audit(l1, "l1", "laplace", first).is_violation
+    assert not _audit(l1, "l1", "laplace", first).is_violation()
     dptext = DPTextRelease(1.0, steps, d, eps)
-    assert _audit(dptext, "l1", "laplace", first, trials=1_000).is_violation
+    assert _audit(dptext, "l1", "laplace", first, trials=1_000).is_violation()
 
 
 def test_classifier_accuracy_and_checks():
