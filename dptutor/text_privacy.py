@@ -48,39 +48,16 @@ from fractions import Fraction
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dptutor._validate import (
-    check_choice,
-    check_float_array,
-    check_int,
-    check_positive,
-    check_probability,
-    check_real,
-    check_rng,
-    check_sequence,
-    check_size,
-    check_str,
-)
+from dptutor._validate import (check_choice, check_float_array, check_int, check_positive, check_probability,
+                                check_real, check_rng, check_sequence, check_size, check_str)
 from dptutor.dptext import sample_dptext
 from dptutor.exact import sample_discrete_gaussian, sample_discrete_laplace
 from dptutor.renyi import zcdp_to_dp
 
 __all__ = [
-    "TOPIC_WORDS",
-    "SHARED_WORDS",
-    "NORMS",
-    "NOISES",
-    "generated_corpus",
-    "build_vocabulary",
-    "bag_of_words",
-    "clip_to_grid",
-    "sensitivity",
-    "grid_sensitivity",
-    "TextRelease",
-    "calibrate",
-    "wrong_sensitivity_release",
-    "DPTextRelease",
-    "adversarial_pair",
-    "nearest_centroid_accuracy",
+    "TOPIC_WORDS", "SHARED_WORDS", "NORMS", "NOISES", "generated_corpus", "build_vocabulary", "bag_of_words",
+    "clip_to_grid", "sensitivity", "grid_sensitivity", "TextRelease", "calibrate",
+    "wrong_sensitivity_release", "DPTextRelease", "adversarial_pair", "nearest_centroid_accuracy",
 ]
 
 #: The two made-up topics of the generated corpus, each with its own words (a few words in both).
@@ -395,9 +372,9 @@ class TextRelease:
         return zcdp_to_dp(rho, self.delta)
 
     def __call__(self, k: ArrayLike, size: int | None = None, rng: np.random.Generator | None = None) -> NDArray[np.float64]:
-        grid = _checked_grid(k, self)
+        """Release ``k`` (see the class docstring): ``size`` releases of one vector, or one per row."""
+        grid, shape = _checked_call(k, size, self)
         rng = check_rng(rng)
-        shape = (check_size(size)[0], self.dimension) if size is not None else grid.shape
         sampler = sample_discrete_laplace if self.noise == "laplace" else sample_discrete_gaussian
         noisy = grid + sampler(self.scale, shape, rng)
         return noisy * (self.bound / self.steps)
@@ -415,6 +392,16 @@ def _checked_grid(k: ArrayLike, release: TextRelease | DPTextRelease) -> NDArray
     if (_grid_norm(rows, release.norm) > limit).any():
         raise ValueError(f"k must be clipped: its {release.norm} norm exceeds steps={release.steps}")
     return arr.astype(np.int64)
+
+
+def _checked_call(k: ArrayLike, size: object, release: TextRelease | DPTextRelease) -> tuple[NDArray[np.int64], tuple[int, ...]]:
+    """The checked grid ``k`` and the output shape: ``(size, d)`` for one vector, ``k``'s shape for a batch."""
+    grid = _checked_grid(k, release)
+    if size is None:
+        return grid, grid.shape
+    if grid.ndim != 1:
+        raise ValueError(f"size must be None when k is a batch of shape {grid.shape}")
+    return grid, (check_size(size)[0], release.dimension)
 
 
 def _scale(sens: int, epsilon: float) -> Fraction:
@@ -530,9 +517,9 @@ class DPTextRelease:
     norm: str = "l1"
 
     def __call__(self, k: ArrayLike, size: int | None = None, rng: np.random.Generator | None = None) -> NDArray[np.float64]:
-        grid = _checked_grid(k, self)
+        """Release ``k`` with DPText's noise, with the signature of :meth:`TextRelease.__call__`."""
+        grid, shape = _checked_call(k, size, self)
         rng = check_rng(rng)
-        shape = (check_size(size)[0], self.dimension) if size is not None else grid.shape
         values = np.broadcast_to(grid * (self.bound / self.steps), shape)
         return sample_dptext(shape, values, 2.0 * self.bound / self.claimed_epsilon, rng=rng, nan="zero")
 

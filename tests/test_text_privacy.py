@@ -196,6 +196,8 @@ def test_bad_input_names_the_parameter():
         release(np.array([3, 1]), 2, np.random.default_rng(0))
     with pytest.raises(TypeError, match="k"):
         release(np.array([0.5, 0.0]), 2, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="size"):
+        release(np.array([[1, 1], [0, 1]]), 2, np.random.default_rng(0))
     with pytest.raises(TypeError, match="rng"):
         release(np.array([1, 1]), 2, None)
     with pytest.raises(ValueError, match="epsilon"):
