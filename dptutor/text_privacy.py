@@ -1,41 +1,27 @@
 """A private text representation done right: encode, clip on a grid, add exact noise, report the true epsilon.
 
-The pipeline of the chapter "DPText done right", one document at a time (local DP: each document is
-released on its own, and two *neighbouring* documents are any two documents, "replace one"):
+The pipeline of the chapter "DPText done right", one document at a time (local DP: the dataset is one
+document, and two *neighbouring* datasets are any two documents, "replace one"):
+:func:`build_vocabulary` (from a training split) and :func:`bag_of_words` (counts normalised to l1 or l2
+norm 1); :func:`clip_to_grid` (clip to norm ``C`` and round towards zero onto the grid of step ``C / steps``,
+giving integers ``k`` with ``||k|| <= steps``, checked in integers); :func:`calibrate` (the sensitivity of
+:func:`sensitivity`, DP-Rewrite's table, and the noise scale); :class:`TextRelease` (releases
+``(C / steps) (k + Z)`` with the book's exact samplers and reports the epsilon its noise really gives).
 
-1. :func:`build_vocabulary` reads the vocabulary off a training split; :func:`bag_of_words` turns a
-   document into its word counts over that vocabulary, normalised to l1 or l2 norm 1.
-2. :func:`clip_to_grid` clips a vector to norm ``bound`` (``C``) and rounds it *towards zero* onto the
-   grid of step ``C / steps``, so that the result is an integer vector ``k`` with ``||k|| <= steps``
-   (checked in integers).  The released numbers are ``(C / steps) * (k + Z)`` for integer noise ``Z``.
-3. :func:`calibrate` computes the sensitivity that the clip gives (:func:`sensitivity`, DP-Rewrite's
-   table) and the noise scale; :class:`TextRelease` draws the noise with the book's exact samplers
-   (:func:`dptutor.exact.sample_discrete_laplace`, :func:`dptutor.exact.sample_discrete_gaussian`) and
-   reports the epsilon that the noise really gives.
+Sensitivities, for clipped vectors ``u``, ``u'`` of norm at most ``C``: an l1 clip with Laplace noise,
+``||u - u'||_1 <= 2C``; an l2 clip with Laplace noise, ``||u - u'||_1 <= sqrt(d) ||u - u'||_2 <= 2C sqrt(d)``
+(Cauchy-Schwarz; equality at ``u = -u'`` with equal coordinates); an l2 clip with Gaussian noise,
+``||u - u'||_2 <= 2C``.  On the grid: ``2 steps``, ``floor(2 steps sqrt(d))``, ``2 steps``.  Discrete
+Laplace noise of scale ``t`` per coordinate has a privacy loss of at most ``||k - k'||_1 / t``, so
+``t = Delta_1 / epsilon`` is exactly epsilon-DP.  The multivariate discrete Gaussian of scale ``sigma`` is
+``rho``-zCDP with ``rho = Delta_2^2 / (2 sigma^2)`` (Canonne, Kamath and Steinke 2020, with Renyi divergences
+adding over independent coordinates), hence ``(rho + 2 sqrt(rho ln(1/delta)), delta)``-DP
+(:func:`dptutor.renyi.zcdp_to_dp`): a bound, not the exact curve.
 
-The sensitivities, for two documents whose clipped vectors ``u``, ``u'`` have norm at most ``C``:
-
-* l1 clip, Laplace noise: ``||u - u'||_1 <= ||u||_1 + ||u'||_1 <= 2C``;
-* l2 clip, Laplace noise: the Laplace mechanism needs the l1 distance, and Cauchy-Schwarz gives
-  ``||u - u'||_1 <= sqrt(d) ||u - u'||_2 <= 2C sqrt(d)`` (equality at ``u = -u'`` with all coordinates
-  of equal size);
-* l2 clip, Gaussian noise: ``||u - u'||_2 <= 2C``.
-
-On the grid these are ``2 steps``, ``floor(2 steps sqrt(d))`` (an l1 distance of integer vectors is an
-integer) and ``2 steps``.  Discrete Laplace noise of scale ``t`` per coordinate gives a privacy loss of at
-most ``||k - k'||_1 / t``, so ``t = Delta_1 / epsilon`` is exactly epsilon-DP.  The multivariate discrete
-Gaussian of scale ``sigma`` is ``rho``-zCDP with ``rho = Delta_2^2 / (2 sigma^2)`` (Canonne, Kamath and
-Steinke 2020: the Renyi divergence of one coordinate is at most ``alpha s^2 / (2 sigma^2)`` for an integer
-shift ``s``, and Renyi divergences of independent coordinates add), hence
-``(rho + 2 sqrt(rho ln(1/delta)), delta)``-DP (:func:`dptutor.renyi.zcdp_to_dp`), a bound, not the exact curve.
-
-Two broken releases for the audits: :class:`DPTextRelease` (the l1 pipeline with DPText's sampler,
-:func:`dptutor.dptext.sample_dptext`, whose NaN draws become zero noise as in the authors' code) and
-:func:`wrong_sensitivity_release` (the l2 clip with Laplace noise calibrated to a claimed sensitivity
-below ``2C sqrt(d)``: the family of underestimated sensitivities, ``C`` by default).
-
-The data, :func:`generated_corpus`, is *generated*: documents drawn from two made-up topics with a
-seeded generator, not real text.
+Broken releases for the audits: :class:`DPTextRelease` (the l1 pipeline with DPText's sampler, its NaN
+draws becoming zero noise as in the authors' code) and :func:`wrong_sensitivity_release` (an l2 clip with
+Laplace noise calibrated to a claimed sensitivity below ``2C sqrt(d)``).  :func:`generated_corpus` is
+*generated* data (two made-up topics, a seeded generator), not real text.
 """
 
 from __future__ import annotations
@@ -51,7 +37,7 @@ from numpy.typing import ArrayLike, NDArray
 from dptutor._validate import (check_choice, check_float_array, check_int, check_positive, check_probability,
                                 check_real, check_rng, check_sequence, check_size, check_str)
 from dptutor.dptext import sample_dptext
-from dptutor.exact import sample_discrete_gaussian, sample_discrete_laplace
+from dptutor.exact import check_scale, check_sigma, sample_discrete_gaussian, sample_discrete_laplace
 from dptutor.renyi import zcdp_to_dp
 
 __all__ = [
@@ -300,22 +286,8 @@ def sensitivity(norm: str, noise: str, *, bound: float, dimension: int) -> float
 def grid_sensitivity(norm: str, noise: str, *, steps: int, dimension: int) -> int:
     """The same sensitivity in grid units, exactly: ``2 steps``, ``floor(2 steps sqrt(d))`` or ``2 steps``.
 
-    Parameters
-    ----------
-    norm : {"l1", "l2"}
-    noise : {"laplace", "gaussian"}
-    steps : int
-        Grid points per unit of the bound (:func:`clip_to_grid`).
-    dimension : int
-
-    Returns
-    -------
-    int
-
-    Raises
-    ------
-    TypeError, ValueError
-        For a bad argument, or an l1 clip with Gaussian noise.
+    Parameters and errors as :func:`sensitivity`, with ``steps`` (grid points per unit of the bound,
+    :func:`clip_to_grid`) in place of ``bound``; returns an int.
     """
     norm, noise = _checked_pair(norm, noise)
     m = check_int(steps, "steps", minimum=1, maximum=1 << 20)
@@ -358,6 +330,15 @@ class TextRelease:
     claimed_epsilon: float
     delta: float = 0.0
 
+    def __post_init__(self) -> None:
+        _checked_pair(self.norm, self.noise)
+        sampler_check = check_scale if self.noise == "laplace" else check_sigma
+        dlt = check_real(self.delta, "delta", low=0.0, high=1.0, high_open=True)
+        if (dlt == 0.0) != (self.noise == "laplace"):
+            raise ValueError("delta must be 0 for Laplace noise and in (0, 1) for Gaussian noise")
+        _set_fields(self, scale=sampler_check(self.scale, "scale"), delta=dlt,
+                    used_sensitivity=check_int(self.used_sensitivity, "used_sensitivity", minimum=0))
+
     @property
     def true_sensitivity(self) -> int:
         """The sensitivity the clip really gives (grid units, :func:`grid_sensitivity`)."""
@@ -394,6 +375,16 @@ def _checked_grid(k: ArrayLike, release: TextRelease | DPTextRelease) -> NDArray
     return arr.astype(np.int64)
 
 
+def _set_fields(release: TextRelease | DPTextRelease, **checked: object) -> None:
+    """Check the fields common to both releases, and store them and ``checked`` in canonical form."""
+    checked.update(bound=check_positive(release.bound, "bound"),
+                   steps=check_int(release.steps, "steps", minimum=1, maximum=1 << 20),
+                   dimension=check_int(release.dimension, "dimension", minimum=1),
+                   claimed_epsilon=check_positive(release.claimed_epsilon, "claimed_epsilon"))
+    for name, value in checked.items():
+        object.__setattr__(release, name, value)  # a frozen dataclass stores its canonical fields this way
+
+
 def _checked_call(k: ArrayLike, size: object, release: TextRelease | DPTextRelease) -> tuple[NDArray[np.int64], tuple[int, ...]]:
     """The checked grid ``k`` and the output shape: ``(size, d)`` for one vector, ``k``'s shape for a batch."""
     grid = _checked_grid(k, release)
@@ -404,20 +395,22 @@ def _checked_call(k: ArrayLike, size: object, release: TextRelease | DPTextRelea
     return grid, (check_size(size)[0], release.dimension)
 
 
-def _scale(sens: int, epsilon: float) -> Fraction:
-    """``sens / epsilon`` as an exact Fraction (epsilon converted exactly)."""
-    return Fraction(sens) / Fraction(epsilon)
+def _scale(sens: int | Fraction, epsilon: float, names: str = "epsilon") -> Fraction:
+    """``sens / epsilon`` as an exact Fraction (epsilon converted exactly), in the exact sampler's range."""
+    try:
+        return check_scale(Fraction(sens) / Fraction(epsilon))
+    except ValueError as exc:
+        raise ValueError(f"{names} give(s) a noise scale outside the exact sampler's range ({exc})") from exc
 
 
 def _gaussian_scale(sens: int, epsilon: float, delta: float) -> Fraction:
-    """The smallest integer sigma at least the one whose zCDP bound is exactly ``(epsilon, delta)``.
-
-    An integer scale keeps the exact sampler on its fast path; in grid units it costs little noise.
-    """
+    """The smallest integer sigma whose zCDP bound gives ``(epsilon, delta)`` (integers keep the fast path)."""
     log_inv = math.log(1.0 / delta)
     root_rho = math.sqrt(log_inv + epsilon) - math.sqrt(log_inv)
-    sigma = sens / (math.sqrt(2.0) * root_rho) * (1.0 + 1e-9)
-    return Fraction(math.ceil(sigma))
+    try:
+        return check_sigma(Fraction(math.ceil(sens / (math.sqrt(2.0) * root_rho) * (1.0 + 1e-9))))
+    except (ValueError, OverflowError, ZeroDivisionError) as exc:
+        raise ValueError(f"epsilon and delta give a noise scale outside the exact sampler's range ({exc})") from exc
 
 
 def calibrate(norm: str, noise: str, *, bound: float, steps: int, dimension: int, epsilon: float,
@@ -499,7 +492,8 @@ def wrong_sensitivity_release(*, bound: float, steps: int, dimension: int, epsil
     eps = check_positive(epsilon, "epsilon")
     grid_claim = Fraction(claimed) / Fraction(c) * m
     d = check_int(dimension, "dimension", minimum=1)
-    return TextRelease("l2", "laplace", c, m, d, grid_claim / Fraction(eps), math.floor(grid_claim), eps)
+    scale = _scale(grid_claim, eps, "epsilon and claimed_sensitivity")
+    return TextRelease("l2", "laplace", c, m, d, scale, math.floor(grid_claim), eps)
 
 
 @dataclass(frozen=True)
@@ -514,7 +508,14 @@ class DPTextRelease:
     steps: int
     dimension: int
     claimed_epsilon: float
-    norm: str = "l1"
+
+    def __post_init__(self) -> None:
+        _set_fields(self)
+
+    @property
+    def norm(self) -> str:
+        """Always ``"l1"``: DPText's noise on the l1 pipeline."""
+        return "l1"
 
     def __call__(self, k: ArrayLike, size: int | None = None, rng: np.random.Generator | None = None) -> NDArray[np.float64]:
         """Release ``k`` with DPText's noise, with the signature of :meth:`TextRelease.__call__`."""
@@ -550,7 +551,7 @@ def adversarial_pair(norm: str, noise: str, *, steps: int, dimension: int) -> tu
     """
     norm, noise = _checked_pair(norm, noise)
     m = check_int(steps, "steps", minimum=1, maximum=1 << 20)
-    d = check_int(dimension, "dimension", minimum=2)
+    d = check_int(dimension, "dimension", minimum=2, maximum=1 << 24)
     x, y = np.zeros(d, dtype=np.int64), np.zeros(d, dtype=np.int64)
     if norm == "l1":
         x[0], y[1] = m, m

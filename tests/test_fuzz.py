@@ -277,6 +277,13 @@ VALID_FOR_MODULE: dict[str, dict[str, Factory]] = {
                  "size": _const(64)},
     "epsilon": {"fpr": _const(0.1), "values": _const(np.array([0.5, 2.0])), "bound": _const(1.0)},
     "learning": {"X": _const(np.array([[0.0, 1.0], [1.0, 0.0], [0.5, 0.5], [1.0, 1.0]])), "y": _const(np.array([0, 1, 0, 1])), "epochs": _const(1), "sampling_rate": _const(0.5), "clip": _const(1.0), "features": _const(2), "classes": _const(np.array([0, 1])), "weights": _const((np.zeros((3, 1)),)), "kind": _const("logistic"), "noise_multiplier": _const(1.0), "steps": _const(10), "epsilon": _const(1.0)},  # (learning)
+    "text_privacy": {"n_documents": _const(5), "documents": _const(["a b", "b c"]), "vocabulary": _const(("a", "b")),
+                     "vectors": _const(np.array([[0.5, 0.5]])), "norm": _const("l2"), "noise": _const("laplace"),
+                     "bound": _const(1.0), "steps": _const(4), "dimension": _const(2), "delta": _const(0.0),
+                     "scale": _const(fractions.Fraction(8)), "used_sensitivity": _const(8),
+                     "claimed_epsilon": _const(1.0), "k": _const(np.array([1, 1])), "size": _const(3),
+                     "train": _const(np.array([[0.0], [1.0]])), "test": _const(np.array([[0.2]])),
+                     "train_labels": _const(np.array([0, 1])), "test_labels": _const(np.array([0]))},  # (text_privacy)
 }
 
 #: Valid values for one callable ("module.name" or "module.Class.method"), over the two above.

@@ -15,6 +15,7 @@ from dptutor.exact import discrete_gaussian_pmf
 from dptutor.renyi import zcdp_to_dp
 from dptutor.text_privacy import (
     DPTextRelease,
+    TextRelease,
     SHARED_WORDS,
     TOPIC_WORDS,
     adversarial_pair,
@@ -202,3 +203,7 @@ def test_bad_input_names_the_parameter():
         release(np.array([1, 1]), 2, None)
     with pytest.raises(ValueError, match="epsilon"):
         calibrate("l1", "laplace", bound=1.0, steps=3, dimension=2, epsilon=-1.0)
+    with pytest.raises(ValueError, match="delta"):
+        TextRelease("l2", "gaussian", 1.0, 3, 2, Fraction(4), 6, 1.0, 0.0)
+    with pytest.raises(ValueError, match="epsilon"):
+        calibrate("l1", "laplace", bound=1.0, steps=3, dimension=2, epsilon=1e-300)
