@@ -294,6 +294,13 @@ VALID_FOR_MODULE: dict[str, dict[str, Factory]] = {
     "learning_variants": {"X": _const(np.array([[0.0, 1.0], [1.0, 0.0], [0.5, 0.5], [1.0, 1.0]])),  # (attacks)
                           "y": _const(np.array([0, 1, 0, 1])), "clip": _const(1.0), "expected_size": _const(2.0),
                           "noise_multiplier": _const(1.0), "steps": _const(3), "sampling_rate": _const(0.5)},
+    "text_privacy": {"n_documents": _const(5), "documents": _const(["a b", "b c"]), "vocabulary": _const(("a", "b")),
+                     "vectors": _const(np.array([[0.5, 0.5]])), "norm": _const("l2"), "noise": _const("laplace"),
+                     "bound": _const(1.0), "steps": _const(4), "dimension": _const(2), "delta": _const(0.0),
+                     "scale": _const(fractions.Fraction(8)), "used_sensitivity": _const(8),
+                     "claimed_epsilon": _const(1.0), "k": _const(np.array([1, 1])), "size": _const(3),
+                     "train": _const(np.array([[0.0], [1.0]])), "test": _const(np.array([[0.2]])),
+                     "train_labels": _const(np.array([0, 1])), "test_labels": _const(np.array([0]))},  # (text_privacy)
 }
 
 #: Valid values for one callable ("module.name" or "module.Class.method"), over the two above.
