@@ -256,7 +256,7 @@ Grade with the course's answer key:
 
     python -m dptutor grade audit SUBMISSIONS --course PATH/OF/THIS/FOLDER
 
-A student who reads dptutor's source can decode a token into its member (see the README's threat model);
+A student who reads dptutor's source can decode a token into its member (see the book's page "Threat model", book/instructors/threat_model.md);
 what students cannot find is any written answer, in the wheel, the repository or these notebooks.
 """
 
