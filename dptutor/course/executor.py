@@ -61,7 +61,8 @@ folder shared with the sandbox (Jupyter's ``ipc`` transport; there is no network
   to root; ``grade`` then warns once: grade as an ordinary user, or use ``--sandbox podman`` with
   its ``--pids-limit``).  When the grader is root and a pids controller (cgroup v1 or v2) is
   writable, each sandbox runs in a cgroup of its own with ``pids.max`` = the process limit and a
-  memory limit of ``--memory`` for the whole sandbox, removed when the submission ends.  With ``--no-sandbox`` none of the above holds: the kernel runs as your
+  memory limit of ``--memory`` for the whole sandbox, removed when the submission ends.  With
+  ``--no-sandbox`` none of the above holds: the kernel runs as your
   user, next to the grader, and can read or overwrite your files and kill your processes.
 
 Interrupts

@@ -16,7 +16,8 @@ book's.  The book's instructor notebooks of those two mark each passage that sta
 named slot (``<!-- BEGIN SLOT answers -->`` ... ``<!-- END SLOT answers -->`` in Markdown, ``# BEGIN
 SLOT diagnosis`` ... ``# END SLOT diagnosis`` in code, always inside a solution block), which
 :func:`course_notebook` fills with the course's answers: the prose around and inside a slot can be
-reworded freely.  Every notebook written starts with a banner naming its source and this command.  The secret is not stored: the same secret and name write the same folder again (after an
+reworded freely.  Every notebook written starts with a banner naming its source and this command.  The
+secret is not stored: the same secret and name write the same folder again (after an
 update of the book, say).  ``python -m dptutor grade ASSIGNMENT SUBMISSIONS --course FOLDER`` grades
 with the folder's answer key and configuration (:func:`load_course`).
 """
@@ -256,7 +257,8 @@ Grade with the course's answer key:
 
     python -m dptutor grade audit SUBMISSIONS --course PATH/OF/THIS/FOLDER
 
-A student who reads dptutor's source can decode a token into its member (see the book's page "Threat model", book/instructors/threat_model.md);
+A student who reads dptutor's source can decode a token into its member (see the book's page "Threat
+model", book/instructors/threat_model.md);
 what students cannot find is any written answer, in the wheel, the repository or these notebooks.
 """
 

@@ -72,7 +72,8 @@ class Limits:
 
     ``memory`` is the address space of each process (``RLIMIT_AS``), ``processes`` the number of
     processes and threads of the sandbox's user (``RLIMIT_NPROC``; the kernel ignores it for a
-    sandbox started by root: see the book's page "Grading"), ``file_size`` the largest file a process may write,
+    sandbox started by root: see the book's page "Grading"), ``file_size`` the largest file a process
+    may write,
     ``tmp_size`` the size of the private ``/tmp``, ``cpu_seconds`` the CPU time of each process,
     ``output`` the kernel output (text) the grader keeps per notebook and ``message`` the largest
     single message the grader accepts from the kernel (a larger one is dropped by ZeroMQ).
