@@ -832,7 +832,7 @@ def bad_values(valid: Any) -> list[tuple[str, Any]]:
 
 
 def _modules() -> list[str]:
-    """Every public module, subpackages' modules included (``grading.runner``), as dotted names
+    """Every public module, subpackages' modules included (``course.executor``), as dotted names
     relative to ``dptutor``."""
     found = []
     for m in pkgutil.walk_packages(dptutor.__path__, prefix="dptutor."):
