@@ -171,7 +171,7 @@ def _replay(result: Any, mechanism: Callable, label: str, minimum_trials: int) -
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             replay = estimate_loss(_bounded(mechanism, time.monotonic() + AUDIT_REPLAY_SECONDS), result.n,
-                                   result.epsilon, result.trials, seed=seed)
+                                   result.epsilon, result.trials, rng=seed)
     except _ReplayTooLong:
         findings.append(Finding(False, f"replaying your audit took longer than the grader's limit of "
                                        f"{AUDIT_REPLAY_SECONDS:g} s: not replayed; use fewer trials or a smaller n"))
@@ -182,7 +182,7 @@ def _replay(result: Any, mechanism: Callable, label: str, minimum_trials: int) -
     else:
         findings.append(Finding(False, (
             f"replaying estimate_loss({name}, n={result.n}, epsilon={result.epsilon:g}, trials={result.trials}, "
-            f"seed={result.seed}) does not reproduce your counts: is evidence['{label}'] an audit of {name}?")))
+            f"rng={result.seed}) does not reproduce your counts: is evidence['{label}'] an audit of {name}?")))
     return findings
 
 

@@ -155,7 +155,7 @@ def test_noise_follows_the_exact_law(noise):
 
 def _audit(release, norm, noise, statistic, trials=4_000):
     x, y = adversarial_pair(norm, noise, steps=release.steps, dimension=release.dimension)
-    return audit_pair(release, x, y, epsilon=release.claimed_epsilon, trials=trials, seed=7, statistic=statistic,
+    return audit_pair(release, x, y, epsilon=release.claimed_epsilon, trials=trials, rng=7, statistic=statistic,
                       delta=getattr(release, "delta", 0.0))
 
 
