@@ -160,7 +160,7 @@ def _statistic_check(statistic: Any, *, hidden: bool | int = False) -> list[Find
     findings = [Finding(True, "statistic returns one real per output, whatever batch the output comes in", "form")]
     mechanism = _Values({PAIR_X: values[:PAIR_TRIALS], PAIR_X_PRIME: values[PAIR_TRIALS:]})
     result, exc = call(audit_pair, mechanism, PAIR_X, PAIR_X_PRIME, epsilon=PAIR_EPSILON, trials=PAIR_TRIALS,
-                       seed=seed, confidence=PAIR_CONFIDENCE)
+                       rng=seed, confidence_level=PAIR_CONFIDENCE)
     if exc is not None:
         return findings + [Finding(False, f"audit_pair(..., statistic=statistic) failed: {describe(exc)}", "flags")]
     if result.is_violation():

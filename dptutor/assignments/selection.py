@@ -335,8 +335,8 @@ def _audit(f: Any, kind: str, x: tuple, x_prime: tuple, args: tuple, eps: float,
         return None, None, ("the outputs on the two datasets follow the same law: the mechanism ignores its answers "
                             "(private, but useless: an audit of it shows nothing)")
     name = "above_threshold" if kind == "at" else "report_noisy_max"
-    result, exc = call(audit_pair, _Outputs(outputs, name), x, x_prime, epsilon=eps, trials=trials, seed=seed,
-                       confidence=AUDIT_CONFIDENCE)
+    result, exc = call(audit_pair, _Outputs(outputs, name), x, x_prime, epsilon=eps, trials=trials, rng=seed,
+                       confidence_level=AUDIT_CONFIDENCE)
     if exc is not None:
         return None, None, f"audit_pair on your outputs failed: {describe(exc)}"
     return result, outputs, None
