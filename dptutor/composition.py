@@ -154,10 +154,9 @@ class Budget:
         fractions.Fraction
             The exact sum of ``spent``.
 
-        Raises
-        ------
-        None
-            The fields were checked when the budget was made.
+        Notes
+        -----
+        It raises no exception: the fields were checked when the budget was made.
         """
         return sum((Fraction(e) for e in self.spent), Fraction(0))
 
@@ -170,10 +169,9 @@ class Budget:
         fractions.Fraction
             ``total`` minus the exact sum of ``spent``.
 
-        Raises
-        ------
-        None
-            The fields were checked when the budget was made.
+        Notes
+        -----
+        It raises no exception: the fields were checked when the budget was made.
         """
         return Fraction(self.total) - self.used_exactly
 
@@ -186,10 +184,9 @@ class Budget:
         float
             :attr:`used_exactly` rounded to the nearest double.
 
-        Raises
-        ------
-        None
-            The fields were checked when the budget was made.
+        Notes
+        -----
+        It raises no exception: the fields were checked when the budget was made.
         """
         return float(self.used_exactly)
 
@@ -202,10 +199,9 @@ class Budget:
         float
             The largest double at most :attr:`remaining_exactly`.
 
-        Raises
-        ------
-        None
-            The fields were checked when the budget was made.
+        Notes
+        -----
+        It raises no exception: the fields were checked when the budget was made.
         """
         left = self.remaining_exactly
         value = float(left)
@@ -423,10 +419,9 @@ def sequential_composition_proof() -> CompositionProof:
     CompositionProof
         The proof's steps; ``factorizes`` and ``bounded`` are True.
 
-    Raises
-    ------
-    None
-        The function takes no arguments.
+    Notes
+    -----
+    It raises no exception: the function takes no arguments.
     """
     from dptutor.symbolic import laplace_mechanism_privacy_loss
 

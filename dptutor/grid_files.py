@@ -173,10 +173,9 @@ class GridRow:
         tuple of (str, str, int)
             ``(mechanism, epsilon_key(epsilon), n)``.
 
-        Raises
-        ------
-        None
-            The fields were checked when the row was made.
+        Notes
+        -----
+        It raises no exception: the fields were checked when the row was made.
         """
         return self.mechanism, epsilon_key(self.epsilon), self.n
 
@@ -189,10 +188,9 @@ class GridRow:
         bool
             Whether ``trials == 0``.
 
-        Raises
-        ------
-        None
-            The fields were checked when the row was made.
+        Notes
+        -----
+        It raises no exception: the fields were checked when the row was made.
         """
         return self.trials == 0
 
@@ -499,10 +497,9 @@ def sort_rows(rows: Iterable[GridRow], order: Sequence[str]) -> list[GridRow]:
     list of GridRow
         The sorted rows.
 
-    Raises
-    ------
-    None
-        The rows are checked where they are made.
+    Notes
+    -----
+    It raises no exception: the rows are checked where they are made.
     """
     rank = {name: i for i, name in enumerate(order)}
     return sorted(rows, key=lambda r: (rank.get(r.mechanism, len(rank)), r.mechanism, r.epsilon, r.n))

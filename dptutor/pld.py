@@ -105,7 +105,7 @@ class PrivacyLossDistribution:
         return (self.offset + np.arange(self.pmf.size)) * self.grid
 
     def delta(self, epsilon: float) -> float:
-        """``infinity_mass + sum_m pmf[m] (1 - e^{epsilon - l_m})_+`` (Lemma ``lem-adp-delta-from-loss``).
+        """``infinity_mass + sum_m pmf[m] (1 - e^{epsilon - l_m})_+`` (the approximate-DP chapter's lemma on delta from the privacy loss).
 
         Parameters
         ----------

@@ -3,10 +3,10 @@
 Students write two mechanisms of the chapter "Selection mechanisms" (book/selection.md), each as a
 mechanism for :func:`dptutor.audit.audit_pair` that makes ``size`` independent runs per call:
 
-- ``above_threshold(answers, threshold, epsilon, *, size, rng)`` (Algorithm ``alg-above-threshold``):
+- ``above_threshold(answers, threshold, epsilon, *, size, rng)`` (AboveThreshold, the book's selection chapter):
   one row per run, one entry per query: 0 for "below", 1 for the first "above", -1 for the queries
   after it (not answered), the format of :func:`dptutor.selection.sparse_vector`;
-- ``report_noisy_max(answers, epsilon, *, size, rng)`` (Algorithm ``alg-report-noisy-max``, Laplace
+- ``report_noisy_max(answers, epsilon, *, size, rng)`` (the selection chapter's algorithm, Laplace
   noise): one index per run.
 
 Each mechanism is checked three ways, on inputs the grader draws (fresh per question when grading):

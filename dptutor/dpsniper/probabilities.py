@@ -246,10 +246,9 @@ def svt5_epsilon(x: NDArray[np.float64], xp: NDArray[np.float64], threshold: flo
     float or None
         ``math.inf`` when some output is possible on one dataset only, else ``None``.
 
-    Raises
-    ------
-    None
-        The arguments are the benchmark's own.
+    Notes
+    -----
+    It raises no exception: the arguments are the benchmark's own.
     """
     edges = sorted({*(x - threshold).tolist(), *(xp - threshold).tolist()})
     cells = [edges[0] - 1.0] + [(a + b) / 2 for a, b in zip(edges[:-1], edges[1:])] + edges + [edges[-1] + 1.0]

@@ -151,10 +151,9 @@ class ZooEntry:
         callable
             ``release(data, size, rng)`` (a :func:`functools.partial` of the mechanism).
 
-        Raises
-        ------
-        None
-            The fields were checked when the entry was made.
+        Notes
+        -----
+        It raises no exception: the fields were checked when the entry was made.
         """
         kwargs = dict(self.options)
         if _takes(self.mechanism, "epsilon"):
