@@ -13,9 +13,10 @@
 - :func:`name_and_shame`: the (0, delta)-DP mechanism that publishes each record with probability
   delta, which shows why delta must be much smaller than 1/n.
 - The discrete Gaussian mechanism of Canonne, Kamath and Steinke (2020), private as implemented:
-  :func:`discrete_gaussian_delta` (its exact (epsilon, delta) profile, summed over the integers),
-  :func:`discrete_gaussian_epsilon`, :func:`discrete_gaussian_sigma` (the analytic calibration for
-  the discrete law) and :class:`DiscreteGaussianRelease` / :func:`discrete_gaussian_release`
+  :func:`~dptutor.discrete_gaussian.discrete_gaussian_delta` (its exact (epsilon, delta) profile, summed over the
+  integers), :func:`~dptutor.discrete_gaussian.discrete_gaussian_epsilon`,
+  :func:`~dptutor.discrete_gaussian.discrete_gaussian_sigma` (the analytic calibration for the discrete law) and
+  :class:`~dptutor.discrete_gaussian.DiscreteGaussianRelease` / :func:`~dptutor.discrete_gaussian.discrete_gaussian_release`
   (integer queries, and real ones through a power-of-two granularity); they live in
   :mod:`dptutor.discrete_gaussian` and are importable from here.
 """

@@ -409,7 +409,7 @@ def sequential_composition_proof() -> CompositionProof:
     Steps 1-2: with independent noise the joint density is the product of the two densities, so
     the joint privacy loss ``ln(p(y1) q(y2) / (p'(y1) q'(y2)))`` equals ``L1(y1) + L2(y2)``.
     Steps 3-4: on each region of each output the single loss is the closed form of
-    :func:`dptutor.symbolic.laplace_mechanism_privacy_loss` (offsets ``w, r`` and the shift
+    :func:`dptutor.symbolic.privacy_loss.laplace_mechanism_privacy_loss` (offsets ``w, r`` and the shift
     ``s = |f(X) - f(X')|``, sympy's ``delta``); with ``b_i = Delta_i / eps_i`` and
     ``Delta_i = s_i + g_i``, ``g_i >= 0``, the gap ``(eps1 + eps2) - (L1 + L2)`` is written over
     the positive ``b_i`` and sympy decides its sign for all 36 pairs of regions.

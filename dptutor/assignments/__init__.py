@@ -24,9 +24,11 @@ student notebooks); ``tests/test_import_contract.py`` checks that.
 
 Modules, one idea each:
 
-- :mod:`~dptutor.assignments.feedback`: :class:`Finding`, :class:`Feedback`, :class:`Question`,
-  :class:`Assignment`, and the helpers checks use to call student code;
-- :mod:`~dptutor.assignments.registry`: :data:`ASSIGNMENTS`, :func:`check`, :func:`checker`;
+- :mod:`~dptutor.assignments.feedback`: :class:`~dptutor.assignments.feedback.Finding`,
+  :class:`~dptutor.assignments.feedback.Feedback`, :class:`~dptutor.assignments.feedback.Question`,
+  :class:`~dptutor.assignments.feedback.Assignment`, and the helpers checks use to call student code;
+- :mod:`~dptutor.assignments.registry`: :data:`~dptutor.assignments.registry.ASSIGNMENTS`,
+  :func:`~dptutor.assignments.registry.check`, :func:`~dptutor.assignments.registry.checker`;
 - :mod:`~dptutor.assignments.record`: the helpers a check calls student code with (the same check
   gives the feedback here and grades in the grader, where each call becomes a call protocol's cell);
 - :mod:`~dptutor.assignments.kernel`: the kernel's half of the call protocol (it answers the
@@ -49,7 +51,7 @@ Adding an assignment (say ``pair_audit``)
            ...
        ))
 
-   A check raises :class:`NotAnswered` while the template's placeholder is in place, and returns a
+   A check raises :class:`~dptutor.assignments.feedback.NotAnswered` while the template's placeholder is in place, and returns a
    ``Finding(None, ...)`` for an answer that the feedback records but only grading judges.  To let
    instructors weigh its checks, name them (``Question(..., checks=("shape", "loop"))``) and give
    each finding its name (``Finding(True, "...", "shape")``).  For error carried forward, list the
@@ -74,7 +76,7 @@ grader; it never reaches the kernel.  Bound every replay of student data (a size
 before it starts, a time limit while it runs: see :mod:`~dptutor.assignments.audit`).
 
 That is all the code: the CLI (``grade pair_audit``), ``release`` and the tests that loop over
-:data:`ASSIGNMENTS` pick it up.  The notebooks are content, not code: write
+:data:`~dptutor.assignments.registry.ASSIGNMENTS` pick it up.  The notebooks are content, not code: write
 ``book/assignments/instructor/pair_audit.md`` (solutions between ``BEGIN SOLUTION`` / ``END
 SOLUTION`` markers), run ``python -m dptutor release`` to write ``book/assignments/pair_audit.md``,
 and list that page in ``_toc.yml``.
