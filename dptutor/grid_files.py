@@ -540,7 +540,7 @@ def output_folder(out: object) -> Path:
 def write_results(rows: Sequence[GridRow], out: str | os.PathLike, *, json_rows: Sequence[GridRow] | None = None) -> None:
     """Write ``results.csv`` (all ``rows``) and ``results.json`` into ``out``, each atomically.
 
-    ``results.json`` holds ``json_rows`` (default: ``rows``); :func:`run_grid` puts only the rows of
+    ``results.json`` holds ``json_rows`` (default: ``rows``); :func:`~dptutor.experiments.run_grid` puts only the rows of
     the current run there, so that cells of earlier runs with other trials or seeds, which stay in
     the CSV with their trials and seed, are not mixed in.  Losses are never NaN (:class:`GridRow`);
     an infinite loss is written as ``Infinity``, like the authors' file.

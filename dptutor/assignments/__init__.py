@@ -18,7 +18,7 @@ Students get feedback in the notebook from small check calls::
 
 This package is the student's side of the trust boundary: the check framework, the assignments'
 checks, the public mysteries and the kernel's half of the call protocol.  It never imports
-:mod:`dptutor.course`, the grader's side (``python -m dptutor grade sampler submissions/`` grades a
+``dptutor.course``, the grader's side (``python -m dptutor grade sampler submissions/`` grades a
 folder of submissions, each in a sandbox of its own; ``python -m dptutor release`` regenerates the
 student notebooks); ``tests/test_import_contract.py`` checks that.
 
@@ -60,7 +60,7 @@ Adding an assignment (say ``pair_audit``)
    otherwise say in ``Assignment(..., independent="...")`` why no question builds on another.
 2. Add one line, ``"pair_audit",``, to :data:`~dptutor.assignments.registry.ASSIGNMENT_MODULES`.
 
-When grading, every check runs in the grader's process (:mod:`dptutor.course.remote`); the
+When grading, every check runs in the grader's process (``dptutor.course.remote``); the
 student's kernel only answers calls.  A student function reaches the check as a proxy: each call's
 inputs (numbers, strings, numpy arrays, a ``numpy.random.Generator``'s state, lists and dicts of
 these) go to the kernel as data, and what it returned or raised comes back as data.  Values reach the

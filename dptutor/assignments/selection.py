@@ -61,7 +61,7 @@ __all__ = [
     "audit_pairs",
 ]
 
-#: Confidence of every audit: a correct implementation is flagged with probability at most 1e-4.
+#: The confidence of every audit (a correct implementation is flagged with probability at most 1e-4).
 AUDIT_CONFIDENCE = 0.9999
 #: The AboveThreshold audit: claimed epsilon, the pair's pattern (x = offset + pattern, x' = offset +
 #: 1 - pattern: every answer moves by the sensitivity 1), the threshold's height above the zeros, runs.
