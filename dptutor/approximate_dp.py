@@ -3,7 +3,7 @@
 - :func:`gaussian_privacy_loss`: the privacy-loss random variable of the Gaussian mechanism,
   ``L ~ N(mu^2/2, mu^2)`` with ``mu = sensitivity / sigma`` (Dwork and Roth 2014, Appendix A).
 - :func:`delta_from_losses`: ``delta(epsilon) = E[(1 - e^(epsilon - L))_+]`` from loss samples,
-  the identity behind Balle and Wang's (2018) Theorem 8 (:func:`dptutor.mechanisms.gaussian_delta`).
+  the identity behind Balle and Wang's (2018) Theorem 8 (:func:`dptutor.gaussian.gaussian_delta`).
 - :func:`gaussian_epsilon`: the smallest epsilon for a given sigma and delta (inverse of the profile).
 - :func:`gaussian_tradeoff`: the f-DP trade-off curve ``G_mu(alpha) = Phi(Phi^-1(1 - alpha) - mu)``
   of Dong, Roth and Su (2022).

@@ -147,7 +147,7 @@ class Budget:
 
     @property
     def used_exactly(self) -> Fraction:
-        """The budget used so far, exactly (sequential composition: the sum of ``spent``).
+        """The exact sum of ``spent``, the budget used so far (sequential composition).
 
         Returns
         -------

@@ -254,7 +254,7 @@ def _clipped_sum(layers: list[Layer], c_max: float) -> tuple[list[NDArray[np.flo
 def dp_sgd_epsilon(noise_multiplier: float, steps: int, sampling_rate: float, delta: float) -> float:
     """The accountant's epsilon at ``delta`` after ``steps`` Poisson-subsampled Gaussian steps.
 
-    Renyi DP of the subsampled Gaussian (:func:`dptutor.accounting.rdp_subsampled_gaussian`) at the
+    Renyi DP of the subsampled Gaussian (:func:`dptutor.renyi.rdp_subsampled_gaussian`) at the
     integer orders :data:`dptutor.renyi.ORDERS`, times ``steps``, converted by
     :func:`dptutor.renyi.rdp_to_dp`.  Valid for Poisson subsampling and add/remove neighbours only.
     """

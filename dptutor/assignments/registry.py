@@ -52,7 +52,7 @@ def record_types(assignment: object) -> dict[str, Callable[[dict[str, Any]], Any
 
 def check(assignment: str, question: str, *objects: Any, hidden: bool = False,
           carried: dict[str, Any] | None = None) -> Feedback:
-    """Run one question's check on the student's objects and return the :class:`Feedback`.
+    """Run one question's check on the student's objects and return the :class:`~dptutor.assignments.feedback.Feedback`.
 
     ``carried`` (error carried forward) maps some of the names in the question's ``carried`` to the
     student's earlier answers; the check then judges the question against them where it can.
