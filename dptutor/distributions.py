@@ -55,7 +55,7 @@ __all__ = [
     "CHUNK",
 ]
 
-#: Elements per chunk in :func:`standard_laplace_fill`: 2**16 float64 = 512 KiB, which fits in L2,
+#: Elements per chunk in :func:`standard_laplace_fill`, 2**16 float64 = 512 KiB, which fits in L2,
 #: so the sign pass reads the exponentials from cache instead of from main memory.
 CHUNK: int = 1 << 16
 

@@ -94,7 +94,7 @@ EXACT_SAMPLERS: tuple[str, ...] = ("numpy", "textbook", "inverse_cdf")
 SAMPLERS: tuple[str, ...] = EXACT_SAMPLERS + ("fast",)
 #: The tests :func:`attack` can run.
 TESTS: tuple[str, ...] = ("exact", "ziggurat", "grid")
-#: The largest ``k``: ``u = k 2^-53`` runs over ``k = 1, ..., 2^53 - 1`` (``k = 0`` is redrawn).
+#: The largest ``k`` (``u = k 2^-53`` runs over ``k = 1, ..., 2^53 - 1``; ``k = 0`` is redrawn).
 K_MAX: int = (1 << 53) - 1
 _TWO_M53 = 2.0**-53
 

@@ -48,6 +48,7 @@ RESULTS_JSON = "results.json"
 _FILE_MODE = 0o644  # mkstemp creates 0600 files; results are meant to be shared
 RESULTS_CSV = "results.csv"
 
+#: The columns of ``results.csv``, in order.
 CSV_COLUMNS: tuple[str, ...] = (
     "mechanism",
     "epsilon",
@@ -166,7 +167,7 @@ class GridRow:
 
     @property
     def key(self) -> tuple[str, str, int]:
-        """``(mechanism, epsilon_key(epsilon), n)``: identifies the cell.
+        """The tuple that identifies the cell, ``(mechanism, epsilon_key(epsilon), n)``.
 
         Returns
         -------

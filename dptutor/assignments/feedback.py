@@ -109,7 +109,7 @@ class Feedback:
 
     @property
     def messages(self) -> list[str]:
-        """The sentences a student should read: failed findings, or why nothing was graded."""
+        """The sentences a student should read (failed findings, or why nothing was graded)."""
         return [f.message for f in self.findings if f.passed is False]
 
     @property

@@ -131,7 +131,7 @@ class PairMember:
 
     @property
     def true_epsilon(self) -> float:
-        """The privacy loss for counts that differ by 1: each column spends 1 / scale."""
+        """The privacy loss for counts that differ by 1 (each column spends 1 / scale)."""
         return self.columns / self.scale
 
 
@@ -142,7 +142,7 @@ FAMILIES: dict[str, tuple] = {
 }
 #: The members of the book's self-study instance (their answers are public).
 SELF_STUDY: dict[str, object] = {"audit": AuditMember("A", "l2"), "pair_audit": PairMember(2, 1.0)}
-#: The members a course may draw: every member except the public self-study one.
+#: The members a course may draw (every member except the public self-study one).
 COURSE_FAMILIES: dict[str, tuple] = {a: tuple(m for m in FAMILIES[a] if m != SELF_STUDY[a]) for a in FAMILIES}
 
 _ACTIVE: dict[str, object] = dict(SELF_STUDY)

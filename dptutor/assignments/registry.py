@@ -26,8 +26,9 @@ ASSIGNMENT_MODULES: tuple[str, ...] = (
     "selection",
 )
 
+#: The assignments by name, each module's ``ASSIGNMENT`` (filled below from :data:`ASSIGNMENT_MODULES`).
 ASSIGNMENTS: dict[str, Assignment] = {}
-#: Per assignment, the allow-list of object types the grader rebuilds from a kernel's data: a type's
+#: Per assignment, the allow-list of object types the grader rebuilds from a kernel's data; a type's
 #: bare name -> the grader's own constructor, called with the decoded fields (a dict).  Declared by
 #: each assignment module as ``RECORD_TYPES``; anything else a kernel sends stays inert data.
 RECORD_TYPES: dict[str, dict[str, Callable[[dict[str, Any]], Any]]] = {}

@@ -63,13 +63,15 @@ __all__ = [
 
 #: The confidence of every audit (a correct implementation is flagged with probability at most 1e-4).
 AUDIT_CONFIDENCE = 0.9999
-#: The AboveThreshold audit: claimed epsilon, the pair's pattern (x = offset + pattern, x' = offset +
+#: The AboveThreshold audit's claimed epsilon; then the pair's pattern (x = offset + pattern, x' = offset +
 #: 1 - pattern: every answer moves by the sensitivity 1), the threshold's height above the zeros, runs.
 AT_EPSILON = 2.0
+#: The AboveThreshold pair's pattern (x = offset + pattern, x' = offset + 1 - pattern).
 AT_PATTERN = (0.0,) * 7 + (1.0,)
+#: The AboveThreshold audit's threshold, its height above the zeros.
 AT_GAP = 0.5
 AT_TRIALS = 200_000
-#: The report-noisy-max audit: claimed epsilon, pattern (x = offset + pattern, x' = offset + 1 - pattern), runs.
+#: The report-noisy-max audit's claimed epsilon; then its pattern (x = offset + pattern, x' = offset + 1 - pattern), runs.
 RNM_EPSILON = 1.0
 RNM_PATTERN = (0.0,) + (1.0,) * 4
 RNM_TRIALS = 100_000
@@ -78,6 +80,7 @@ LAW_RUNS = 20_000
 LAW_ALPHA = 1e-6
 #: Calls per dataset in an audit (each with a generator of its own), and the most runs one call may ask for.
 _AUDIT_CALLS = 4
+#: The most runs one call of an audit may ask for.
 MAX_RUNS = 100_000
 _FEEDBACK_SEEDS = {"q1": 5301, "q2": 5302, "q3": 5303}
 _EPSILONS = (0.5, 1.0, 2.0)
