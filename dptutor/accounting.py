@@ -86,7 +86,8 @@ def _exp(x: float) -> float:
 
 
 def basic_composition(epsilon: float, delta: float, k: int) -> tuple[float, float]:
-    """``(k epsilon, k delta)``: k releases of an (epsilon, delta)-DP mechanism (Theorem ``thm-comp-sequential``, and its (epsilon, delta) form).
+    """``(k epsilon, k delta)``: k releases of an (epsilon, delta)-DP mechanism (sequential composition, the book's
+    composition chapter, in its (epsilon, delta) form).
 
     Parameters
     ----------
@@ -279,7 +280,7 @@ def tradeoff_beta(alpha: Any, epsilon: float, delta: float = 0.0) -> NDArray[np.
 
 def group_privacy(epsilon: float, k: int, delta: float = 0.0) -> tuple[float, float]:
     """Datasets that differ in k records: ``(k epsilon, delta (e^{k epsilon} - 1) / (e^epsilon - 1))``,
-    the second at most ``k e^{(k-1) epsilon} delta`` (Theorem ``thm-group-privacy``).
+    the second at most ``k e^{(k-1) epsilon} delta`` (the group privacy theorem of the book's selection chapter).
 
     Parameters
     ----------

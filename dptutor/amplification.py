@@ -6,8 +6,8 @@ probability ``sampling_rate``, theta below), is (epsilon', delta')-DP for the sa
 
     epsilon' = ln(1 + theta (e^epsilon - 1)),    delta' = theta delta.
 
-The statement and its proof are in the chapter "Composition and accounting" (``book/accounting.md``,
-theorem ``thm-acc-amplification``); see also Balle, Barthe and Gaboardi (2018), "Privacy amplification
+The statement and its proof are in the chapter "Composition and accounting" (its theorem
+"Amplification by Poisson subsampling"); see also Balle, Barthe and Gaboardi (2018), "Privacy amplification
 by subsampling: tight analyses via couplings and divergences".  The bound is tight: randomized response
 on the parity of the subsample's size attains it on the pair of the empty dataset and a single record,
 which is what the tests check in exact arithmetic.

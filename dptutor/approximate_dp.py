@@ -3,7 +3,7 @@
 - :func:`gaussian_privacy_loss`: the privacy-loss random variable of the Gaussian mechanism,
   ``L ~ N(mu^2/2, mu^2)`` with ``mu = sensitivity / sigma`` (Dwork and Roth 2014, Appendix A).
 - :func:`delta_from_losses`: ``delta(epsilon) = E[(1 - e^(epsilon - L))_+]`` from loss samples,
-  the identity behind Balle and Wang's (2018) Theorem 8 (:func:`dptutor.mechanisms.gaussian_delta`).
+  the identity behind Balle and Wang's (2018) Theorem 8 (:func:`dptutor.gaussian.gaussian_delta`).
 - :func:`gaussian_epsilon`: the smallest epsilon for a given sigma and delta (inverse of the profile).
 - :func:`gaussian_tradeoff`: the f-DP trade-off curve ``G_mu(alpha) = Phi(Phi^-1(1 - alpha) - mu)``
   of Dong, Roth and Su (2022).
@@ -13,9 +13,10 @@
 - :func:`name_and_shame`: the (0, delta)-DP mechanism that publishes each record with probability
   delta, which shows why delta must be much smaller than 1/n.
 - The discrete Gaussian mechanism of Canonne, Kamath and Steinke (2020), private as implemented:
-  :func:`discrete_gaussian_delta` (its exact (epsilon, delta) profile, summed over the integers),
-  :func:`discrete_gaussian_epsilon`, :func:`discrete_gaussian_sigma` (the analytic calibration for
-  the discrete law) and :class:`DiscreteGaussianRelease` / :func:`discrete_gaussian_release`
+  :func:`~dptutor.discrete_gaussian.discrete_gaussian_delta` (its exact (epsilon, delta) profile, summed over the
+  integers), :func:`~dptutor.discrete_gaussian.discrete_gaussian_epsilon`,
+  :func:`~dptutor.discrete_gaussian.discrete_gaussian_sigma` (the analytic calibration for the discrete law) and
+  :class:`~dptutor.discrete_gaussian.DiscreteGaussianRelease` / :func:`~dptutor.discrete_gaussian.discrete_gaussian_release`
   (integer queries, and real ones through a power-of-two granularity); they live in
   :mod:`dptutor.discrete_gaussian` and are importable from here.
 """

@@ -60,7 +60,7 @@ def histogram_default_epsilon(data: Any, size: int, rng: Any, *, epsilon: float)
     The report shows the symptom, not a cause; the lab models the family "the epsilon argument does not
     reach the noise": the noise is calibrated to :data:`DEFAULT_EPSILON` (scale 1), so the true epsilon is
     :data:`DEFAULT_EPSILON` whatever is claimed (one person changes one bin by 1).  The fixed form is
-    :func:`dptutor.zoo.noisy_histogram`.
+    :func:`dptutor.zoo.counts.noisy_histogram`.
 
     Parameters
     ----------

@@ -147,17 +147,16 @@ class Budget:
 
     @property
     def used_exactly(self) -> Fraction:
-        """The budget used so far, exactly (sequential composition: the sum of ``spent``).
+        """The exact sum of ``spent``, the budget used so far (sequential composition).
 
         Returns
         -------
         fractions.Fraction
             The exact sum of ``spent``.
 
-        Raises
-        ------
-        None
-            The fields were checked when the budget was made.
+        Notes
+        -----
+        It raises no exception: the fields were checked when the budget was made.
         """
         return sum((Fraction(e) for e in self.spent), Fraction(0))
 
@@ -170,10 +169,9 @@ class Budget:
         fractions.Fraction
             ``total`` minus the exact sum of ``spent``.
 
-        Raises
-        ------
-        None
-            The fields were checked when the budget was made.
+        Notes
+        -----
+        It raises no exception: the fields were checked when the budget was made.
         """
         return Fraction(self.total) - self.used_exactly
 
@@ -186,10 +184,9 @@ class Budget:
         float
             :attr:`used_exactly` rounded to the nearest double.
 
-        Raises
-        ------
-        None
-            The fields were checked when the budget was made.
+        Notes
+        -----
+        It raises no exception: the fields were checked when the budget was made.
         """
         return float(self.used_exactly)
 
@@ -202,10 +199,9 @@ class Budget:
         float
             The largest double at most :attr:`remaining_exactly`.
 
-        Raises
-        ------
-        None
-            The fields were checked when the budget was made.
+        Notes
+        -----
+        It raises no exception: the fields were checked when the budget was made.
         """
         left = self.remaining_exactly
         value = float(left)
@@ -413,7 +409,7 @@ def sequential_composition_proof() -> CompositionProof:
     Steps 1-2: with independent noise the joint density is the product of the two densities, so
     the joint privacy loss ``ln(p(y1) q(y2) / (p'(y1) q'(y2)))`` equals ``L1(y1) + L2(y2)``.
     Steps 3-4: on each region of each output the single loss is the closed form of
-    :func:`dptutor.symbolic.laplace_mechanism_privacy_loss` (offsets ``w, r`` and the shift
+    :func:`dptutor.symbolic.privacy_loss.laplace_mechanism_privacy_loss` (offsets ``w, r`` and the shift
     ``s = |f(X) - f(X')|``, sympy's ``delta``); with ``b_i = Delta_i / eps_i`` and
     ``Delta_i = s_i + g_i``, ``g_i >= 0``, the gap ``(eps1 + eps2) - (L1 + L2)`` is written over
     the positive ``b_i`` and sympy decides its sign for all 36 pairs of regions.
@@ -423,10 +419,9 @@ def sequential_composition_proof() -> CompositionProof:
     CompositionProof
         The proof's steps; ``factorizes`` and ``bounded`` are True.
 
-    Raises
-    ------
-    None
-        The function takes no arguments.
+    Notes
+    -----
+    It raises no exception: the function takes no arguments.
     """
     from dptutor.symbolic import laplace_mechanism_privacy_loss
 

@@ -11,7 +11,7 @@ All functions are vectorised over numpy arrays, work in float64 and return numpy
 scalar input.  Bad input raises ``ValueError`` (or ``TypeError``) naming the parameter: ``b <= 0``,
 non-finite ``mu``, ``b`` or ``x``, NaN anywhere, ``u``/``v`` outside their documented domain.
 No numpy ``RuntimeWarning`` escapes: the only place a log of a non-positive number is taken on
-purpose (:func:`dptext_transform`, whose contract is to return NaN there) silences it locally with
+purpose (:func:`~dptutor.dptext.dptext_transform`, whose contract is to return NaN there) silences it locally with
 ``np.errstate``; overflow of ``(x - mu)/b`` or of ``b`` times a quantile gives the correct limit
 (density 0, CDF 0 or 1, quantile +-inf) and is silenced the same way.
 
@@ -55,7 +55,7 @@ __all__ = [
     "CHUNK",
 ]
 
-#: Elements per chunk in :func:`standard_laplace_fill`: 2**16 float64 = 512 KiB, which fits in L2,
+#: Elements per chunk in :func:`standard_laplace_fill`, 2**16 float64 = 512 KiB, which fits in L2,
 #: so the sign pass reads the exponentials from cache instead of from main memory.
 CHUNK: int = 1 << 16
 

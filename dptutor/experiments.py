@@ -2,7 +2,7 @@
 
 :func:`run_grid` audits every (mechanism, epsilon, n) cell of a grid with
 :func:`dptutor.audit.estimate_loss` (or fills it from :func:`dptutor.audit.exact_loss`) and returns
-tidy :class:`GridRow` rows.  Given an output folder it also keeps ``results.csv`` (one row per
+tidy :class:`~dptutor.grid_files.GridRow` rows.  Given an output folder it also keeps ``results.csv`` (one row per
 cell: counts, loss, 95% lower bound, exact loss, per-cell seed and trials) and ``results.json``
 (nested ``{mechanism: {epsilon: {n: loss}}}`` like the authors' file) up to date after every
 cell, each written atomically; a rerun skips the cells already there with the same trials and
@@ -277,7 +277,7 @@ def run_grid(
     on_row: Callable[[GridRow], None] | None = None,
     on_invalid: Callable[[str], None] | None = None,
 ) -> list[GridRow]:
-    """Audit every (mechanism, epsilon, n) cell; return one :class:`GridRow` per cell.
+    """Audit every (mechanism, epsilon, n) cell; return one :class:`~dptutor.grid_files.GridRow` per cell.
 
     Each cell runs ``estimate_loss(mechanism, n, epsilon, trials)`` seeded by ``cell_seed(seed, ...)``,
     where ``seed`` is the run's recorded seed (``rng`` itself for an int),
@@ -286,10 +286,10 @@ def run_grid(
     the blocks of all cells in one process pool (cells still finish roughly in order); it is capped
     at the CPUs and the blocks, and more than :data:`dptutor._validate.MAX_WORKERS` is refused.
 
-    With ``out``, results are written after every cell (:func:`write_results`), and cells already
+    With ``out``, results are written after every cell (:func:`~dptutor.grid_files.write_results`), and cells already
     in ``out/results.csv`` with the same trials and seed are reused, not recomputed; rows of
     other cells in the file are kept in the CSV, but ``results.json`` holds only this run's cells.
-    Rows of the CSV that do not check out (see :func:`read_rows_csv`) are recomputed, and
+    Rows of the CSV that do not check out (see :func:`~dptutor.grid_files.read_rows_csv`) are recomputed, and
     ``on_invalid(message)`` is told about each.  ``on_row`` is called with each newly computed row.
     ``progress=True`` shows a tqdm bar over cells.  Ctrl-C loses only the blocks in flight.
 

@@ -20,7 +20,7 @@ For the first three, the map ``k -> output`` never decreases (each step, ``log``
 all is decided exactly by a binary search for the smallest ``k`` whose output is ``>= y``
 (:func:`reachable`).  The fourth draws a 64-bit word whose low bits pick one of 256 ziggurat layers
 and whose high bits pick a point inside it, and it may reject and draw again: there is no single
-monotone integer to search; :func:`fast_possible` searches each layer instead and certifies
+monotone integer to search; :func:`~dptutor.ziggurat.fast_possible` searches each layer instead and certifies
 impossibility (a sound over-approximation of the outputs).  For any sampler at all,
 :func:`off_grid` gives a weaker certificate that needs no knowledge of the sampler: ``loc + z`` rounded to a double is always a
 multiple of ``2^(e - 53)`` where ``2^e <= |loc| < 2^(e+1)``, whatever the double ``z`` is.
@@ -94,7 +94,7 @@ EXACT_SAMPLERS: tuple[str, ...] = ("numpy", "textbook", "inverse_cdf")
 SAMPLERS: tuple[str, ...] = EXACT_SAMPLERS + ("fast",)
 #: The tests :func:`attack` can run.
 TESTS: tuple[str, ...] = ("exact", "ziggurat", "grid")
-#: The largest ``k``: ``u = k 2^-53`` runs over ``k = 1, ..., 2^53 - 1`` (``k = 0`` is redrawn).
+#: The largest ``k`` (``u = k 2^-53`` runs over ``k = 1, ..., 2^53 - 1``; ``k = 0`` is redrawn).
 K_MAX: int = (1 << 53) - 1
 _TWO_M53 = 2.0**-53
 
@@ -386,7 +386,7 @@ class AttackResult:
 
     ``impossible0`` of the ``size`` outputs drawn with location ``loc0`` cannot be produced with
     ``loc1`` (and ``impossible1`` the other way round).  ``test`` is ``"exact"`` (:func:`reachable`),
-    ``"ziggurat"`` (:func:`fast_possible`) or ``"grid"`` (:func:`off_grid`, which only certifies
+    ``"ziggurat"`` (:func:`~dptutor.ziggurat.fast_possible`) or ``"grid"`` (:func:`off_grid`, which only certifies
     outputs of ``loc0``).
 
     Parameters
@@ -510,7 +510,7 @@ def attack(
     """Draw ``size`` outputs with ``loc0`` and ``size`` with ``loc1``; count those the other cannot produce.
 
     ``test="exact"`` uses :func:`reachable` (samplers in :data:`EXACT_SAMPLERS`) both ways;
-    ``test="ziggurat"`` uses :func:`fast_possible` both ways (``sampler="fast"`` only: impossibility
+    ``test="ziggurat"`` uses :func:`~dptutor.ziggurat.fast_possible` both ways (``sampler="fast"`` only: impossibility
     certain, so the count is a lower bound); ``test="grid"`` uses :func:`off_grid` on the outputs of
     ``loc0`` only (any sampler).
 

@@ -48,6 +48,7 @@ RESULTS_JSON = "results.json"
 _FILE_MODE = 0o644  # mkstemp creates 0600 files; results are meant to be shared
 RESULTS_CSV = "results.csv"
 
+#: The columns of ``results.csv``, in order.
 CSV_COLUMNS: tuple[str, ...] = (
     "mechanism",
     "epsilon",
@@ -166,17 +167,16 @@ class GridRow:
 
     @property
     def key(self) -> tuple[str, str, int]:
-        """``(mechanism, epsilon_key(epsilon), n)``: identifies the cell.
+        """The tuple that identifies the cell, ``(mechanism, epsilon_key(epsilon), n)``.
 
         Returns
         -------
         tuple of (str, str, int)
             ``(mechanism, epsilon_key(epsilon), n)``.
 
-        Raises
-        ------
-        None
-            The fields were checked when the row was made.
+        Notes
+        -----
+        It raises no exception: the fields were checked when the row was made.
         """
         return self.mechanism, epsilon_key(self.epsilon), self.n
 
@@ -189,10 +189,9 @@ class GridRow:
         bool
             Whether ``trials == 0``.
 
-        Raises
-        ------
-        None
-            The fields were checked when the row was made.
+        Notes
+        -----
+        It raises no exception: the fields were checked when the row was made.
         """
         return self.trials == 0
 
@@ -499,10 +498,9 @@ def sort_rows(rows: Iterable[GridRow], order: Sequence[str]) -> list[GridRow]:
     list of GridRow
         The sorted rows.
 
-    Raises
-    ------
-    None
-        The rows are checked where they are made.
+    Notes
+    -----
+    It raises no exception: the rows are checked where they are made.
     """
     rank = {name: i for i, name in enumerate(order)}
     return sorted(rows, key=lambda r: (rank.get(r.mechanism, len(rank)), r.mechanism, r.epsilon, r.n))
@@ -543,7 +541,7 @@ def output_folder(out: object) -> Path:
 def write_results(rows: Sequence[GridRow], out: str | os.PathLike, *, json_rows: Sequence[GridRow] | None = None) -> None:
     """Write ``results.csv`` (all ``rows``) and ``results.json`` into ``out``, each atomically.
 
-    ``results.json`` holds ``json_rows`` (default: ``rows``); :func:`run_grid` puts only the rows of
+    ``results.json`` holds ``json_rows`` (default: ``rows``); :func:`~dptutor.experiments.run_grid` puts only the rows of
     the current run there, so that cells of earlier runs with other trials or seeds, which stay in
     the CSV with their trials and seed, are not mixed in.  Losses are never NaN (:class:`GridRow`);
     an infinite loss is written as ``Infinity``, like the authors' file.

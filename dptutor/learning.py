@@ -254,9 +254,9 @@ def _clipped_sum(layers: list[Layer], c_max: float) -> tuple[list[NDArray[np.flo
 def dp_sgd_epsilon(noise_multiplier: float, steps: int, sampling_rate: float, delta: float) -> float:
     """The accountant's epsilon at ``delta`` after ``steps`` Poisson-subsampled Gaussian steps.
 
-    Renyi DP of the subsampled Gaussian (:func:`dptutor.accounting.rdp_subsampled_gaussian`) at the
-    integer orders :data:`dptutor.accounting.ORDERS`, times ``steps``, converted by
-    :func:`dptutor.accounting.rdp_to_dp`.  Valid for Poisson subsampling and add/remove neighbours only.
+    Renyi DP of the subsampled Gaussian (:func:`dptutor.renyi.rdp_subsampled_gaussian`) at the
+    integer orders :data:`dptutor.renyi.ORDERS`, times ``steps``, converted by
+    :func:`dptutor.renyi.rdp_to_dp`.  Valid for Poisson subsampling and add/remove neighbours only.
     """
     sigma = check_positive(noise_multiplier, "noise_multiplier")
     k = check_int(steps, "steps", minimum=1, maximum=MAX_STEPS)

@@ -414,10 +414,9 @@ class DiffprivlibGaussian:
         float
             diffprivlib's ``_scale`` for these parameters.
 
-        Raises
-        ------
-        None
-            The parameters were checked when the mechanism was made.
+        Notes
+        -----
+        It raises no exception: the parameters were checked when the mechanism was made.
         """
         return float(self._mechanism(0)._scale)
 

@@ -383,10 +383,10 @@ def snapping_mechanism(
     """Mironov's (2012) snapping mechanism, coordinate by coordinate, for data in [0, 1]^n.
 
     ``clamp_B(round_Lambda(clamp_B(x) + S lambda ln U*))`` with ``U*`` a uniform double rounded
-    down (:func:`dptutor.floating.sample_uniform_double`), ``S`` a fair sign,
+    down (:func:`dptutor.snapping.sample_uniform_double`), ``S`` a fair sign,
     ``lambda = n (1 + 2^-49 B) / epsilon`` and ``Lambda`` the smallest power of two ``>= lambda``;
-    ``bound`` is ``B`` (default ``32 n / epsilon``, see :func:`dptutor.floating.snapping_parameters`).
-    Its exact privacy loss: :func:`dptutor.floating.snapping_loss`.
+    ``bound`` is ``B`` (default ``32 n / epsilon``, see :func:`dptutor.snapping.snapping_parameters`).
+    Its exact privacy loss: :func:`dptutor.snapping.snapping_loss`.
 
     Parameters
     ----------
@@ -424,9 +424,9 @@ def granular_laplace_mechanism(
 
     ``r`` is the smallest power of two ``>= (n / epsilon) 2^-bits`` and ``Z`` is discrete Laplace
     with integer scale ``t >= (n / r + n) / epsilon``, drawn exactly
-    (:func:`dptutor.exact.sample_discrete_laplace`); see :func:`dptutor.exact.granular_parameters`.
+    (:func:`dptutor.exact.sample_discrete_laplace`); see :func:`dptutor.granular.granular_parameters`.
     Every output is a multiple of ``r`` and every multiple of ``r`` is possible from every input.
-    Exact privacy loss: :func:`dptutor.exact.granular_loss`.
+    Exact privacy loss: :func:`dptutor.granular.granular_loss`.
 
     Parameters
     ----------

@@ -105,7 +105,7 @@ class PrivacyLossDistribution:
         return (self.offset + np.arange(self.pmf.size)) * self.grid
 
     def delta(self, epsilon: float) -> float:
-        """``infinity_mass + sum_m pmf[m] (1 - e^{epsilon - l_m})_+`` (Lemma ``lem-adp-delta-from-loss``).
+        """``infinity_mass + sum_m pmf[m] (1 - e^{epsilon - l_m})_+`` (the approximate-DP chapter's lemma on delta from the privacy loss).
 
         Parameters
         ----------
@@ -373,8 +373,9 @@ def gaussian_composition_epsilon(
     """epsilon at ``delta`` of k Poisson-subsampled Gaussian releases (DP-SGD's steps), sensitivity 1.
 
     ``"pld"``: both directions' PLDs composed (:func:`pld_gaussian`), the larger epsilon (an upper
-    bound, tight to the grid; ``pessimistic=False`` gives the matching lower bound).  ``"rdp"``: the subsampled Gaussian's RDP at :data:`ORDERS`, times k,
-    converted with :func:`rdp_to_dp` (``"improved"``).
+    bound, tight to the grid; ``pessimistic=False`` gives the matching lower bound).  ``"rdp"``: the subsampled
+    Gaussian's RDP at :data:`~dptutor.renyi.ORDERS`, times k, converted with :func:`~dptutor.renyi.rdp_to_dp`
+    (``"improved"``).
 
     Parameters
     ----------

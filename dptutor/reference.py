@@ -40,10 +40,9 @@ def paper_results() -> dict[str, dict[str, dict[str, float]]]:
     dict
         ``{class name: {epsilon key: {n key: loss}}}``, a fresh copy.
 
-    Raises
-    ------
-    None
-        The file ships inside the package.
+    Notes
+    -----
+    It raises no exception: the file ships inside the package.
 
     Examples
     --------

@@ -268,7 +268,7 @@ def report_noisy_max(
     size: int | None = None,
 ) -> Any:
     """The index (only) of the largest ``answers[i] + Z_i``, ``Z_i`` i.i.d. ``Lap(2 Delta / epsilon)``
-    or ``Exp(2 Delta / epsilon)`` (Theorem ``thm-report-noisy-max``): epsilon-DP.
+    or ``Exp(2 Delta / epsilon)`` (the selection chapter's theorem): epsilon-DP.
 
     Parameters
     ----------
@@ -320,7 +320,7 @@ def report_noisy_max_probabilities(
     answers: Any, epsilon: float, *, noise: str = "laplace", sensitivity: float = 1.0
 ) -> NDArray[np.float64]:
     """``P[i] = integral f(z - q_i) prod_{j != i} F(z - q_j) dz`` for each index (step 1 of the
-    proof of ``thm-report-noisy-max``), by quadrature.
+    proof that report-noisy-max is private), by quadrature.
 
     ``f`` and ``F`` are the density and CDF of the noise; Gauss-Legendre on the pieces between kinks,
     accurate to about 1e-13 absolute.
@@ -387,7 +387,7 @@ def sparse_vector(
     sensitivity: float = 1.0,
     size: int | None = None,
 ) -> Any:
-    """The sparse vector technique with cut-off ``c`` (Algorithm ``alg-sparse-vector``; Lyu, Su and Li
+    """The sparse vector technique with cut-off ``c`` (the selection chapter's algorithm; Lyu, Su and Li
     2017, Algorithm 1): epsilon-DP.
 
     ``rho ~ Lap(Delta / epsilon_1)`` once, ``nu_i ~ Lap(2 c Delta / epsilon_2)`` per query, with
@@ -454,11 +454,11 @@ def above_threshold(
     sensitivity: float = 1.0,
     size: int | None = None,
 ) -> Any:
-    """AboveThreshold (Algorithm ``alg-above-threshold``; Dwork and Roth 2014, Algorithm 1): the index of
+    """AboveThreshold (the selection chapter's algorithm; Dwork and Roth 2014, Algorithm 1): the index of
     the first query with ``q_i + nu_i >= threshold + rho``, or ``len(answers)`` if there is none.
 
     ``rho ~ Lap(2 Delta / epsilon)``, ``nu_i ~ Lap(4 Delta / epsilon)``: the sparse vector technique
-    with ``c = 1``.  epsilon-DP (Theorem ``thm-above-threshold``).
+    with ``c = 1``.  epsilon-DP (the selection chapter's theorem on the sparse vector technique).
 
     Parameters
     ----------
@@ -499,7 +499,7 @@ def above_threshold_probabilities(
     answers: Any, threshold: float, epsilon: float, *, sensitivity: float = 1.0
 ) -> NDArray[np.float64]:
     """The output distribution of :func:`above_threshold`: ``len(answers) + 1`` probabilities (step 1
-    of the proof of ``thm-above-threshold``, integrated over rho).
+    of the proof that the sparse vector technique is private, integrated over rho).
 
     ``P[k] = integral f_rho(r) prod_{i<k} F_nu(tau + r - q_i) (1 - F_nu(tau + r - q_k)) dr``, and the
     last entry (no query above) ``integral f_rho(r) prod_i F_nu(tau + r - q_i) dr``, by Gauss-Legendre

@@ -18,15 +18,17 @@ Students get feedback in the notebook from small check calls::
 
 This package is the student's side of the trust boundary: the check framework, the assignments'
 checks, the public mysteries and the kernel's half of the call protocol.  It never imports
-:mod:`dptutor.course`, the grader's side (``python -m dptutor grade sampler submissions/`` grades a
+``dptutor.course``, the grader's side (``python -m dptutor grade sampler submissions/`` grades a
 folder of submissions, each in a sandbox of its own; ``python -m dptutor release`` regenerates the
 student notebooks); ``tests/library/test_import_contract.py`` checks that.
 
 Modules, one idea each:
 
-- :mod:`~dptutor.assignments.feedback`: :class:`Finding`, :class:`Feedback`, :class:`Question`,
-  :class:`Assignment`, and the helpers checks use to call student code;
-- :mod:`~dptutor.assignments.registry`: :data:`ASSIGNMENTS`, :func:`check`, :func:`checker`;
+- :mod:`~dptutor.assignments.feedback`: :class:`~dptutor.assignments.feedback.Finding`,
+  :class:`~dptutor.assignments.feedback.Feedback`, :class:`~dptutor.assignments.feedback.Question`,
+  :class:`~dptutor.assignments.feedback.Assignment`, and the helpers checks use to call student code;
+- :mod:`~dptutor.assignments.registry`: :data:`~dptutor.assignments.registry.ASSIGNMENTS`,
+  :func:`~dptutor.assignments.registry.check`, :func:`~dptutor.assignments.registry.checker`;
 - :mod:`~dptutor.assignments.record`: the helpers a check calls student code with (the same check
   gives the feedback here and grades in the grader, where each call becomes a call protocol's cell);
 - :mod:`~dptutor.assignments.kernel`: the kernel's half of the call protocol (it answers the
@@ -49,7 +51,7 @@ Adding an assignment (say ``pair_audit``)
            ...
        ))
 
-   A check raises :class:`NotAnswered` while the template's placeholder is in place, and returns a
+   A check raises :class:`~dptutor.assignments.feedback.NotAnswered` while the template's placeholder is in place, and returns a
    ``Finding(None, ...)`` for an answer that the feedback records but only grading judges.  To let
    instructors weigh its checks, name them (``Question(..., checks=("shape", "loop"))``) and give
    each finding its name (``Finding(True, "...", "shape")``).  For error carried forward, list the
@@ -58,7 +60,7 @@ Adding an assignment (say ``pair_audit``)
    otherwise say in ``Assignment(..., independent="...")`` why no question builds on another.
 2. Add one line, ``"pair_audit",``, to :data:`~dptutor.assignments.registry.ASSIGNMENT_MODULES`.
 
-When grading, every check runs in the grader's process (:mod:`dptutor.course.remote`); the
+When grading, every check runs in the grader's process (``dptutor.course.remote``); the
 student's kernel only answers calls.  A student function reaches the check as a proxy: each call's
 inputs (numbers, strings, numpy arrays, a ``numpy.random.Generator``'s state, lists and dicts of
 these) go to the kernel as data, and what it returned or raised comes back as data.  Values reach the
@@ -74,7 +76,7 @@ grader; it never reaches the kernel.  Bound every replay of student data (a size
 before it starts, a time limit while it runs: see :mod:`~dptutor.assignments.audit`).
 
 That is all the code: the CLI (``grade pair_audit``), ``release`` and the tests that loop over
-:data:`ASSIGNMENTS` pick it up.  The notebooks are content, not code: write
+:data:`~dptutor.assignments.registry.ASSIGNMENTS` pick it up.  The notebooks are content, not code: write
 ``book/assignments/instructor/pair_audit.md`` (solutions between ``BEGIN SOLUTION`` / ``END
 SOLUTION`` markers), run ``python -m dptutor release`` to write ``book/assignments/pair_audit.md``,
 and list that page in ``_toc.yml``.

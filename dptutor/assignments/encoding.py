@@ -4,7 +4,7 @@ A request (the grader's calls) and an answer (what the kernel's calls returned) 
 file: numeric arrays ``a0.npy``, ``a1.npy``, ... and one JSON string ``meta.npy`` whose values are
 trees (``{"k": kind, ...}``) referring to the arrays by index.  :class:`Writer` writes both; the
 kernel reads requests with :mod:`dptutor.assignments.kernel`, the grader reads answers with
-:mod:`dptutor.course.answers`, which trusts nothing in them.  The limits below bound both.
+``dptutor.course.answers``, which trusts nothing in them.  The limits below bound both.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ student's objects (the names listed in :attr:`Question.needs`), calls or inspect
 what holds.  By default every finding weighs the same: the score is ``points * passed / len(findings)``.
 A finding may name the property it checks (:attr:`Finding.check`, one of the question's declared
 :attr:`Question.checks`); an instructor's grading configuration can then weigh those checks
-(:func:`score` with ``weights``; ``[weights.q3]`` in :mod:`dptutor.course.config`).
+(:func:`score` with ``weights``; ``[weights.q3]`` in ``dptutor.course.config``).
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ class Feedback:
 
     @property
     def messages(self) -> list[str]:
-        """The sentences a student should read: failed findings, or why nothing was graded."""
+        """The sentences a student should read (failed findings, or why nothing was graded)."""
         return [f.message for f in self.findings if f.passed is False]
 
     @property

@@ -27,7 +27,7 @@ into the mystery's behaviour.  What this protects:
   folder's ``private/`` part;
 * the grader's checks cannot be used as an oracle: a check that grades (``hidden=True``) takes the
   answers from the course's answer key, which only the *course key* selects
-  (:func:`dptutor.course.keys.use_answer_key`, :func:`dptutor.course.keys.course_scope`; the key is in
+  (``dptutor.course.keys.use_answer_key``, ``dptutor.course.keys.course_scope``; the key is in
   ``private/answer-key.toml``, and a token
   is a one-way HMAC of it).  With only a token in use, a grading check refuses to run instead of
   grading against the token's mysteries;
@@ -131,7 +131,7 @@ class PairMember:
 
     @property
     def true_epsilon(self) -> float:
-        """The privacy loss for counts that differ by 1: each column spends 1 / scale."""
+        """The privacy loss for counts that differ by 1 (each column spends 1 / scale)."""
         return self.columns / self.scale
 
 
@@ -142,7 +142,7 @@ FAMILIES: dict[str, tuple] = {
 }
 #: The members of the book's self-study instance (their answers are public).
 SELF_STUDY: dict[str, object] = {"audit": AuditMember("A", "l2"), "pair_audit": PairMember(2, 1.0)}
-#: The members a course may draw: every member except the public self-study one.
+#: The members a course may draw (every member except the public self-study one).
 COURSE_FAMILIES: dict[str, tuple] = {a: tuple(m for m in FAMILIES[a] if m != SELF_STUDY[a]) for a in FAMILIES}
 
 _ACTIVE: dict[str, object] = dict(SELF_STUDY)
@@ -168,7 +168,7 @@ def use_course(token: str) -> None:
     """Make the mystery mechanisms (and the feedback checks) of the token's assignment those of its course.
 
     The checks that grade (``hidden=True``) then refuse to run: they need the course key
-    (:func:`dptutor.course.keys.use_answer_key`).
+    (``dptutor.course.keys.use_answer_key``).
     """
     assignment, member = member_of(token)
     _ACTIVE[assignment] = member
@@ -192,7 +192,7 @@ def active_member(assignment: str) -> object:
 
 def use_answers(members: dict[str, object]) -> None:
     """Grade with ``members`` (assignment -> member of its family): their mysteries, and their answers for
-    the checks that grade.  Only the grader knows a course's members (:func:`dptutor.course.keys.use_answer_key`
+    the checks that grade.  Only the grader knows a course's members (``dptutor.course.keys.use_answer_key``
     derives them from the course key); in a student's kernel this changes that kernel's feedback only."""
     chosen = _check_members(members)
     _ACTIVE.update(chosen)

@@ -1,11 +1,11 @@
 """The kernel's half of the call protocol: what runs in the student's kernel when the grader asks.
 
-The grader (:mod:`dptutor.course.remote`) runs two kinds of cells in the kernel, each naming the
+The grader (``dptutor.course.remote``) runs two kinds of cells in the kernel, each naming the
 files it exchanges by a bare name in the kernel's working folder: :func:`kernel_needs` reports which
 names a question needs exist and the values of those that are not functions, and
 :class:`KernelCalls` calls a student function on the inputs of a request file and writes what it
 returned, raised or modified.  Nothing here is trusted by anybody: the student can patch it at
-will, and the grader parses every answer strictly (:mod:`dptutor.course.answers`).  It only has to
+will, and the grader parses every answer strictly (``dptutor.course.answers``).  It only has to
 be useful to an honest kernel.
 """
 
@@ -75,7 +75,7 @@ class _KernelCall:
 class KernelCalls:
     """Kernel side of a grader cell: iterate to get the calls, set each one's ``value`` or ``raised``.
 
-    The grader's cell (:data:`dptutor.course.remote.CALL_CELL`) iterates over this object and sets
+    The grader's cell (``dptutor.course.remote.CALL_CELL``) iterates over this object and sets
     each call's ``value`` to what its ``fn(*args, **kwargs)`` returned, or ``raised`` to what it raised,
     so the student's function is called from the cell itself, like in the student's own cells.
     On leaving the ``with`` block without an exception the answers are written to ``answer_path``.

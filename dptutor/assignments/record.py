@@ -5,7 +5,7 @@ student's values (``verdicts``).  In the notebook (the feedback) it runs in the 
 calls the functions directly.  When grading, every check runs **in the grader's process**, never in
 the kernel, inside a :class:`GradingSession` (:func:`session_scope`): each student function is a
 :class:`RemoteFunction` whose calls the session sends to the kernel as data and whose answers it
-parses strictly (the grader's side: :mod:`dptutor.course.remote`, which holds the protocol's threat
+parses strictly (the grader's side: ``dptutor.course.remote``, which holds the protocol's threat
 model; the kernel's side: :mod:`dptutor.assignments.kernel`; the data format:
 :mod:`dptutor.assignments.encoding`).
 
@@ -35,7 +35,7 @@ from dptutor.assignments.encoding import MAX_ARRAY_ELEMENTS, MAX_TEXT, Writer
 from dptutor.assignments.feedback import call
 
 #: The checks' helpers.  :class:`GradingSession`, :class:`RemoteFunction` and :func:`session_scope` are
-#: the hooks of the grader's half (:mod:`dptutor.course.remote`) only, hence outside ``__all__``.
+#: the hooks of the grader's half (``dptutor.course.remote``) only, hence outside ``__all__``.
 __all__ = [
     "call_many",
     "measure",
@@ -53,7 +53,7 @@ __all__ = [
 class GradingSession:
     """A grading session as the check helpers see it: it answers the calls of student functions.
 
-    The grader's session (:mod:`dptutor.course.remote`) subclasses it and sends each batch of calls
+    The grader's session (``dptutor.course.remote``) subclasses it and sends each batch of calls
     to the kernel; here it only defines what the helpers call.
     """
 

@@ -26,8 +26,9 @@ ASSIGNMENT_MODULES: tuple[str, ...] = (
     "selection",
 )
 
+#: The assignments by name, each module's ``ASSIGNMENT`` (filled below from :data:`ASSIGNMENT_MODULES`).
 ASSIGNMENTS: dict[str, Assignment] = {}
-#: Per assignment, the allow-list of object types the grader rebuilds from a kernel's data: a type's
+#: Per assignment, the allow-list of object types the grader rebuilds from a kernel's data; a type's
 #: bare name -> the grader's own constructor, called with the decoded fields (a dict).  Declared by
 #: each assignment module as ``RECORD_TYPES``; anything else a kernel sends stays inert data.
 RECORD_TYPES: dict[str, dict[str, Callable[[dict[str, Any]], Any]]] = {}
@@ -52,7 +53,7 @@ def record_types(assignment: object) -> dict[str, Callable[[dict[str, Any]], Any
 
 def check(assignment: str, question: str, *objects: Any, hidden: bool = False,
           carried: dict[str, Any] | None = None) -> Feedback:
-    """Run one question's check on the student's objects and return the :class:`Feedback`.
+    """Run one question's check on the student's objects and return the :class:`~dptutor.assignments.feedback.Feedback`.
 
     ``carried`` (error carried forward) maps some of the names in the question's ``carried`` to the
     student's earlier answers; the check then judges the question against them where it can.

@@ -3,10 +3,10 @@
 Students write two mechanisms of the chapter "Selection mechanisms" (book/selection.md), each as a
 mechanism for :func:`dptutor.audit.audit_pair` that makes ``size`` independent runs per call:
 
-- ``above_threshold(answers, threshold, epsilon, *, size, rng)`` (Algorithm ``alg-above-threshold``):
+- ``above_threshold(answers, threshold, epsilon, *, size, rng)`` (AboveThreshold, the book's selection chapter):
   one row per run, one entry per query: 0 for "below", 1 for the first "above", -1 for the queries
   after it (not answered), the format of :func:`dptutor.selection.sparse_vector`;
-- ``report_noisy_max(answers, epsilon, *, size, rng)`` (Algorithm ``alg-report-noisy-max``, Laplace
+- ``report_noisy_max(answers, epsilon, *, size, rng)`` (the selection chapter's algorithm, Laplace
   noise): one index per run.
 
 Each mechanism is checked three ways, on inputs the grader draws (fresh per question when grading):
@@ -61,15 +61,17 @@ __all__ = [
     "audit_pairs",
 ]
 
-#: Confidence of every audit: a correct implementation is flagged with probability at most 1e-4.
+#: The confidence of every audit (a correct implementation is flagged with probability at most 1e-4).
 AUDIT_CONFIDENCE = 0.9999
-#: The AboveThreshold audit: claimed epsilon, the pair's pattern (x = offset + pattern, x' = offset +
+#: The AboveThreshold audit's claimed epsilon; then the pair's pattern (x = offset + pattern, x' = offset +
 #: 1 - pattern: every answer moves by the sensitivity 1), the threshold's height above the zeros, runs.
 AT_EPSILON = 2.0
+#: The AboveThreshold pair's pattern (x = offset + pattern, x' = offset + 1 - pattern).
 AT_PATTERN = (0.0,) * 7 + (1.0,)
+#: The AboveThreshold audit's threshold, its height above the zeros.
 AT_GAP = 0.5
 AT_TRIALS = 200_000
-#: The report-noisy-max audit: claimed epsilon, pattern (x = offset + pattern, x' = offset + 1 - pattern), runs.
+#: The report-noisy-max audit's claimed epsilon; then its pattern (x = offset + pattern, x' = offset + 1 - pattern), runs.
 RNM_EPSILON = 1.0
 RNM_PATTERN = (0.0,) + (1.0,) * 4
 RNM_TRIALS = 100_000
@@ -78,6 +80,7 @@ LAW_RUNS = 20_000
 LAW_ALPHA = 1e-6
 #: Calls per dataset in an audit (each with a generator of its own), and the most runs one call may ask for.
 _AUDIT_CALLS = 4
+#: The most runs one call of an audit may ask for.
 MAX_RUNS = 100_000
 _FEEDBACK_SEEDS = {"q1": 5301, "q2": 5302, "q3": 5303}
 _EPSILONS = (0.5, 1.0, 2.0)

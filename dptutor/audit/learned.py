@@ -51,7 +51,7 @@ __all__ = [
     "MODELS",
 ]
 
-#: Runs per dataset that :func:`dptutor.audit.audit_pair` spends on fitting a statistic: a sixteenth of its
+#: Runs per dataset that :func:`dptutor.audit.audit_pair` spends on fitting a statistic, a sixteenth of its
 #: selection half, at least LEARN_TRIALS (2^15 per dataset fits in about a second on one core) and at most
 #: LEARN_MAX_TRIALS, and never more than half of the selection half.
 LEARN_TRIALS: int = 1 << 15
@@ -150,7 +150,7 @@ class AdditiveMap:
 
     @property
     def n_features(self) -> int:
-        """Columns of :meth:`transform`'s matrix: per output value, its knots, its linear term (when it
+        """Columns of :meth:`transform`'s matrix, per output value its knots, its linear term (when it
         has knots), then its atoms."""
         return sum(_columns(k, a, self.linear) for k, a in zip(self.knots, self.atoms))
 
@@ -486,7 +486,7 @@ def fit_statistic(
         return _fit(rows, labels, model, knots, tails, seed)
 
 
-#: The candidates of ``model="auto"``, in order of preference on a tie: (model, knots, tails), the last two
+#: The candidates of ``model="auto"``, in order of preference on a tie, as (model, knots, tails), the last two
 #: used by the additive model only.  Linear tails are not among them: measured on DP-Sniper's benchmark
 #: (benchmarks/bench_blackbox.py), they helped the prefix sums but cost LaplaceParallel, SVT3 and
 #: NumericalSVT more, and a choice by held-out log-loss cannot tell which tails the audit's events need.

@@ -33,7 +33,7 @@ __all__ = ["one_run_p_value", "audit_one_run"]
 #: Bisection steps for delta > 0 (the bracket [0, 64] shrinks below 1e-10).
 BISECTION_STEPS: int = 40
 
-#: The largest epsilon the bound reports: beyond it, randomized response's accuracy is 1 in float64.
+#: The largest epsilon the bound reports (beyond it, randomized response's accuracy is 1 in float64).
 EPSILON_CAP: float = 36.0
 
 

@@ -62,7 +62,7 @@ from dptutor.audit.learned import LEARN_MAX_TRIALS, LEARN_TRIALS, fit_statistic
 
 #: Blocks submitted to an executor at any one time (bounds memory; an interrupt loses these).
 PAIR_IN_FLIGHT: int = 64
-#: The fractions of the runs that may choose the event (``selection``): outside it one of the two parts
+#: The fractions of the runs that may choose the event (``selection``); outside it one of the two parts
 #: is too small to be worth its runs, and the cut's score (which widens by their ratio) degenerates.
 SELECTION_RANGE = (0.01, 0.99)
 

@@ -1,8 +1,8 @@
 """DP-Sniper's benchmark: its 20 mechanisms with its exact settings, in :func:`dptutor.audit.audit_pair`'s interface.
 
 Bichsel, Steffen, Bogunovic and Vechev (IEEE S&P 2021, {cite}`bichsel2021dpsniper`) evaluate DP-Sniper on
-20 mechanisms at claimed epsilon = 0.1, each searched over StatDP's input patterns.  :func:`benchmark`
-returns one :class:`~dptutor.zoo.ZooEntry` per mechanism with
+20 mechanisms at claimed epsilon = 0.1, each searched over StatDP's input patterns.  :func:`~dptutor.dpsniper.entries.benchmark`
+returns one :class:`~dptutor.zoo.registry.ZooEntry` per mechanism with
 
 - the mechanism at DP-Sniper's settings (the sparse vector technique at cut-off ``c = 1`` with threshold
   ``0.5`` for SVT1 and ``1`` for SVT2-6, SVT34Parallel and NumericalSVT at their default ``c = 2``,
@@ -20,7 +20,8 @@ arithmetic only.
 
 The package: :mod:`dptutor.dpsniper.mechanisms` (the mechanisms not already in the zoo),
 :mod:`dptutor.dpsniper.probabilities` (exact output probabilities by integration) and
-:mod:`dptutor.dpsniper.entries` (:func:`benchmark`, :data:`PUBLISHED`, :func:`exact_output_laws`);
+:mod:`dptutor.dpsniper.entries` (:func:`~dptutor.dpsniper.entries.benchmark`, :data:`~dptutor.dpsniper.entries.PUBLISHED`,
+:func:`~dptutor.dpsniper.entries.exact_output_laws`);
 every public name is re-exported here.
 """
 

@@ -79,10 +79,9 @@ def benchmark() -> dict[str, ZooEntry]:
     dict of str to dptutor.zoo.ZooEntry
         The 20 entries, keyed by DP-Sniper's names.
 
-    Raises
-    ------
-    None
-        The function takes no arguments.
+    Notes
+    -----
+    It raises no exception: the function takes no arguments.
 
     Examples
     --------

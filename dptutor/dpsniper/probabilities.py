@@ -83,7 +83,7 @@ def _integrate(fn: Any, kinks: list[float], scale: float) -> float:
 
 
 def rnm_index_probabilities(data: Any, *, epsilon: float, noise: str = "laplace") -> NDArray[np.float64]:
-    """``P(index i is reported)`` for :func:`dptutor.zoo.report_noisy_max` on the answers ``data``:
+    """``P(index i is reported)`` for :func:`dptutor.zoo.noisy_max.report_noisy_max` on the answers ``data``:
     ``int f(t - q_i) prod_{j != i} F(t - q_j) dt``, integrated numerically (noise scale ``2/epsilon``).
 
     Parameters
@@ -93,7 +93,7 @@ def rnm_index_probabilities(data: Any, *, epsilon: float, noise: str = "laplace"
     epsilon : float
         The epsilon, in ``[1e-12, 50]``.
     noise : {'laplace', 'exponential'}, default 'laplace'
-        The noise of :func:`dptutor.zoo.report_noisy_max`.
+        The noise of :func:`dptutor.zoo.noisy_max.report_noisy_max`.
 
     Returns
     -------
@@ -131,7 +131,7 @@ def rnm_index_probabilities(data: Any, *, epsilon: float, noise: str = "laplace"
 def svt_pattern_probabilities(
     data: Any, *, epsilon: float, algorithm: int, threshold: float = 1.0
 ) -> dict[tuple[int, ...], float]:
-    """Exact probabilities of every output of :func:`dptutor.zoo.svt` with cut-off ``c = 1`` (Algorithms 1,
+    """Exact probabilities of every output of :func:`dptutor.zoo.sparse_vector.svt` with cut-off ``c = 1`` (Algorithms 1,
     2 and 4; Algorithm 2 equals 1 at ``c = 1``) on the answers ``data``: for the first answer "above" at
     query ``k``, ``int f_rho(r) prod_{i<k} F(t + r - q_i) (1 - F(t + r - q_k)) dr``, integrated numerically.
 
@@ -246,10 +246,9 @@ def svt5_epsilon(x: NDArray[np.float64], xp: NDArray[np.float64], threshold: flo
     float or None
         ``math.inf`` when some output is possible on one dataset only, else ``None``.
 
-    Raises
-    ------
-    None
-        The arguments are the benchmark's own.
+    Notes
+    -----
+    It raises no exception: the arguments are the benchmark's own.
     """
     edges = sorted({*(x - threshold).tolist(), *(xp - threshold).tolist()})
     cells = [edges[0] - 1.0] + [(a + b) / 2 for a, b in zip(edges[:-1], edges[1:])] + edges + [edges[-1] + 1.0]

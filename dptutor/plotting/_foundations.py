@@ -132,7 +132,7 @@ def plot_laplace_family(
 
 def plot_loss_regions() -> Figure:
     """A number line for each ordering of ``f(x)`` and ``f(x')``, with the three regions of the output
-    ``y`` that :func:`dptutor.symbolic.laplace_mechanism_privacy_loss` uses, the non-negative offsets
+    ``y`` that :func:`dptutor.symbolic.privacy_loss.laplace_mechanism_privacy_loss` uses, the non-negative offsets
     ``w``, ``r``, ``s`` (the shift; sympy names it ``delta``) that place ``y`` and ``f(x')``, and the privacy loss ``L(y)`` on each region.
 
     Returns

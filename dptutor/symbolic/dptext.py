@@ -21,10 +21,9 @@ def dptext_expr() -> sp.Expr:
     sympy.Expr
         Eq. 9 in the symbols ``v``, ``mu`` and ``b``.
 
-    Raises
-    ------
-    None
-        The function takes no arguments.
+    Notes
+    -----
+    It raises no exception: the function takes no arguments.
     """
     return laplace_ppf_centered_expr()
 
@@ -41,10 +40,9 @@ class DPTextAnalysis:
         The steps, one field each (the comment beside each field says what it holds); made by
         :func:`dptext_analysis`, not by hand.
 
-    Raises
-    ------
-    None
-        The fields are not checked: the record only carries what ``dptext_analysis`` derived.
+    Notes
+    -----
+    It raises no exception (the fields are not checked: the record only carries what ``dptext_analysis`` derived).
     """
 
     lower_value: sp.Expr  # g(v) on (0, 1/2)
@@ -70,10 +68,9 @@ def dptext_analysis() -> DPTextAnalysis:
     DPTextAnalysis
         The steps of Theorem 3.1 (the noise is never negative).
 
-    Raises
-    ------
-    None
-        The function takes no arguments.
+    Notes
+    -----
+    It raises no exception: the function takes no arguments.
     """
     s = symbols()
     w = positive_symbol("w")
@@ -125,10 +122,9 @@ class DPTextLaw:
         The steps, one field each (the comment beside each field says what it holds); made by
         :func:`dptext_law`, not by hand.
 
-    Raises
-    ------
-    None
-        The fields are not checked: the record only carries what ``dptext_law`` derived.
+    Notes
+    -----
+    It raises no exception (the fields are not checked: the record only carries what ``dptext_law`` derived).
     """
 
     inverse_on_lower: sp.Expr  # v = g^-1(t) for t >= mu
@@ -156,10 +152,9 @@ def dptext_law() -> DPTextLaw:
     DPTextLaw
         DPText's output CDF and density, and their checks.
 
-    Raises
-    ------
-    None
-        The function takes no arguments.
+    Notes
+    -----
+    It raises no exception: the function takes no arguments.
     """
     s = symbols()
     p = positive_symbol("p")

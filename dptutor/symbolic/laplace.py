@@ -72,10 +72,9 @@ def symbols() -> Symbols:
     Symbols
         The same (cached) symbols on every call.
 
-    Raises
-    ------
-    None
-        The function takes no arguments.
+    Notes
+    -----
+    It raises no exception: the function takes no arguments.
 
     Examples
     --------
@@ -187,10 +186,9 @@ class CdfDerivation:
         The steps, one field each (the comment beside each field says what it holds); made by
         :func:`laplace_cdf_derivation`, not by hand.
 
-    Raises
-    ------
-    None
-        The fields are not checked: the record only carries what ``laplace_cdf_derivation`` derived.
+    Notes
+    -----
+    It raises no exception (the fields are not checked: the record only carries what ``laplace_cdf_derivation`` derived).
     """
 
     total_mass: sp.Expr  # integral of the pdf over the real line (= 1)
@@ -214,10 +212,9 @@ def laplace_cdf_derivation() -> CdfDerivation:
     CdfDerivation
         The integrals on both sides of ``mu`` and their piecewise result.
 
-    Raises
-    ------
-    None
-        The function takes no arguments.
+    Notes
+    -----
+    It raises no exception: the function takes no arguments.
     """
     s = symbols()
     w = positive_symbol("w")
@@ -239,10 +236,9 @@ def laplace_cdf_expr() -> sp.Piecewise:
     sympy.Piecewise
         The CDF (Eq. 4), in the symbols ``x``, ``mu`` and ``b``.
 
-    Raises
-    ------
-    None
-        The function takes no arguments.
+    Notes
+    -----
+    It raises no exception: the function takes no arguments.
     """
     return laplace_cdf_derivation().cdf
 
@@ -262,10 +258,9 @@ class PpfBranches:
         The steps, one field each (the comment beside each field says what it holds); made by
         :func:`laplace_ppf_branches`, not by hand.
 
-    Raises
-    ------
-    None
-        The fields are not checked: the record only carries what ``laplace_ppf_branches`` derived.
+    Notes
+    -----
+    It raises no exception (the fields are not checked: the record only carries what ``laplace_ppf_branches`` derived).
     """
 
     lower: sp.Expr  # x = F^-1(u) for u < 1/2
@@ -286,10 +281,9 @@ def laplace_ppf_branches() -> PpfBranches:
     PpfBranches
         The solved inverse CDF on each side of ``u = 1/2``.
 
-    Raises
-    ------
-    None
-        The function takes no arguments.
+    Notes
+    -----
+    It raises no exception: the function takes no arguments.
     """
     s = symbols()
     d = laplace_cdf_derivation()
@@ -314,10 +308,9 @@ def laplace_ppf_sgn_expr() -> sp.Expr:
     sympy.Expr
         Eq. 5's inverse CDF in the symbols ``u``, ``mu`` and ``b``.
 
-    Raises
-    ------
-    None
-        The function takes no arguments.
+    Notes
+    -----
+    It raises no exception: the function takes no arguments.
     """
     s = symbols()
     return s.mu - s.b * sp.sign(s.u - HALF) * sp.log(1 - 2 * sp.Abs(s.u - HALF))
@@ -331,10 +324,9 @@ def laplace_ppf_centered_expr() -> sp.Expr:
     sympy.Expr
         Eq. 7's inverse CDF in the symbols ``v``, ``mu`` and ``b``.
 
-    Raises
-    ------
-    None
-        The function takes no arguments.
+    Notes
+    -----
+    It raises no exception: the function takes no arguments.
     """
     s = symbols()
     return s.mu - s.b * sp.sign(s.v) * sp.log(1 - 2 * sp.Abs(s.v))
@@ -350,10 +342,9 @@ class PpfEquivalence:
         The steps, one field each (the comment beside each field says what it holds); made by
         :func:`check_ppf_equivalences`, not by hand.
 
-    Raises
-    ------
-    None
-        The fields are not checked: the record only carries what ``check_ppf_equivalences`` derived.
+    Notes
+    -----
+    It raises no exception (the fields are not checked: the record only carries what ``check_ppf_equivalences`` derived).
     """
 
     branch: str  # "u < 1/2", "u = 1/2" or "u > 1/2"
@@ -373,10 +364,9 @@ class PpfEquivalence:
         bool
             True when Eq. 4 minus Eq. 5 and Eq. 7 minus Eq. 4 are both 0.
 
-        Raises
-        ------
-        None
-            The property reads the record's own fields.
+        Notes
+        -----
+        It raises no exception: the property reads the record's own fields.
         """
         return self.eq4_minus_eq5 == 0 and self.eq7_minus_eq4 == 0
 
@@ -393,10 +383,9 @@ def check_ppf_equivalences() -> tuple[PpfEquivalence, ...]:
     tuple of PpfEquivalence
         One check per pair of forms and branch; each ``holds``.
 
-    Raises
-    ------
-    None
-        The function takes no arguments.
+    Notes
+    -----
+    It raises no exception: the function takes no arguments.
     """
     s = symbols()
     d = positive_symbol("d")
@@ -433,10 +422,9 @@ class InverseCheck:
         The steps, one field each (the comment beside each field says what it holds); made by
         :func:`verify_inverse`, not by hand.
 
-    Raises
-    ------
-    None
-        The fields are not checked: the record only carries what ``verify_inverse`` derived.
+    Notes
+    -----
+    It raises no exception (the fields are not checked: the record only carries what ``verify_inverse`` derived).
     """
 
     branch: str
@@ -461,10 +449,9 @@ def verify_inverse() -> tuple[InverseCheck, ...]:
     tuple of InverseCheck
         One check per branch: ``F(F^-1(u)) = u`` and ``F^-1(F(x)) = x``.
 
-    Raises
-    ------
-    None
-        The function takes no arguments.
+    Notes
+    -----
+    It raises no exception: the function takes no arguments.
     """
     s = symbols()
     cdf = laplace_cdf_derivation()

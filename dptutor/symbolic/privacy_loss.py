@@ -34,10 +34,9 @@ def privacy_loss_expr() -> sp.Expr:
     sympy.Expr
         ``(|y - f_xp| - |y - f_x|) / b``.
 
-    Raises
-    ------
-    None
-        The function takes no arguments.
+    Notes
+    -----
+    It raises no exception: the function takes no arguments.
     """
     s = symbols()
     fx, fxp = _query_symbols()
@@ -58,10 +57,9 @@ class LossRegion:
         The steps, one field each (the comment beside each field says what it holds); made by
         :func:`laplace_mechanism_privacy_loss`, not by hand.
 
-    Raises
-    ------
-    None
-        The fields are not checked: the record only carries what ``laplace_mechanism_privacy_loss`` derived.
+    Notes
+    -----
+    It raises no exception (the fields are not checked: the record only carries what ``laplace_mechanism_privacy_loss`` derived).
     """
 
     case: str  # "f(x) <= f(x')" or "f(x) >= f(x')"
@@ -85,10 +83,9 @@ class LaplaceMechanismProof:
         The steps, one field each (the comment beside each field says what it holds); made by
         :func:`laplace_mechanism_privacy_loss`, not by hand.
 
-    Raises
-    ------
-    None
-        The fields are not checked: the record only carries what ``laplace_mechanism_privacy_loss`` derived.
+    Notes
+    -----
+    It raises no exception (the fields are not checked: the record only carries what ``laplace_mechanism_privacy_loss`` derived).
     """
 
     loss: sp.Expr  # privacy_loss_expr()
@@ -114,10 +111,9 @@ def laplace_mechanism_privacy_loss() -> LaplaceMechanismProof:
     LaplaceMechanismProof
         The proof's steps; ``bound_by_delta_over_b`` and ``attained`` are True.
 
-    Raises
-    ------
-    None
-        The function takes no arguments.
+    Notes
+    -----
+    It raises no exception: the function takes no arguments.
     """
     s = symbols()
     fx, fxp = _query_symbols()
@@ -182,10 +178,9 @@ class Theorem32:
         The steps, one field each (the comment beside each field says what it holds); made by
         :func:`theorem_3_2`, not by hand.
 
-    Raises
-    ------
-    None
-        The fields are not checked: the record only carries what ``theorem_3_2`` derived.
+    Notes
+    -----
+    It raises no exception (the fields are not checked: the record only carries what ``theorem_3_2`` derived).
     """
 
     z: sp.Expr

@@ -1,11 +1,11 @@
 """A zoo of correct and buggy mechanisms from the literature, in :func:`dptutor.audit.audit_pair`'s interface.
 
 Every mechanism here is a function ``mechanism(data, size, rng, *, epsilon, ...)`` that returns
-``size`` independent outputs for one dataset ``data``.  Each :class:`ZooEntry` fixes the claimed
+``size`` independent outputs for one dataset ``data``.  Each :class:`~dptutor.zoo.registry.ZooEntry` fixes the claimed
 epsilon, the standard neighbouring inputs (mostly those on which DP-Sniper found its largest loss,
 {cite}`bichsel2021dpsniper`), a statistic where the outputs are real vectors, and what is known about
 the true privacy: exact where it can be derived, ``math.inf`` where none exists, ``None`` where only
-bounds are known.  :data:`ZOO` holds the entries at claimed epsilon = 0.1, the setting of StatDP
+bounds are known.  :data:`~dptutor.zoo.registry.ZOO` holds the entries at claimed epsilon = 0.1, the setting of StatDP
 (Ding et al., 2018) and DP-Sniper (Bichsel et al., 2021), whose published lower bounds are recorded in
 ``dpsniper``: 90% lower confidence bounds, each the larger of two runs (a logistic-regression and a
 neural-network classifier), so they hold with confidence at least 80% jointly, not 95%.
@@ -22,13 +22,13 @@ releases numbers and runs at ``c = 1``, the cut-off of DP-Sniper's experiments (
 for every variant): its leak per answer is ``epsilon_2 / c`` and shrinks as ``c`` grows, while
 Algorithm 4's ``((1 + 6c) / 4) epsilon`` grows with ``c``.  Each entry thus sits where its bug is largest.
 Its inputs are ours, not DP-Sniper's ten answers: a rising staircase of 28 answers (-59, -54, ..., 76)
-against the same staircase one higher, audited through :func:`svt_log_likelihood_ratio`.
+against the same staircase one higher, audited through :func:`~dptutor.zoo.sparse_vector.svt_log_likelihood_ratio`.
 
 The package holds one module per family, and re-exports every public name here, so that
 ``from dptutor.zoo import svt`` and ``dptutor.zoo.ZOO`` keep working: :mod:`dptutor.zoo.counts`
 (counts, randomized response, histograms), :mod:`dptutor.zoo.noisy_max`,
 :mod:`dptutor.zoo.sparse_vector` (the SVT family), :mod:`dptutor.zoo.vectors` (the paper's vector
-mechanisms and the statistics) and :mod:`dptutor.zoo.registry` (:class:`ZooEntry`, :data:`ZOO`).
+mechanisms and the statistics) and :mod:`dptutor.zoo.registry` (:class:`~dptutor.zoo.registry.ZooEntry`, :data:`~dptutor.zoo.registry.ZOO`).
 """
 
 from __future__ import annotations

@@ -209,7 +209,7 @@ def discrete_gaussian_count(
 ) -> NDArray[np.float64]:
     """A count plus exact discrete Gaussian noise (:func:`dptutor.exact.sample_discrete_gaussian`) with the
     classic calibration ``sigma = sqrt(2 ln(1.25/delta)) / epsilon`` rounded up to a multiple of 1/32: its
-    exact epsilon at ``delta`` comes from :func:`dptutor.approximate_dp.discrete_gaussian_epsilon`.
+    exact epsilon at ``delta`` comes from :func:`dptutor.discrete_gaussian.discrete_gaussian_epsilon`.
 
     Parameters
     ----------
@@ -282,7 +282,7 @@ def exact_noisy_histogram(data: Any, size: int, rng: np.random.Generator, *, eps
 def granular_laplace_vector(data: Any, size: int, rng: np.random.Generator, *, epsilon: float) -> NDArray[np.float64]:
     """The paper's Laplace mechanism on ``[0, 1]^n`` made private as implemented: Google's granular
     Laplace (:func:`dptutor.mechanisms.granular_laplace_mechanism`), ``r (round(x / r) + Z)`` with exact
-    discrete Laplace ``Z``; its exact loss is :func:`dptutor.exact.granular_loss` (below epsilon).
+    discrete Laplace ``Z``; its exact loss is :func:`dptutor.granular.granular_loss` (below epsilon).
 
     Parameters
     ----------

@@ -40,7 +40,7 @@ from dptutor.zoo.vectors import adept_vector, clipped_sum, dptext_vector, first_
 __all__ = ["PRIVACY", "ZooEntry", "ZOO"]
 
 
-#: What an entry's ``privacy`` says: private as the code runs on a real computer, private only in real
+#: What an entry's ``privacy`` says; private as the code runs on a real computer, private only in real
 #: arithmetic (the algorithm is correct, its floating-point implementation is not), or not private.
 PRIVACY: tuple[str, str, str] = ("as implemented", "in real arithmetic only", "not private")
 
@@ -151,10 +151,9 @@ class ZooEntry:
         callable
             ``release(data, size, rng)`` (a :func:`functools.partial` of the mechanism).
 
-        Raises
-        ------
-        None
-            The fields were checked when the entry was made.
+        Notes
+        -----
+        It raises no exception: the fields were checked when the entry was made.
         """
         kwargs = dict(self.options)
         if _takes(self.mechanism, "epsilon"):
