@@ -356,7 +356,8 @@ def report_noisy_max_probabilities(
     eps = check_positive(epsilon, "epsilon")
     scale = _scale(2.0, check_positive(sensitivity, "sensitivity"), eps)
     if q.max() - q.min() > 1e3 * scale:
-        raise ValueError("answers, epsilon and sensitivity put the answers more than 1000 noise scales apart: the integrals would be too costly")
+        raise ValueError("answers, epsilon and sensitivity put the answers more than 1000 noise scales apart: "
+                         "the integrals would be too costly")
     law = _noise_law(noise, scale)
     lo = q.min() - (60.0 * scale if noise == "laplace" else 0.0)
     hi = q.max() + 60.0 * scale
@@ -537,7 +538,8 @@ def above_threshold_probabilities(
     b_rho, b_nu = _scale(2.0, sens, eps), _scale(4.0, sens, eps)
     shifts = q - t  # rho's kinks: r = 0, and F_nu's kinks at r = q_i - tau
     if max(abs(shifts).max(), 0.0) > 1e3 * b_nu:
-        raise ValueError("answers, threshold, epsilon and sensitivity put the answers more than 1000 noise scales from the threshold: the integrals would be too costly")
+        raise ValueError("answers, threshold, epsilon and sensitivity put the answers more than 1000 noise scales from "
+                         "the threshold: the integrals would be too costly")
     from scipy import stats
 
     rho_law, nu_law = stats.laplace(0.0, b_rho), stats.laplace(0.0, b_nu)

@@ -56,7 +56,8 @@ def _project(a: NDArray[np.float64], b: NDArray[np.float64], level: float) -> tu
 
 
 def nearest_pair(p: object, q: object, epsilon: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """A pair of laws ``(u, v)`` with ``max_log_ratio(u, v) <= epsilon`` (``dptutor.selection.max_log_ratio``), close to ``(p, q)`` in chi-squared.
+    """A pair of laws ``(u, v)`` with ``max_log_ratio(u, v) <= epsilon`` (``dptutor.selection.max_log_ratio``),
+    close to ``(p, q)`` in chi-squared.
 
     Each outcome whose ratio exceeds ``e^level`` is moved onto it by the smallest chi-squared change, both
     laws are renormalised, and ``level`` is the largest (found by bisection, 60 steps) for which the

@@ -22,7 +22,8 @@ from dptutor._validate import (
 )
 from dptutor.plotting._checks import MAX_DRAWN, MIN_LOG_DRAWN, drawn_values, positive_array
 
-__all__ = ["plot_attack_comparison", "plot_composition", "plot_gaussian_sigmas", "plot_pure_epsilon_growth", "plot_tradeoff", "fp_plot_impossible_fractions", "FP_COLOURS"]
+__all__ = ["plot_attack_comparison", "plot_composition", "plot_gaussian_sigmas", "plot_pure_epsilon_growth", "plot_tradeoff",
+           "fp_plot_impossible_fractions", "FP_COLOURS"]
 
 
 # Part III, chapter "Stronger audits": the likelihood-ratio attack against the paper's rounding attack

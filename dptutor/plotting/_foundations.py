@@ -207,7 +207,8 @@ def plot_laplace_mechanism(
     Raises
     ------
     TypeError, ValueError
-        Naming the bad parameter; ``ValueError`` when the noise scale cannot be drawn around ``fx`` and ``fx_prime`` (more than 500 scales apart, or a scale below 1e-9 of the locations).
+        Naming the bad parameter; ``ValueError`` when the noise scale cannot be drawn around ``fx`` and
+        ``fx_prime`` (more than 500 scales apart, or a scale below 1e-9 of the locations).
     """
     from scipy import stats
 
