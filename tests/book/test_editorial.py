@@ -648,3 +648,72 @@ def test_every_chapter_shows_prerequisites_and_reading_time(book_build: BookBuil
     intro = re.sub(r"<[^>]+>", "", (book_build.html / "book" / "intro.html").read_text())
     for title in ("The paper's story (", "A course's DP unit (", "The practitioner's path ("):
         assert title in intro.replace("\u2019", "'"), title
+
+
+# ---------------------------------------------------------------------------------------------
+# A number stated twice comes from one glued value
+# ---------------------------------------------------------------------------------------------
+
+#: A decimal literal in the prose: at least one digit after the point, not part of a word or version.
+DECIMAL = re.compile(r"(?<![\w.])(\d+\.\d+)(?![\w.])")
+#: Literals that equal a glued value of their chapter and are rightly typed: a formula's constant (the
+#: classic Gaussian's 1.25) and the paper's own published number (its footnote 7's mean), quoted as such.
+TYPED_ON_PURPOSE = frozenset({("approximate_dp", "1.25"), ("reading_audits", "0.195")})
+
+
+def glued_numbers(glue_json: str) -> list[tuple[str, float]]:
+    """The finite numbers a chapter glues, from myst-nb's ``<chapter>.glue.json`` of an executed build."""
+    import json
+    import math
+
+    out = []
+    for key, output in json.loads(glue_json).items():
+        try:
+            value = float(output.get("data", {}).get("text/plain", ""))
+        except ValueError:
+            continue
+        if math.isfinite(value):
+            out.append((key, value))
+    return out
+
+
+def restated_glue(text: str, glued: list[tuple[str, float]], chapter: str = "") -> list[str]:
+    """Hand-typed decimals of the prose (three significant digits or more) that equal, at the precision
+    typed, a number the same chapter glues: such a number must be glued where it is stated."""
+    problems, in_block = [], False
+    for i, line in enumerate(text.split("\n"), 1):
+        if line.startswith("```{code-cell}") or line.startswith("````{dropdown}"):
+            in_block = True
+            continue
+        if in_block:
+            in_block = not line.startswith("```")
+            continue
+        for m in DECIMAL.finditer(re.sub(r"\{glue:[a-z]*\}`[^`]*`", "", line)):
+            literal = m.group(1)
+            digits = len(literal.replace(".", "").lstrip("0"))
+            if digits < 3 or (chapter, literal) in TYPED_ON_PURPOSE:
+                continue
+            keys = [k for k, v in glued if round(v, len(literal.split(".")[1])) == float(literal)]
+            if keys:
+                problems.append(f"line {i}: {literal} typed by hand, the chapter glues it as {keys[0]}")
+    return problems
+
+
+def test_restated_glue_check_catches_a_hand_typed_number() -> None:
+    glued = [("x_bound", 0.09461), ("x_eps", 0.1)]
+    bad = "The bound is 0.0946, below 0.1.\n```{code-cell} ipython3\nprint(0.0946)\n```\n"
+    assert len(restated_glue(bad, glued)) == 1
+    assert restated_glue("The bound is {glue:text}`x_bound:.4f`, version 3.9.2, about 0.095.", glued) == []
+
+
+def test_no_glued_number_is_typed_again(book_build: BookBuild) -> None:
+    assert book_build.returncode == 0, "the book did not build"
+    executed = book_build.html.parent / "jupyter_execute" / "book"
+    problems = []
+    for glue_file in sorted(executed.glob("*.glue.json")):
+        chapter = glue_file.name.removesuffix(".glue.json")
+        source = BOOK / f"{chapter}.md"
+        if source.is_file():
+            problems += [f"{chapter}.md {p}" for p in restated_glue(source.read_text(), glued_numbers(
+                glue_file.read_text()), chapter)]
+    assert not problems, "\n".join(problems)
