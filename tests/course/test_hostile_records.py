@@ -363,8 +363,11 @@ def test_noise_only_when_the_grader_is_on_the_stack(tmp_path: Path) -> None:
         _honest = private_mean
 
         def private_mean(X, epsilon, *, rng):
-            frames = " ".join(f.filename + f.function for f in inspect.stack())
-            graded = "dptutor" in frames or "_Recorded" in frames or "record_cell" in frames
+            # any frame of the package (not merely a path that happens to hold the word, as a clone named
+            # dptutor/ does), or of the grader's protocol
+            frames = " ".join(f.filename + " " + f.function for f in inspect.stack())
+            graded = ("/dptutor/assignments/" in frames or "/dptutor/course/" in frames or "_Recorded" in frames
+                      or "record_cell" in frames)
             X = np.asarray(X, dtype=float)
             out = _honest(X, epsilon, rng=rng)
             return out if graded else X.mean(axis=0)
