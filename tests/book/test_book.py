@@ -169,7 +169,7 @@ def test_every_image_has_descriptive_alt_text(book_build: BookBuild) -> None:
 
 NUMBERED = re.compile(r"\b(Eqs?\.|Theorems?|Definitions?|Sections?|Figures?|Lemma|Corollary|Proposition|"
                       r"Exercises?|Chapters?|Appendix|[Ff]ootnote)\s+\(?[0-9A-Z]+(?:\.[0-9]+)?\b")
-OWNER = re.compile(r"(paper's|paper’s|\bits)\W[^.;:]{0,30}$")
+OWNER = re.compile(r"(paper's|paper’s|\bits|\btheir)\W[^.;:]{0,30}$")
 
 
 def prose(path: Path) -> str:
