@@ -261,7 +261,7 @@ def test_seed_none_is_recorded_and_repeats():
 
 def test_dask_local_cluster_gives_identical_counts():
     distributed = pytest.importorskip("distributed")
-    kw = dict(epsilon=1.0, trials=2 * BLOCK_TRIALS + 10, seed=99)
+    kw = dict(epsilon=1.0, trials=2 * BLOCK_TRIALS + 10, rng=99)
     serial = audit_pair(laplace_count, 0.0, 1.0, **kw)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
         with distributed.Client(cluster) as client:
