@@ -253,7 +253,7 @@ def _resolve(app: Any, doctree: Any, docname: str) -> None:
 
     if app.builder.format != "html":
         return
-    data = load_reading_data(Path(app.srcdir) / "book" / "_data" / "reading.yml")
+    data = app.dptutor_reading
     for node in list(doctree.findall(reading_paths_node)):
         node.replace_self(_paths_list(app, docname, data))
     if docname not in data["prerequisites"]:
@@ -264,9 +264,15 @@ def _resolve(app: Any, doctree: Any, docname: str) -> None:
     section.insert(1, _meta_paragraph(app, docname, data["prerequisites"][docname]))
 
 
+def _load(app: Any) -> None:
+    """Read ``reading.yml`` once per build, at its start: a malformed file stops the build before any page."""
+    app.dptutor_reading = load_reading_data(Path(app.srcdir) / "book" / "_data" / "reading.yml")
+
+
 def setup(app: Any) -> dict[str, Any]:
     app.add_node(reading_paths_node, html=(_visit_skip, None))
     app.add_directive("reading-paths", ReadingPaths)
+    app.connect("builder-inited", _load)
     app.connect("doctree-resolved", _resolve)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
 
