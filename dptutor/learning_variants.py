@@ -182,10 +182,11 @@ def released_sums(
     how = check_choice(batching, "batching", ("poisson", "shuffle"))
     r = check_int(runs, "runs", minimum=1, maximum=MAX_RUNS)
     n, d = g.shape
-    with np.errstate(over="ignore", invalid="ignore"):
-        clipped = g * (c / np.maximum(np.linalg.norm(g, axis=1), c))[:, None]
-    if not np.isfinite(clipped).all():
+    with np.errstate(over="ignore"):
+        norms = np.linalg.norm(g, axis=1)
+    if not np.isfinite(norms).all():
         raise ValueError("gradients: a row's norm overflows; scale the gradients down")
+    clipped = g * (c / np.maximum(norms, c))[:, None]
     out = np.empty((r, k, d))
     chunk = max(1, SUMS_CHUNK_ELEMENTS // (k * max(n, d)))
     for start in range(0, r, chunk):
