@@ -113,6 +113,16 @@ def noiseless_step(
     return step
 
 
+def _check_schedule(
+    noise_multiplier: object, steps: object, sampling_rate: object, clip: object, rng: object, batching: object,
+) -> tuple[float, int, float, float, np.random.Generator, str]:
+    """The checks shared by :func:`released_sums` and :func:`dp_sgd_variant`: ``(sigma, k, q, C, rng, batching)``."""
+    return (check_real(noise_multiplier, "noise_multiplier", low=0.0),
+            check_int(steps, "steps", minimum=1, maximum=MAX_VARIANT_STEPS),
+            check_real(sampling_rate, "sampling_rate", low=0.0, high=1.0, low_open=True),
+            check_positive(clip, "clip"), check_rng(rng), check_choice(batching, "batching", ("poisson", "shuffle")))
+
+
 def _shuffle_seats(n: int, steps: int, q: float, rng: np.random.Generator, runs: int) -> NDArray[np.int64]:
     """The row indices ``(runs, steps, size)`` of each step's batch under shuffling: every epoch is a fresh
     permutation of the ``n`` rows cut into consecutive batches of ``size = round(q n)`` (at least 1); the
@@ -174,12 +184,7 @@ def released_sums(
         ``(runs, steps, d)``: the released sum of every step of every run.
     """
     g = check_float_array(gradients, "gradients", finite=True, ndim=2, min_size=1)
-    sigma = check_real(noise_multiplier, "noise_multiplier", low=0.0)
-    k = check_int(steps, "steps", minimum=1, maximum=MAX_VARIANT_STEPS)
-    q = check_real(sampling_rate, "sampling_rate", low=0.0, high=1.0, low_open=True)
-    c = check_positive(clip, "clip")
-    gen = check_rng(rng)
-    how = check_choice(batching, "batching", ("poisson", "shuffle"))
+    sigma, k, q, c, gen, how = _check_schedule(noise_multiplier, steps, sampling_rate, clip, rng, batching)
     r = check_int(runs, "runs", minimum=1, maximum=MAX_RUNS)
     n, d = g.shape
     with np.errstate(over="ignore"):
@@ -250,12 +255,7 @@ def dp_sgd_variant(
     x = check_float_array(X, "X", finite=True, ndim=2, min_size=1)
     classes, _ = check_labels(y, "y", x.shape[0])
     labels = np.asarray(y, dtype=np.float64)
-    sigma = check_real(noise_multiplier, "noise_multiplier", low=0.0)
-    k = check_int(steps, "steps", minimum=1, maximum=MAX_VARIANT_STEPS)
-    q = check_real(sampling_rate, "sampling_rate", low=0.0, high=1.0, low_open=True)
-    c = check_positive(clip, "clip")
-    gen = check_rng(rng)
-    how = check_choice(batching, "batching", ("poisson", "shuffle"))
+    sigma, k, q, c, gen, how = _check_schedule(noise_multiplier, steps, sampling_rate, clip, rng, batching)
     lr = check_positive(learning_rate, "learning_rate")
     net = initial_classifier(x.shape[1], classes, model=model, rng=gen)
     expected = q * x.shape[0]
