@@ -176,7 +176,7 @@ def released_sums(
         The only randomness.
     batching : {"poisson", "shuffle"}
     runs : int
-        Independent runs, 1 to :data:`MAX_RUNS`.
+        Independent runs, 1 to ``MAX_RUNS`` (10^7).
 
     Returns
     -------
