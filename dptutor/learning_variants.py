@@ -14,6 +14,12 @@ departures each make a different mechanism, while the code still quotes the same
 
 Everything is built from :mod:`dptutor.learning`'s public functions.  The noise is floating-point, as
 there: statements hold in real arithmetic.
+
+:func:`released_sums` is the part of DP-SGD that an auditor with gradient canaries sees: when every
+example's gradient is fixed (it does not depend on the weights), the released noisy clipped-gradient sums
+of all the steps, for many runs at once, on the same batch schedules as :func:`dp_sgd_variant`.  The
+accountant bounds the privacy loss of this sequence (the trained weights are computed from it), so a
+lower bound on its epsilon is a lower bound for the training loop.
 """
 
 from __future__ import annotations
@@ -32,10 +38,14 @@ from dptutor._validate import (
 )
 from dptutor.learning import Classifier, clipped_gradient_sum, initial_classifier, per_example_gradients
 
-__all__ = ["noiseless_step", "dp_sgd_variant"]
+__all__ = ["noiseless_step", "dp_sgd_variant", "released_sums"]
 
 #: The most steps one run of :func:`dp_sgd_variant` may take.
 MAX_VARIANT_STEPS: int = 10**5
+#: The most runs one call of :func:`released_sums` may draw.
+MAX_RUNS: int = 10**7
+#: Array elements :func:`released_sums` holds at once (runs are drawn in chunks of this many membership cells).
+SUMS_CHUNK_ELEMENTS: int = 1 << 22
 
 
 def _check_model(model: object) -> Classifier:
@@ -103,16 +113,95 @@ def noiseless_step(
     return step
 
 
+def _check_schedule(
+    noise_multiplier: object, steps: object, sampling_rate: object, clip: object, rng: object, batching: object,
+) -> tuple[float, int, float, float, np.random.Generator, str]:
+    """The checks shared by :func:`released_sums` and :func:`dp_sgd_variant`: ``(sigma, k, q, C, rng, batching)``."""
+    return (check_real(noise_multiplier, "noise_multiplier", low=0.0),
+            check_int(steps, "steps", minimum=1, maximum=MAX_VARIANT_STEPS),
+            check_real(sampling_rate, "sampling_rate", low=0.0, high=1.0, low_open=True),
+            check_positive(clip, "clip"), check_rng(rng), check_choice(batching, "batching", ("poisson", "shuffle")))
+
+
+def _shuffle_seats(n: int, steps: int, q: float, rng: np.random.Generator, runs: int) -> NDArray[np.int64]:
+    """The row indices ``(runs, steps, size)`` of each step's batch under shuffling: every epoch is a fresh
+    permutation of the ``n`` rows cut into consecutive batches of ``size = round(q n)`` (at least 1); the
+    rows left over after the last full batch sit out that epoch."""
+    size = max(1, round(q * n))
+    per_epoch = n // size
+    epochs = -(-steps // per_epoch)
+    order = rng.permuted(np.tile(np.arange(n), (runs, epochs, 1)), axis=-1)
+    return order[..., :per_epoch * size].reshape(runs, epochs * per_epoch, size)[:, :steps]
+
+
 def _batches(n: int, steps: int, q: float, batching: str, rng: np.random.Generator) -> list[NDArray[np.int64]]:
     """The row indices of each step's batch: Poisson, or consecutive slices of per-epoch shuffles."""
     if batching == "poisson":
         return [np.flatnonzero(rng.random(n) < q) for _ in range(steps)]
-    size = max(1, round(q * n))
-    out: list[NDArray[np.int64]] = []
-    while len(out) < steps:
-        order = rng.permutation(n)
-        out.extend(order[i:i + size] for i in range(0, n - size + 1, size))
-    return out[:steps]
+    return list(_shuffle_seats(n, steps, q, rng, 1)[0])
+
+
+def released_sums(
+    gradients: object,
+    *,
+    noise_multiplier: float,
+    steps: int,
+    sampling_rate: float,
+    clip: float,
+    rng: np.random.Generator,
+    batching: str = "poisson",
+    runs: int = 1,
+) -> NDArray[np.float64]:
+    """The noisy clipped-gradient sums that ``steps`` DP-SGD steps release when each example's gradient is
+    fixed: the gradient-release mechanism, drawn ``runs`` times.
+
+    Each step takes a batch as :func:`dp_sgd_variant` does (Poisson at rate q, or a fixed-size slice of a
+    per-epoch shuffle), sums the batch's gradients clipped to norm C, and adds ``N(0, (sigma C)^2)`` to
+    each coordinate.  Gradients that do not depend on the weights are what an auditor's gradient
+    (Dirac) canaries and a worst-case choice of the other examples give.
+
+    Parameters
+    ----------
+    gradients : array_like
+        ``(N, d)``: one row per example.
+    noise_multiplier : float
+        sigma >= 0.
+    steps : int
+        Number of steps per run.
+    sampling_rate : float
+        q in (0, 1]: Poisson probability, or the fixed batch size ``round(q N)`` when shuffling.
+    clip : float
+        C > 0.
+    rng : numpy.random.Generator
+        The only randomness.
+    batching : {"poisson", "shuffle"}
+    runs : int
+        Independent runs, 1 to ``MAX_RUNS`` (10^7).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(runs, steps, d)``: the released sum of every step of every run.
+    """
+    g = check_float_array(gradients, "gradients", finite=True, ndim=2, min_size=1)
+    sigma, k, q, c, gen, how = _check_schedule(noise_multiplier, steps, sampling_rate, clip, rng, batching)
+    r = check_int(runs, "runs", minimum=1, maximum=MAX_RUNS)
+    n, d = g.shape
+    with np.errstate(over="ignore"):
+        norms = np.linalg.norm(g, axis=1)
+    if not np.isfinite(norms).all():
+        raise ValueError("gradients: a row's norm overflows; scale the gradients down")
+    clipped = g * (c / np.maximum(norms, c))[:, None]
+    out = np.empty((r, k, d))
+    chunk = max(1, SUMS_CHUNK_ELEMENTS // (k * max(n, d)))
+    for start in range(0, r, chunk):
+        part = out[start:start + chunk]
+        if how == "poisson":
+            part[...] = np.einsum("rkn,nd->rkd", gen.random((part.shape[0], k, n)) < q, clipped)
+        else:
+            part[...] = clipped[_shuffle_seats(n, k, q, gen, part.shape[0])].sum(axis=2)
+        part += (sigma * c) * gen.standard_normal(part.shape)
+    return out
 
 
 def dp_sgd_variant(
@@ -166,12 +255,7 @@ def dp_sgd_variant(
     x = check_float_array(X, "X", finite=True, ndim=2, min_size=1)
     classes, _ = check_labels(y, "y", x.shape[0])
     labels = np.asarray(y, dtype=np.float64)
-    sigma = check_real(noise_multiplier, "noise_multiplier", low=0.0)
-    k = check_int(steps, "steps", minimum=1, maximum=MAX_VARIANT_STEPS)
-    q = check_real(sampling_rate, "sampling_rate", low=0.0, high=1.0, low_open=True)
-    c = check_positive(clip, "clip")
-    gen = check_rng(rng)
-    how = check_choice(batching, "batching", ("poisson", "shuffle"))
+    sigma, k, q, c, gen, how = _check_schedule(noise_multiplier, steps, sampling_rate, clip, rng, batching)
     lr = check_positive(learning_rate, "learning_rate")
     net = initial_classifier(x.shape[1], classes, model=model, rng=gen)
     expected = q * x.shape[0]

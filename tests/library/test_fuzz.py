@@ -293,7 +293,8 @@ VALID_FOR_MODULE: dict[str, dict[str, Factory]] = {
                 "reference_in": _const(np.array([[True, False], [False, True]]))},
     "learning_variants": {"X": _const(np.array([[0.0, 1.0], [1.0, 0.0], [0.5, 0.5], [1.0, 1.0]])),  # (attacks)
                           "y": _const(np.array([0, 1, 0, 1])), "clip": _const(1.0), "expected_size": _const(2.0),
-                          "noise_multiplier": _const(1.0), "steps": _const(3), "sampling_rate": _const(0.5)},
+                          "noise_multiplier": _const(1.0), "steps": _const(3), "sampling_rate": _const(0.5),
+                          "gradients": _const(np.array([[1.0], [-1.0], [-1.0]]))},
     "text_privacy": {"n_documents": _const(5), "documents": _const(["a b", "b c"]), "vocabulary": _const(("a", "b")),
                      "vectors": _const(np.array([[0.5, 0.5]])), "norm": _const("l2"), "noise": _const("laplace"),
                      "bound": _const(1.0), "steps": _const(4), "dimension": _const(2), "delta": _const(0.0),
