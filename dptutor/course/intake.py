@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
+import stat
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,7 +40,7 @@ from typing import Any
 
 from dptutor._validate import check_int
 
-__all__ = ["MAX_NOTEBOOK_BYTES", "MAX_CELLS", "MESSAGE_OVERHEAD", "capped_client", "message_size",
+__all__ = ["MAX_NOTEBOOK_BYTES", "MAX_CELLS", "MESSAGE_OVERHEAD", "capped_client",
            "read_student_cells"]
 
 #: The largest notebook file the grader reads (bytes).
@@ -126,6 +128,29 @@ def _tags(cell: Any) -> list[str]:
     return [t for t in tags if isinstance(t, str)] if isinstance(tags, list) else []
 
 
+def _read_bytes(path: Path, max_bytes: int) -> bytes:
+    """The bytes of the regular file ``path`` (never a link, a FIFO or a device), at most ``max_bytes``."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        if path.is_symlink():
+            raise UnreadableNotebook("it is a symbolic link, not a file") from None
+        raise UnreadableNotebook(f"it cannot be opened ({exc.strerror})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise UnreadableNotebook("it is not a regular file")
+        if info.st_size > max_bytes:
+            raise UnreadableNotebook(f"it is larger than the grader reads ({max_bytes:,} bytes)")
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            raw = fh.read(max_bytes + 1)  # the file may have grown since
+    finally:
+        os.close(fd)
+    if len(raw) > max_bytes:
+        raise UnreadableNotebook(f"it is larger than the grader reads ({max_bytes:,} bytes)")
+    return raw
+
+
 def read_student_cells(path: Path, *, max_bytes: int | None = None, max_cells: int | None = None) -> list[dict]:
     """The code cells of the notebook at ``path`` (``.ipynb`` or ``.md``) as ``{"source", "metadata"}``
     dicts, outputs dropped and feedback cells (tag :data:`FEEDBACK_TAG`) left out.
@@ -136,15 +161,10 @@ def read_student_cells(path: Path, *, max_bytes: int | None = None, max_cells: i
     """
     if not isinstance(path, Path):
         raise TypeError(f"path must be a pathlib.Path, got {type(path).__name__}")
-    max_bytes = check_int(MAX_NOTEBOOK_BYTES if max_bytes is None else max_bytes, "max_bytes", minimum=1)
-    max_cells = check_int(MAX_CELLS if max_cells is None else max_cells, "max_cells", minimum=1)
-    if path.is_symlink():
-        raise UnreadableNotebook("it is a symbolic link, not a file")
-    with open(path, "rb") as fh:  # at most one byte over the limit is read
-        raw = fh.read(max_bytes + 1)
-    if len(raw) > max_bytes:
-        raise UnreadableNotebook(f"it is larger than the grader reads ({max_bytes:,} bytes)")
-    nb = _read_notebook(raw, path.suffix, max_cells)
+    max_bytes = check_int(MAX_NOTEBOOK_BYTES if max_bytes is None else max_bytes, "max_bytes", minimum=1,
+                          maximum=1 << 30)
+    max_cells = check_int(MAX_CELLS if max_cells is None else max_cells, "max_cells", minimum=1, maximum=10**6)
+    nb = _read_notebook(_read_bytes(path, max_bytes), path.suffix, max_cells)
     cells = nb.get("cells") if isinstance(nb, dict) else None
     if not isinstance(cells, list):
         raise UnreadableNotebook("it has no list of cells")
@@ -165,7 +185,7 @@ def read_student_cells(path: Path, *, max_bytes: int | None = None, max_cells: i
     return student
 
 
-def message_size(content: object) -> int:
+def _message_size(content: object) -> int:
     """What one kernel message counts against the output limit: :data:`MESSAGE_OVERHEAD` plus about
     how many characters its text, data, metadata and widget state carry."""
     if not isinstance(content, dict):
@@ -180,7 +200,7 @@ _CONTROL = frozenset({"status", "execute_input", "execute_reply"})
 
 def capped_client(limit: int) -> Any:
     """An nbclient ``NotebookClient`` class that keeps at most ``limit`` characters of the kernel's output
-    (every message counted: :func:`message_size`)."""
+    (every message counted: :func:`_message_size`)."""
     from nbclient import NotebookClient
 
     limit = check_int(limit, "limit", minimum=1)
@@ -197,7 +217,7 @@ def capped_client(limit: int) -> Any:
                 content["evalue"] = str(content.get("evalue", ""))[:2000]
                 content["traceback"] = []
             before = self.kept
-            self.kept += message_size(content)
+            self.kept += _message_size(content)
             if self.kept > limit:
                 outputs = cell.get("outputs", [])
                 if msg_type == "error" and not any(o.get("output_type") == "error" for o in outputs):

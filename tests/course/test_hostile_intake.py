@@ -268,3 +268,13 @@ def test_the_grade_command_survives_hostile_text_and_refused_notebooks(tmp_path:
     for feedback in (tmp_path / "feedback").iterdir():
         assert hidden_characters(feedback.read_text(encoding="utf-8")) == [], feedback.name
     assert len(list((tmp_path / "feedback").iterdir())) == 3
+
+
+def test_links_fifos_and_folders_are_refused_without_blocking(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "fifo.md")  # opening it for reading would wait for a writer forever
+    (tmp_path / "folder.md").mkdir()
+    (tmp_path / "link.md").symlink_to(ROOT / "book" / "assignments" / "sampler.md")
+    for name, reason in (("fifo.md", "not a regular file"), ("folder.md", "not a regular file"),
+                         ("link.md", "symbolic link")):
+        with pytest.raises(ValueError, match=reason):
+            intake.read_student_cells(tmp_path / name)
