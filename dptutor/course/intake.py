@@ -12,6 +12,9 @@ time and memory outside the per-cell and per-notebook time limits:
 - its number of cells: over ``max_cells`` (default :data:`MAX_CELLS`) is refused; a Markdown
   notebook is counted from its lines before it is parsed (every fence ````` ``` `````/``~~~`` or
   cell break ``+++`` line might open a cell), a ``.ipynb`` from its JSON before the cells are built;
+- a Markdown notebook over :data:`MAX_LINES` lines is refused before it is parsed, and a ``.ipynb``
+  is checked and converted without its outputs, attachments and metadata (other than cells' tags),
+  which grading never reads;
 - YAML anchors and aliases (``&name``, ``*name``) in any YAML the Markdown reader parses (the
   front matter, a cell's options) are refused, so a few lines cannot expand into gigabytes.
 
@@ -40,13 +43,15 @@ from typing import Any
 
 from dptutor._validate import check_int
 
-__all__ = ["MAX_NOTEBOOK_BYTES", "MAX_CELLS", "MESSAGE_OVERHEAD", "capped_client",
+__all__ = ["MAX_NOTEBOOK_BYTES", "MAX_CELLS", "MAX_LINES", "MESSAGE_OVERHEAD", "capped_client",
            "read_student_cells"]
 
 #: The largest notebook file the grader reads (bytes).
 MAX_NOTEBOOK_BYTES = 16 << 20
 #: The most cells a notebook the grader reads may have.
 MAX_CELLS = 5000
+#: The most lines a Markdown notebook the grader reads may have.
+MAX_LINES = 100_000
 #: What each message from the kernel counts against the output limit besides its text (characters).
 MESSAGE_OVERHEAD = 256
 #: Cells with this tag (the template's feedback calls) are not run when grading.
@@ -94,6 +99,30 @@ def _yaml_without_aliases() -> Iterator[None]:
         yaml.safe_load, yaml.safe_load_all = saved
 
 
+def _bare_notebook(data: Any, max_cells: int) -> Any:
+    """A ``.ipynb``'s JSON without what grading never reads (outputs, attachments, metadata other than
+    a cell's tags), its cells counted, so that checking and converting it costs little."""
+    if not isinstance(data, dict):
+        return data
+    worksheets = data.get("worksheets")  # nbformat 3 keeps its cells in worksheets
+    holders = [w for w in worksheets if isinstance(w, dict)] if isinstance(worksheets, list) else [data]
+    lists = [h["cells"] for h in holders if isinstance(h.get("cells"), list)]
+    count = sum(len(cells) for cells in lists)
+    if count > max_cells:
+        raise UnreadableNotebook(f"it has {count} cells, more than the grader reads ({max_cells})")
+    for cells in lists:
+        for cell in cells:
+            if isinstance(cell, dict):
+                cell.pop("attachments", None)
+                if "outputs" in cell:
+                    cell["outputs"] = []
+                if isinstance(cell.get("metadata"), dict):
+                    cell["metadata"] = {k: v for k, v in cell["metadata"].items() if k == "tags"}
+    if isinstance(data.get("metadata"), dict):
+        data["metadata"] = {}
+    return data
+
+
 def _read_notebook(raw: bytes, suffix: str, max_cells: int) -> Any:
     """The notebook in ``raw`` (a ``.ipynb`` or a Markdown notebook), its cells counted before they are built."""
     import nbformat
@@ -102,11 +131,10 @@ def _read_notebook(raw: bytes, suffix: str, max_cells: int) -> Any:
     with warnings.catch_warnings():  # nbformat's validation warnings are about the student's file
         warnings.simplefilter("ignore")
         if suffix == ".ipynb":
-            data = json.loads(text)
-            cells = data.get("cells") if isinstance(data, dict) else None
-            if isinstance(cells, list) and len(cells) > max_cells:
-                raise UnreadableNotebook(f"it has {len(cells)} cells, more than the grader reads ({max_cells})")
-            return nbformat.reads(text, as_version=4)
+            return nbformat.reads(json.dumps(_bare_notebook(json.loads(text), max_cells)), as_version=4)
+        lines = raw.count(b"\n") + 1
+        if lines > MAX_LINES:
+            raise UnreadableNotebook(f"it has {lines:,} lines, more than the grader reads ({MAX_LINES:,})")
         marks = len(_CELL_MARK.findall(raw))
         if marks > 2 * max_cells + 1:
             raise UnreadableNotebook(f"it has {marks} cell fences or breaks, more than the grader reads "

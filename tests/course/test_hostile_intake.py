@@ -170,7 +170,7 @@ def test_yaml_aliases_are_refused_before_they_expand(tmp_path: Path, where: str)
 def test_notebooks_with_too_many_cells_are_refused_before_parsing(tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(intake, "MAX_CELLS", 200)  # the default, read when called
-    many = 50_000  # jupytext needs about 20 s for these; the count needs milliseconds
+    many = 50_000  # jupytext needs over a minute for these; counting them, milliseconds
     md = tmp_path / "many.md"
     md.write_text("\n".join(["```{code-cell} ipython3\nx = 1\n```"] * many), encoding="utf-8")
     ipynb = tmp_path / "many.ipynb"
@@ -278,3 +278,32 @@ def test_links_fifos_and_folders_are_refused_without_blocking(tmp_path: Path) ->
                          ("link.md", "symbolic link")):
         with pytest.raises(ValueError, match=reason):
             intake.read_student_cells(tmp_path / name)
+
+
+def test_outputs_and_metadata_are_dropped_before_the_notebook_is_checked(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """nbformat checks every output of a ``.ipynb`` against its schema (30 s for 200,000 tiny ones); the
+    grader never reads outputs, so they are gone before nbformat sees the notebook."""
+    import nbformat
+
+    out = {"output_type": "stream", "name": "stdout", "text": "x"}
+    cell = {"cell_type": "code", "source": "x = 1", "metadata": {"tags": ["a"], "junk": [[0]] * 1000},
+            "outputs": [out] * 100_000, "execution_count": None}
+    path = tmp_path / "outputs.ipynb"
+    path.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {"junk": [[0]] * 100_000},
+                                "cells": [cell]}))
+    seen: list[int] = []
+    reads = nbformat.reads
+    monkeypatch.setattr(nbformat, "reads", lambda text, *args, **kwargs: seen.append(len(text)) or reads(text, *args, **kwargs))
+    assert executor._student_cells(path) == [{"source": "x = 1", "metadata": {"tags": ["a"]}}]
+    assert seen and max(seen) < 1000, seen
+
+
+def test_markdown_notebooks_with_too_many_lines_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "long.md"
+    path.write_text(STUB, encoding="utf-8")
+    monkeypatch.setattr(intake, "MAX_LINES", STUB.count("\n"))
+    with pytest.raises(ValueError, match="lines, more than the grader reads"):
+        executor._student_cells(path)
+    monkeypatch.setattr(intake, "MAX_LINES", STUB.count("\n") + 1)
+    assert executor._student_cells(path)
