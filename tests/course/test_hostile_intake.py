@@ -307,3 +307,10 @@ def test_markdown_notebooks_with_too_many_lines_are_refused(tmp_path: Path, monk
         executor._student_cells(path)
     monkeypatch.setattr(intake, "MAX_LINES", STUB.count("\n") + 1)
     assert executor._student_cells(path)
+
+
+def test_the_threat_model_page_states_the_reading_limits_of_the_code() -> None:
+    page = (ROOT / "book" / "instructors" / "threat_model.md").read_text(encoding="utf-8")
+    for stated in (f"over {intake.MAX_NOTEBOOK_BYTES >> 20} MiB", f"than {intake.MAX_CELLS:,} cells",
+                   f"{intake.MAX_LINES:,} lines"):
+        assert stated in page, stated
