@@ -41,10 +41,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from dptutor._validate import check_int
+from dptutor._validate import check_int, check_str
 
-__all__ = ["MAX_NOTEBOOK_BYTES", "MAX_CELLS", "MAX_LINES", "MESSAGE_OVERHEAD", "capped_client",
-           "read_student_cells"]
+__all__ = ["MAX_NOTEBOOK_BYTES", "MAX_CELLS", "MAX_LINES", "MESSAGE_OVERHEAD", "MissingFile", "UnreadableNotebook",
+           "capped_client", "read_regular", "read_student_cells"]
 
 #: The largest notebook file the grader reads (bytes).
 MAX_NOTEBOOK_BYTES = 16 << 20
@@ -63,6 +63,10 @@ _CELL_MARK = re.compile(rb"^(?:```|~~~|\+\+\+|<!--\s*#)", re.MULTILINE)
 
 class UnreadableNotebook(ValueError):
     """A submission the grader refuses to read (the message says why, for the student's feedback)."""
+
+
+class MissingFile(ValueError):
+    """The file :func:`read_regular` was asked to read does not exist."""
 
 
 class _AliasRefused(Exception):
@@ -156,27 +160,37 @@ def _tags(cell: Any) -> list[str]:
     return [t for t in tags if isinstance(t, str)] if isinstance(tags, list) else []
 
 
-def _read_bytes(path: Path, max_bytes: int) -> bytes:
-    """The bytes of the regular file ``path`` (never a link, a FIFO or a device), at most ``max_bytes``."""
+def read_regular(path: str | Path, limit: int, *, what: str = "the file") -> bytes:
+    """The bytes of the regular file ``path``, at most ``limit`` of them, opened without following a
+    link or waiting on a FIFO: :class:`MissingFile` if there is none, ``ValueError`` naming ``what``
+    if it is a link, a FIFO, a folder or a device, cannot be opened, or is (or grows) over ``limit``."""
+    if not isinstance(path, (str, Path)):
+        raise TypeError(f"path must be a path, got {type(path).__name__}")
+    limit = check_int(limit, "limit", minimum=0, maximum=1 << 30)
+    what = check_str(what, "what", allow_empty=False)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except FileNotFoundError:
+        raise MissingFile(f"path: {what} does not exist ({path})") from None
     except OSError as exc:
-        if path.is_symlink():
-            raise UnreadableNotebook("it is a symbolic link, not a file") from None
-        raise UnreadableNotebook(f"it cannot be opened ({exc.strerror})") from None
+        if os.path.islink(path):
+            raise ValueError(f"{what} is a symbolic link, not a file") from None
+        raise ValueError(f"{what} cannot be opened ({exc.strerror})") from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise UnreadableNotebook("it is not a regular file")
-        if info.st_size > max_bytes:
-            raise UnreadableNotebook(f"it is larger than the grader reads ({max_bytes:,} bytes)")
-        with os.fdopen(os.dup(fd), "rb") as fh:
-            raw = fh.read(max_bytes + 1)  # the file may have grown since
+            raise ValueError(f"{what} is not a regular file")
+        if info.st_size > limit:
+            raise ValueError(f"{what} has {info.st_size:,} bytes, more than the limit of {limit:,}")
+        chunks, size = [], 0
+        while chunk := os.read(fd, 1 << 20):
+            size += len(chunk)
+            if size > limit:
+                raise ValueError(f"{what} grew beyond the size limit of {limit:,} bytes while being read")
+            chunks.append(chunk)
+        return b"".join(chunks)
     finally:
         os.close(fd)
-    if len(raw) > max_bytes:
-        raise UnreadableNotebook(f"it is larger than the grader reads ({max_bytes:,} bytes)")
-    return raw
 
 
 def read_student_cells(path: Path, *, max_bytes: int | None = None, max_cells: int | None = None) -> list[dict]:
@@ -192,7 +206,11 @@ def read_student_cells(path: Path, *, max_bytes: int | None = None, max_cells: i
     max_bytes = check_int(MAX_NOTEBOOK_BYTES if max_bytes is None else max_bytes, "max_bytes", minimum=1,
                           maximum=1 << 30)
     max_cells = check_int(MAX_CELLS if max_cells is None else max_cells, "max_cells", minimum=1, maximum=10**6)
-    nb = _read_notebook(_read_bytes(path, max_bytes), path.suffix, max_cells)
+    try:
+        raw = read_regular(path, max_bytes, what="it")
+    except ValueError as exc:
+        raise UnreadableNotebook(str(exc)) from None
+    nb = _read_notebook(raw, path.suffix, max_cells)
     cells = nb.get("cells") if isinstance(nb, dict) else None
     if not isinstance(cells, list):
         raise UnreadableNotebook("it has no list of cells")
