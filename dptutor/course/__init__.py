@@ -6,14 +6,16 @@ The student's side (the checks, the mysteries, the kernel's half of the call pro
 - :mod:`~dptutor.course.executor`: the only code that executes student notebooks, one kernel per
   submission in a sandbox (its docstring holds the threat model); :mod:`~dptutor.course.batch`: a
   folder of submissions, one after another or by worker processes; :mod:`~dptutor.course.signals`:
-  Ctrl-C and SIGTERM while grading;
+  Ctrl-C and SIGTERM while grading; :mod:`~dptutor.course.intake`: a submission read, and the
+  kernel's output kept, within bounds;
 - :mod:`~dptutor.course.remote`: the grader's half of the call protocol (every check runs here; the
   kernel only answers calls); :mod:`~dptutor.course.answers`: the strict reading of the kernel's answers;
 - :mod:`~dptutor.course.sandbox`: one bubblewrap sandbox (or podman/docker container) per
   submission's kernel, with its resource limits;
 - :mod:`~dptutor.course.grade`: ``python -m dptutor grade`` (:class:`~dptutor.course.grade.GradeOptions`,
   resumable runs); :mod:`~dptutor.course.result`: one submission's scores;
-  :mod:`~dptutor.course.textsafe`: text from a submission made safe for reports and spreadsheets;
+  :mod:`~dptutor.course.textsafe`: text from a submission made valid, visible and safe for reports,
+  terminals and spreadsheets;
 - :mod:`~dptutor.course.scores`: the scores CSV; :mod:`~dptutor.course.config`: the grading
   configuration file and the override file; :mod:`~dptutor.course.submissions`: the layouts of a
   submissions folder and the student identifier rule;

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
-import stat
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -24,6 +22,7 @@ import numpy as np
 from dptutor.assignments.encoding import (FLOAT_WORDS, IDENTIFIER, MAX_ARRAY_ELEMENTS, MAX_DEPTH, MAX_RECORD_BYTES,
                                           MAX_TEXT, array_args, generator_args)
 from dptutor.assignments.feedback import SpyArray
+from dptutor.course.intake import MissingFile, read_regular
 
 #: :func:`load_answer`, :func:`check_value`, :func:`decode`, :func:`raise_recorded`, :func:`validate_answer` and
 #: :func:`expect` serve :mod:`dptutor.course.remote` only (their inputs are the protocol's own data), hence
@@ -39,31 +38,12 @@ class RecordError(ValueError):
 
 
 def _read_regular(path: str, limit: int) -> bytes:
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
+        return read_regular(path, limit, what="the answer file")
+    except MissingFile:
         raise RecordError("no answer file was written") from None
-    except OSError as exc:
-        raise RecordError(f"the answer file cannot be opened ({exc.strerror})") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise RecordError("the answer is not a regular file")
-        if info.st_size > limit:
-            raise RecordError(f"the answer file has {info.st_size:,} bytes, more than the limit of {limit:,}")
-        chunks, size = [], 0
-        while True:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
-            size += len(chunk)
-            if size > limit:
-                raise RecordError("the answer file grew beyond the size limit while being read")
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+    except ValueError as exc:
+        raise RecordError(str(exc)) from None
 
 
 def _parse_npz(data: bytes) -> tuple[dict[str, Any], dict[int, np.ndarray]]:

@@ -92,9 +92,10 @@ def grade_folder(assignment: str, folder: Path | str, *, timeout: float = 60, to
 
 
 def _grade_job(job: tuple) -> SubmissionResult:
+    """One submission graded; its texts made safe before they go anywhere (a pipe, the CSV, a terminal)."""
     path, assignment, timeout, total_timeout, sandbox, hidden, carry_forward, name = job
     return grade_notebook(path, assignment, timeout=timeout, total_timeout=total_timeout, sandbox=sandbox,
-                          hidden=hidden, name=name, carry_forward=carry_forward)
+                          hidden=hidden, name=name, carry_forward=carry_forward).made_safe()
 
 
 def _die_with_parent() -> None:
@@ -156,6 +157,7 @@ def _grade_parallel(jobs: list[tuple], workers: int, progress: Callable[[str], N
                 proc.join()
                 if not isinstance(result, SubmissionResult):
                     raise RuntimeError("a grading process returned something other than a result")
+                result = result.made_safe()
                 results.append(result)
                 if on_result:
                     on_result(result)

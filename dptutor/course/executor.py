@@ -46,8 +46,10 @@ folder shared with the sandbox (Jupyter's ``ipc`` transport; there is no network
   submission ends: the grader kills the sandbox's launcher, and ``--die-with-parent`` takes the
   PID namespace's init, hence every process in it, along (also when the grader itself is killed).
 - The grader keeps at most :attr:`~dptutor.course.sandbox.Limits.output` characters of the
-  kernel's output and drops any single message over :attr:`~dptutor.course.sandbox.Limits.message`
-  bytes, so an output flood costs the student's own time, not the grader's memory.
+  kernel's output (every message counts, empty ones too: :mod:`dptutor.course.intake`) and drops any
+  single message over :attr:`~dptutor.course.sandbox.Limits.message` bytes, so an output flood costs
+  the student's own time, not the grader's memory.  The notebook file itself is bounded in size,
+  cells and YAML before it is parsed (:func:`~dptutor.course.intake.read_student_cells`).
 - Timing comes from the runner's clock around cells that only call the function; a student *can*
   make timing noisy by loading the CPU (the sandbox does not reserve cores), which only hurts
   that student's own timing questions; the limit is a factor 10.
@@ -86,7 +88,6 @@ import shutil
 import subprocess
 import tempfile
 import time
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,6 +97,7 @@ from dptutor._validate import check_real, check_str
 from dptutor.assignments.feedback import UNSCORED, Assignment
 from dptutor.assignments.registry import get_assignment
 from dptutor.course.remote import check_carry_forward, grade_question
+from dptutor.course.intake import FEEDBACK_TAG, MAX_NOTEBOOK_BYTES, capped_client, read_student_cells
 from dptutor.course.result import SubmissionResult, check_hidden
 from dptutor.course.sandbox import SANDBOXES, Sandbox, find_sandbox, kernel_manager
 from dptutor.course.signals import run_coroutine
@@ -111,8 +113,6 @@ __all__ = [
 ]
 
 _GRADING_TAG = "dptutor-grading"
-#: Cells with this tag (the template's feedback calls) are not run when grading.
-FEEDBACK_TAG = "dptutor-check"
 #: The modules grading needs beyond dptutor's own dependencies (the ``dptutor[grade]`` extra).
 GRADE_DEPENDENCIES = ("nbclient", "nbformat", "jupytext", "ipykernel")
 #: Timed calls run at most this long (seconds) before the kernel is interrupted.
@@ -141,18 +141,6 @@ def _clamp(value: float, points: float) -> float:
     """A score inside [0, points] (NaN counts as 0)."""
     value = float(value)
     return 0.0 if not value > 0 else min(value, float(points))
-
-
-def _read_notebook(path: Path) -> Any:
-    import nbformat
-
-    with warnings.catch_warnings():  # nbformat's validation warnings are about the student's file
-        warnings.simplefilter("ignore")
-        if path.suffix == ".ipynb":
-            return nbformat.read(path, as_version=4)
-        import jupytext
-
-        return jupytext.read(path)
 
 
 def _first_error(cells: Sequence) -> str | None:
@@ -200,75 +188,9 @@ async def _run_hidden(client: Any, nb: Any, a: Assignment, hidden: dict[str, int
                                                    carry_forward=carry_forward)
 
 
-#: The largest notebook file the grader reads.
-MAX_NOTEBOOK_BYTES = 16 << 20
-
-
-def _tags(cell: Any) -> list[str]:
-    """A cell's tags (a malformed ``metadata.tags`` counts as none)."""
-    metadata = cell.get("metadata")
-    tags = metadata.get("tags") if isinstance(metadata, dict) else None
-    return [t for t in tags if isinstance(t, str)] if isinstance(tags, list) else []
-
-
 def _student_cells(path: Path) -> list[Any]:
-    """The submission's code cells, outputs cleared, feedback cells left out (any error: unreadable)."""
-    if path.is_symlink():
-        raise ValueError("it is a symbolic link, not a file")
-    if path.stat().st_size > MAX_NOTEBOOK_BYTES:
-        raise ValueError(f"it is larger than {MAX_NOTEBOOK_BYTES >> 20} MiB")
-    nb = _read_notebook(path)
-    cells = nb.get("cells") if isinstance(nb, dict) else None
-    if not isinstance(cells, list):
-        raise ValueError("it has no list of cells")
-    student = []
-    for cell in cells:
-        if not isinstance(cell, dict) or not isinstance(cell.get("cell_type"), str):
-            raise ValueError("a cell is not a notebook cell")
-        if cell["cell_type"] != "code" or FEEDBACK_TAG in _tags(cell):
-            continue
-        source = cell.get("source", "")
-        if isinstance(source, list) and all(isinstance(line, str) for line in source):
-            source = "".join(source)
-        if not isinstance(source, str):
-            raise ValueError("a code cell's source is not text")
-        student.append({"source": source, "metadata": {"tags": _tags(cell)}})
-    return student
-
-
-def _message_size(content: dict[str, Any]) -> int:
-    """About how many characters an output message carries."""
-    parts = [content.get("text"), content.get("evalue"), *(content.get("traceback") or [])]
-    data = content.get("data")
-    if isinstance(data, dict):
-        parts += list(data.values())
-    return sum(len(p) if isinstance(p, (str, bytes)) else len(str(p)) for p in parts if p is not None)
-
-
-def _capped_client(limit: int) -> Any:
-    """An nbclient ``NotebookClient`` that keeps at most ``limit`` characters of the kernel's output."""
-    from nbclient import NotebookClient
-
-    class CappedClient(NotebookClient):
-        kept = 0
-
-        def output(self, outs: list, msg: dict, display_id: str | None, cell_index: int) -> Any:
-            content = msg.get("content") or {}
-            if msg.get("msg_type") == "error":  # always kept (the grader reads errors), but short
-                content["evalue"] = str(content.get("evalue", ""))[:2000]
-                content["traceback"] = []
-                return super().output(outs, msg, display_id, cell_index)
-            self.kept += _message_size(content)
-            if self.kept > limit:
-                if self.kept - _message_size(content) <= limit:
-                    import nbformat
-
-                    outs.append(nbformat.v4.new_output("stream", name="stderr",
-                                                       text=f"[output over {limit} characters dropped by the grader]"))
-                return None
-            return super().output(outs, msg, display_id, cell_index)
-
-    return CappedClient
+    """The submission's code cells (:func:`~dptutor.course.intake.read_student_cells`; any error: unreadable)."""
+    return read_student_cells(path)
 
 
 def workdir_parent() -> str:
@@ -420,7 +342,7 @@ def _run_in_sandbox(run_nb: Any, student: list[Any], job: _Job, sandbox: Sandbox
     box = Sandbox(sandbox.kind, sandbox.executable, limits, sandbox.image)
     client: Any = None
     try:
-        client = _capped_client(box.limits.output)(
+        client = capped_client(box.limits.output)(
             run_nb, km=kernel_manager(box, workdir, kernel_dir, box_name), timeout=max(1, int(math.ceil(job.timeout))),
             allow_errors=True, interrupt_on_timeout=True, shutdown_kernel="immediate", record_timing=False,
             error_on_timeout={"ename": "CellTimeoutError", "evalue": f"the cell ran longer than {job.timeout:g} s",

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
 from dptutor._validate import check_int, check_real
 from dptutor.assignments.feedback import Assignment, fmt_points
-from dptutor.course.textsafe import csv_cell, one_line
+from dptutor.course.textsafe import csv_cell, one_line, safe_text
 
 __all__ = ["HIDDEN_RANGE", "SubmissionResult"]
 
@@ -66,6 +67,12 @@ class SubmissionResult:
             raise TypeError("checks must be a dict from question names to lists of [check name, passed]")
         if not isinstance(self.carry_forward, bool):
             raise TypeError(f"carry_forward must be True or False, got {type(self.carry_forward).__name__}")
+
+    def made_safe(self) -> SubmissionResult:
+        """A copy with every text a submission can influence (its name, messages and notes) made safe
+        (:func:`~dptutor.course.textsafe.safe_text`: no lone surrogate, no invisible format character)."""
+        return dataclasses.replace(self, file=safe_text(self.file), notes=[safe_text(n) for n in self.notes],
+                                   messages={q: [safe_text(m) for m in ms] for q, ms in self.messages.items()})
 
     @property
     def total(self) -> float:

@@ -554,6 +554,9 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
     "course.grade.GradeOptions": {"assignment": _const("sampler"), "submissions": lambda ctx: ctx.grade_options().submissions},
     "course.grade.run_grade": {"options": lambda ctx: ctx.grade_options()},
     "course.textsafe.csv_text": {"cell": _const("'=1+1")},
+    "course.intake.read_student_cells": {"path": lambda ctx: ctx.submissions() / "tiny.ipynb"},
+    "course.intake.capped_client": {"limit": _const(1024)},
+    "course.intake.read_regular": {"path": lambda ctx: ctx.submissions() / "tiny.ipynb", "limit": _const(1 << 20)},
     "course.textsafe.feedback_name": {"file": _const("a.md")},
     # The course workflow: configuration, overrides, score files, layouts, LMS export.
     "course.config.GradingConfig.question_points": {"assignment": lambda ctx: _grading_assignment()},

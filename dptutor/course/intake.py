@@ -1,0 +1,279 @@
+"""What the grader takes in from a submission, bounded before it costs anything: the notebook file and
+the kernel's output.
+
+Reading a notebook
+------------------
+:func:`read_student_cells` reads a submission's code cells under three limits that apply before (or
+while) the file is parsed, so that no notebook makes the grader spend more than a bounded amount of
+time and memory outside the per-cell and per-notebook time limits:
+
+- its size: a file over ``max_bytes`` (default :data:`MAX_NOTEBOOK_BYTES`, 16 MiB) is refused
+  before a byte of it is parsed;
+- its number of cells: over ``max_cells`` (default :data:`MAX_CELLS`) is refused; a Markdown
+  notebook is counted from its lines before it is parsed (every fence ````` ``` `````/``~~~`` or
+  cell break ``+++`` line might open a cell), a ``.ipynb`` from its JSON before the cells are built;
+- a Markdown notebook over :data:`MAX_LINES` lines is refused before it is parsed, and a ``.ipynb``
+  is checked and converted without its outputs, attachments and metadata (other than cells' tags),
+  which grading never reads;
+- YAML anchors and aliases (``&name``, ``*name``) in any YAML the Markdown reader parses (the
+  front matter, a cell's options) are refused, so a few lines cannot expand into gigabytes.
+
+A refused notebook is unreadable: :func:`~dptutor.course.executor.grade_notebook` scores it 0 with a
+note that gives the reason, and grading of the other submissions goes on.
+
+The kernel's output
+-------------------
+:func:`capped_client` makes a notebook client that keeps at most ``limit`` characters of what the
+kernel sends.  Every output and widget message counts, empty ones included, with an overhead of
+:data:`MESSAGE_OVERHEAD` characters on top of what it carries; beyond the limit messages are
+dropped (a cell's first error is still kept, shortened: the grader reads it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import stat
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from dptutor._validate import check_int, check_str
+
+__all__ = ["MAX_NOTEBOOK_BYTES", "MAX_CELLS", "MAX_LINES", "MESSAGE_OVERHEAD", "MissingFile", "UnreadableNotebook",
+           "capped_client", "read_regular", "read_student_cells"]
+
+#: The largest notebook file the grader reads (bytes).
+MAX_NOTEBOOK_BYTES = 16 << 20
+#: The most cells a notebook the grader reads may have.
+MAX_CELLS = 5000
+#: The most lines a Markdown notebook the grader reads may have.
+MAX_LINES = 100_000
+#: What each message from the kernel counts against the output limit besides its text (characters).
+MESSAGE_OVERHEAD = 256
+#: Cells with this tag (the template's feedback calls) are not run when grading.
+FEEDBACK_TAG = "dptutor-check"
+
+#: A line that may open or close a cell of a Markdown notebook (MyST or jupytext's Markdown).
+_CELL_MARK = re.compile(rb"^(?:```|~~~|\+\+\+|<!--\s*#)", re.MULTILINE)
+
+
+class UnreadableNotebook(ValueError):
+    """A submission the grader refuses to read (the message says why, for the student's feedback)."""
+
+
+class MissingFile(ValueError):
+    """The file :func:`read_regular` was asked to read does not exist."""
+
+
+class _AliasRefused(Exception):
+    """Raised inside jupytext's YAML reading (no ``ValueError`` or YAML error, which jupytext may catch)."""
+
+
+def _refusing_yaml_loader() -> Any:
+    import yaml
+
+    class NoAliasLoader(yaml.SafeLoader):
+        """YAML's safe loader, refusing anchors and aliases (each may repeat a whole subtree)."""
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent) or getattr(self.peek_event(), "anchor", None) is not None:
+                raise _AliasRefused
+            return super().compose_node(parent, index)
+
+    return NoAliasLoader
+
+
+@contextlib.contextmanager
+def _yaml_without_aliases() -> Iterator[None]:
+    """While reading one notebook, make ``yaml.safe_load``/``safe_load_all`` (what jupytext calls) refuse
+    anchors and aliases; restored afterwards (the grader reads notebooks in one thread)."""
+    import yaml
+
+    loader = _refusing_yaml_loader()
+    saved = yaml.safe_load, yaml.safe_load_all
+    yaml.safe_load = lambda stream: yaml.load(stream, Loader=loader)
+    yaml.safe_load_all = lambda stream: yaml.load_all(stream, Loader=loader)
+    try:
+        yield
+    finally:
+        yaml.safe_load, yaml.safe_load_all = saved
+
+
+def _bare_notebook(data: Any, max_cells: int) -> Any:
+    """A ``.ipynb``'s JSON without what grading never reads (outputs, attachments, metadata other than
+    a cell's tags), its cells counted, so that checking and converting it costs little."""
+    if not isinstance(data, dict):
+        return data
+    worksheets = data.get("worksheets")  # nbformat 3 keeps its cells in worksheets
+    holders = [w for w in worksheets if isinstance(w, dict)] if isinstance(worksheets, list) else [data]
+    lists = [h["cells"] for h in holders if isinstance(h.get("cells"), list)]
+    count = sum(len(cells) for cells in lists)
+    if count > max_cells:
+        raise UnreadableNotebook(f"it has {count} cells, more than the grader reads ({max_cells})")
+    for cells in lists:
+        for cell in cells:
+            if isinstance(cell, dict):
+                cell.pop("attachments", None)
+                if "outputs" in cell:
+                    cell["outputs"] = []
+                if isinstance(cell.get("metadata"), dict):
+                    cell["metadata"] = {k: v for k, v in cell["metadata"].items() if k == "tags"}
+    if isinstance(data.get("metadata"), dict):
+        data["metadata"] = {}
+    return data
+
+
+def _read_notebook(raw: bytes, suffix: str, max_cells: int) -> Any:
+    """The notebook in ``raw`` (a ``.ipynb`` or a Markdown notebook), its cells counted before they are built."""
+    import nbformat
+
+    text = raw.decode("utf-8")
+    with warnings.catch_warnings():  # nbformat's validation warnings are about the student's file
+        warnings.simplefilter("ignore")
+        if suffix == ".ipynb":
+            return nbformat.reads(json.dumps(_bare_notebook(json.loads(text), max_cells)), as_version=4)
+        lines = raw.count(b"\n") + 1
+        if lines > MAX_LINES:
+            raise UnreadableNotebook(f"it has {lines:,} lines, more than the grader reads ({MAX_LINES:,})")
+        marks = len(_CELL_MARK.findall(raw))
+        if marks > 2 * max_cells + 1:
+            raise UnreadableNotebook(f"it has {marks} cell fences or breaks, more than the grader reads "
+                                     f"({max_cells} cells)")
+        import jupytext
+
+        try:
+            with _yaml_without_aliases():
+                return jupytext.reads(text, fmt={"extension": suffix})  # no configuration file is looked up
+        except _AliasRefused:
+            raise UnreadableNotebook("its YAML (front matter or cell options) uses anchors or aliases "
+                                     "(&name, *name), which the grader does not read") from None
+
+
+def _tags(cell: Any) -> list[str]:
+    """A cell's tags (a malformed ``metadata.tags`` counts as none)."""
+    metadata = cell.get("metadata")
+    tags = metadata.get("tags") if isinstance(metadata, dict) else None
+    return [t for t in tags if isinstance(t, str)] if isinstance(tags, list) else []
+
+
+def read_regular(path: str | Path, limit: int, *, what: str = "the file") -> bytes:
+    """The bytes of the regular file ``path``, at most ``limit`` of them, opened without following a
+    link or waiting on a FIFO: :class:`MissingFile` if there is none, ``ValueError`` naming ``what``
+    if it is a link, a FIFO, a folder or a device, cannot be opened, or is (or grows) over ``limit``."""
+    if not isinstance(path, (str, Path)):
+        raise TypeError(f"path must be a path, got {type(path).__name__}")
+    limit = check_int(limit, "limit", minimum=0, maximum=1 << 30)
+    what = check_str(what, "what", allow_empty=False)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except FileNotFoundError:
+        raise MissingFile(f"path: {what} does not exist ({path})") from None
+    except OSError as exc:
+        if os.path.islink(path):
+            raise ValueError(f"{what} is a symbolic link, not a file") from None
+        raise ValueError(f"{what} cannot be opened ({exc.strerror})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError(f"{what} is not a regular file")
+        if info.st_size > limit:
+            raise ValueError(f"{what} has {info.st_size:,} bytes, more than the limit of {limit:,}")
+        chunks, size = [], 0
+        while chunk := os.read(fd, 1 << 20):
+            size += len(chunk)
+            if size > limit:
+                raise ValueError(f"{what} grew beyond the size limit of {limit:,} bytes while being read")
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def read_student_cells(path: Path, *, max_bytes: int | None = None, max_cells: int | None = None) -> list[dict]:
+    """The code cells of the notebook at ``path`` (``.ipynb`` or ``.md``) as ``{"source", "metadata"}``
+    dicts, outputs dropped and feedback cells (tag :data:`FEEDBACK_TAG`) left out.
+
+    The limits are in the module docstring; ``None`` means :data:`MAX_NOTEBOOK_BYTES` and
+    :data:`MAX_CELLS` (read when called).  Any error means the file is unreadable; the grader's own
+    refusals are :class:`UnreadableNotebook` (a ``ValueError``) with the reason.
+    """
+    if not isinstance(path, Path):
+        raise TypeError(f"path must be a pathlib.Path, got {type(path).__name__}")
+    max_bytes = check_int(MAX_NOTEBOOK_BYTES if max_bytes is None else max_bytes, "max_bytes", minimum=1,
+                          maximum=1 << 30)
+    max_cells = check_int(MAX_CELLS if max_cells is None else max_cells, "max_cells", minimum=1, maximum=10**6)
+    try:
+        raw = read_regular(path, max_bytes, what="it")
+    except ValueError as exc:
+        raise UnreadableNotebook(str(exc)) from None
+    nb = _read_notebook(raw, path.suffix, max_cells)
+    cells = nb.get("cells") if isinstance(nb, dict) else None
+    if not isinstance(cells, list):
+        raise UnreadableNotebook("it has no list of cells")
+    if len(cells) > max_cells:
+        raise UnreadableNotebook(f"it has {len(cells)} cells, more than the grader reads ({max_cells})")
+    student = []
+    for cell in cells:
+        if not isinstance(cell, dict) or not isinstance(cell.get("cell_type"), str):
+            raise UnreadableNotebook("a cell is not a notebook cell")
+        if cell["cell_type"] != "code" or FEEDBACK_TAG in _tags(cell):
+            continue
+        source = cell.get("source", "")
+        if isinstance(source, list) and all(isinstance(line, str) for line in source):
+            source = "".join(source)
+        if not isinstance(source, str):
+            raise UnreadableNotebook("a code cell's source is not text")
+        student.append({"source": source, "metadata": {"tags": _tags(cell)}})
+    return student
+
+
+def _message_size(content: object) -> int:
+    """What one kernel message counts against the output limit: :data:`MESSAGE_OVERHEAD` plus about
+    how many characters its text, data, metadata and widget state carry."""
+    if not isinstance(content, dict):
+        return MESSAGE_OVERHEAD
+    parts = [content.get(k) for k in ("text", "evalue", "traceback", "data", "metadata", "state", "buffer_paths")]
+    return MESSAGE_OVERHEAD + sum(len(p) if isinstance(p, (str, bytes)) else len(str(p)) for p in parts if p)
+
+
+#: Messages that carry no output: never counted, never dropped (the client needs them to finish a cell).
+_CONTROL = frozenset({"status", "execute_input", "execute_reply"})
+
+
+def capped_client(limit: int) -> Any:
+    """An nbclient ``NotebookClient`` class that keeps at most ``limit`` characters of the kernel's output
+    (every message counted: :func:`_message_size`)."""
+    from nbclient import NotebookClient
+
+    limit = check_int(limit, "limit", minimum=1)
+
+    class CappedClient(NotebookClient):
+        kept = 0
+
+        def process_message(self, msg: dict, cell: Any, cell_index: int) -> Any:
+            msg_type = msg.get("msg_type")
+            if msg_type in _CONTROL:
+                return super().process_message(msg, cell, cell_index)
+            content = msg.get("content")
+            if msg_type == "error" and isinstance(content, dict):  # the grader reads errors: short ones
+                content["evalue"] = str(content.get("evalue", ""))[:2000]
+                content["traceback"] = []
+            before = self.kept
+            self.kept += _message_size(content)
+            if self.kept > limit:
+                outputs = cell.get("outputs", [])
+                if msg_type == "error" and not any(o.get("output_type") == "error" for o in outputs):
+                    return super().process_message(msg, cell, cell_index)  # a cell's first error is kept
+                if before <= limit:
+                    import nbformat
+
+                    outputs.append(nbformat.v4.new_output(
+                        "stream", name="stderr", text=f"[output over {limit} characters dropped by the grader]"))
+                return None
+            return super().process_message(msg, cell, cell_index)
+
+    return CappedClient
