@@ -11,6 +11,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.requirements-installed
 JB_FLAGS := -W -n --keep-going
+# One BLAS thread per process: the book's arrays are small, and on a loaded machine (the test suite runs a
+# book build beside pytest workers) multithreaded OpenBLAS spin-waits and can slow a cell's least-squares
+# solve by two orders of magnitude. Set the variables in the environment to override.
+export OPENBLAS_NUM_THREADS ?= 1
+export OMP_NUM_THREADS ?= 1
 
 .PHONY: all book student solutions test lint venv clean lab lab-check
 
