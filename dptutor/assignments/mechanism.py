@@ -23,7 +23,7 @@ from numpy.typing import NDArray
 
 from dptutor.distributions import standard_laplace_fill
 from dptutor.assignments.feedback import (KS_ALPHA, UNSCORED, Assignment, Finding, Question, as_floats, call, describe,
-                                      expect_value_error, hidden_rng)
+                                      expect_value_error, hidden_rng, returned)
 from dptutor.assignments.record import call_many, flag_for_review, grading
 
 __all__ = ["ASSIGNMENT", "NOISE_CALLS", "SENSITIVITY_CHECKS", "NOISE_CHECKS", "INTERFACE_CHECKS"]
@@ -196,7 +196,8 @@ def _judge_case(case: tuple[int, int, float, int, int], answers: list[Any], data
             return Finding(False, f"{where} raised {describe(exc)}")
         out = as_floats(value)
         if out is None or out.shape != (k,):
-            return Finding(False, f"{where} returned shape {getattr(out, 'shape', None)}, expected ({k},): "
+            got = f"an array of shape {out.shape}" if out is not None else returned(value)
+            return Finding(False, f"{where} returned {got}, expected shape ({k},): "
                                   "one noisy value per coordinate of the mean")
         rows.append(out - X.mean(axis=0))
     noise = np.array(rows)
@@ -315,7 +316,7 @@ def _mechanism_interface(f: Callable, *, hidden: bool | int = False) -> list[Fin
     # shapes
     for (value, exc), X in zip(answers[:2], (data, data[:, :1])):
         if exc is not None or getattr(value, "shape", None) != (X.shape[1],):
-            got = describe(exc) if exc is not None else f"shape {getattr(value, 'shape', None)}"
+            got = describe(exc) if exc is not None else returned(value)
             findings.append(Finding(False, f"private_mean(X of shape {X.shape}) should return an array of shape "
                                            f"({X.shape[1]},), got {got}"))
             break
