@@ -123,11 +123,11 @@ def _law_case(f: Callable, seed: int, mu: float, b: float) -> tuple[Finding, NDA
     p = stats.kstest(x, stats.laplace(loc=mu, scale=b).cdf).pvalue
     if p > KS_ALPHA:
         return Finding(True, f"{where} follows Lap({mu:g}, {b:g}) (KS p-value {p:.2g})"), u, False
-    # Diagnostics only (the KS test decides): the sample median and mean absolute deviation
-    # from mu estimate mu and b with standard errors b / sqrt(N) (~1.4% of b at N = 5000),
+    # Diagnostics only (the KS test decides): the sample median and the mean absolute deviation
+    # from that median estimate mu and b with standard errors b / sqrt(N) (~1.4% of b at N = 5000),
     # so the 10% thresholds below are about 7 standard errors.
     med = float(np.median(x))
-    mad = float(np.mean(np.abs(x - mu)))
+    mad = float(np.mean(np.abs(x - med)))  # about b around the median, wherever the samples are centred
     hints = []
     if abs(med - mu) > 0.1 * b and abs(med) <= 0.1 * b:
         hints.append(f"your samples are centred at 0, but Lap(mu, b) is centred at mu = {mu:g}: does your function "
@@ -136,7 +136,7 @@ def _law_case(f: Callable, seed: int, mu: float, b: float) -> tuple[Finding, NDA
         hints.append(f"the median of your samples is {med:.3g}, but Lap(mu, b) has median mu = {mu:g}: "
                      "check the sign in front of b and where mu enters")
     if abs(mad / b - 1) > 0.1:
-        hints.append(f"your samples' mean distance from mu is {mad:.3g}, but for Lap(mu, b) it is b = {b:g}: "
+        hints.append(f"your samples' mean distance from their median is {mad:.3g}, but for Lap(mu, b) it is b = {b:g}: "
                      "check how b multiplies the logarithm")
     if not hints:
         hints.append("the shape is not Laplace: compare a histogram of your samples with laplace_pdf")
