@@ -433,7 +433,7 @@ def _flag_package(f: Any, kind: str, args: tuple, law: NDArray[np.float64], seed
     mine = call_many(f, [(a, {"size": 3, "rng": np.random.default_rng(0)}) for a, _ in bad])
     package = selection.sparse_vector if kind == "at" else selection.report_noisy_max
     theirs = [call(package, *a, rng=np.random.default_rng(0), size=3) for a, _ in bad]
-    if all(e is not None and r is not None and type(e) is type(r) and str(e) == str(r)
+    if all(e is not None and r is not None and type(e).__name__ == type(r).__name__ and str(e) == str(r)
            for (_, e), (_, r) in zip(mine, theirs)):
         flag_for_review(f"{name} refuses bad input with exactly the messages of dptutor.selection's "
                         f"{package.__name__}: does it call the package instead of implementing the algorithm?")
