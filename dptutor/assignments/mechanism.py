@@ -7,7 +7,8 @@ interface (shape, input left unchanged, reproducible from ``rng``, ``ValueError`
 Error carried forward (``carry_forward = true`` in the grading configuration): question 2 also reads
 the student's ``mean_sensitivity``: noise that fails against the right law passes when it follows
 ``Lap(0, Delta_s / epsilon)``, where ``Delta_s = mean_sensitivity(m, k)`` is the student's own
-sensitivity for that case (when it is a finite positive number), so a wrong sensitivity costs
+sensitivity for that case (when it is a finite positive number and one consistent error: see
+``_carried_sensitivities``), so a wrong sensitivity costs
 question 1 only, and a right mechanism still passes whatever question 1 returns.  Question 3 does not depend on the
 sensitivity.
 """
