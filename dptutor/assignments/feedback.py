@@ -118,7 +118,9 @@ class Feedback:
 
     @property
     def messages(self) -> list[str]:
-        """The sentences a student should read (failed findings, or why nothing was graded)."""
+        """The sentences of the failed findings (or why nothing was graded).  When grading, these include
+        the notes for the instructor (:func:`is_instructor_note`), which the scores CSV keeps and a
+        student's feedback file leaves out."""
         return [f.message for f in self.findings if f.passed is False]
 
     @property
