@@ -23,7 +23,8 @@ from numpy.typing import NDArray
 from dptutor._validate import check_int
 from dptutor.audit import AuditResult, estimate_loss
 from dptutor.assignments.feedback import Assignment, Finding, NotAnswered, Question, named
-from dptutor.assignments.instances import AUDIT_BUGS, answer_member, audit_mystery
+from dptutor.assignments.instances import (AUDIT_BUGS, SELF_STUDY, active_member, answer_member, answers_scope,
+                                           audit_mystery)
 
 __all__ = ["ASSIGNMENT", "AUDIT_EPSILON", "AUDIT_CONFIDENCE", "VERDICTS", "DIAGNOSES", "JUSTIFICATION_WORDS",
            "AUDIT_MAX_WORK", "AUDIT_REPLAY_SECONDS", "BY_HAND", "RECORD_TYPES", "mystery_a", "mystery_b",
@@ -166,19 +167,20 @@ def _replay(result: Any, mechanism: Callable, label: str, minimum_trials: int) -
                                        f"so that the grader can replay your audit (yours: n = {result.n:,}, "
                                        f"{result.trials:,} trials): not replayed"))
         return findings
-    seed = list(result.seed) if isinstance(result.seed, tuple) else result.seed
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            replay = estimate_loss(_bounded(mechanism, time.monotonic() + AUDIT_REPLAY_SECONDS), result.n,
-                                   result.epsilon, result.trials, rng=seed)
+        counts = _replayed_counts(mechanism, result)
     except _ReplayTooLong:
         findings.append(Finding(False, f"replaying your audit took longer than the grader's limit of "
                                        f"{AUDIT_REPLAY_SECONDS:g} s: not replayed; use fewer trials or a smaller n"))
         return findings
     name = mechanism.__name__
-    if np.array_equal(replay.counts, result.counts):
+    if np.array_equal(counts, result.counts):
         findings.append(Finding(True, f"replaying estimate_loss({name}, n={result.n}, ...) reproduces your counts"))
+    elif _self_study_audit(mechanism, result):
+        findings.append(Finding(False, (
+            f"the `use_course(...)` line is missing: evidence['{label}'] is an audit of the book's self-study "
+            f"{name}, not of your course's. Put back the template's `use_course(...)` line (first code cell), "
+            "then rerun the notebook from the top.")))
     else:
         findings.append(Finding(False, (
             f"replaying estimate_loss({name}, n={result.n}, epsilon={result.epsilon:g}, trials={result.trials}, "
@@ -186,23 +188,59 @@ def _replay(result: Any, mechanism: Callable, label: str, minimum_trials: int) -
     return findings
 
 
+def _replayed_counts(mechanism: Callable, result: AuditResult) -> NDArray:
+    """The counts of ``estimate_loss`` replayed with the evidence's settings and seed (``_ReplayTooLong``
+    past :data:`AUDIT_REPLAY_SECONDS`)."""
+    seed = list(result.seed) if isinstance(result.seed, tuple) else result.seed
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return estimate_loss(_bounded(mechanism, time.monotonic() + AUDIT_REPLAY_SECONDS), result.n,
+                             result.epsilon, result.trials, rng=seed).counts
+
+
+def _self_study_audit(mechanism: Callable, result: AuditResult) -> bool:
+    """Whether evidence that does not replay under a course's mysteries replays under the book's
+    self-study ones (the notebook ran without its ``use_course`` line)."""
+    if active_member("audit") == SELF_STUDY["audit"]:
+        return False
+    try:
+        with answers_scope({"audit": SELF_STUDY["audit"]}):
+            return bool(np.array_equal(_replayed_counts(mechanism, result), result.counts))
+    except _ReplayTooLong:
+        return False
+
+
 def _pending(what: str, value: str) -> Finding:
     return Finding(None, f"{what} recorded ({value!r}); graded after submission")
 
 
-def _bound_agrees(result: Any, verdict: str, label: str) -> Finding:
+def _bound_agrees(result: Any, verdict: str, label: str, *, right: bool = False) -> Finding:
+    """Whether ``verdict`` agrees with the 95% lower bound of the student's own evidence ``result``
+    (``right``: the verdict is known to be right, so the hint does not suggest changing it)."""
     lower = result.lower_bound(AUDIT_CONFIDENCE)
     shows = lower > AUDIT_EPSILON
     if shows == (verdict == "violates"):
         return Finding(True, f"your verdict for {label} agrees with your evidence: 95% lower bound {lower:.3g} "
                              f"{'>' if shows else '<='} epsilon = {AUDIT_EPSILON:g}")
     if verdict == "violates":
+        way = "." if right else ", or change the verdict."
         return Finding(False, (
             f"your evidence for {label} has a 95% lower bound of {lower:.3g} <= epsilon = {AUDIT_EPSILON:g}: it "
             "shows no violation. A violation needs the lower bound above epsilon (an estimate above epsilon is "
-            "not enough); find a dimension n and enough trials where it is, or change the verdict."))
+            f"not enough); find a dimension n and enough trials where it is{way}"))
     return Finding(False, f"your evidence for {label} has a 95% lower bound of {lower:.3g} > epsilon = "
                           f"{AUDIT_EPSILON:g}, which shows a violation, but your verdict is {verdict!r}")
+
+
+def _agreement(result: Any, verdict: str, truth: str | None, label: str) -> Finding:
+    """The ``agreement`` check: the verdict agrees with the student's own evidence (the feedback, and
+    grading); when grading (``truth`` known), a wrong verdict earns no agreement point, whatever the
+    evidence says, so a wrong verdict costs both of the verdict's checks."""
+    found = _bound_agrees(result, verdict, label, right=truth is not None and verdict == truth)
+    if truth is None or verdict == truth or not found.passed:
+        return found
+    return Finding(False, f"your verdict for {label} agrees with your evidence, but the verdict is not right: "
+                          "the agreement counts only for a right verdict")
 
 
 def _evidence(evidence: Any, label: str) -> Any:
@@ -243,8 +281,9 @@ _WRONG_VERDICT_HINTS = {
 
 
 def _audit_one(label: str, verdicts: Any, evidence: Any, *, hidden: bool) -> list[Finding]:
-    """The verdict on mechanism ``label`` and a replayable audit that supports it.  The broken mechanism's
-    evidence must show its violation when grading; the other's bound must agree with the verdict."""
+    """The verdict on mechanism ``label`` and a replayable audit that supports it: the verdict must agree
+    with the student's own evidence (its 95% lower bound), and when grading, a wrong verdict also loses
+    the agreement (so the broken mechanism's evidence must show its violation for full marks)."""
     truth = _true_verdict(label) if hidden else None  # the answers are read only when grading
     mechanism = mystery_a if label == "A" else mystery_b
     verdict, result, findings = _verdict_and_replay(verdicts, evidence, label, truth,
@@ -258,8 +297,7 @@ def _audit_one(label: str, verdicts: Any, evidence: Any, *, hidden: bool) -> lis
         else:
             findings.append(Finding(True, f"audited at the same dimension as A (n = {result.n})", "same_dimension"))
     if isinstance(result, AuditResult) and verdict in VERDICTS:
-        findings += named("agreement", _bound_agrees(result, truth if hidden and truth == VERDICTS[0] else verdict,
-                                                     label))
+        findings += named("agreement", _agreement(result, verdict, truth, label))
     return findings
 
 
@@ -287,10 +325,13 @@ def _audit_diagnosis(diagnosis: Any, *, hidden: bool = False) -> list[Finding]:
         "one-sided": "one-sided noise gives an infinite loss at every n (like DPText); is that what your audits show?",
         "sensitivity-1": "with scale 1/epsilon the loss would grow with n without bound (like ADePT); does it?",
         "half-scale": "half the noise would already violate the claim at n = 1; does it?",
-        "l2": "compare the loss at several dimensions that separate the candidates with this candidate's",
+        "l2": "the l2 scale sqrt(n)/epsilon matches n/epsilon at n = 1, so its loss shows only at some "
+              "dimensions; does the broken mechanism's loss follow it at every dimension that separates the "
+              "candidates?",
     }
-    return [Finding(False, f"not {key!r}: {hints[key]} Write the candidate as a mechanism and audit it "
-                           "at the same n to compare the losses, up to sampling error.")]
+    return [Finding(False, f"not {key!r}: {hints[key]} To compare, write the candidate as a mechanism of your "
+                           "own, audit it at the same n as the mystery, and compare the two losses up to "
+                           "sampling error.")]
 
 
 

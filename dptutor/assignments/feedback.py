@@ -40,6 +40,9 @@ __all__ = [
     "call",
     "describe",
     "as_floats",
+    "returned",
+    "INSTRUCTOR_NOTE",
+    "is_instructor_note",
     "expect_value_error",
     "spy_array",
     "uniforms",
@@ -52,6 +55,12 @@ REPORT_WIDTH = 86
 KS_ALPHA = 1e-3
 #: The check name of a finding that is reported to the instructor and never scored.
 UNSCORED = "unscored"
+#: How every note for the instructor begins (the grader turns each ``record.flag_for_review`` text
+#: into a finding :data:`UNSCORED` whose message is this prefix and the text).  A student's report,
+#: the feedback file, never shows such a message (:func:`is_instructor_note`); the scores CSV and
+#: the instructor's report do.  Other :data:`UNSCORED` findings (error carried forward, say) are
+#: notes for the student.
+INSTRUCTOR_NOTE = "for the instructor (not scored): "
 #: What a Feedback's status can be.
 STATUSES = ("graded", "not implemented", "missing", "error", "timeout", "not run")
 
@@ -109,7 +118,9 @@ class Feedback:
 
     @property
     def messages(self) -> list[str]:
-        """The sentences a student should read (failed findings, or why nothing was graded)."""
+        """The sentences of the failed findings (or why nothing was graded).  When grading, these include
+        the notes for the instructor (:func:`is_instructor_note`), which the scores CSV keeps and a
+        student's feedback file leaves out."""
         return [f.message for f in self.findings if f.passed is False]
 
     @property
@@ -233,6 +244,14 @@ class Assignment:
                          f"(it has {[q.name for q in self.questions]})")
 
 
+def is_instructor_note(message: str) -> bool:
+    """Whether a recorded message is a note for the instructor only (it starts with :data:`INSTRUCTOR_NOTE`),
+    which never goes into a student's feedback file."""
+    if not isinstance(message, str):
+        raise TypeError(f"message must be a str, got {type(message).__name__}")
+    return message.startswith(INSTRUCTOR_NOTE)
+
+
 class NotAnswered(Exception):
     """Raised by a check when the student left the template's placeholder in place."""
 
@@ -311,6 +330,21 @@ def as_floats(value: Any) -> NDArray[np.float64] | None:
             return np.asarray(value, dtype=np.float64)
     except Exception:  # noqa: BLE001 -- a student's object whose conversion raises (or overflows) is not numbers
         return None
+
+
+def returned(value: Any) -> str:
+    """What a student's function returned, as a message names it: ``an array of shape (3, 4)``, ``a list of
+    12 items, not a numpy array ...``, ``None (is the return statement missing?)``."""
+    if isinstance(value, np.ndarray):
+        return f"an array of shape {value.shape}"
+    if value is None:
+        return "None (is the return statement missing?)"
+    if isinstance(value, (list, tuple)):
+        return (f"a {type(value).__name__} of {len(value)} items, not a numpy array (np.asarray(...) turns it "
+                "into one)")
+    if isinstance(value, (numbers.Number, np.generic)):
+        return f"a single number ({type(value).__name__})"
+    return f"a {type(value).__name__}"
 
 
 def expect_value_error(call: str, value: Any, exc: BaseException | None, why: str) -> Finding:

@@ -7,7 +7,8 @@ interface (shape, input left unchanged, reproducible from ``rng``, ``ValueError`
 Error carried forward (``carry_forward = true`` in the grading configuration): question 2 also reads
 the student's ``mean_sensitivity``: noise that fails against the right law passes when it follows
 ``Lap(0, Delta_s / epsilon)``, where ``Delta_s = mean_sensitivity(m, k)`` is the student's own
-sensitivity for that case (when it is a finite positive number), so a wrong sensitivity costs
+sensitivity for that case (when it is a finite positive number and one consistent error: see
+``_carried_sensitivities``), so a wrong sensitivity costs
 question 1 only, and a right mechanism still passes whatever question 1 returns.  Question 3 does not depend on the
 sensitivity.
 """
@@ -23,7 +24,7 @@ from numpy.typing import NDArray
 
 from dptutor.distributions import standard_laplace_fill
 from dptutor.assignments.feedback import (KS_ALPHA, UNSCORED, Assignment, Finding, Question, as_floats, call, describe,
-                                      expect_value_error, hidden_rng)
+                                      expect_value_error, hidden_rng, returned)
 from dptutor.assignments.record import call_many, flag_for_review, grading
 
 __all__ = ["ASSIGNMENT", "NOISE_CALLS", "SENSITIVITY_CHECKS", "NOISE_CHECKS", "INTERFACE_CHECKS"]
@@ -102,19 +103,47 @@ def _case_calls(case: tuple[int, int, float, int, int], rep: int) -> tuple[list,
             datasets, rng_seeds)
 
 
+#: Sizes (m, k) at which error carried forward also asks the student's sensitivity, drawn like question 1's
+#: random sizes and like question 2's datasets (m, k >= 2 and k != m: every usual slip is wrong there).
+_CARRY_PROBES = 6
+
+
 def _carried_sensitivities(carried: dict[str, Any] | None, cases: list[tuple[int, int, float, int, int]]) -> list[float | None]:
     """Error carried forward: the student's own ``mean_sensitivity(m, k)`` for each case, where it is a
-    finite positive number that differs from k/m (None: judge the case with the right sensitivity)."""
+    finite positive number that differs from k/m (None: judge the case with the right sensitivity).
+
+    It is carried only when it is one consistent error: asked in one shuffled batch, twice at each case
+    and at :data:`_CARRY_PROBES` other sizes drawn like question 1's, it gives the same answer each time
+    and is wrong at every probe (a sensitivity right at some sizes and wrong at the datasets of
+    question 2 would let question 1 pass and question 2 pass with the wrong noise).
+    """
     sensitivity = (carried or {}).get("mean_sensitivity")
     if sensitivity is None:
         return [None] * len(cases)
-    out: list[float | None] = []
-    for (value, exc), (m, k, *_) in zip(call_many(sensitivity, [((m, k), {}) for m, k, *_ in cases]), cases):
-        got = as_floats(value) if exc is None else None
-        usable = got is not None and got.size == 1 and math.isfinite(float(got.reshape(-1)[0])) and \
-            0 < float(got.reshape(-1)[0]) < 1e12 * k / m
-        delta = float(got.reshape(-1)[0]) if usable else None
-        out.append(delta if delta is not None and not math.isclose(delta, k / m, rel_tol=1e-9) else None)
+    rng = np.random.default_rng([c[4] for c in cases] + [1])
+    probes = []
+    while len(probes) < _CARRY_PROBES:
+        m, k = int(rng.integers(2, 2001)), int(rng.integers(2, 65 if len(probes) % 2 else 1001))
+        if k != m:
+            probes.append((m, k))
+    sizes = [(m, k) for m, k, *_ in cases] * 2 + probes
+    order = rng.permutation(len(sizes))
+    answers = call_many(sensitivity, [(sizes[i], {}) for i in order])
+    got: list[float | None] = [None] * len(sizes)
+    for position, i in enumerate(order):
+        value, exc = answers[position]
+        x = as_floats(value) if exc is None else None
+        m, k = sizes[i]
+        if x is not None and x.size == 1 and math.isfinite(float(x.reshape(-1)[0])) and \
+                0 < float(x.reshape(-1)[0]) < 1e12 * k / m:
+            got[i] = float(x.reshape(-1)[0])
+    n = len(cases)
+    wrong = [v is not None and not math.isclose(v, k / m, rel_tol=1e-9) for v, (m, k) in zip(got, sizes)]
+    out = [got[i] if wrong[i] and got[i] == got[i + n] else None for i in range(n)]
+    if any(v is not None for v in out) and not all(wrong[2 * n:]):
+        flag_for_review("mean_sensitivity is k/m at some sizes and not at question 2's datasets (or not the same "
+                        "twice): error carried forward was not applied; compare question 1 with its noise")
+        return [None] * n
     return out
 
 
@@ -124,10 +153,10 @@ def _mechanism_noise(f: Callable, *, hidden: bool | int = False, carried: dict[s
     when its noise follows Lap(0, Delta_s / epsilon) with the student's own sensitivity Delta_s.
 
     A case with one call tests the pooled coordinates of that call (KS).  A case with many calls
-    tests every coordinate on its own across calls (KS, Bonferroni: level ``KS_ALPHA / (k + 1)``
-    each), every pair of coordinates for independence (Kendall's tau) and the sum of each call's
+    tests every coordinate on its own across calls (KS), all coordinates pooled (KS), every pair
+    of coordinates for independence (Kendall's tau) and the sum of each call's
     noise against sums of k independent Laplace draws (its spread, Levene's test), with a Bonferroni level
-    ``KS_ALPHA / (k + 1 + k (k - 1) / 2)`` for each of these tests, so noise that is Laplace only when
+    ``KS_ALPHA / (k + 2 + k (k - 1) / 2)`` for each of these tests, so noise that is Laplace only when
     pooled (stratified, or shared between coordinates) fails.  Each case is run with two independent draws and passes if either passes:
     a correct mechanism fails with probability at most ``KS_ALPHA**2 = 1e-6``.  All calls of a draw
     go to the student's function in one shuffled batch.
@@ -177,6 +206,8 @@ def _mechanism_noise(f: Callable, *, hidden: bool | int = False, carried: dict[s
         findings[0] = Finding(False, "the noise of one call looks Laplace only when its coordinates are pooled; "
                                      "see the test of each coordinate across calls", NOISE_CHECKS[0])
     if any(f.passed and used for f, used in zip(findings, carried_pass)):
+        flag_for_review("question 2 passed with error carried forward (the noise follows the student's own "
+                        "mean_sensitivity, not k/m): question 1 should have lost points for it")
         # Said where every report shows it (the scores CSV and the feedback list failed findings only).
         findings.append(Finding(False, "note (not scored): error carried forward: question 2 was judged with "
                                        "your own mean_sensitivity, which question 1 grades", UNSCORED))
@@ -196,7 +227,8 @@ def _judge_case(case: tuple[int, int, float, int, int], answers: list[Any], data
             return Finding(False, f"{where} raised {describe(exc)}")
         out = as_floats(value)
         if out is None or out.shape != (k,):
-            return Finding(False, f"{where} returned shape {getattr(out, 'shape', None)}, expected ({k},): "
+            got = f"an array of shape {out.shape}" if out is not None else returned(value)
+            return Finding(False, f"{where} returned {got}, expected shape ({k},): "
                                   "one noisy value per coordinate of the mean")
         rows.append(out - X.mean(axis=0))
     noise = np.array(rows)
@@ -218,12 +250,18 @@ def _judge_case(case: tuple[int, int, float, int, int], answers: list[Any], data
             return Finding(True, f"{where}: the noise follows the Laplace law with the scale that matches the "
                                  f"sensitivity (KS p-value {p:.2g})")
         return Finding(False, "KS:" + _noise_diagnosis(noise.ravel(), m, k, eps, p, where, b))
-    level = KS_ALPHA / (k + 1 + k * (k - 1) // 2)  # Bonferroni over every test below
+    level = KS_ALPHA / (k + 2 + k * (k - 1) // 2)  # Bonferroni over every test below
     p_coord = [stats.kstest(noise[:, j], law.cdf).pvalue for j in range(k)]
     worst = int(np.argmin(p_coord))
     if p_coord[worst] <= level:
         return Finding(False, "KS:" + _noise_diagnosis(noise[:, worst], m, k, eps, p_coord[worst], where, b).replace(
             "the noise does not follow", f"across {calls} calls, the noise of coordinate {worst} does not follow", 1))
+    # The law of all coordinates pooled (k times the draws of one coordinate): a wrong shape (Gaussian noise
+    # of a close spread, say) shows here before it shows in the sum of the coordinates below.
+    p_pool = stats.kstest(noise.ravel(), law.cdf).pvalue
+    if p_pool <= level:
+        return Finding(False, "KS:" + _noise_diagnosis(noise.ravel(), m, k, eps, p_pool, where, b).replace(
+            "the noise does not follow", f"across {calls} calls, the noise does not follow", 1))
     # Independence: Kendall's tau for every pair of coordinates, and the sum of one call's noise over
     # its coordinates against sums of k independent draws.
     for j in range(k):
@@ -278,6 +316,14 @@ def _noise_diagnosis(noise: NDArray[np.float64], m: int, k: int, eps: float, p: 
     match = [name for name, value in candidates.items() if abs(b_hat / value - 1) < 0.15]
     if match and abs(b_hat / b - 1) >= 0.15:
         text += f", which is what {match[0]} gives"
+    # Excess kurtosis: 3 for any Laplace law, 0 for a Gaussian; its standard error is about
+    # sqrt(24 / N) for a Gaussian (0.15 at N = 1000), so below 1.5 is far from Laplace.
+    z = noise - float(np.mean(noise))
+    kurtosis = float(np.mean(z**4) / np.mean(z**2) ** 2 - 3.0) if np.any(z) else 0.0
+    if noise.size >= 200 and kurtosis < 1.5:
+        return text + (f". Its tails are lighter than Laplace's (excess kurtosis {kurtosis:.2g}; a Laplace law has 3, "
+                       "a Gaussian 0): is it Gaussian noise? The Laplace mechanism (Eq. 2) draws Laplace noise "
+                       "(rng.laplace).")
     return text + ". Check your sensitivity (question 1) and how b follows from it and epsilon (Eq. 3)."
 
 
@@ -315,7 +361,7 @@ def _mechanism_interface(f: Callable, *, hidden: bool | int = False) -> list[Fin
     # shapes
     for (value, exc), X in zip(answers[:2], (data, data[:, :1])):
         if exc is not None or getattr(value, "shape", None) != (X.shape[1],):
-            got = describe(exc) if exc is not None else f"shape {getattr(value, 'shape', None)}"
+            got = describe(exc) if exc is not None else returned(value)
             findings.append(Finding(False, f"private_mean(X of shape {X.shape}) should return an array of shape "
                                            f"({X.shape[1]},), got {got}"))
             break

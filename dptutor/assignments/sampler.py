@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 
 from dptutor.distributions import laplace_ppf
 from dptutor.assignments.feedback import (KS_ALPHA, Assignment, Finding, Question, as_floats, call, describe,
-                                      expect_value_error, hidden_rng, spy_array, uniforms)
+                                      expect_value_error, returned, hidden_rng, spy_array, uniforms)
 from dptutor.assignments.record import call_many, flag_for_review, grading, measure, reference_seconds
 
 __all__ = ["ASSIGNMENT", "SAMPLER_TIMING_SIZE", "SAMPLER_TIMING_RATIO"]
@@ -85,6 +85,10 @@ def _sampler_law(f: Callable, *, hidden: bool | int = False) -> list[Finding]:
             findings.append(Finding(False, (
                 "laplace_inverse_cdf is not nondecreasing in u, but an inverse CDF is (small u gives the "
                 "left tail): check the sign in front of b and of u - 1/2."), "monotone"))
+        elif not all(f.passed for f in findings):
+            # A sampler of another law can be nondecreasing too: monotonicity earns its point only with the law.
+            findings.append(Finding(False, "nondecreasing in u, as an inverse CDF must be, but that counts only for "
+                                           "a sampler of the right law (see above)", "monotone"))
         else:
             findings.append(Finding(True, "nondecreasing in u, as an inverse CDF must be", "monotone"))
     return findings
@@ -99,9 +103,8 @@ def _law_case(f: Callable, seed: int, mu: float, b: float) -> tuple[Finding, NDA
         return Finding(False, f"{where} raised {describe(exc)}"), None, False
     x = as_floats(value)
     if x is None or x.shape != u.shape:
-        shape = None if x is None else x.shape
-        return Finding(False, f"{where} returned {type(value).__name__} of shape {shape}, "
-                              f"not an array of the shape of u {u.shape}"), None, False
+        return Finding(False, f"{where} returned {returned(value)}, not an array of the shape of u "
+                              f"{u.shape}"), None, False
     nan = np.isnan(x)
     if nan.any():
         return Finding(False, (
@@ -110,7 +113,7 @@ def _law_case(f: Callable, seed: int, mu: float, b: float) -> tuple[Finding, NDA
             "for u > 1/2 (DPText's bug, Theorem 3.1). With u ~ U(0, 1) use Eq. 4 or Eq. 5.")), None, False
     if not np.isfinite(x).all():
         return Finding(False, f"{where} returned infinite values for u strictly inside (0, 1)"), None, False
-    if (x >= mu).all():
+    if (x >= mu).all() and float(np.min(x)) - mu < 0.05 * b:
         return Finding(False, (
             f"{where}: your samples are never below mu = {mu:g} (never negative noise). Did you use "
             "Eq. 9 with u ~ U(0, 1)? That is DPText's sampler (Theorem 3.1); with u ~ U(0, 1) the "
@@ -120,17 +123,20 @@ def _law_case(f: Callable, seed: int, mu: float, b: float) -> tuple[Finding, NDA
     p = stats.kstest(x, stats.laplace(loc=mu, scale=b).cdf).pvalue
     if p > KS_ALPHA:
         return Finding(True, f"{where} follows Lap({mu:g}, {b:g}) (KS p-value {p:.2g})"), u, False
-    # Diagnostics only (the KS test decides): the sample median and mean absolute deviation
-    # from mu estimate mu and b with standard errors b / sqrt(N) (~1.4% of b at N = 5000),
+    # Diagnostics only (the KS test decides): the sample median and the mean absolute deviation
+    # from that median estimate mu and b with standard errors b / sqrt(N) (~1.4% of b at N = 5000),
     # so the 10% thresholds below are about 7 standard errors.
     med = float(np.median(x))
-    mad = float(np.mean(np.abs(x - mu)))
+    mad = float(np.mean(np.abs(x - med)))  # about b around the median, wherever the samples are centred
     hints = []
-    if abs(med - mu) > 0.1 * b:
+    if abs(med - mu) > 0.1 * b and abs(med) <= 0.1 * b:
+        hints.append(f"your samples are centred at 0, but Lap(mu, b) is centred at mu = {mu:g}: does your function "
+                     "add mu?")
+    elif abs(med - mu) > 0.1 * b:
         hints.append(f"the median of your samples is {med:.3g}, but Lap(mu, b) has median mu = {mu:g}: "
                      "check the sign in front of b and where mu enters")
     if abs(mad / b - 1) > 0.1:
-        hints.append(f"your samples' mean distance from mu is {mad:.3g}, but for Lap(mu, b) it is b = {b:g}: "
+        hints.append(f"your samples' mean distance from their median is {mad:.3g}, but for Lap(mu, b) it is b = {b:g}: "
                      "check how b multiplies the logarithm")
     if not hints:
         hints.append("the shape is not Laplace: compare a histogram of your samples with laplace_pdf")
@@ -233,9 +239,8 @@ def _shape_findings(f: Callable, u2: NDArray[np.float64], x0: float) -> list[Fin
     if exc is not None:
         findings.append(Finding(False, f"laplace_inverse_cdf on a 3x4 array raised {describe(exc)}", "shape"))
     elif not isinstance(value, np.ndarray) or value.shape != (3, 4):
-        shape = getattr(value, "shape", None)
-        findings.append(Finding(False, f"laplace_inverse_cdf on a 3x4 array returned {type(value).__name__} "
-                                       f"of shape {shape}: array in, array of the same shape out", "shape"))
+        findings.append(Finding(False, f"laplace_inverse_cdf on a 3x4 array returned {returned(value)}: array in, "
+                                       "an array of the same shape out", "shape"))
     else:
         findings.append(Finding(True, "array in, array of the same shape out", "shape"))
     # "A number for a number": a Python float, a numpy scalar or a 0-d array in; anything with
@@ -256,7 +261,8 @@ def _speed_finding(f: Callable, u_spy: NDArray[np.float64], spied: Any, draw: np
     # Timing: the student's function and dptutor's reference, each in the same harness (load the
     # input, call, save the output), on 10^6 uniforms, best of 3.  Every repeat gets fresh uniforms
     # (a memoising function gains nothing), with the 1000 uniforms above hidden at random places:
-    # the timed output must agree there with what the function returned for them.  When grading,
+    # the timed output must agree there with what the function returned for them (and everywhere
+    # with the inverse CDF when those are right: _timed_values_agree).  When grading,
     # each repeat is a cell of its own, timed from outside the kernel, and the reference runs in the
     # grader's process.  A vectorised answer is within a small factor of the reference; a Python
     # loop (or np.vectorize) is 10-1000 times slower (see SAMPLER_TIMING_RATIO).
@@ -278,16 +284,27 @@ def _speed_finding(f: Callable, u_spy: NDArray[np.float64], spied: Any, draw: np
             f"laplace_inverse_cdf takes {slow} for 10^6 uniforms, {t_f / t_ref:.0f} times the reference "
             f"({t_ref:.2g} s): is there a Python loop or np.vectorize inside? Use whole-array numpy operations."),
             "speed")
-    y = as_floats(spied)
-    agree = y is not None and y.shape == u_spy.shape and len(results) == len(inputs)
-    for (value, _), where in zip(results, places):
-        x = as_floats(value)
-        agree = agree and x is not None and x.shape == (SAMPLER_TIMING_SIZE,) and np.allclose(
-            x[where], y, rtol=1e-12, atol=1e-12, equal_nan=True)
-    if not agree:
+    if not _timed_values_agree(results, inputs, places, u_spy, spied):
         return Finding(False, "laplace_inverse_cdf on 10^6 uniforms did not return the values it "
                               "returns for the same uniforms in a smaller array", "speed")
     return Finding(True, f"fast on 10^6 uniforms ({t_f / t_ref:.1f} x the reference)", "speed")
+
+
+def _timed_values_agree(results: list, inputs: list[NDArray[np.float64]], places: list[NDArray[np.int64]],
+                        u_spy: NDArray[np.float64], spied: Any) -> bool:
+    """Whether the timed outputs are the values the function computes: where the 1000 uniforms ``u_spy``
+    were hidden, what it returned for them (``spied``); and everywhere, when those 1000 values are
+    the inverse CDF's (every correct inverse CDF maps u to the same x, up to rounding), the inverse
+    CDF of every timed uniform, so that no output seen before can be replayed fast in place of work."""
+    y = as_floats(spied)
+    agree = y is not None and y.shape == u_spy.shape and len(results) == len(inputs)
+    exact = agree and np.allclose(y, laplace_ppf(u_spy, 0.0, 1.0), rtol=1e-9, atol=1e-12)
+    for (value, _), u, where in zip(results, inputs, places):
+        x = as_floats(value)
+        agree = agree and x is not None and x.shape == (SAMPLER_TIMING_SIZE,) and np.allclose(
+            x[where], y, rtol=1e-12, atol=1e-12, equal_nan=True)
+        agree = agree and (not exact or np.allclose(x, laplace_ppf(u, 0.0, 1.0), rtol=1e-9, atol=1e-12))
+    return bool(agree)
 
 
 ASSIGNMENT = Assignment("sampler", "Inverse-CDF Laplace sampling", "sampler.md", (

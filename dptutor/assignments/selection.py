@@ -41,7 +41,8 @@ from numpy.typing import NDArray
 from dptutor._validate import check_bool, check_float_array, check_real
 from dptutor.audit import audit_pair
 from dptutor.assignments.feedback import Assignment, Finding, Question, call, describe, hidden_rng, named
-from dptutor.assignments.record import call_many
+from dptutor import selection
+from dptutor.assignments.record import call_many, flag_for_review, grading
 from dptutor.selection import above_threshold_probabilities, report_noisy_max_probabilities
 
 __all__ = [
@@ -377,17 +378,30 @@ def _law_case(rng: np.random.Generator | None, kind: str) -> tuple[tuple, NDArra
 
 
 def _at_outputs_check(above_threshold: Any, *, hidden: bool | int = False) -> list[Finding]:
-    """q1: well-formed rows, the exact law, and randomness drawn from ``rng`` (same seed, same output)."""
+    """q1: well-formed rows, the exact law, and randomness drawn from ``rng`` (same seed, same output).
+
+    The law is tested on the grader's random answers and also on a pair like question 2's audit, with
+    the audit's number of runs per call, all in one shuffled batch: a mechanism cannot follow the law
+    in the law test and break it in the audit's calls only."""
     seed = _seed("q1", hidden)
     rng = hidden_rng(hidden)
     args, law, label = _law_case(rng, "at")
-    a, b = (int(s) for s in np.random.SeedSequence(seed).generate_state(2, dtype=np.uint64))
-    (ia, ma), (ib, mb), (ic, mc) = _runs(above_threshold, "at", [(args, LAW_RUNS, a), (args, LAW_RUNS, b), (args, LAW_RUNS, a)])
-    message = ma or mb or mc
+    offset = 0.0 if rng is None else float(rng.uniform(-20.0, 20.0))
+    x, x_prime, tau = audit_pairs(offset)["above_threshold"]
+    a, b, c, d = (int(s) for s in np.random.SeedSequence(seed).generate_state(4, dtype=np.uint64))
+    per_call = AT_TRIALS // _AUDIT_CALLS
+    pair = [((np.array(data), tau, AT_EPSILON), per_call, s) for data, s in ((x, c), (x_prime, d))]
+    (ia, ma), (ib, mb), (ic, mc), (ix, mx), (iy, my) = _runs(
+        above_threshold, "at", [(args, LAW_RUNS, a), (args, LAW_RUNS, b), (args, LAW_RUNS, a), *pair])
+    message = ma or mb or mc or mx or my
     if message is not None:
         return [Finding(False, message, "form")]
     findings = [Finding(True, "returns one valid row per run: 0s (below), at most one 1 (above), then -1s", "form")]
-    findings += named("law", _law_finding(np.concatenate([ia, ib]), law, f"above_threshold({label})"))
+    laws = [_law_finding(np.concatenate([ia, ib]), law, f"above_threshold({label})")]
+    laws += [_law_finding(i, above_threshold_probabilities(np.array(data), tau, AT_EPSILON),
+                          f"above_threshold({_short(np.array(data))}, threshold {tau:.3g}, epsilon {AT_EPSILON:g})")
+             for i, data in ((ix, x), (iy, x_prime))]
+    findings += named("law", next((f for f in laws if not f.passed), laws[0]))
     if not np.array_equal(ia, ic):
         findings.append(Finding(False, "two calls with the same seed gave different outputs: draw every noise from "
                                        "the rng argument (rng.laplace), not np.random", "rng"))
@@ -395,7 +409,34 @@ def _at_outputs_check(above_threshold: Any, *, hidden: bool | int = False) -> li
         findings.append(Finding(False, "two different seeds gave the same outputs: is any noise drawn from rng?", "rng"))
     else:
         findings.append(Finding(True, "draws its noise from the rng it is given (reproducible)", "rng"))
+    _flag_package(above_threshold, "at", args, law, a, ia)
     return findings
+
+
+def _flag_package(f: Any, kind: str, args: tuple, law: NDArray[np.float64], seed: int, indices: NDArray) -> None:
+    """Flag (for a human, not a score) a mechanism that draws its outputs from the exact law, or whose
+    refusals of bad input are word for word those of :mod:`dptutor.selection` (it calls the package: a
+    correct implementation draws the same outputs, so the outputs cannot tell)."""
+    if not grading():
+        return
+    name = "above_threshold" if kind == "at" else "report_noisy_max"
+    size = indices.size
+    exact = [np.random.default_rng(seed).choice(law.size, size=size, p=law / law.sum())]
+    cdf = np.cumsum(law)
+    exact.append(np.minimum(np.searchsorted(cdf, np.random.default_rng(seed).random(size) * cdf[-1], side="right"),
+                            law.size - 1))
+    if any(np.array_equal(e, indices) for e in exact):
+        flag_for_review(f"{name}'s outputs are draws from the exact law (rng.choice over the probabilities), not "
+                        "runs of the algorithm: does it sample from dptutor.selection's exact probabilities?")
+    answers, rest = np.asarray(args[0], dtype=float), args[1:]
+    bad = [((np.append(answers, np.nan), *rest), {}), ((answers, *rest[:-1], -1.0), {})]
+    mine = call_many(f, [(a, {"size": 3, "rng": np.random.default_rng(0)}) for a, _ in bad])
+    package = selection.sparse_vector if kind == "at" else selection.report_noisy_max
+    theirs = [call(package, *a, rng=np.random.default_rng(0), size=3) for a, _ in bad]
+    if all(e is not None and r is not None and type(e).__name__ == type(r).__name__ and str(e) == str(r)
+           for (_, e), (_, r) in zip(mine, theirs)):
+        flag_for_review(f"{name} refuses bad input with exactly the messages of dptutor.selection's "
+                        f"{package.__name__}: does it call the package instead of implementing the algorithm?")
 
 
 def _diagnosis(outputs: dict[tuple, NDArray], x: tuple, x_prime: tuple, tau: float, eps: float) -> str:
@@ -441,6 +482,7 @@ def _rnm_check(report_noisy_max: Any, *, hidden: bool | int = False) -> list[Fin
         return [Finding(False, message, "form")]
     findings = [Finding(True, "returns one index per run", "form"),
                 *named("law", _law_finding(indices, law, f"report_noisy_max({label})"))]
+    _flag_package(report_noisy_max, "rnm", args, law, a, indices)
     offset = 0.0 if rng is None else float(rng.uniform(-20.0, 20.0))
     x, x_prime, _ = audit_pairs(offset)["report_noisy_max"]
     if rng is not None and rng.random() < 0.5:

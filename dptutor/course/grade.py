@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from dptutor._validate import check_path, check_str, is_bool
-from dptutor.assignments.feedback import Assignment, fmt_points
+from dptutor.assignments.feedback import Assignment, fmt_points, is_instructor_note
 from dptutor.assignments.instances import INSTANCE_ASSIGNMENTS
 from dptutor.assignments.registry import get_assignment
 from dptutor.course.batch import grade_folder
@@ -460,7 +460,8 @@ def _print_summary(records: Sequence[Any], finished: Sequence[SubmissionResult],
 def _feedback_of(record: Any) -> str:
     """A student's report as the CSV scores it: configured points, overrides (with their reasons), late multiplier."""
     r = record.result
-    messages = {q: list(ms) for q, ms in r.messages.items()}
+    # Notes for the instructor (flag_for_review) stay in the CSV and never reach the student's file.
+    messages = {q: [m for m in ms if not is_instructor_note(m)] for q, ms in r.messages.items()}
     for o in record.overrides:
         messages.setdefault(o.question, []).append(f"score set by the instructor: {o.reason}")
     notes = list(r.notes)

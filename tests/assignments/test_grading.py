@@ -7,6 +7,7 @@ in kernels (the runner, its trust model, Ctrl-C) is tested in test_grading_runne
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import jupytext
@@ -516,3 +517,37 @@ def test_make_lab_opens_the_assignments_and_its_environment_executes_a_notebook(
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "not implemented yet" in out.read_text()
+
+
+def _rubric_rows(name: str) -> dict[str, str]:
+    """The rows of the rubric table in an instructor notebook, by question number."""
+    text = (INSTRUCTOR_DIR / ASSIGNMENTS[name].notebook).read_text(encoding="utf-8")
+    block = text.split("```{admonition} Rubric\n", 1)[1].split("```", 1)[0]
+    return {line.split("|")[1].strip(): line for line in block.splitlines() if re.match(r"\| \d+ \|", line)}
+
+
+@pytest.mark.parametrize("name", sorted(ASSIGNMENTS))
+def test_each_instructor_notebook_states_each_questions_rubric(reference: dict, name: str) -> None:
+    """The rubric table says, for every question, its points, each check with its number of findings and
+    the share of a finding, as the check gives them on the reference solution."""
+    from collections import Counter
+    from fractions import Fraction
+
+    from dptutor.assignments.feedback import UNSCORED
+
+    rows = _rubric_rows(name)
+    assert sorted(rows) == [q.name[1:] for q in ASSIGNMENTS[name].questions], rows
+    for q in ASSIGNMENTS[name].questions:
+        row = rows[q.name[1:]]
+        assert row.split("|")[2].strip() == f"{q.points:g}", row
+        fb = check(name, q.name, *answers(name, q.name, reference[name]))
+        counts = Counter(f.check for f in fb.findings if f.check != UNSCORED)
+        stated = {c: int(n) for c, n in re.findall(r"`(\w+)` ×(\d+)", row)}
+        stated.update({c: 1 for c in re.findall(r"`(\w+)`, ", row.split("|")[3]) if c not in stated})
+        if q.checks:
+            stated = {c: n for c, n in stated.items() if c in q.checks}
+            assert stated == dict(counts), (q.name, row, counts)
+        else:
+            assert "one finding" in row and sum(counts.values()) == 1, row
+        share = Fraction(str(q.points)) / sum(counts.values())
+        assert re.search(rf"\b{share}(?:\.0)? points? each\b|one finding: {share} points?", row), (row, share)
