@@ -49,7 +49,7 @@ import numpy as np
 
 from dptutor._validate import check_int, check_path, check_positive, is_bool
 from dptutor.assignments.encoding import MAX_CALLS_PER_CELL, MAX_CELLS_PER_QUESTION, Writer, array_args, generator_args
-from dptutor.assignments.feedback import UNSCORED, Assignment, Feedback, Finding, SpyArray
+from dptutor.assignments.feedback import INSTRUCTOR_NOTE, UNSCORED, Assignment, Feedback, Finding, SpyArray
 from dptutor.assignments.record import GradingSession, RemoteFunction, session_scope
 from dptutor.assignments.registry import check, get_assignment, record_types
 from dptutor.course.answers import RecordError, check_value, decode, expect, load_answer, raise_recorded, validate_answer
@@ -326,7 +326,7 @@ async def _grade_question(run_cell: RunCell, assignment: str, question: str, wor
     fb = outcome["feedback"]
     if session.flags:
         fb = Feedback(**base, score=fb.score, status=fb.status, findings=fb.findings + tuple(
-            Finding(False, f"for the instructor (not scored): {text}", UNSCORED) for text in session.flags))
+            Finding(False, f"{INSTRUCTOR_NOTE}{text}", UNSCORED) for text in session.flags))
     return fb
 
 
