@@ -61,7 +61,10 @@ def student_feedback(record: ScoreRecord) -> str:
     if record.late != 1:
         notes.append(f"submitted late: the total {fmt_points(round(sum(final.values()), 2))} is multiplied by "
                      f"{record.late:g}, giving {fmt_points(record.total)}")
-    return SubmissionResult(r.file, r.assignment, final, record.question_points(), messages, notes).feedback_text()
+    text = SubmissionResult(r.file, r.assignment, final, record.question_points(), messages, notes).feedback_text()
+    # The first line states the total the CSV records (after the late multiplier).
+    head = f"{one_line(r.file)}: {fmt_points(record.total)} / {fmt_points(sum(record.question_points().values()))} points"
+    return "\n".join([head, *text.split("\n")[1:]])
 
 
 def instructor_notes(record: ScoreRecord) -> list[tuple[str, str]]:
