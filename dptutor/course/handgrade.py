@@ -43,13 +43,15 @@ from dptutor.assignments.registry import get_assignment
 from dptutor.course.config import GradingConfig, Override, read_overrides
 from dptutor.course.folders import load_course
 from dptutor.course.release import book_assignments_folder
+from dptutor.course.reports import check_records
 from dptutor.course.rescore import RescoreOptions, rescore
 from dptutor.course.scores import ScoreRecord, read_scores
 from dptutor.course.submissions import find_submissions
 from dptutor.course.textsafe import csv_cell, csv_text, one_line
 
-__all__ = ["HANDGRADE_COLUMNS", "hand_questions", "read_answers", "rubrics", "collect", "read_hand_grades", "apply", "run_collect",
-           "run_apply"]
+#: :func:`hand_questions`, :func:`read_answers`, :func:`rubrics`, :func:`run_collect` and :func:`run_apply` serve
+#: :func:`collect`, :func:`apply` and the command line (their inputs are what those checked), hence outside ``__all__``.
+__all__ = ["HANDGRADE_COLUMNS", "collect", "read_hand_grades", "apply"]
 
 #: The columns of the file a teaching assistant fills in.
 HANDGRADE_COLUMNS = ["file", "student", "question", "max", "points", "reason"]
@@ -188,6 +190,10 @@ def collect(assignment: str, submissions: Path | str, records: Sequence[ScoreRec
     docstring), the answers read from the notebooks in ``submissions``; their paths."""
     a = get_assignment(assignment)
     out = Path(check_path(out, "out"))
+    submissions = Path(check_path(submissions, "submissions"))
+    records = check_records(records)
+    if not submissions.is_dir():
+        raise ValueError(f"submissions: {submissions} is not a folder")
     by_name = {s.name: s.path for s in find_submissions(submissions)}
     questions = hand_questions(a, records)
     if not questions:
@@ -224,7 +230,7 @@ def _hand_row(row: dict[str, str], where: str, by_file: dict[str, ScoreRecord],
     """The override of one filled row (None when its points and reason are both empty)."""
     file, student, question = csv_text(row["file"].strip()), csv_text(row["student"].strip()), row["question"].strip()
     if file not in by_file:
-        raise ValueError(f"{where}, column file: {file!r} is no submission of the scores CSV")
+        raise ValueError(f"{where}, column file: {file!r} is no submission of the scores CSV (not among its records)")
     if student != by_file[file].student:
         raise ValueError(f"{where}, column student: {student!r} is not the student of {file!r} "
                          f"({by_file[file].student!r})")
@@ -249,7 +255,7 @@ def read_hand_grades(path: Path | str, assignment: str, records: Sequence[ScoreR
     against the scores CSV's ``records``; ValueError naming the line and the column at fault."""
     path = Path(check_path(path, "path"))
     a = get_assignment(assignment)
-    by_file = {r.result.file: r for r in records}
+    by_file = {r.result.file: r for r in check_records(records)}
     try:
         with open(path, newline="", encoding="utf-8-sig") as fh:
             reader = csv.DictReader(fh)
@@ -289,6 +295,9 @@ def apply(filled: Path | str, options: RescoreOptions) -> list[Override]:
     ``options.csv`` with them (:func:`dptutor.course.rescore.rescore`); the hand grades read."""
     if not isinstance(options, RescoreOptions):
         raise TypeError(f"options must be a RescoreOptions, got {type(options).__name__}")
+    filled = Path(check_path(filled, "filled"))
+    if not filled.is_file():
+        raise ValueError(f"filled: {filled} is not a file")
     if options.overrides is None:
         raise ValueError("overrides: give the overrides file that keeps the hand grades (--overrides FILE)")
     a = get_assignment(options.assignment)

@@ -19,14 +19,17 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from dptutor._validate import check_path, check_str
+from dptutor._validate import check_path, check_sequence, check_str
 from dptutor.assignments.feedback import Assignment, fmt_points
 from dptutor.course.result import SubmissionResult
 from dptutor.course.scores import ScoreRecord
 from dptutor.course.textsafe import feedback_name, one_line
 
-__all__ = ["INSTRUCTOR_PREFIX", "is_instructor_note", "student_feedback", "instructor_notes", "feedback_files",
-           "write_feedback", "instructor_report_path", "write_instructor_report"]
+#: :func:`is_instructor_note`, :func:`instructor_notes`, :func:`feedback_files`, :func:`write_feedback` and
+#: :func:`check_records` serve
+#: :mod:`dptutor.course.rescore` and :mod:`dptutor.course.grade` (their inputs are the rows those checked), hence
+#: outside ``__all__``.
+__all__ = ["INSTRUCTOR_PREFIX", "student_feedback", "instructor_report_path", "write_instructor_report"]
 
 #: How a message for the instructor starts (case-insensitive); such a message is never shown to the student.
 INSTRUCTOR_PREFIX = "for the instructor"
@@ -44,6 +47,14 @@ def _check_record(record: object) -> ScoreRecord:
     if not isinstance(record, ScoreRecord):
         raise TypeError(f"record must be a ScoreRecord, got {type(record).__name__}")
     return record
+
+
+def check_records(records: object, name: str = "records") -> list[ScoreRecord]:
+    """``records`` as a list of :class:`ScoreRecord` (TypeError naming ``name`` otherwise)."""
+    records = check_sequence(records, name, min_len=0)
+    if not all(isinstance(r, ScoreRecord) for r in records):
+        raise TypeError(f"{name} must be a sequence of ScoreRecord")
+    return list(records)
 
 
 def student_feedback(record: ScoreRecord) -> str:
@@ -115,7 +126,7 @@ def write_instructor_report(csv_path: Path | str, assignment: Assignment, record
     path = instructor_report_path(csv_path)
     if not isinstance(assignment, Assignment):
         raise TypeError(f"assignment must be an Assignment, got {type(assignment).__name__}")
-    records = [_check_record(r) for r in records]
+    records = check_records(records)
     lines = [f"# For the instructor: {_md(assignment.name)} ({_md(Path(csv_path).name)})", "",
              "Notes the grader made for you (never shown to the students) and your changes to the scores.", ""]
     count = 0

@@ -27,7 +27,9 @@ from dptutor.course.result import SubmissionResult
 from dptutor.course.scores import ScoreRecord, read_scores, write_scores
 from dptutor.course.submissions import find_submissions
 
-__all__ = ["RescoreOptions", "run_rescore", "rescore", "rescored", "submission_times", "write_reports"]
+#: :func:`rescored`, :func:`submission_times` and :func:`write_reports` serve :mod:`dptutor.course.grade` too
+#: (their inputs are what it checked), hence outside ``__all__``.
+__all__ = ["RescoreOptions", "run_rescore", "rescore"]
 
 
 def rescored(record: ScoreRecord, assignment: Assignment, *, config: GradingConfig | None = None,
