@@ -130,3 +130,30 @@ def test_the_record_keeps_the_note_for_the_instructor(graded: dict) -> None:
     """The CSV row (the instructor's) keeps the note in its record; only the student's file drops it."""
     bob = next(r for r in read_scores(graded["csv"], SAMPLER) if r.result.file == "bob.md")
     assert NOTE in json.loads(bob.row(SAMPLER)[-1])["messages"]["q2"]
+
+
+def test_grade_rewrites_the_feedback_of_rows_it_does_not_grade_again(graded: dict, capsys: pytest.CaptureFixture,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rerun of `grade` with a late policy (every submission already graded: no kernel starts) rewrites
+    every feedback file, and the instructor's note goes to the instructor's report only."""
+    from dptutor.cli import main
+
+    home = graded["home"]
+    subs = home / "submissions"
+    subs.mkdir()
+    for name in ("alice.md", "bob.md", "carol.md"):
+        (subs / name).write_text("# a notebook\n", encoding="utf-8")
+    (home / "times.csv").write_text("file,submitted\nalice.md,2026-03-02T23:00:00Z\nbob.md,2026-03-03T12:00:00Z\n"
+                                    "carol.md,2026-03-05T12:00:00Z\n", encoding="utf-8")
+    (home / "late.toml").write_text('course = "dp-2026"\n[late]\nmultiplier = 0.5\ntimes = "times.csv"\n'
+                                    'deadline = 2026-03-03T00:00:00Z\n', encoding="utf-8")
+    monkeypatch.chdir(home)
+    code = main(["grade", "sampler", "submissions", "--csv", str(graded["csv"]), "--config", "late.toml",
+                 "--feedback", str(graded["feedback"])])
+    assert code == 0, capsys.readouterr()
+    rows = {r.result.file: r for r in read_scores(graded["csv"], SAMPLER)}
+    assert (rows["alice.md"].late, rows["bob.md"].late, rows["carol.md"].late) == (1.0, 0.5, 0.5)
+    for r in rows.values():
+        text = (graded["feedback"] / f"{r.student}.txt").read_text(encoding="utf-8")
+        assert "stale" not in text and _header_total(text) == f"{r.total:g}" and "calls the package" not in text
+    assert "calls the package" in instructor_report_path(graded["csv"]).read_text(encoding="utf-8")
