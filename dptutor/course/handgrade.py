@@ -81,8 +81,8 @@ def _code_cells(path: Path) -> list[str]:
     if size > _MAX_NOTEBOOK_BYTES:
         raise ValueError(f"the notebook has {size:,} bytes, more than {_MAX_NOTEBOOK_BYTES:,}")
     text = path.read_bytes().decode("utf-8", "replace")
-    if path.suffix != ".ipynb":
-        return [m.group(2) for m in _CELL.finditer(text)]
+    if path.suffix != ".ipynb":  # a cell's options: ":key: value" lines, or a YAML block between "---" lines
+        return [re.sub(r"\A---\n.*?^---\n", "", m.group(2), flags=re.M | re.S) for m in _CELL.finditer(text)]
     data = json.loads(text)
     cells = data.get("cells", []) if isinstance(data, dict) else []
     out = []
