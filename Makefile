@@ -41,9 +41,9 @@ student: $(STAMP)
 # instructor notebook (book/assignments/instructor/*.md, with the reference solutions), into
 # _build/solutions/html (-W -n; its executed notebooks stay in _build/solutions/jupyter_execute, away from
 # the other editions' downloads). Same Jupyter cache: only the instructor notebooks execute, once.
-# Never publish it to students.
+# Never publish it to students. `make solutions COURSE=FOLDER` shows a course folder's answers instead.
 solutions: $(STAMP)
-	$(BIN)/python book/_ext/student_edition.py --edition solutions --out _build/solutions/html --cache _build/.jupyter_cache
+	$(BIN)/python book/_ext/student_edition.py --edition solutions --out _build/solutions/html --cache _build/.jupyter_cache $(if $(COURSE),--course $(COURSE))
 
 # The assignments in JupyterLab (optional: JupyterLab is not in requirements.txt; this version
 # installs beside the pins without changing any). `make lab-check` tests the setup without a browser.

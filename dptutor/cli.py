@@ -11,6 +11,8 @@ Subcommands:
 * ``export-lms``: a grade CSV that Canvas or Moodle imports (:mod:`dptutor.course.lms`).
 * ``release``: regenerate the student notebooks from the instructor notebooks
   (:mod:`dptutor.course.release`).
+* ``rescore``: score a scores CSV again and rewrite the feedback files (:mod:`dptutor.course.rescore`).
+* ``handgrade``: the answers graded by hand, for a teaching assistant, and back (:mod:`dptutor.course.handgrade`).
 * ``course new``: a private course folder whose mysteries are drawn by a secret
   (:mod:`dptutor.course.folders`).
 
@@ -318,6 +320,94 @@ def _cmd_grade(args: argparse.Namespace) -> int:
     from dptutor.course.grade import GradeOptions, run_grade
 
     return run_grade(GradeOptions(**{f.name: getattr(args, f.name) for f in dataclasses.fields(GradeOptions)}))
+
+
+def _add_rescore_arguments(parser: argparse.ArgumentParser, *, feedback_help: str) -> None:
+    """The options ``rescore`` and ``handgrade apply`` share (one per field of RescoreOptions but the first two)."""
+    parser.add_argument("--course", type=Path, default=None, metavar="FOLDER",
+                        help="the course folder the scores were graded with (its grading.toml is the default --config)")
+    parser.add_argument("--config", type=Path, default=None, metavar="FILE",
+                        help="grading configuration (points, weights, late policy); default: the course's "
+                             "grading.toml, else the rows keep theirs")
+    parser.add_argument("--feedback", type=Path, default=None, metavar="DIR", help=feedback_help)
+    parser.add_argument("--submissions", type=Path, default=None, metavar="FOLDER",
+                        help="the submissions folder, for the late policy's times (default: the times the rows "
+                             "record)")
+
+
+@subcommand("rescore")
+def _add_rescore(subparsers: argparse._SubParsersAction) -> None:
+    from dptutor.assignments.registry import ASSIGNMENTS
+
+    p = subparsers.add_parser(
+        "rescore",
+        help="score a scores CSV again (configuration, overrides) and rewrite the feedback, without running notebooks",
+        description="Apply the grading configuration (points, weights, late policy) and the overrides to the "
+                    "recorded checks of every row of a scores CSV; rewrite the CSV, every student's feedback file "
+                    "and the instructor's report (SCORES-instructor.md).",
+    )
+    p.add_argument("assignment", choices=sorted(ASSIGNMENTS), help="which assignment")
+    p.add_argument("--csv", type=Path, required=True, help="the scores CSV to rescore (rewritten)")
+    p.add_argument("--overrides", type=Path, default=None, metavar="FILE",
+                   help="CSV of manual score changes (student,question,score,reason); default: the rows keep theirs")
+    _add_rescore_arguments(p, feedback_help="rewrite every student's <submission>.txt feedback file in DIR")
+    p.set_defaults(handler=_cmd_rescore)
+
+
+def _rescore_options(args: argparse.Namespace) -> object:
+    from dptutor.course.rescore import RescoreOptions
+
+    return RescoreOptions(args.assignment, args.csv, course=args.course, config=args.config,
+                          overrides=args.overrides, feedback=args.feedback, submissions=args.submissions)
+
+
+def _cmd_rescore(args: argparse.Namespace) -> int:
+    from dptutor.course.rescore import run_rescore
+
+    return run_rescore(_rescore_options(args))
+
+
+@subcommand("handgrade")
+def _add_handgrade(subparsers: argparse._SubParsersAction) -> None:
+    from dptutor.assignments.registry import ASSIGNMENTS
+
+    p = subparsers.add_parser(
+        "handgrade",
+        help="collect the answers graded by hand for a teaching assistant, and read the points back",
+        description="collect: one HTML page with every answer graded by hand, its student and the course's "
+                    "rubric, and a CSV to fill in (file,student,question,max,points,reason). apply: read the "
+                    "filled CSV back as overrides and rescore the scores CSV and the feedback files.",
+    )
+    actions = p.add_subparsers(dest="handgrade_command", required=True, metavar="ACTION")
+    collect = actions.add_parser("collect", help="write DIR/handgrade-ASSIGNMENT.html and .csv")
+    collect.add_argument("assignment", choices=sorted(ASSIGNMENTS), help="which assignment")
+    collect.add_argument("submissions", type=Path, help="the folder of submitted notebooks that was graded")
+    collect.add_argument("--csv", type=Path, required=True, help="the scores CSV of the grading run")
+    collect.add_argument("--course", type=Path, default=None, metavar="FOLDER",
+                         help="the course folder: its instructor notebook gives the rubric (default: the book's)")
+    collect.add_argument("--out", type=Path, required=True, metavar="DIR", help="where to write the two files")
+    collect.set_defaults(handler=_cmd_handgrade_collect)
+    apply = actions.add_parser("apply", help="read a filled handgrade CSV back as overrides, then rescore")
+    apply.add_argument("assignment", choices=sorted(ASSIGNMENTS), help="which assignment")
+    apply.add_argument("filled", type=Path, help="the filled-in handgrade-ASSIGNMENT.csv")
+    apply.add_argument("--csv", type=Path, required=True, help="the scores CSV to rescore (rewritten)")
+    apply.add_argument("--overrides", type=Path, required=True, metavar="FILE",
+                       help="the overrides file to add the hand grades to (created if missing; give the same file "
+                            "to later `grade --overrides` runs)")
+    _add_rescore_arguments(apply, feedback_help="rewrite every student's feedback file in DIR")
+    apply.set_defaults(handler=_cmd_handgrade_apply)
+
+
+def _cmd_handgrade_collect(args: argparse.Namespace) -> int:
+    from dptutor.course.handgrade import run_collect
+
+    return run_collect(args.assignment, args.submissions, args.csv, args.out, course=args.course)
+
+
+def _cmd_handgrade_apply(args: argparse.Namespace) -> int:
+    from dptutor.course.handgrade import run_apply
+
+    return run_apply(args.filled, _rescore_options(args))
 
 
 @subcommand("release")

@@ -174,12 +174,18 @@ def edition(config: Any) -> str:
     return name
 
 
+def instructor_folder(srcdir: str | Path, course_folder: str | Path | None = None) -> Path:
+    """Where the solutions edition reads the instructor notebooks: a course's ``private/instructor``
+    (``dptutor_instructor_dir``, set by ``--course FOLDER``), else the book's ``book/assignments/instructor``."""
+    return Path(course_folder) if course_folder else Path(srcdir) / INSTRUCTOR_DIR
+
+
 def instructor_source(app: Sphinx, docname: str) -> Path | None:
     """The instructor notebook rendered in place of ``docname`` in the solutions edition, if any."""
     folder, _, stem = docname.rpartition("/")
     if folder != ASSIGNMENTS_DIR or not stem:
         return None
-    path = Path(app.srcdir) / INSTRUCTOR_DIR / f"{stem}.md"
+    path = instructor_folder(app.srcdir, app.config.dptutor_instructor_dir) / f"{stem}.md"
     return path if path.is_file() else None
 
 
@@ -239,7 +245,8 @@ def _set_edition(app: Sphinx, config: Any) -> None:
     app.tags.add(f"{name}_edition")
     if name == "solutions":
         options = dict(config.html_theme_options or {})
-        options["announcement"] = SOLUTIONS_BANNER
+        course = config.dptutor_course_name
+        options["announcement"] = SOLUTIONS_BANNER + (f" Answers of course {course}." if course else "")
         config.html_theme_options = options
 
 
@@ -315,6 +322,8 @@ def _strip_only_notebook(nb: dict, keep: Callable[[str], bool]) -> dict:
 def setup(app: Sphinx) -> dict[str, Any]:
     app.setup_extension("sphinx_exercise")
     app.add_config_value("dptutor_edition", "full", "env", [str])
+    app.add_config_value("dptutor_instructor_dir", "", "env", [str])
+    app.add_config_value("dptutor_course_name", "", "env", [str])
     app.connect("config-inited", _set_edition)
     app.connect("source-read", _render_instructor_notebooks)
     app.add_node(hidden_solution)
@@ -329,10 +338,31 @@ def setup(app: Sphinx) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 
 
-def build_overrides(source: Path, cache: Path, edition: str = "student", *, strict: bool = True) -> dict[str, Any]:
-    """The Sphinx settings that turn ``_config.yml``'s full edition into ``edition``."""
+def course_instructor_dir(course: Path) -> tuple[Path, str]:
+    """A course folder's instructor notebooks and its name (ValueError if ``course`` is no course folder
+    made by ``python -m dptutor course new``)."""
+    import tomllib
+
+    key = course / "private" / "answer-key.toml"
+    folder = course / "private" / "instructor"
+    try:
+        name = tomllib.loads(key.read_text(encoding="utf-8")).get("course")
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        name = None
+    if not isinstance(name, str) or not folder.is_dir():
+        raise ValueError(f"--course {course}: not a course folder (no {key} or no {folder}); make one with "
+                         "`python -m dptutor course new`")
+    return folder.resolve(), name
+
+
+def build_overrides(source: Path, cache: Path, edition: str = "student", *, strict: bool = True,
+                    course: Path | None = None) -> dict[str, Any]:
+    """The Sphinx settings that turn ``_config.yml``'s full edition into ``edition`` (the solutions
+    edition of the course folder ``course``, when given)."""
     if edition not in ("student", "solutions"):
         raise ValueError(f"edition must be 'student' or 'solutions', not {edition!r}")
+    if course is not None and edition != "solutions":
+        raise ValueError("course: only the solutions edition shows a course's answers")
     overrides: dict[str, Any] = {
         "external_toc_path": (source / "_toc.yml").as_posix(),
         "latex_individualpages": False,
@@ -342,10 +372,14 @@ def build_overrides(source: Path, cache: Path, edition: str = "student", *, stri
     }
     if strict:
         overrides["nitpicky"] = True
+    if course is not None:
+        folder, name = course_instructor_dir(Path(course))
+        overrides.update(dptutor_instructor_dir=str(folder), dptutor_course_name=name)
     return overrides
 
 
-def build(source: Path, out: Path, cache: Path, *, strict: bool = True, edition: str = "student") -> int:
+def build(source: Path, out: Path, cache: Path, *, strict: bool = True, edition: str = "student",
+          course: Path | None = None) -> int:
     """Build the student (or the solutions) edition of the book in ``source`` into ``out``; return 0
     on success.
 
@@ -354,7 +388,8 @@ def build(source: Path, out: Path, cache: Path, *, strict: bool = True, edition:
     incremental rebuild only re-reads changed pages and never mixes with the full edition's.
     ``strict`` turns warnings into errors and enables nit-picky references, like ``make book``.
     The solutions edition executes the instructor notebooks (their code differs from the
-    student notebooks'), once: the results go into the same cache.
+    student notebooks'), once: the results go into the same cache.  With ``course`` (a course folder),
+    it shows that course's instructor notebooks (its own answers) instead of the book's.
     """
     from jupyter_book.sphinx import build_sphinx
 
@@ -374,7 +409,7 @@ def build(source: Path, out: Path, cache: Path, *, strict: bool = True, edition:
         out,
         noconfig=True,
         path_config=str(source / "_config.yml"),
-        confoverrides=build_overrides(source, cache, edition, strict=strict),
+        confoverrides=build_overrides(source, cache, edition, strict=strict, course=course),
         doctreedir=out.with_name(f".{out.name}.doctrees"),
         builder="html",
         warningiserror=strict,
@@ -399,12 +434,20 @@ def main(argv: list[str] | None = None) -> int:
                              "edition keeps its executed notebooks in a folder of its own)")
     parser.add_argument("--cache", type=Path, default=root / "_build" / ".jupyter_cache",
                         help="Jupyter cache shared with `make book`")
+    parser.add_argument("--course", type=Path, default=None, metavar="FOLDER",
+                        help="solutions edition only: show the instructor notebooks (answers) of this course folder "
+                             "(made by `python -m dptutor course new`) instead of the book's")
     parser.add_argument("--no-strict", dest="strict", action="store_false",
                         help="do not fail on warnings (default: -W -n like `make book`)")
     args = parser.parse_args(argv)
     default = root / "_build" / "student" if args.edition == "student" else root / "_build" / "solutions" / "html"
     out = args.out if args.out is not None else default
-    status = build(args.source, out, args.cache, strict=args.strict, edition=args.edition)
+    if args.course is not None:
+        try:
+            build_overrides(args.source, args.cache, args.edition, course=args.course)
+        except ValueError as exc:
+            parser.error(str(exc))
+    status = build(args.source, out, args.cache, strict=args.strict, edition=args.edition, course=args.course)
     if status == 0:
         label = "Student edition" if args.edition == "student" else "Teaching assistants' edition"
         print(f"{label}: {out.resolve() / 'index.html'}")

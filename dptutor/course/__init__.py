@@ -19,6 +19,10 @@ The student's side (the checks, the mysteries, the kernel's half of the call pro
 - :mod:`~dptutor.course.scores`: the scores CSV; :mod:`~dptutor.course.config`: the grading
   configuration file and the override file; :mod:`~dptutor.course.submissions`: the layouts of a
   submissions folder and the student identifier rule;
+- :mod:`~dptutor.course.reports`: each student's feedback file and the instructor's report, written from
+  the recorded rows; :mod:`~dptutor.course.rescore`: ``python -m dptutor rescore`` (scoring the rows
+  again without running a notebook); :mod:`~dptutor.course.handgrade`: ``python -m dptutor handgrade``
+  (the answers graded by hand, for a teaching assistant, and the points back);
 - :mod:`~dptutor.course.keys`: course keys and tokens (the instructor's half of
   :mod:`dptutor.assignments.instances`); :mod:`~dptutor.course.folders`: a course folder
   (``python -m dptutor course new``); :mod:`~dptutor.course.release`: instructor notebook -> student
@@ -26,8 +30,8 @@ The student's side (the checks, the mysteries, the kernel's half of the call pro
 - :mod:`~dptutor.course.lms`, :mod:`~dptutor.course.otter` (with :mod:`~dptutor.course.otter_plugin`):
   exports for Canvas, Moodle and Gradescope.
 
-The command line (``python -m dptutor grade``, ``release``, ``course``, ``export-lms``,
-``export-otter``) is :mod:`dptutor.cli`.
+The command line (``python -m dptutor grade``, ``rescore``, ``handgrade``, ``release``, ``course``,
+``export-lms``, ``export-otter``) is :mod:`dptutor.cli`.
 """
 
 from __future__ import annotations

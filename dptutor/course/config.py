@@ -29,6 +29,23 @@ The configuration file (TOML, or JSON with the same keys) of one assignment::
 
     carry_forward = false             # error carried forward (see below)
 
+One file for the whole course: the keys above apply to every assignment, and a table
+``[assignments.NAME]`` per assignment sets that assignment's own (its tables merged key by key over
+the top-level ones; ``deadline`` is short for ``late.deadline``)::
+
+    course = "dp-2026-spring"
+    [late]                            # the policy of every assignment
+    multiplier = 0.8
+    grace_minutes = 15
+    [assignments.sampler]
+    deadline = 2026-03-02T23:59:00Z
+    [assignments.mechanism]
+    deadline = 2026-03-09T23:59:00Z
+    points = {q1 = 2, q2 = 3}
+
+Questions' points and checks' weights differ between assignments: in a course file, give them in
+the assignment's table.
+
 Unknown keys and wrong types are refused with a ``ValueError`` naming the key (``late.multiplier``,
 ``weights.q3.shape``).  Each question's score is first graded on the assignment's own points (with
 the configured weights of its checks), then rescaled to ``points``; an override replaces it; the late
@@ -67,10 +84,13 @@ from typing import Any
 
 from dptutor._validate import check_path, check_real, check_str
 from dptutor.assignments.feedback import Assignment
+from dptutor.assignments.registry import ASSIGNMENTS
 
 __all__ = ["GradingConfig", "Override", "load_config", "read_overrides", "read_manifest"]
 
-_KEYS = {"assignment", "course", "points", "weights", "limits", "late", "carry_forward"}
+_KEYS = {"assignment", "course", "points", "weights", "limits", "late", "carry_forward", "assignments"}
+#: What an ``[assignments.NAME]`` table may set (``deadline`` is short for ``late.deadline``).
+_SECTION_KEYS = {"points", "weights", "limits", "late", "carry_forward", "deadline"}
 _LIMIT_KEYS = {"cell", "notebook"}
 _LATE_KEYS = {"deadline", "grace_minutes", "multiplier", "per_day", "times"}
 #: Time limits (seconds), as the command line allows them.
@@ -192,7 +212,7 @@ def load_config(path: Path | str, assignment: Assignment) -> GradingConfig:
             raise ValueError(f"path: {path} must be a .toml or .json file")
     except (UnicodeDecodeError, json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ValueError(f"path: {path} is not valid {path.suffix[1:].upper()} ({exc})") from None
-    data = _table(data, "config", _KEYS)
+    data = _for_assignment(_table(data, "config", _KEYS), assignment)
     if "assignment" in data and data["assignment"] != assignment.name:
         raise ValueError(f"assignment: {path} configures {data['assignment']!r}, not {assignment.name!r}")
     kwargs: dict[str, Any] = {"course": check_str(data.get("course", ""), "course")}
@@ -234,6 +254,25 @@ def load_config(path: Path | str, assignment: Assignment) -> GradingConfig:
                          f"{assignment.independent}")
     kwargs["carry_forward"] = carry
     return GradingConfig(**kwargs)
+
+
+def _for_assignment(data: dict[str, Any], assignment: Assignment) -> dict[str, Any]:
+    """The configuration of ``assignment`` in a course file: the top-level keys, with its
+    ``[assignments.NAME]`` table's on top (tables merged key by key, ``deadline`` into ``late``)."""
+    sections = _table(data.get("assignments", {}), "assignments", set(ASSIGNMENTS))
+    section = dict(_table(sections.get(assignment.name, {}), f"assignments.{assignment.name}", _SECTION_KEYS))
+    merged = {k: v for k, v in data.items() if k != "assignments"}
+    if "deadline" in section:
+        section["late"] = {**section.get("late", {}), "deadline": section.pop("deadline")}
+    for key, value in section.items():
+        top = merged.get(key, {})
+        if key == "carry_forward":
+            merged[key] = value
+        elif not isinstance(top, dict) or not isinstance(value, dict):
+            raise TypeError(f"assignments.{assignment.name}.{key} and {key} must be tables")
+        else:
+            merged[key] = {**top, **value}
+    return merged
 
 
 def _weights(value: object, assignment: Assignment) -> dict[str, dict[str, float]]:

@@ -4,7 +4,8 @@
 
     FOLDER/
       README.md               what each part is, and what to hand out
-      grading.toml            the grading configuration (``course = NAME``; add points, limits, late policy)
+      .gitignore              ``*``: git never adds the folder (if it lies inside a work tree by mistake)
+      grading.toml            the grading configuration (``course = NAME``; add deadlines, points, limits per assignment)
       private/                NEVER hand out
         answer-key.toml       this course's key, tokens and answers of assignments 3 and 4
         instructor/*.md       the instructor notebooks with this course's answers
@@ -44,6 +45,19 @@ __all__ = ["CourseFolder", "COURSE_NAME", "new_course", "load_course", "course_n
 COURSE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _KEY_FILE = Path("private") / "answer-key.toml"
 _SETUP = {"audit": 'check = checker("audit")\n', "pair_audit": 'check = checker("pair_audit")\n'}
+
+#: The commented example of a new course's grading.toml: one deadline (and points) per assignment.
+_CONFIG_EXAMPLE = """
+# The late policy of every assignment, and each assignment's own deadline (uncomment and edit):
+# [late]
+# multiplier = 0.8
+# grace_minutes = 15
+# [assignments.sampler]
+# deadline = 2026-03-02T23:59:00Z
+# [assignments.mechanism]
+# deadline = 2026-03-09T23:59:00Z
+# points = {q1 = 2, q2 = 3}
+"""
 
 _BUG_TEXT = {
     "one-sided": ("adds the absolute value of Laplace noise of scale $n/\\varepsilon$ (one-sided noise), so its "
@@ -251,11 +265,18 @@ name writes this folder again.
 - `private/`: NEVER hand out. `answer-key.toml` holds the course key (grading needs it: it selects
   this course's answers) and the answers of assignments 3 and 4;
   `instructor/*.md` the reference solutions with this course's answers.
-- `grading.toml`: the grading configuration (course name; add points, time limits, a late policy).
+- `grading.toml`: the grading configuration of every assignment (course name; add a late policy and
+  each assignment's deadline, points and time limits in an `[assignments.NAME]` table).
+- `.gitignore`: keeps git from adding this folder. Keep it outside any repository clone all the same,
+  with the scores and feedback files.
 
 Grade with the course's answer key:
 
-    python -m dptutor grade audit SUBMISSIONS --course PATH/OF/THIS/FOLDER
+    python -m dptutor grade audit SUBMISSIONS --course PATH/OF/THIS/FOLDER --csv scores-audit.csv --feedback feedback-audit
+
+The hand-graded answers, with the rubric of `private/instructor/`, for a teaching assistant:
+
+    python -m dptutor handgrade collect audit SUBMISSIONS --csv scores-audit.csv --course PATH/OF/THIS/FOLDER --out handgrade
 
 A student who reads dptutor's source can decode a token into its member (see the book's page "Threat
 model", book/instructors/threat_model.md);
@@ -318,7 +339,10 @@ def new_course(folder: Path | str, secret: str, *, name: str | None = None,
     config = folder / "grading.toml"
     if not config.exists():  # the instructor's edits (points, late policy) survive a rewrite
         config.write_text(f'# Grading configuration of course {name} (see dptutor.course.config).\n'
-                          f'course = "{name}"\n', encoding="utf-8")
+                          f'course = "{name}"\n{_CONFIG_EXAMPLE}', encoding="utf-8")
+    # Inside a git work tree, git then ignores the whole folder: its answers are never committed by mistake.
+    (folder / ".gitignore").write_text("# A course folder holds the course's answers: never commit it.\n*\n",
+                                       encoding="utf-8")
     (folder / "README.md").write_text(_readme(name), encoding="utf-8")
     return CourseFolder(folder, name, key)
 

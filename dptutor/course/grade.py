@@ -20,10 +20,7 @@ were in flight in a run killed outright, the next run grades them one at a time 
 
 from __future__ import annotations
 
-import collections
 import contextlib
-import dataclasses
-import datetime as dt
 import json
 import os
 import signal
@@ -40,16 +37,17 @@ from dptutor.assignments.feedback import Assignment, fmt_points, is_instructor_n
 from dptutor.assignments.instances import INSTANCE_ASSIGNMENTS
 from dptutor.assignments.registry import get_assignment
 from dptutor.course.batch import grade_folder
-from dptutor.course.config import GradingConfig, Override, load_config, read_manifest, read_overrides
+from dptutor.course.config import GradingConfig, Override, load_config, read_overrides
 from dptutor.course.executor import check_grade_dependencies, remove_stale_workdirs
 from dptutor.course.folders import CourseFolder, load_course
 from dptutor.course.keys import course_scope
 from dptutor.course.result import SubmissionResult
 from dptutor.course.sandbox import SANDBOXES, Limits, Sandbox, SandboxUnavailable, find_sandbox
+from dptutor.course.rescore import rescored, submission_times, write_reports
 from dptutor.course.scores import ScoreRecord, default_scores_name, read_scores, write_scores
 from dptutor.course.signals import deferred_interrupts, raise_interrupt
 from dptutor.course.submissions import Submission, find_submissions
-from dptutor.course.textsafe import feedback_name, one_line
+from dptutor.course.textsafe import one_line
 
 #: :func:`plan_grading`, :class:`GradingPlan` and :func:`grade_plan` are the two halves of :func:`run_grade`,
 #: public for the command line's tests, outside ``__all__`` (their inputs are :func:`run_grade`'s own).
@@ -131,16 +129,15 @@ class GradingPlan:
 
     def scored(self, result: SubmissionResult, old: ScoreRecord | None) -> ScoreRecord:
         """The row of ``result`` under this run's configuration and overrides (else its old row's)."""
-        record = old or ScoreRecord(result, self.course)
-        when = self.times.get(result.file)
-        changes: dict[str, Any] = {"result": result, "course": self.course}
-        if self.configured:
-            changes.update(points=dict(self.config.question_points(self.assignment)), weights=self.config.weights,
-                           late=self.config.late_factor(when) if self.config.deadline else 1.0,
-                           submitted=when.isoformat() if when is not None else "")
-        if self.overrides is not None:
-            changes["overrides"] = tuple(o for o in self.overrides if o.student in (result.file, record.student))
-        return dataclasses.replace(record, **changes)
+        return rescored(old or ScoreRecord(result, self.course), self.assignment, result=result, course=self.course,
+                        config=self.config if self.configured else None, when=self.times.get(result.file),
+                        overrides=self.overrides)
+
+    def write_reports(self, records: Sequence[ScoreRecord]) -> None:
+        """With ``--feedback``: the feedback files of ``records`` and the instructor's report of every row."""
+        if self.options.feedback is not None:
+            write_reports(self.csv_path, self.assignment, self.records, self.options.feedback,
+                          [s.name for s in self.submissions], only=[r.result.file for r in records])
 
 
 def run_grade(options: GradeOptions) -> int:
@@ -213,7 +210,7 @@ def plan_grading(options: GradeOptions) -> GradingPlan:
     records = _load("--csv", lambda: read_scores(csv_path, a, course=course) if csv_path.exists() else [])
     overrides = _load("--overrides", lambda: read_overrides(options.overrides, a, config)
                       if options.overrides is not None else None)
-    times = _load("--config", lambda: _submission_times(config, submissions))
+    times = _load("--config", lambda: submission_times(config, submissions))
     only = _load("--only", lambda: _pick_only(options.only, submissions) if options.only else None)
     mixed = [r.result.file for r in records if r.result.carry_forward != config.carry_forward]
     if mixed and not options.regrade:
@@ -240,8 +237,6 @@ class _Gradebook:
     def __init__(self, plan: GradingPlan, todo: int) -> None:
         self.plan, self.count = plan, todo
         self.by_file = {r.result.file: i for i, r in enumerate(plan.records)}
-        # Submissions whose plain feedback names would collide (a.md and a.ipynb) get hashed names.
-        self.stems = collections.Counter(_feedback_file(s.name) for s in plan.submissions)
         self.marker = plan.csv_path.with_name(f".{plan.csv_path.name}.inflight")
         self.in_flight: set[str] = set()
         self.started = time.monotonic()
@@ -262,12 +257,7 @@ class _Gradebook:
             else:
                 plan.records[index] = record
             write_scores(plan.csv_path, plan.assignment, plan.records)
-            if plan.options.feedback is not None:
-                shared = self.stems[_feedback_file(result.file)] > 1
-                target = plan.options.feedback / _feedback_file(result.file, shared=shared)
-                tmp = target.with_name(f".{target.name}.tmp")
-                tmp.write_text(_feedback_of(record) + "\n", encoding="utf-8")
-                os.replace(tmp, target)
+            plan.write_reports([record])
             plan.finished.append(result)
             self.in_flight.discard(result.file)
             _write_inflight(self.marker, sorted(self.in_flight))
@@ -296,6 +286,7 @@ def _start(plan: GradingPlan) -> tuple[_Gradebook, list[str], list[str]]:
                 print(f"warning: --overrides: {o.student!r} is no submission here (neither a file nor a student "
                       "identifier); its override is not applied", file=sys.stderr)
     write_scores(plan.csv_path, a, plan.records)  # the CSV exists (and is valid) from the start
+    plan.write_reports(plan.records)  # the feedback of every row follows its (re)scored row
     done = {r.result.file for r in plan.records}
     if plan.only is not None:
         todo = [plan.only.name]
@@ -412,23 +403,6 @@ def _pick_only(wanted: str, submissions: Sequence[Any]) -> Any:
                      "its path, or its student identifier)")
 
 
-def _submission_times(config: Any, submissions: Sequence[Any]) -> dict[str, Any]:
-    """Each submission's time under the late policy: from the manifest, or the notebook's mtime."""
-    if config.deadline is None:
-        return {}
-    if config.times == "mtime":
-        return {s.name: dt.datetime.fromtimestamp(s.path.stat().st_mtime, dt.timezone.utc) for s in submissions}
-    manifest = read_manifest(config.times)
-    times, missing = {}, []
-    for s in submissions:
-        when = manifest.get(s.name, manifest.get(s.student))
-        if when is None:
-            missing.append(s.name)
-        times[s.name] = when
-    if missing:
-        raise ValueError(f"late.times: the manifest {config.times} gives no time for {', '.join(missing[:5])}"
-                         + (f" and {len(missing) - 5} more" if len(missing) > 5 else ""))
-    return times
 
 
 def _failed(result: SubmissionResult) -> bool:
@@ -457,24 +431,8 @@ def _print_summary(records: Sequence[Any], finished: Sequence[SubmissionResult],
           + f"; this run took {_clock(seconds)}{per}", flush=True)
 
 
-def _feedback_of(record: Any) -> str:
-    """A student's report as the CSV scores it: configured points, overrides (with their reasons), late multiplier."""
-    r = record.result
-    # Notes for the instructor (flag_for_review) stay in the CSV and never reach the student's file.
-    messages = {q: [m for m in ms if not is_instructor_note(m)] for q, ms in r.messages.items()}
-    for o in record.overrides:
-        messages.setdefault(o.question, []).append(f"score set by the instructor: {o.reason}")
-    notes = list(r.notes)
-    final = record.final_scores()
-    if record.late != 1:
-        notes.append(f"submitted late: the total {fmt_points(round(sum(final.values()), 2))} is multiplied by "
-                     f"{record.late:g}, giving {fmt_points(record.total)}")
-    return SubmissionResult(r.file, r.assignment, final, record.question_points(), messages, notes).feedback_text()
 
 
-def _feedback_file(name: str, *, shared: bool = False) -> str:
-    """The feedback file of a submission (a sub-folder's notebook ``d/x.ipynb`` reads as ``d-x``)."""
-    return feedback_name(name.replace("/", "-"), shared=shared)
 
 
 def _sandbox_of(options: GradeOptions) -> Sandbox:

@@ -580,6 +580,21 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
     "course.lms.lms_rows": {"lms": _const("canvas"), "assignment": _const("sampler"), "scores": lambda ctx: _scores_csv(ctx)},
     "course.lms.export_lms": {"lms": _const("canvas"), "assignment": _const("sampler"), "scores": lambda ctx: _scores_csv(ctx),
                                "out": lambda ctx: ctx.tmp / "canvas.csv"},
+    # Re-scoring and hand grading (issue 36).
+    "course.reports.student_feedback": {"record": lambda ctx: _score_record()},
+    "course.reports.instructor_report_path": {"csv_path": lambda ctx: ctx.tmp / "scores.csv"},
+    "course.reports.write_instructor_report": {"csv_path": lambda ctx: ctx.tmp / "scores.csv",
+                                                "assignment": lambda ctx: _grading_assignment(),
+                                                "records": lambda ctx: [_score_record()]},
+    "course.rescore.RescoreOptions": {"assignment": _const("sampler"), "csv": lambda ctx: _scores_file(ctx)},
+    "course.rescore.rescore": {"options": lambda ctx: _rescore_options(ctx)},
+    "course.rescore.run_rescore": {"options": lambda ctx: _rescore_options(ctx)},
+    "course.handgrade.collect": {"assignment": _const("audit"), "submissions": lambda ctx: ctx.submissions(),
+                                 "records": lambda ctx: [], "out": lambda ctx: ctx.tmp / "hand"},
+    "course.handgrade.read_hand_grades": {"path": lambda ctx: _hand_csv(ctx), "assignment": _const("sampler"),
+                                          "records": lambda ctx: [_score_record()]},
+    "course.handgrade.apply": {"filled": lambda ctx: _hand_csv(ctx),
+                               "options": lambda ctx: _rescore_options(ctx, overrides=ctx.tmp / "o.csv")},
     "selection.exponential_mechanism_exact": {"scores": _const([0, 1, 2]), "base": _const(2)},
     "selection.max_log_ratio": {"p": _const(np.array([0.5, 0.5])), "p_prime": _const(np.array([0.25, 0.75]))},
     "accounting.advanced_composition": {"k": _const(10), "delta_prime": _const(1e-6)},
@@ -668,6 +683,27 @@ def _score_record():
     from dptutor.course.scores import ScoreRecord
 
     return ScoreRecord(_submission_result(), "fuzz", overrides=(_override(),))
+
+
+def _scores_file(ctx: Context) -> Path:
+    """A scores CSV of ``sampler`` with one row (``tiny.ipynb``), as ``grade`` writes it."""
+    from dptutor.course.scores import write_scores
+
+    path = ctx.tmp / "scores-sampler.csv"
+    write_scores(path, _grading_assignment(), [_score_record()])
+    return path
+
+
+def _rescore_options(ctx: Context, **kwargs: Any):
+    from dptutor.course.rescore import RescoreOptions
+
+    return RescoreOptions("sampler", _scores_file(ctx), feedback=ctx.tmp / "feedback", **kwargs)
+
+
+def _hand_csv(ctx: Context) -> Path:
+    path = ctx.tmp / "handgrade-sampler.csv"
+    path.write_text("file,student,question,max,points,reason\ntiny.ipynb,tiny,q1,2,1.5,read by hand\n")
+    return path
 
 
 async def _run_nothing(source: str, limit: float) -> tuple[dict, float]:
