@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from dptutor._validate import check_path, check_str, is_bool
-from dptutor.assignments.feedback import Assignment, fmt_points, is_instructor_note
+from dptutor.assignments.feedback import Assignment, fmt_points
 from dptutor.assignments.instances import INSTANCE_ASSIGNMENTS
 from dptutor.assignments.registry import get_assignment
 from dptutor.course.batch import grade_folder

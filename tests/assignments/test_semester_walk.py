@@ -35,7 +35,7 @@ import pytest
 from dptutor.assignments import ASSIGNMENTS
 from dptutor.assignments.feedback import INSTRUCTOR_NOTE
 from dptutor.course import executor
-from dptutor.course.grade import _feedback_of
+from dptutor.course.reports import student_feedback
 from dptutor.course.scores import ScoreRecord
 from test_grading import ASSIGNMENT_DIR
 
@@ -87,7 +87,7 @@ def test_each_submission_gets_the_rubrics_score(tmp_path: Path, name: str, carry
     notes = [m for ms in result.messages.values() for m in ms if m.startswith(INSTRUCTOR_NOTE)]
     # Notes for the instructor: the package's own mechanisms called, error carried forward credited.
     assert bool(notes) == (name == "selection-package" or carry_forward), result.messages
-    feedback = _feedback_of(ScoreRecord(result))
+    feedback = student_feedback(ScoreRecord(result))
     assert "for the instructor" not in feedback, feedback
     if name.endswith("-crash"):
         assert "died" in " ".join(result.notes + [m for ms in result.messages.values() for m in ms]), result.notes
