@@ -15,6 +15,7 @@ test that feeds it a deliberately broken sample, so that none of them can pass v
 """
 from __future__ import annotations
 
+import ast
 import html.parser
 import re
 import unicodedata
@@ -514,6 +515,56 @@ def test_no_visible_code_cell_calls_glue(name: str) -> None:
     lines = visible_glue((BOOK / f"{name}.md").read_text())
     assert not lines, (f"{name}.md: the code cells at lines {lines} call glue(; move the calls into a cell "
                        "tagged remove-cell right after (CONTRIBUTING.md, 'Writing the book')")
+
+
+
+#: How many code cells above its glue call a published variable may have been set.
+GLUE_DISTANCE = 3
+
+
+def bound_names(source: str) -> set[str]:
+    """The names a code cell's source assigns (imports, functions and classes are not values to publish)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:         # an IPython magic: parse the Python lines
+        tree = ast.parse("\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))))
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def distant_glue(text: str, limit: int = GLUE_DISTANCE) -> list[str]:
+    """Glue calls that publish a variable (``glue("key", name)``) set more than ``limit`` code cells above:
+    the glue belongs in the ``remove-cell`` cell right after the cell that computes the value."""
+    cells = code_cells(text)
+    problems = []
+    for i, cell in enumerate(cells):
+        if not re.search(r"\bglue\s*\(", cell.source):
+            continue
+        for call in ast.walk(ast.parse(cell.source)):
+            if not (isinstance(call, ast.Call) and getattr(call.func, "id", None) == "glue" and len(call.args) > 1
+                    and isinstance(call.args[1], ast.Name)) or call.args[1].id in bound_names(cell.source):
+                continue
+            name = call.args[1].id
+            above = next((i - j for j in range(i - 1, -1, -1) if name in bound_names(cells[j].source)), 0)
+            if above > limit:
+                problems.append(f"line {cell.line}: glue of {name}, set {above} code cells above")
+    return problems
+
+
+def test_glue_distance_check_catches_a_value_published_far_away() -> None:
+    cell = "```{{code-cell}} ipython3\n{}\n```\n\n"
+    glue_cell = "```{code-cell} ipython3\n:tags: [remove-cell]\n\nglue('m', M, display=False)\n```\n"
+    near = cell.format("M = 300") + glue_cell
+    far = cell.format("M = 300") + "".join(cell.format(f"x{k} = {k}") for k in range(GLUE_DISTANCE)) + glue_cell
+    assert distant_glue(near) == [] and distant_glue(cell.format("%time M = 1") + glue_cell) == []
+    assert distant_glue(far) == [f"line {4 * (GLUE_DISTANCE + 1) + 1}: glue of M, set {GLUE_DISTANCE + 1} code cells above"]
+    assert distant_glue(cell.format("import math") + "".join(cell.format("y = 1") for _ in range(5))
+                        + glue_cell.replace("M", "math")) == []
+
+
+@pytest.mark.parametrize("name", chapters())
+def test_glue_calls_live_next_to_the_values_they_publish(name: str) -> None:
+    problems = distant_glue((BOOK / f"{name}.md").read_text())
+    assert not problems, f"{name}.md: {problems}; glue a value in the remove-cell cell right after the cell that sets it"
 
 
 GLUE_FIGURE = re.compile(r"^```\{glue:figure\}\s*(\S+)[^\n]*\n(.*?)^```[ \t]*$", re.S | re.M)
