@@ -4,7 +4,7 @@ Two models, both classifiers of ``K`` classes:
 
 - ``"logistic"``: logistic regression (a sigmoid on one score for two classes, a softmax over K
   scores for more);
-- ``"mlp"``: a network with one hidden layer of ``hidden`` tanh units before that output.
+- ``"mlp"``: a network with one hidden layer of ``hidden_units`` tanh units before that output.
 
 Each weight matrix carries its bias as a last row: its input gets a column of ones.
 
@@ -46,6 +46,7 @@ from dptutor._validate import (
     check_positive,
     check_real,
     check_rng,
+    renamed_parameters,
 )
 from dptutor.accounting import ORDERS, rdp_subsampled_gaussian, rdp_to_dp
 
@@ -185,8 +186,9 @@ class TrainingResult:
         return self.model.predict_proba(X)
 
 
+@renamed_parameters(hidden="hidden_units")
 def initial_classifier(
-    features: int, classes: object, *, model: str = "logistic", hidden: int = 32, rng: np.random.Generator
+    features: int, classes: object, *, model: str = "logistic", hidden_units: int = 32, rng: np.random.Generator
 ) -> Classifier:
     """The starting point of training: zero weights for ``"logistic"``; for ``"mlp"`` a hidden layer
     drawn from ``N(0, 1/features)`` (from ``rng``, independent of the data) and a zero output layer."""
@@ -195,7 +197,7 @@ def initial_classifier(
     if labels.size < 2:
         raise ValueError("classes must hold at least two distinct labels")  # integers: Classifier checks
     kind = check_choice(model, "model", ("logistic", "mlp"))
-    width = check_int(hidden, "hidden", minimum=1, maximum=10**4)
+    width = check_int(hidden_units, "hidden_units", minimum=1, maximum=10**4)
     gen = check_rng(rng)
     k = 1 if labels.size == 2 else labels.size
     if kind == "logistic":
@@ -349,6 +351,7 @@ def _generators(rng: object) -> tuple[np.random.Generator, np.random.Generator, 
     return tuple(np.random.default_rng(int(s)) for s in seeds)  # type: ignore[return-value]
 
 
+@renamed_parameters(hidden="hidden_units")
 def dp_sgd(
     X: object,
     y: object,
@@ -361,7 +364,7 @@ def dp_sgd(
     model: str = "logistic",
     rng: np.random.Generator,
     learning_rate: float = 1.0,
-    hidden: int = 32,
+    hidden_units: int = 32,
 ) -> TrainingResult:
     """Train a classifier by DP-SGD for (``epsilon``, ``delta``)-DP with respect to adding or removing
     one row of ``(X, y)``, in real arithmetic.
@@ -379,13 +382,13 @@ def dp_sgd(
     clip : float
         C > 0: every example's gradient is scaled to l2 norm at most C.
     model : {"logistic", "mlp"}
-        Logistic regression, or a network with one hidden layer of ``hidden`` tanh units.
+        Logistic regression, or a network with one hidden layer of ``hidden_units`` tanh units.
     rng : numpy.random.Generator
         The only source of randomness (initial weights, batches, noise).
     learning_rate : float
         Step size; the noisy gradient sum is divided by the expected batch size ``q n``.
-    hidden : int
-        Hidden units of ``"mlp"``.
+    hidden_units : int
+        Width of the hidden layer of ``"mlp"``.  ``hidden=`` is its deprecated alias.
 
     Returns
     -------
@@ -406,7 +409,7 @@ def dp_sgd(
     dlt = check_real(delta, "delta", low=0.0, high=1.0, low_open=True, high_open=True)
     c = check_positive(clip, "clip")
     init_rng, batch_rng, noise_rng = _generators(rng)
-    start = initial_classifier(x.shape[1], classes, model=model, hidden=hidden, rng=init_rng)
+    start = initial_classifier(x.shape[1], classes, model=model, hidden_units=hidden_units, rng=init_rng)
     sigma = noise_multiplier(eps, dlt, steps, q)
 
     def noisy_sum(layers: list[Layer]) -> list[NDArray[np.float64]]:
@@ -417,6 +420,7 @@ def dp_sgd(
     return TrainingResult(trained, sigma, _rdp_epsilon(sigma, steps, q, dlt), dlt, steps, c, q)
 
 
+@renamed_parameters(hidden="hidden_units")
 def sgd(
     X: object,
     y: object,
@@ -426,7 +430,7 @@ def sgd(
     model: str = "logistic",
     rng: np.random.Generator,
     learning_rate: float = 1.0,
-    hidden: int = 32,
+    hidden_units: int = 32,
 ) -> TrainingResult:
     """Non-private SGD with the same initial weights, Poisson batches and normalisation as
     :func:`dp_sgd` given an equal ``rng``, without clipping or noise (parameters as there).
@@ -435,7 +439,7 @@ def sgd(
     """
     x, classes, index, steps, q, lr = _training_inputs(X, y, epochs, sampling_rate, learning_rate)
     init_rng, batch_rng, _ = _generators(rng)
-    start = initial_classifier(x.shape[1], classes, model=model, hidden=hidden, rng=init_rng)
+    start = initial_classifier(x.shape[1], classes, model=model, hidden_units=hidden_units, rng=init_rng)
 
     def plain_sum(layers: list[Layer]) -> list[NDArray[np.float64]]:
         return [a.T @ b for a, b in layers]

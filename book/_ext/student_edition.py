@@ -56,6 +56,8 @@ from sphinx.application import Sphinx
 from sphinx.transforms import SphinxTransform
 from sphinx.util import logging
 
+from dptutor.course.release import with_banner
+
 logger = logging.getLogger(__name__)
 
 # An opening fence of a solution directive, e.g. ```{solution-start} ex-1 or :::{solution} ex-1.
@@ -139,6 +141,22 @@ def strip_solutions_notebook(nb: dict) -> dict:
         elif not stripper.inside:
             cells.append(cell)
     return {**nb, "cells": cells}
+
+
+#: The command that writes the student edition; the banner of each notebook it rewrites names it.
+STUDENT_COMMAND = "make student"
+
+
+def with_student_banner(content: str | dict, source: str) -> str | dict:
+    """A page source (MyST text) or executed notebook (nbformat 4 JSON) of the student edition with the banner
+    of generated notebooks on top, naming ``source`` and :data:`STUDENT_COMMAND`."""
+    if isinstance(content, str):
+        return with_banner(content, source, STUDENT_COMMAND)
+    cells = content.get("cells", [])
+    banner = {"cell_type": "markdown", "metadata": {}, "source": with_banner("", source, STUDENT_COMMAND)}
+    if any("id" in cell for cell in cells):     # nbformat 4.5: every cell has an id
+        banner["id"] = "generated-banner"
+    return {**content, "cells": [banner, *cells]}
 
 
 def strip_only_blocks(text: str, keep: Callable[[str], bool]) -> str:
@@ -290,16 +308,17 @@ def _strip_copied_sources(app: Sphinx, exception: Exception | None) -> None:
         only = "{only}" in text
         if not (solutions or only):
             continue
+        origin = str(path.relative_to(sources).with_suffix(".md"))     # the chapter it comes from
         if path.suffix == ".ipynb":  # the executed notebook offered for download
             nb = json.loads(text)
             if solutions:
-                nb = strip_solutions_notebook(nb)
+                nb = with_student_banner(strip_solutions_notebook(nb), origin)
             if only:
                 nb = _strip_only_notebook(nb, keep)
             path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         else:
             if solutions:
-                text = strip_solutions(text)
+                text = with_student_banner(strip_solutions(text), origin)
             if only:
                 text = strip_only_blocks(text, keep)
             path.write_text(text, encoding="utf-8")

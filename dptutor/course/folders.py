@@ -36,7 +36,7 @@ from dptutor._validate import check_choice, check_path, check_str
 from dptutor.assignments.instances import INSTANCE_ASSIGNMENTS, AuditMember, PairMember
 from dptutor.course.keys import course_key, members_of_key, tokens_of_key
 from dptutor.assignments.registry import ASSIGNMENTS
-from dptutor.course.release import book_assignments_folder, student_version
+from dptutor.course.release import book_assignments_folder, student_version, with_banner
 
 __all__ = ["CourseFolder", "COURSE_NAME", "new_course", "load_course", "course_notebook", "fill_slots", "with_banner",
            "answer_lines"]
@@ -230,18 +230,6 @@ def course_notebook(assignment: str, text: str, member: object, name: str) -> st
         raise ValueError(f"member: not a member of the {assignment!r} family")
     slots["instance"] = f"These are the answers of course {name} only (drawn from its secret): keep this file private.\n"
     return fill_slots(text, slots)
-
-
-def with_banner(text: str, source: str, command: str) -> str:
-    """``text`` (a MyST notebook) with a banner right after its front matter, as a Markdown comment (it
-    renders as nothing): generated from ``source`` by ``command`` (edit the source and run it again)."""
-    check_str(text, "text")
-    banner = (f"<!-- Generated from {check_str(source, 'source')} by `{check_str(command, 'command')}`: to change "
-              "it for every copy, edit the source and run the command again. -->\n")
-    if text.startswith("---\n"):
-        end = text.index("\n---\n", 4) + 5 if "\n---\n" in text[3:] else 0
-        return text[:end] + banner + text[end:]
-    return banner + text
 
 
 def _with_token(assignment: str, text: str, token: str) -> str:

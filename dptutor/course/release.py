@@ -3,7 +3,8 @@
 The instructor notebooks (``book/assignments/instructor/``) hold the solutions between
 ``# BEGIN SOLUTION`` / ``# END SOLUTION`` lines (``<!-- BEGIN SOLUTION -->`` / ``<!-- END
 SOLUTION -->`` in Markdown); :func:`student_version` turns one into the student notebook, and
-:func:`release` (``python -m dptutor release``) rewrites ``book/assignments/*.md`` from them.
+:func:`release` (``python -m dptutor release``) rewrites ``book/assignments/*.md`` from them, each with a
+banner (:func:`with_banner`) that names its instructor notebook and the command.
 """
 
 from __future__ import annotations
@@ -11,9 +12,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from dptutor._validate import check_str
 from dptutor.assignments.registry import ASSIGNMENTS
 
-__all__ = ["BEGIN_MARKER", "END_MARKER", "book_assignments_folder", "student_version", "release"]
+__all__ = ["BEGIN_MARKER", "END_MARKER", "RELEASE_COMMAND", "book_assignments_folder", "student_version",
+           "with_banner", "released_notebook", "release"]
+
+#: The command that rewrites the book's student notebooks; their banners name it.
+RELEASE_COMMAND = "python -m dptutor release"
 
 #: A line that opens a solution block (in code or in Markdown).
 BEGIN_MARKER = re.compile(r"^(\s*)(#|<!--)\s*BEGIN SOLUTION\s*(-->)?\s*$")
@@ -56,6 +62,26 @@ def student_version(text: str) -> str:
     return "".join(out)
 
 
+def with_banner(text: str, source: str, command: str) -> str:
+    """``text`` (a MyST notebook) with a banner right after its front matter, as a Markdown comment (it
+    renders as nothing): generated from ``source`` by ``command`` (edit the source and run it again)."""
+    check_str(text, "text")
+    banner = (f"<!-- Generated from {check_str(source, 'source')} by `{check_str(command, 'command')}`: to change "
+              "it for every copy, edit the source and run the command again. -->\n")
+    if text.startswith("---\n"):
+        end = text.index("\n---\n", 4) + 5 if "\n---\n" in text[3:] else 0
+        return text[:end] + banner + text[end:]
+    return banner + text
+
+
+def released_notebook(text: str, notebook: str) -> str:
+    """The book's student notebook ``book/assignments/<notebook>`` made from its instructor notebook's
+    ``text``: the solutions dropped (:func:`student_version`) and a banner naming the instructor notebook
+    and :data:`RELEASE_COMMAND` on top (:func:`with_banner`)."""
+    source = f"book/assignments/instructor/{check_str(notebook, 'notebook')}"
+    return with_banner(student_version(text), source, RELEASE_COMMAND)
+
+
 def book_assignments_folder() -> Path:
     """The book's `book/assignments` folder (student notebooks; solutions in `instructor/`)."""
     return Path(__file__).resolve().parents[2] / "book" / "assignments"
@@ -72,6 +98,6 @@ def release(folder: Path | str | None = None) -> list[Path]:
     for a in ASSIGNMENTS.values():
         source = folder / "instructor" / a.notebook
         target = folder / a.notebook
-        target.write_text(student_version(source.read_text(encoding="utf-8")), encoding="utf-8")
+        target.write_text(released_notebook(source.read_text(encoding="utf-8"), a.notebook), encoding="utf-8")
         written.append(target)
     return written

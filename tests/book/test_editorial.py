@@ -7,12 +7,15 @@ test that feeds it a deliberately broken sample, so that none of them can pass v
 - The notation appendix (book/notation.md): every entry names the place of its definition, that place exists,
   and in reading order (_toc.yml) the first use of each symbol and term comes at or after its definition or
   sits in a paragraph that links to it.
-- Glue bookkeeping: no visible code cell calls ``glue(``; the calls go in a ``remove-cell`` cell after it.
+- Glue bookkeeping: no visible code cell calls ``glue(``; the calls go in a ``remove-cell`` cell after it. A figure
+  whose caption holds no glued value is one code cell with ``mystnb`` figure metadata (name, caption, alt text),
+  not a glued figure.
 - No internal label (``thm-prob-bayes``, ``fig-...``) in a code cell's source or in any rendered text.
 - Every built page: no literal Markdown table, no ``$``-delimited math left as text, no ``{glue`` remnant.
 """
 from __future__ import annotations
 
+import ast
 import html.parser
 import re
 import unicodedata
@@ -21,7 +24,7 @@ from dataclasses import dataclass
 import pytest
 import yaml
 
-from helpers import ROOT, BookBuild, reading_order
+from helpers import ROOT, BookBuild, figure_cells, reading_order
 
 BOOK = ROOT / "book"
 NOTATION = BOOK / "notation.md"
@@ -90,6 +93,8 @@ def label_definitions(files: list[str]) -> dict[str, tuple[str, int]]:
         for m in LABEL_DEF.finditer(text):
             line = text.count("\n", 0, m.start())
             found.setdefault(m.group(1) or m.group(2), (name, definition_line(lines, line)))
+        for cell in figure_cells(text):         # a figure cell's name is a label too (mystnb metadata)
+            found.setdefault(cell.name, (name, cell.line))
     return found
 
 
@@ -171,9 +176,21 @@ def blank(text: str, pattern: re.Pattern) -> str:
     return pattern.sub(lambda m: "\n" * m.group(0).count("\n"), text)
 
 
+def figure_text(cell: re.Match) -> str:
+    """A code cell as a reader meets it: nothing, or, for a figure cell, its alt text and caption (on the
+    cell's first lines; the cell's other lines become blank, so line numbers are kept)."""
+    lines = cell.group(0).count("\n")
+    figures = figure_cells(cell.group(0))
+    if not figures:
+        return "\n" * lines
+    words = f"{figures[0].alt}\n{figures[0].caption.strip()}"
+    return words + "\n" * (lines - words.count("\n"))
+
+
 def reading_text(text: str) -> str:
-    """A chapter's source as a reader meets it: no code cells, comments, options, or learning objectives."""
-    text = blank(text, CODE_CELL)
+    """A chapter's source as a reader meets it: no code cells (but the captions and alt texts of figure
+    cells), comments, options, or learning objectives."""
+    text = CODE_CELL.sub(figure_text, text)
     text = blank(text, COMMENT)
     text = blank(text, OBJECTIVES)
     text = re.sub(r"\A---\n.*?\n---\n", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
@@ -498,6 +515,126 @@ def test_no_visible_code_cell_calls_glue(name: str) -> None:
     lines = visible_glue((BOOK / f"{name}.md").read_text())
     assert not lines, (f"{name}.md: the code cells at lines {lines} call glue(; move the calls into a cell "
                        "tagged remove-cell right after (CONTRIBUTING.md, 'Writing the book')")
+
+
+
+#: How many code cells above its glue call a published variable may have been set.
+GLUE_DISTANCE = 3
+
+
+def bound_names(source: str) -> set[str]:
+    """The names a code cell's source assigns (imports, functions and classes are not values to publish)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:         # an IPython magic: parse the Python lines
+        tree = ast.parse("\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))))
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def distant_glue(text: str, limit: int = GLUE_DISTANCE) -> list[str]:
+    """Glue calls that publish a variable (``glue("key", name)``) set more than ``limit`` code cells above:
+    the glue belongs in the ``remove-cell`` cell right after the cell that computes the value."""
+    cells = code_cells(text)
+    problems = []
+    for i, cell in enumerate(cells):
+        if not re.search(r"\bglue\s*\(", cell.source):
+            continue
+        for call in ast.walk(ast.parse(cell.source)):
+            if not (isinstance(call, ast.Call) and getattr(call.func, "id", None) == "glue" and len(call.args) > 1
+                    and isinstance(call.args[1], ast.Name)) or call.args[1].id in bound_names(cell.source):
+                continue
+            name = call.args[1].id
+            above = next((i - j for j in range(i - 1, -1, -1) if name in bound_names(cells[j].source)), 0)
+            if above > limit:
+                problems.append(f"line {cell.line}: glue of {name}, set {above} code cells above")
+    return problems
+
+
+def test_glue_distance_check_catches_a_value_published_far_away() -> None:
+    cell = "```{{code-cell}} ipython3\n{}\n```\n\n"
+    glue_cell = "```{code-cell} ipython3\n:tags: [remove-cell]\n\nglue('m', M, display=False)\n```\n"
+    near = cell.format("M = 300") + glue_cell
+    far = cell.format("M = 300") + "".join(cell.format(f"x{k} = {k}") for k in range(GLUE_DISTANCE)) + glue_cell
+    assert distant_glue(near) == [] and distant_glue(cell.format("%time M = 1") + glue_cell) == []
+    assert distant_glue(far) == [f"line {4 * (GLUE_DISTANCE + 1) + 1}: glue of M, set {GLUE_DISTANCE + 1} code cells above"]
+    assert distant_glue(cell.format("import math") + "".join(cell.format("y = 1") for _ in range(5))
+                        + glue_cell.replace("M", "math")) == []
+
+
+@pytest.mark.parametrize("name", chapters())
+def test_glue_calls_live_next_to_the_values_they_publish(name: str) -> None:
+    problems = distant_glue((BOOK / f"{name}.md").read_text())
+    assert not problems, f"{name}.md: {problems}; glue a value in the remove-cell cell right after the cell that sets it"
+
+
+GLUE_FIGURE = re.compile(r"^```\{glue:figure\}\s*(\S+)[^\n]*\n(.*?)^```[ \t]*$", re.S | re.M)
+GLUED_VALUE = re.compile(r"\{glue(?::text)?\}`")
+
+
+def glue_figures_without_glued_value(text: str) -> list[str]:
+    """The ``{glue:figure}`` directives whose caption holds no glued value (``{glue}``/``{glue:text}``): such a
+    figure is the output of its own code cell, with ``mystnb: figure`` metadata, not a glued figure."""
+    return [f"line {text.count(chr(10), 0, m.start()) + 1}: {m.group(1)}" for m in GLUE_FIGURE.finditer(text)
+            if not GLUED_VALUE.search(m.group(2))]
+
+
+def figure_cell_problems(text: str) -> list[str]:
+    """Figure cells without a ``fig-`` name, a caption, or an alt text that describes the figure."""
+    problems = []
+    for cell in figure_cells(text):
+        if not re.fullmatch(r"fig-[\w-]+", cell.name):
+            problems.append(f"line {cell.line}: figure name {cell.name!r} (want fig-...)")
+        if not cell.caption.strip():
+            problems.append(f"line {cell.line}: {cell.name}: no caption")
+        if len(cell.alt.split()) < 6:
+            problems.append(f"line {cell.line}: {cell.name}: alt text {cell.alt!r} does not describe the figure")
+    return problems
+
+
+FIGURE_CELL = """```{code-cell} ipython3
+---
+tags: [hide-input]
+mystnb:
+  figure:
+    name: fig-x
+    caption: |
+      Two densities.
+  image:
+    alt: >-
+      Two Laplace densities centred at 0 and 1.
+---
+fig = plot()
+plt.close(fig)
+fig
+```
+"""
+
+
+def test_figure_checks_catch_a_glued_figure_without_a_glued_value() -> None:
+    plain = "```{glue:figure} fig_x\n:name: fig-x\n:alt: A curve.\n\nThe density of $X$.\n```\n"
+    glued = "```{glue:figure} fig_x\n:name: fig-x\n\nThe density of {glue:text}`n_draws:,` draws.\n```\n"
+    glued_role = "```{glue:figure} fig_x\n:name: fig-x\n\nThe density at {glue}`eps`.\n```\n"
+    assert glue_figures_without_glued_value(plain) == ["line 1: fig_x"]
+    assert glue_figures_without_glued_value(glued) == glue_figures_without_glued_value(glued_role) == []
+    assert figure_cell_problems(FIGURE_CELL) == []
+    assert figure_cells(FIGURE_CELL)[0].name == "fig-x"
+    assert len(figure_cell_problems(FIGURE_CELL.replace("fig-x", "x"))) == 1
+    assert len(figure_cell_problems(FIGURE_CELL.replace("Two Laplace densities centred at 0 and 1.", "A plot."))) == 1
+    assert len(figure_cell_problems(FIGURE_CELL.replace("Two densities.", ""))) == 1
+
+
+def test_figure_cell_text_is_read_as_prose() -> None:
+    text = reading_text("Before.\n\n" + FIGURE_CELL + "\nAfter.\n")
+    assert "Two densities." in text and "centred at 0 and 1" in text and "plt.close" not in text
+    assert text.count("\n") == ("Before.\n\n" + FIGURE_CELL + "\nAfter.\n").count("\n")
+
+
+@pytest.mark.parametrize("name", chapters())
+def test_figures_without_glued_values_are_figure_cells(name: str) -> None:
+    text = (BOOK / f"{name}.md").read_text()
+    problems = glue_figures_without_glued_value(text) + figure_cell_problems(text)
+    assert not problems, (f"{name}.md: {problems}; a figure whose caption holds no glued value is one code cell "
+                          "with mystnb figure metadata (CONTRIBUTING.md, 'Writing the book')")
 
 
 # ---------------------------------------------------------------------------------------------

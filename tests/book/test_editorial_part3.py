@@ -22,6 +22,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from helpers import figure_cells
+
 ROOT = Path(__file__).resolve().parents[2]
 BOOK = ROOT / "book"
 CHAPTERS = ("floating_point", "approximate_dp", "accounting")
@@ -40,7 +42,8 @@ _FENCE = re.compile(r"^(`{3,}|~{3,})(.*)$")
 
 def prose_lines(text: str) -> list[tuple[int, str]]:
     """(line number, line) of the Markdown prose: code cells, code blocks, "Reproduce this" dropdowns and
-    figure options are left out; directive bodies such as proofs and exercises are kept."""
+    figure options are left out; directive bodies such as proofs and exercises are kept, and so are the captions
+    of figure cells (code cells with ``mystnb`` figure metadata; numbered from the cell's first line)."""
     out: list[tuple[int, str]] = []
     stack: list[tuple[str, bool]] = []   # (fence, skipped?)
     for number, line in enumerate(text.splitlines(), 1):
@@ -58,7 +61,9 @@ def prose_lines(text: str) -> list[tuple[int, str]]:
         if any(s for _, s in stack) or line.startswith(":"):
             continue
         out.append((number, line))
-    return out
+    for cell in figure_cells(text):
+        out += [(cell.line + i, line) for i, line in enumerate(cell.caption.splitlines(), 1)]
+    return sorted(out)
 
 
 EVIDENCE = {
@@ -169,6 +174,10 @@ def fixes_problems(text: str) -> list[str]:
 
 
 def alt_text(text: str, name: str) -> str:
+    """The alt text of the figure ``name``: a figure cell's ``mystnb: image: alt`` or a directive's ``:alt:``."""
+    for cell in figure_cells(text):
+        if cell.name == name:
+            return cell.alt
     match = re.search(r"^:name: " + re.escape(name) + r"\n:alt: (.*)$", text, re.M)
     return match.group(1) if match else ""
 
@@ -279,6 +288,10 @@ def test_evidence_check_catches_each_kind_and_spares_reproduce_boxes():
     code = "```{code-cell} ipython3\nprint(float.hex(0.1))  # 0x1.999999999999ap-4, benchmarks/\n```\n"
     assert evidence_problems(code) == []
     assert evidence_problems("The value 2^{-1074} and the scale 1e-5 are fine, as is 0.31092821216278.\n") == []
+    figure = ("```{code-cell} ipython3\n---\nmystnb:\n  figure:\n    name: fig-x\n    caption: |\n"
+              "      Samples drawn WHEN.\n---\nfig\n```\n")
+    assert evidence_problems(figure.replace("WHEN", "on 24 November 2026"))
+    assert not evidence_problems(figure.replace("WHEN", "once"))
 
 
 def test_float_wording_check_catches_the_old_claim():
@@ -308,3 +321,12 @@ def test_alt_check_catches_a_wrong_number():
     assert alt_problems(alt, {10: 1.064, 3000: 3.512}) == []
     assert alt_problems(alt.replace("3.5", "4.5"), {10: 1.064, 3000: 3.512})
     assert alt_problems("A line.", {})
+
+
+def test_alt_text_is_read_from_a_figure_cell_and_from_a_directive():
+    cell = ("```{code-cell} ipython3\n---\nmystnb:\n  figure:\n    name: fig-a\n  image:\n    alt: >-\n"
+            "      About 1.1 at 10.\n---\nfig\n```\n")
+    directive = "```{glue:figure} fig_b\n:name: fig-b\n:alt: About 2 at 3.\n\nCaption.\n```\n"
+    assert alt_text(cell + directive, "fig-a") == "About 1.1 at 10."
+    assert alt_text(cell + directive, "fig-b") == "About 2 at 3."
+    assert alt_text(cell, "fig-c") == ""

@@ -24,7 +24,7 @@ INSTRUCTOR = BOOK / "assignments" / "instructor"
 ASSIGNMENT_PAGES = ["index", "sampler", "mechanism", "audit", "pair_audit", "selection"]
 
 sys.path.insert(0, str(BOOK / "_ext"))
-from student_edition import OMITTED, strip_solutions, strip_solutions_notebook  # noqa: E402
+from student_edition import OMITTED, STUDENT_COMMAND, strip_solutions, strip_solutions_notebook  # noqa: E402
 
 from dptutor.course.release import BEGIN_MARKER as _BEGIN  # noqa: E402  (the marker the release step looks for)
 
@@ -161,6 +161,8 @@ def test_student_sources_have_the_solutions_stripped(student_build: BookBuild) -
         text = path.read_text()
         assert "{solution" not in text, path
         assert path.suffix == ".md" or json.loads(text)["cells"], path
+        if OMITTED in text:   # rewritten by the student edition: the banner of generated notebooks
+            assert f"`{STUDENT_COMMAND}`" in text and "<!-- Generated from book/" in text, path
         stripped += text.count(OMITTED) if path.suffix == ".md" else 0
     assert stripped == len(solution_first_lines())
 

@@ -24,7 +24,7 @@ from dptutor.learning import (
 def _random_classifier(kind: str, features: int, classes: int, seed: int) -> Classifier:
     """A classifier with random (not zero) weights, so every gradient term is exercised."""
     rng = np.random.default_rng(seed)
-    start = initial_classifier(features, np.arange(classes), model=kind, hidden=4, rng=rng)
+    start = initial_classifier(features, np.arange(classes), model=kind, hidden_units=4, rng=rng)
     return Classifier(tuple(rng.normal(0.0, 0.7, size=w.shape) for w in start.weights), kind, start.classes)
 
 
@@ -194,7 +194,7 @@ GOOD = dict(epsilon=1.0, delta=1e-5, epochs=1, sampling_rate=0.5, clip=1.0)
     ({"model": "svm"}, ValueError, "model"),
     ({"rng": 0}, TypeError, "rng"),
     ({"learning_rate": -0.1}, ValueError, "learning_rate"),
-    ({"hidden": 0, "model": "mlp"}, ValueError, "hidden"),
+    ({"hidden_units": 0, "model": "mlp"}, ValueError, "hidden_units"),
 ])
 def test_bad_inputs_name_the_parameter(change, error, name):
     kwargs = {"X": np.zeros((4, 2)), "y": np.array([0, 1, 0, 1]), "rng": np.random.default_rng(0), **GOOD}
@@ -207,3 +207,17 @@ def test_bad_inputs_name_the_parameter(change, error, name):
 def test_too_small_an_epsilon_is_refused_not_looped_on():
     with pytest.raises(ValueError, match="epsilon"):
         noise_multiplier(1e-6, 1e-5, 10**5, 0.5)
+
+
+def test_hidden_is_a_deprecated_alias_of_hidden_units():
+    """``hidden`` names the grader's run in dptutor.assignments; the layer's width is ``hidden_units``."""
+    data = {"X": np.random.default_rng(3).normal(size=(20, 3)), "y": np.arange(20) % 2}
+    new = sgd(**data, epochs=1.0, sampling_rate=0.5, model="mlp", hidden_units=5, rng=np.random.default_rng(4))
+    with pytest.warns(DeprecationWarning, match="use hidden_units="):
+        old = sgd(**data, epochs=1.0, sampling_rate=0.5, model="mlp", hidden=5, rng=np.random.default_rng(4))
+    assert all(np.array_equal(a, b) for a, b in zip(old.model.weights, new.model.weights))
+    with pytest.warns(DeprecationWarning, match="use hidden_units="):
+        start = initial_classifier(3, np.arange(2), model="mlp", hidden=7, rng=np.random.default_rng(0))
+    assert start.weights[0].shape == (4, 7)
+    with pytest.raises(TypeError, match="hidden_units=.*hidden="):
+        dp_sgd(**data, **GOOD, rng=np.random.default_rng(0), hidden=5, hidden_units=5)
