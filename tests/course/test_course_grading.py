@@ -254,7 +254,7 @@ def test_an_interrupt_with_two_workers_keeps_the_finished_rows(tmp_path: Path) -
 
 def leaked_workdirs() -> list[str]:
     """Work folders of grading processes that no longer exist (another user's live run is not a leak)."""
-    from dptutor.course.executor import workdir_parent as _workdir_parent
+    from dptutor.course.workdirs import workdir_parent as _workdir_parent
 
     leaked = []
     for folder in Path(_workdir_parent()).glob("dptutor-grade-*-*"):
