@@ -50,7 +50,13 @@ folder shared with the sandbox (Jupyter's ``ipc`` transport; there is no network
   bytes, so an output flood costs the student's own time, not the grader's memory.
 - Timing comes from the runner's clock around cells that only call the function; a student *can*
   make timing noisy by loading the CPU (the sandbox does not reserve cores), which only hurts
-  that student's own timing questions; the limit is a factor 10.
+  that student's own timing questions; the limit is a factor 10.  Where the grader may make cgroups
+  (below), each sandbox also gets a CPU share of its own, so that its busy processes cannot starve a
+  neighbour graded beside it.
+- The kernel starts with a minimal environment of its own, and bubblewrap (the sandbox's PID 1) with
+  an empty one: nothing of the grader's environment (a course secret, say) is readable inside.
+- A kernel that cannot start (before any code of the submission runs) is the environment's failure,
+  never a submission's zero: :class:`~dptutor.course.sandbox.EnvironmentFailure` stops the run.
 - Not covered (out of scope of a user-space sandbox; grade on a machine you can afford to lose
   if they matter): kernel exploits and bugs in bubblewrap, CPU side channels, filling the disk
   through the work folder within the time limit (each file is capped, the folder is deleted
@@ -75,6 +81,7 @@ in :mod:`dptutor.course.grade` and :mod:`dptutor.course.batch`.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import dataclasses
 import importlib.util
 import logging
@@ -307,7 +314,9 @@ def grade_notebook(path: Path | str, assignment: str, *, timeout: float = 60,
     "none") or None for bubblewrap (:class:`~dptutor.course.sandbox.SandboxUnavailable` if it
     cannot run here).  A submission that cannot be read, crashes or loops scores 0 on the
     questions it affects, with a note saying why; it never raises, except ``KeyboardInterrupt``
-    (Ctrl-C or SIGTERM), after killing its sandbox.  ``hidden`` gives the seed of some questions'
+    (Ctrl-C or SIGTERM), after killing its sandbox, and
+    :class:`~dptutor.course.sandbox.EnvironmentFailure` when a kernel could not start twice (no code
+    of the submission ran: the environment is broken, and no score is due).  ``hidden`` gives the seed of some questions'
     hidden parameters (a regrade passes the ones saved in the scores CSV); the others are drawn
     fresh with :mod:`secrets`, and the result's ``hidden`` holds them all.  ``name`` is the
     submission's name in the result (default: the file name).  ``carry_forward`` grades with error
@@ -434,6 +443,8 @@ def _run_in_sandbox(run_nb: Any, student: list[Any], job: _Job, sandbox: Sandbox
             kc = getattr(client, "kc", None)
             if kc is not None:  # start-up failed part-way: nbclient left the client's channels open
                 kc.stop_channels()
+            if client is not None:  # nbclient's exit hook of a failed start would fail at exit, noisily
+                atexit.unregister(client._cleanup_kernel)
             remove_tree(root)
 
 

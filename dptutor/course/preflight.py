@@ -11,6 +11,7 @@ score or feedback file.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import subprocess
@@ -99,6 +100,7 @@ def check_environment(sandbox: Sandbox, *, timeout: float = PREFLIGHT_TIMEOUT) -
     finally:
         sandbox.stop(box_name, getattr(getattr(client.km, "provisioner", None), "pid", None))
         tail = _stderr_tail(log)
+        atexit.unregister(client._cleanup_kernel)  # nbclient's exit hook of a failed start fails noisily
         remove_tree(root)
     if problem is None and report is not None:
         return report

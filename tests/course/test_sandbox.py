@@ -332,3 +332,58 @@ def test_submissions_with_the_same_stem_get_different_feedback_files() -> None:
     plain = textsafe.feedback_name("a.md")
     shared = {textsafe.feedback_name(name, shared=True) for name in ("a.md", "a.ipynb")}
     assert plain == "a.txt" and len(shared) == 2 and plain not in shared
+
+
+def _cpu_controlled() -> bool:
+    """Whether the grader can give each sandbox a CPU share of its own here (root, a writable cgroup cpu controller)."""
+    found = cgroups.parents()
+    if found is None:
+        return False
+    if "v2" in found:
+        return "cpu" in Path(found["v2"], "cgroup.subtree_control").read_text().split()
+    return "cpu" in found
+
+
+BUSY = r'''
+import os, subprocess, sys, time
+# 8 busy helpers, each in a session of its own (Linux's autogroups would give each session its own share)
+helpers = [subprocess.Popen([sys.executable, "-c", "import time\nend = time.time() + 30\nwhile time.time() < end: pass"],
+                            start_new_session=True) for _ in range(8)]
+print("started", flush=True)
+time.sleep(30)
+'''
+
+
+@needs_bwrap
+@pytest.mark.skipif(not _cpu_controlled(), reason="needs root and a writable cgroup cpu controller (v1 or v2)")
+def test_every_process_of_a_sandbox_shares_one_cpu_cgroup(tmp_path: Path) -> None:
+    """Round 3, finding 5: 48 busy processes in separate sessions starved a neighbour graded beside them. Each
+    sandbox now runs in a cpu cgroup of its own, which the scheduler treats as one: whatever a submission
+    starts, new sessions included, stays in that group (and shares the CPU equally with the neighbour's)."""
+    box = find_sandbox("bwrap")
+    work = tmp_path / "work"
+    work.mkdir()
+    procs = cgroups.create("busy-test", box.limits)
+    try:
+        cpu = [p for p in procs if "/cpu/" in p or "/cpu," in p] or \
+              [p for p in procs if "cpu" in Path(p).with_name("cgroup.controllers").read_text().split()]
+        assert cpu, procs
+        cmd = box.command(str(work / "k.json"), str(work), str(work), "busy-test")
+        cmd = cmd[:cmd.index(sandbox.interpreter(), cmd.index("--")) + 1] + ["-c", BUSY]
+        proc = subprocess.Popen(cgroups.wrap(procs, cmd), stdout=subprocess.PIPE, text=True)
+        try:
+            assert proc.stdout.readline().strip() == "started"
+            members = [int(p) for p in Path(cpu[0]).read_text().split()]
+            sessions = set()
+            for pid in members:
+                try:
+                    sessions.add(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[3])
+                except OSError:
+                    pass
+            assert len(members) >= 10 and len(sessions) >= 8, (members, sessions)  # bwrap, init, script, 8 helpers
+        finally:
+            proc.kill()
+            proc.wait()
+    finally:
+        cgroups.remove("busy-test")
+    assert not any(Path(p).parent.exists() for p in procs)
