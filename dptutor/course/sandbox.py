@@ -10,7 +10,8 @@ Every submission gets a fresh kernel inside its own sandbox, made by an existing
   limits set inside the sandbox (address space, processes, file size, CPU time, open files);
   ``--die-with-parent``; bubblewrap is started with an empty environment (its process is the PID
   namespace's init, whose ``/proc/1/environ`` the kernel can read) and the kernel with a minimal one;
-  the interpreter is named by an absolute path of folders the sandbox has (:func:`interpreter`).  The kernel is the sandbox's only child of its PID namespace's init, so
+  the interpreter is named by an absolute path of folders the sandbox has (:func:`interpreter`).
+  The kernel is the sandbox's only child of its PID namespace's init, so
   killing the sandbox kills everything the submission started, ``start_new_session`` helpers included.
 * ``podman`` or ``docker``: the same layout in a container (``--network none``, read-only root, the
   same mounts, ``--pids-limit``, ``--memory``), for instructors who prefer a container engine.  The
