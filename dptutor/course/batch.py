@@ -3,7 +3,9 @@
 Each submission is graded by :func:`~dptutor.course.executor.grade_notebook` in a sandbox of its
 own.  With ``workers`` > 1 each runs in a forked child process; on Ctrl-C or SIGTERM the children
 kill their sandboxes and exit, the parent waits for them, and only the submissions in flight are
-lost; a child also stops when the parent dies (``PR_SET_PDEATHSIG``).  :func:`read_csv` and
+lost; a child also stops when the parent dies (``PR_SET_PDEATHSIG``), and the parent deletes any work
+folder a child leaves (its name carries the child's process id).  A kernel that cannot start
+(:class:`~dptutor.course.sandbox.EnvironmentFailure`) stops the whole run, in either mode.  :func:`read_csv` and
 :func:`write_csv` read and write a scores CSV of plain results (:mod:`dptutor.course.scores`).
 """
 
@@ -23,10 +25,11 @@ from dptutor.assignments.registry import get_assignment
 from dptutor.course.executor import check_limits, grade_notebook, remove_stale_workdirs, resolve_sandbox
 from dptutor.course.remote import check_carry_forward
 from dptutor.course.result import SubmissionResult, check_hidden
-from dptutor.course.sandbox import Sandbox
+from dptutor.course.sandbox import EnvironmentFailure, Sandbox
 from dptutor.course.scores import ScoreRecord, read_scores, write_scores
 from dptutor.course.signals import raise_interrupt
 from dptutor.course.submissions import find_submissions
+from dptutor.course.workdirs import remove_workdirs_of
 
 __all__ = ["grade_folder", "read_csv", "write_csv"]
 
@@ -114,6 +117,8 @@ def _child(job: tuple, conn: Any, parent: int) -> None:
         if os.getppid() != parent:
             raise KeyboardInterrupt
         conn.send(_grade_job(job))
+    except EnvironmentFailure as exc:  # the parent stops the run with this message
+        conn.send(exc)
     except KeyboardInterrupt:
         os._exit(130)
     finally:
@@ -145,6 +150,7 @@ def _grade_parallel(jobs: list[tuple], workers: int, progress: Callable[[str], N
                     result = receive.recv()
                 except (EOFError, OSError):  # the worker died without a result (killed, out of memory)
                     proc.join()
+                    remove_workdirs_of(proc.pid)
                     if proc.exitcode == 130:
                         raise KeyboardInterrupt from None
                     a = get_assignment(job[1])
@@ -155,6 +161,9 @@ def _grade_parallel(jobs: list[tuple], workers: int, progress: Callable[[str], N
                 finally:
                     receive.close()
                 proc.join()
+                remove_workdirs_of(proc.pid)
+                if isinstance(result, EnvironmentFailure):
+                    raise result
                 if not isinstance(result, SubmissionResult):
                     raise RuntimeError("a grading process returned something other than a result")
                 result = result.made_safe()
@@ -170,6 +179,7 @@ def _grade_parallel(jobs: list[tuple], workers: int, progress: Callable[[str], N
             if proc.is_alive():
                 proc.kill()
                 proc.join()
+            remove_workdirs_of(proc.pid)  # whatever the child could not remove before it exited
         raise
     return results
 

@@ -52,7 +52,13 @@ folder shared with the sandbox (Jupyter's ``ipc`` transport; there is no network
   cells and YAML before it is parsed (:func:`~dptutor.course.intake.read_student_cells`).
 - Timing comes from the runner's clock around cells that only call the function; a student *can*
   make timing noisy by loading the CPU (the sandbox does not reserve cores), which only hurts
-  that student's own timing questions; the limit is a factor 10.
+  that student's own timing questions; the limit is a factor 10.  Where the grader may make cgroups
+  (below), each sandbox also gets a CPU share of its own, so that its busy processes cannot starve a
+  neighbour graded beside it.
+- The kernel starts with a minimal environment of its own, and bubblewrap (the sandbox's PID 1) with
+  an empty one: nothing of the grader's environment (a course secret, say) is readable inside.
+- A kernel that cannot start (before any code of the submission runs) is the environment's failure,
+  never a submission's zero: :class:`~dptutor.course.sandbox.EnvironmentFailure` stops the run.
 - Not covered (out of scope of a user-space sandbox; grade on a machine you can afford to lose
   if they matter): kernel exploits and bugs in bubblewrap, CPU side channels, filling the disk
   through the work folder within the time limit (each file is capped, the folder is deleted
@@ -77,16 +83,14 @@ in :mod:`dptutor.course.grade` and :mod:`dptutor.course.batch`.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import dataclasses
 import importlib.util
 import logging
 import math
 import os
-import re
 import secrets
-import shutil
 import subprocess
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -97,11 +101,12 @@ from dptutor._validate import check_real, check_str
 from dptutor.assignments.feedback import UNSCORED, Assignment
 from dptutor.assignments.registry import get_assignment
 from dptutor.course.remote import check_carry_forward, grade_question
-from dptutor.course.intake import FEEDBACK_TAG, MAX_NOTEBOOK_BYTES, capped_client, read_student_cells
+from dptutor.course.intake import FEEDBACK_TAG, MAX_NOTEBOOK_BYTES, TIMED_OUT_KEY, capped_client, read_student_cells
 from dptutor.course.result import SubmissionResult, check_hidden
-from dptutor.course.sandbox import SANDBOXES, Sandbox, find_sandbox, kernel_manager
-from dptutor.course.signals import run_coroutine
+from dptutor.course.sandbox import SANDBOXES, EnvironmentFailure, Sandbox, find_sandbox, kernel_manager
+from dptutor.course.signals import deferred_interrupts, run_coroutine
 from dptutor.course.textsafe import display_name
+from dptutor.course.workdirs import new_workdir, remove_stale_workdirs, remove_tree
 
 __all__ = [
     "FEEDBACK_TAG",
@@ -145,6 +150,9 @@ def _clamp(value: float, points: float) -> float:
 
 def _first_error(cells: Sequence) -> str | None:
     for index, cell in enumerate(cells):
+        limit = (cell.get("metadata") or {}).get(TIMED_OUT_KEY)
+        if limit is not None:  # the kernel reports the grader's interrupt as KeyboardInterrupt: not the student's
+            return f"your code cell {index + 1} ran past the {limit:g} s time limit and was stopped"
         for out in cell.get("outputs", []):
             if out.get("output_type") == "error":
                 return f"your code cell {index + 1} raised {out.get('ename')}: {out.get('evalue')}"
@@ -164,6 +172,8 @@ class _Run:
 
     records: dict[str, Any] = field(default_factory=dict)
     kernel_pid: int | None = None
+    #: Whether the kernel answered (kernel_info) before anything of the submission ran.
+    started: bool = False
 
 
 async def _execute(client: Any, nb: Any, source: str, timeout: float) -> tuple[Any, float]:
@@ -193,44 +203,6 @@ def _student_cells(path: Path) -> list[Any]:
     return read_student_cells(path)
 
 
-def workdir_parent() -> str:
-    """Where work folders go: the temporary folder, unless its path is too long for the kernel's unix
-    sockets (at most 107 bytes in all on Linux), then /tmp."""
-    tmp = tempfile.gettempdir()
-    return tmp if len(os.fsencode(tmp)) <= 60 else "/tmp"
-
-
-def _workdir_root() -> str:
-    """A new private folder for one submission; its name carries this process's id (see :func:`remove_stale_workdirs`)."""
-    return tempfile.mkdtemp(prefix=f"dptutor-grade-{os.getpid()}-", dir=workdir_parent())
-
-
-def _remove_tree(root: str) -> None:
-    """Delete a work folder (a few tries: a process of the sandbox may still be dying)."""
-    for _ in range(50):
-        shutil.rmtree(root, ignore_errors=True)
-        if not os.path.lexists(root):
-            return
-        time.sleep(0.1)
-
-
-def remove_stale_workdirs() -> None:
-    """Delete the work folders of grading runs that were killed (their process no longer exists)."""
-    tmp = Path(workdir_parent())
-    for folder in tmp.glob("dptutor-grade-*-*"):
-        match = re.fullmatch(r"dptutor-grade-(\d+)-\w+", folder.name)
-        if not match or not folder.is_dir() or folder.is_symlink():
-            continue
-        pid = int(match.group(1))
-        try:
-            os.kill(pid, 0)
-            continue  # still running (or another user's process)
-        except ProcessLookupError:
-            shutil.rmtree(folder, ignore_errors=True)
-        except PermissionError:
-            continue
-
-
 def resolve_sandbox(sandbox: Sandbox | str | None) -> Sandbox:
     if sandbox is None:
         return find_sandbox("auto")
@@ -255,7 +227,9 @@ def grade_notebook(path: Path | str, assignment: str, *, timeout: float = 60,
     "none") or None for bubblewrap (:class:`~dptutor.course.sandbox.SandboxUnavailable` if it
     cannot run here).  A submission that cannot be read, crashes or loops scores 0 on the
     questions it affects, with a note saying why; it never raises, except ``KeyboardInterrupt``
-    (Ctrl-C or SIGTERM), after killing its sandbox.  ``hidden`` gives the seed of some questions'
+    (Ctrl-C or SIGTERM), after killing its sandbox, and
+    :class:`~dptutor.course.sandbox.EnvironmentFailure` when a kernel could not start twice (no code
+    of the submission ran: the environment is broken, and no score is due).  ``hidden`` gives the seed of some questions'
     hidden parameters (a regrade passes the ones saved in the scores CSV); the others are drawn
     fresh with :mod:`secrets`, and the result's ``hidden`` holds them all.  ``name`` is the
     submission's name in the result (default: the file name).  ``carry_forward`` grades with error
@@ -291,8 +265,7 @@ def grade_notebook(path: Path | str, assignment: str, *, timeout: float = 60,
         return result
     student = list(run_nb.cells)  # the grading cells are appended to run_nb only
     run_nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    run = _Run()
-    _run_in_sandbox(run_nb, student, _Job(a, seeds, timeout, total_timeout, carry_forward), sandbox, run, result)
+    run = _run_twice(run_nb, student, _Job(a, seeds, timeout, total_timeout, carry_forward), sandbox, result)
     error = _first_error(student)
     if error:
         result.notes.append(error)
@@ -327,11 +300,25 @@ def _record_scores(result: SubmissionResult, a: Assignment, run: _Run) -> None:
                 result.checks[q.name] = [[f.check, f.passed is True] for f in fb.findings if f.check != UNSCORED]
 
 
+def _run_twice(run_nb: Any, student: list[Any], job: _Job, sandbox: Sandbox, result: SubmissionResult) -> _Run:
+    """:func:`_run_in_sandbox`, once more if the kernel could not start (a machine under load), then
+    :class:`~dptutor.course.sandbox.EnvironmentFailure`."""
+    for attempt in (1, 2):
+        run = _Run()
+        try:
+            _run_in_sandbox(run_nb, student, job, sandbox, run, result)
+            return run
+        except EnvironmentFailure:
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
 def _run_in_sandbox(run_nb: Any, student: list[Any], job: _Job, sandbox: Sandbox, run: _Run,
                     result: SubmissionResult) -> None:
     """Run the student's cells, then the grading cells, in a fresh kernel in a sandbox of its own,
     within the total time limit; a time-out or a dead kernel becomes a note of ``result``."""
-    root = _workdir_root()
+    root = new_workdir()
     workdir, kernel_dir = os.path.join(root, "work"), os.path.join(root, "kernel")
     os.mkdir(workdir)
     os.mkdir(kernel_dir)
@@ -359,14 +346,28 @@ def _run_in_sandbox(run_nb: Any, student: list[Any], job: _Job, sandbox: Sandbox
         except Exception as exc:  # time limit, dead kernel, kernel failed to start, ...
             if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) or time.monotonic() - started >= job.total_timeout:
                 result.notes.append(f"the notebook was stopped at the total time limit of {job.total_timeout:g} s")
+            elif not run.started:  # nothing of the submission ran yet: the environment failed, not the student
+                raise EnvironmentFailure(_start_failure(exc)) from None
             else:
                 result.notes.append(f"execution stopped: {type(exc).__name__}: {str(exc)[:500]}")
     finally:
-        box.stop(box_name, run.kernel_pid)
-        kc = getattr(client, "kc", None)
-        if kc is not None:  # start-up failed part-way: nbclient left the client's channels open
-            kc.stop_channels()
-        _remove_tree(root)
+        with deferred_interrupts():  # a second Ctrl-C (or the batch parent's SIGTERM) must not cut the clean-up
+            box.stop(box_name, run.kernel_pid)
+            kc = getattr(client, "kc", None)
+            if kc is not None:  # start-up failed part-way: nbclient left the client's channels open
+                kc.stop_channels()
+            if client is not None:  # nbclient's exit hook of a failed start would fail at exit, noisily
+                atexit.unregister(client._cleanup_kernel)
+            remove_tree(root)
+
+
+def _start_failure(exc: BaseException) -> str:
+    """The message of a kernel that could not start (twice) for a submission."""
+    return (f"grading stopped: a kernel could not start ({type(exc).__name__}: {str(exc)[:300]}) before any code of "
+            "the submission ran, so this is the grading environment's fault, not the student's, and the submission "
+            "was not scored. Rerun the same command (finished rows are kept); if it fails again, run the grader "
+            "with the Python of the environment where dptutor[grade] is installed, by an absolute path, and check "
+            "the sandbox (`python -m dptutor grade --help`, --no-sandbox on trusted notebooks to tell the two apart)")
 
 
 async def _execute_all(client: Any, run_nb: Any, student: list[Any], job: _Job, workdir: str, box: Sandbox,
@@ -382,6 +383,7 @@ async def _execute_all(client: Any, run_nb: Any, student: list[Any], job: _Job, 
             async with client.async_setup_kernel(cleanup_kc=True, stderr=subprocess.DEVNULL,
                                                  stdout=subprocess.DEVNULL):
                 run.kernel_pid = getattr(getattr(client.km, "provisioner", None), "pid", None)
+                run.started = True
                 try:
                     for index, cell in enumerate(student):
                         client.timeout = max(1, int(math.ceil(job.timeout)))

@@ -42,8 +42,9 @@ from dptutor.course.executor import check_grade_dependencies, remove_stale_workd
 from dptutor.course.folders import CourseFolder, load_course
 from dptutor.course.keys import course_scope
 from dptutor.course.result import SubmissionResult
-from dptutor.course.sandbox import SANDBOXES, Limits, Sandbox, SandboxUnavailable, find_sandbox
+from dptutor.course.preflight import check_environment
 from dptutor.course.rescore import rescored, submission_times, write_reports
+from dptutor.course.sandbox import SANDBOXES, EnvironmentFailure, Limits, Sandbox, SandboxUnavailable, find_sandbox
 from dptutor.course.scores import ScoreRecord, default_scores_name, read_scores, write_scores
 from dptutor.course.signals import deferred_interrupts, raise_interrupt
 from dptutor.course.submissions import Submission, find_submissions
@@ -141,7 +142,8 @@ class GradingPlan:
 
 
 def run_grade(options: GradeOptions) -> int:
-    """Handler of ``python -m dptutor grade``: exit code 0, 2 (bad arguments) or 130 (Ctrl-C)."""
+    """Handler of ``python -m dptutor grade``: exit code 0, 2 (bad arguments, or an environment in which
+    a kernel cannot run: nothing is scored for it) or 130 (Ctrl-C)."""
     if not isinstance(options, GradeOptions):
         raise TypeError(f"options must be a GradeOptions, got {type(options).__name__}")
     try:
@@ -315,6 +317,13 @@ def grade_plan(plan: GradingPlan) -> int:
     if not isinstance(plan, GradingPlan):
         raise TypeError(f"plan must be a GradingPlan, got {type(plan).__name__}")
     a, options = plan.assignment, plan.options
+    done = {r.result.file for r in plan.records}
+    if plan.only is not None or any(options.regrade or s.name not in done for s in plan.submissions):
+        try:  # pre-flight: a known-good notebook through the very sandbox and interpreter, before any score
+            check_environment(plan.sandbox)
+        except EnvironmentFailure as exc:
+            print(f"error: {exc}", file=sys.stderr, flush=True)
+            return 2
     book, todo, crashed = _start(plan)
     if todo and a.name in INSTANCE_ASSIGNMENTS and plan.folder is None:
         print(f"note: {a.name!r} is graded with the book's public self-study mysteries; give --course FOLDER (made "
@@ -339,6 +348,10 @@ def grade_plan(plan: GradingPlan) -> int:
                                  progress=book.progress, on_result=book.save, only=names, sandbox=plan.sandbox,
                                  workers=workers, hidden={n: saved_hidden[n] for n in names if n in saved_hidden},
                                  carry_forward=plan.config.carry_forward)
+    except EnvironmentFailure as exc:  # a kernel could not start: not the submissions' fault, none scored 0 for it
+        _unlink(book.marker)
+        print(f"error: {exc}", file=sys.stderr, flush=True)
+        return 2
     except KeyboardInterrupt:
         _unlink(book.marker)
         print(f"\ninterrupted: {len(plan.finished)} submission(s) graded in this run, {len(plan.records)} in "

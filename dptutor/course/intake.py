@@ -43,7 +43,7 @@ from typing import Any
 
 from dptutor._validate import check_int, check_str
 
-__all__ = ["MAX_NOTEBOOK_BYTES", "MAX_CELLS", "MAX_LINES", "MESSAGE_OVERHEAD", "MissingFile", "UnreadableNotebook",
+__all__ = ["MAX_NOTEBOOK_BYTES", "MAX_CELLS", "MAX_LINES", "MESSAGE_OVERHEAD", "TIMED_OUT_KEY", "MissingFile", "UnreadableNotebook",
            "capped_client", "read_regular", "read_student_cells"]
 
 #: The largest notebook file the grader reads (bytes).
@@ -244,6 +244,10 @@ def _message_size(content: object) -> int:
 _CONTROL = frozenset({"status", "execute_input", "execute_reply"})
 
 
+#: The metadata key that marks a cell stopped at its time limit (its value: the limit in seconds).
+TIMED_OUT_KEY = "dptutor_timed_out"
+
+
 def capped_client(limit: int) -> Any:
     """An nbclient ``NotebookClient`` class that keeps at most ``limit`` characters of the kernel's output
     (every message counted: :func:`_message_size`)."""
@@ -275,5 +279,10 @@ def capped_client(limit: int) -> Any:
                         "stream", name="stderr", text=f"[output over {limit} characters dropped by the grader]"))
                 return None
             return super().process_message(msg, cell, cell_index)
+
+        async def _async_handle_timeout(self, timeout: int, cell: Any = None) -> Any:
+            if cell is not None:  # a student cell (or a grading cell) ran past its limit: say so, not KeyboardInterrupt
+                cell.setdefault("metadata", {})[TIMED_OUT_KEY] = float(timeout)
+            return await super()._async_handle_timeout(timeout, cell)
 
     return CappedClient

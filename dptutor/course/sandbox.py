@@ -8,7 +8,10 @@ Every submission gets a fresh kernel inside its own sandbox, made by an existing
   size-capped ``/tmp`` holding a private ``HOME`` and ``IPYTHONDIR``; nothing else of the machine's
   file system (no instructor files, solutions, other submissions, CSV, grader processes); resource
   limits set inside the sandbox (address space, processes, file size, CPU time, open files);
-  ``--die-with-parent``.  The kernel is the sandbox's only child of its PID namespace's init, so
+  ``--die-with-parent``; bubblewrap is started with an empty environment (its process is the PID
+  namespace's init, whose ``/proc/1/environ`` the kernel can read) and the kernel with a minimal one;
+  the interpreter is named by an absolute path of folders the sandbox has (:func:`interpreter`).
+  The kernel is the sandbox's only child of its PID namespace's init, so
   killing the sandbox kills everything the submission started, ``start_new_session`` helpers included.
 * ``podman`` or ``docker``: the same layout in a container (``--network none``, read-only root, the
   same mounts, ``--pids-limit``, ``--memory``), for instructors who prefer a container engine.  The
@@ -31,6 +34,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -38,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from dptutor._validate import check_choice, check_int
+from dptutor.course import cgroups
 
 __all__ = [
     "SANDBOXES",
@@ -45,6 +50,7 @@ __all__ = [
     "Limits",
     "Sandbox",
     "SandboxUnavailable",
+    "EnvironmentFailure",
     "find_sandbox",
     "kernel_manager",
 ]
@@ -60,10 +66,17 @@ MIB = 1 << 20
 SHM_SIZE = 64 * MIB
 #: The largest process id Linux hands out.
 PID_MAX = 1 << 22
+#: The program that starts bubblewrap with an empty environment.
+_ENV = "/usr/bin/env" if os.path.exists("/usr/bin/env") else "/bin/env"
 
 
 class SandboxUnavailable(RuntimeError):
     """No sandbox of the kind asked for can run on this machine (the message says how to install one)."""
+
+
+class EnvironmentFailure(SandboxUnavailable):
+    """The grader's environment cannot run a kernel (not a submission's fault; the message names the cause
+    and the fix): grading stops before anyone is scored."""
 
 
 @dataclass(frozen=True)
@@ -106,16 +119,28 @@ _PRELUDE = ("import os, resource, sys\n"
             "os.execv(sys.executable, [sys.executable, '-m', 'ipykernel_launcher', *sys.argv[6:]])\n")
 
 
-def _package_root() -> Path:
+def interpreter() -> str:
+    """The grader's Python as an absolute path without ``..`` or symbolic-link folders (the interpreter's
+    own name is kept: a virtual environment is found from it).  ``sys.executable`` can read
+    ``/home/me/course/../dptutor/.venv/bin/python`` when the grader was started by a relative path,
+    and ``/home/me/course`` does not exist in the sandbox."""
+    exe = sys.executable
+    if not exe:
+        raise SandboxUnavailable("this Python does not know its own interpreter (sys.executable is empty); "
+                                 "start the grader as `/absolute/path/to/python -m dptutor grade ...`")
+    return os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(exe))), os.path.basename(exe))
+
+
+def package_root() -> Path:
     """The folder whose ``dptutor`` subfolder is this package (it goes on the sandbox's PYTHONPATH)."""
     return Path(__file__).resolve().parents[2]
 
 
 def _python_roots() -> list[str]:
     """The folders the grader's Python needs, outside /usr: its installation and the environment."""
-    roots = []
-    for p in (sys.base_prefix, sys.base_exec_prefix, sys.prefix, sys.exec_prefix,
-              os.path.dirname(os.path.realpath(sys.executable))):
+    roots: list[str] = []
+    for p in (sys.base_prefix, sys.base_exec_prefix, sys.prefix, sys.exec_prefix, os.path.dirname(interpreter()),
+              os.path.dirname(os.path.realpath(interpreter()))):
         p = os.path.realpath(p)
         if p.startswith("/usr/") or p == "/usr":
             continue
@@ -124,15 +149,15 @@ def _python_roots() -> list[str]:
     return sorted(roots)
 
 
-def _environment(home: str) -> dict[str, str]:
-    """The kernel's whole environment (nothing of the grader's, except thread counts)."""
+def environment(home: str) -> dict[str, str]:
+    """The kernel's whole environment: nothing of the grader's, except thread counts."""
     env = {
-        "PATH": f"{os.path.dirname(sys.executable)}:/usr/local/bin:/usr/bin:/bin",
+        "PATH": f"{os.path.dirname(interpreter())}:/usr/local/bin:/usr/bin:/bin",
         "HOME": home, "USER": "student", "LOGNAME": "student", "LANG": "C.UTF-8", "TMPDIR": "/tmp",
         "IPYTHONDIR": f"{home}/.ipython", "JUPYTER_CONFIG_DIR": f"{home}/.jupyter",
         "JUPYTER_DATA_DIR": f"{home}/.local/share/jupyter", "JUPYTER_RUNTIME_DIR": f"{home}/.local/share/jupyter/runtime",
         "MPLCONFIGDIR": f"{home}/.matplotlib", "MPLBACKEND": "Agg",
-        "PYTHONPATH": str(_package_root()), "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONPATH": str(package_root()), "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1",
         "JUPYTER_PLATFORM_DIRS": "1",
     }
     for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
@@ -174,14 +199,16 @@ class Sandbox:
         # RLIMIT_NPROC counts the processes of a user in a user namespace: only bwrap makes one of the
         # sandbox's own (unsandboxed, or in a container without one, it would count all of yours).
         processes = lim.processes if self.kind == "bwrap" else -1
-        kernel = [sys.executable, "-c", _PRELUDE, str(lim.memory), str(processes), str(lim.file_size),
+        kernel = [interpreter(), "-c", _PRELUDE, str(lim.memory), str(processes), str(lim.file_size),
                   str(lim.open_files), str(lim.cpu_seconds), "-f", connection_file, *extra]
         if self.kind == "none":
             return kernel
         home = "/tmp/home"
-        env = _environment(home)
+        env = environment(home)
         if self.kind == "bwrap":
-            cmd = [self.executable or "bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+            # bwrap starts with an empty environment (``env -i``): the sandbox's PID 1 is bwrap itself,
+            # and its /proc/1/environ would show the grader's (a course secret, say) to the kernel.
+            cmd = [_ENV, "-i", self.executable or "bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
                    "--unshare-net", "--unshare-cgroup-try", "--die-with-parent", "--new-session",
                    "--uid", "1000", "--gid", "1000", "--hostname", "sandbox",
                    # The private /tmp first: the binds below may lie under the host's /tmp (a clone or a
@@ -197,7 +224,7 @@ class Sandbox:
                         "/etc/alternatives", "/etc/fonts", "/etc/mime.types"):
                 if os.path.exists(etc):
                     cmd += ["--ro-bind", etc, etc]
-            for root in [*_python_roots(), str(_package_root() / "dptutor")]:
+            for root in [*_python_roots(), str(package_root() / "dptutor")]:
                 cmd += ["--ro-bind", root, root]
             # /dev is a tmpfs as large as half the RAM: only its /dev/shm is writable, and size-capped.
             cmd += ["--proc", "/proc", "--dev", "/dev", "--size", str(SHM_SIZE), "--tmpfs", "/dev/shm",
@@ -213,7 +240,7 @@ class Sandbox:
                "--pids-limit", str(lim.processes), "--memory", str(lim.memory), "--hostname", "sandbox",
                "--user", f"{os.getuid()}:{os.getgid()}",
                "--tmpfs", f"/tmp:rw,size={lim.tmp_size},mode=1777", "-w", workdir]
-        for root in [*_python_roots(), str(_package_root() / "dptutor")]:
+        for root in [*_python_roots(), str(package_root() / "dptutor")]:
             cmd += ["-v", f"{root}:{root}:ro"]
         cmd += ["-v", f"{workdir}:{workdir}:rw", "-v", f"{kernel_dir}:{kernel_dir}:rw"]
         for key, value in env.items():
@@ -236,121 +263,10 @@ class Sandbox:
             deadline = time.monotonic() + 10
             while any(_running(p) for p in inits) and time.monotonic() < deadline:
                 time.sleep(0.01)
-        for folder in _CGROUPS.pop(name, []):
-            _cgroup_remove(folder)
+        cgroups.remove(name)
         if self.kind in ("podman", "docker"):
             subprocess.run([self.executable or self.kind, "rm", "-f", name], stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL, timeout=60, check=False)
-
-
-#: Where the cgroup file systems are mounted (v1: one folder per controller; v2: the root or ``unified``).
-CGROUP_ROOT = "/sys/fs/cgroup"
-_CGROUPS: dict[str, list[str]] = {}
-_CGROUP_WARNED: list[bool] = []
-
-
-def _own_cgroups() -> dict[str, str]:
-    """This process's cgroup per v1 controller (``"0"`` for the v2 hierarchy)."""
-    own: dict[str, str] = {}
-    try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
-    except OSError:
-        return own
-    for line in lines:
-        number, _, rest = line.partition(":")
-        controllers, _, path = rest.partition(":")
-        if number == "0" and not controllers:
-            own["0"] = path
-        for c in controllers.split(","):
-            if c:
-                own[c] = path
-    return own
-
-
-def _cgroup_parents() -> dict[str, str] | None:
-    """The folders under which a submission's cgroups are made: ``{"pids": ..., "memory": ...}`` for
-    cgroup v1 (memory optional), ``{"v2": ...}`` for a v2 hierarchy with the pids controller; None
-    when the grader cannot limit processes with cgroups here (not root, or nothing writable)."""
-    if os.geteuid() != 0:
-        return None
-    own = _own_cgroups()
-    found: dict[str, str] = {}
-    for controller in ("pids", "memory"):
-        folder = os.path.join(CGROUP_ROOT, controller, own.get(controller, "/").lstrip("/"))
-        if controller in own and os.path.isdir(folder) and os.access(folder, os.W_OK):
-            found[controller] = folder
-    if "pids" in found:
-        return found
-    for root in (os.path.join(CGROUP_ROOT, "unified"), CGROUP_ROOT):
-        folder = os.path.join(root, own.get("0", "/").lstrip("/"))
-        try:
-            available = Path(folder, "cgroup.subtree_control").read_text().split()
-        except OSError:
-            continue
-        if "pids" in available and os.access(folder, os.W_OK):
-            return {"v2": folder}
-    return None
-
-
-def _cgroup_create(name: str, limits: "Limits") -> list[str]:
-    """Make the cgroups of one submission (pids.max and a memory limit); their ``cgroup.procs``
-    files, or [] (with a warning, once, when the grader is root) when cgroups are not usable."""
-    parents = _cgroup_parents()
-    made: list[str] = []
-    try:
-        if parents is None:
-            raise OSError("no writable pids controller")
-        for controller, parent in parents.items():
-            folder = os.path.join(parent, f"dptutor-{name}")
-            os.mkdir(folder)
-            made.append(folder)
-            if controller in ("pids", "v2"):
-                Path(folder, "pids.max").write_text(str(limits.processes))
-            if controller == "memory":
-                Path(folder, "memory.limit_in_bytes").write_text(str(limits.memory))
-            if controller == "v2" and Path(folder, "memory.max").exists():
-                Path(folder, "memory.max").write_text(str(limits.memory))
-    except OSError as exc:
-        for folder in reversed(made):
-            _cgroup_remove(folder)
-        if os.geteuid() == 0 and not _CGROUP_WARNED:
-            _CGROUP_WARNED.append(True)
-            print(f"warning: grading as root without a cgroup process limit ({exc}): Linux does not apply "
-                  "RLIMIT_NPROC to root, so a fork bomb can load this machine until the notebook's time limit; "
-                  "grade as an ordinary user, or where /sys/fs/cgroup's pids controller is writable",
-                  file=sys.stderr, flush=True)
-        return []
-    _CGROUPS[name] = made
-    return [os.path.join(folder, "cgroup.procs") for folder in made]
-
-
-def _cgroup_remove(folder: str) -> None:
-    """Kill what is left in ``folder``'s cgroup and remove it (waits up to 10 s for it to empty)."""
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            pids = [int(p) for p in Path(folder, "cgroup.procs").read_text().split()]
-        except (OSError, ValueError):
-            pids = []
-        for pid in pids:
-            _kill(os.kill, pid)
-        try:
-            os.rmdir(folder)
-            return
-        except FileNotFoundError:
-            return
-        except OSError:
-            if time.monotonic() > deadline:
-                return
-            time.sleep(0.01)
-
-
-def _in_cgroups(procs: Sequence[str], cmd: list[str]) -> list[str]:
-    """``cmd``, started by a shell that first moves itself into the cgroups (children inherit them)."""
-    if not procs:
-        return cmd
-    script = 'for f in "$@"; do [ "$f" = -- ] && break; echo $$ > "$f" || exit 126; shift; done; shift; exec "$@"'
-    return ["/bin/sh", "-c", script, "sh", *procs, "--", *cmd]
 
 
 def _kill(kill: Any, pid: int) -> None:
@@ -432,9 +348,10 @@ def find_sandbox(kind: str = "auto", *, limits: Limits | None = None, image: str
     key = (exe, image if tool != "bwrap" else "")
     if key not in _PROBED:
         if tool == "bwrap":
-            probe = sandbox.command("/dev/null", "/tmp", "/tmp", "probe")
-            cut = probe.index("--")
-            _PROBED[key] = _works(probe[:cut] + ["--", sys.executable, "-c", "import dptutor"])
+            with tempfile.TemporaryDirectory(prefix="dptutor-probe-") as folder:
+                probe = sandbox.command("/dev/null", folder, folder, "probe")
+                cut = probe.index("--")
+                _PROBED[key] = _works(probe[:cut] + ["--", interpreter(), "-c", "import dptutor"])
         else:
             _PROBED[key] = _works([exe, "run", "--rm", "--network", "none", image, "true"])
     why = _PROBED[key]
@@ -466,7 +383,7 @@ def kernel_manager(sandbox: Sandbox, workdir: str, kernel_dir: str, name: str) -
                                   list(extra_arguments or []))
             # bubblewrap sets no cgroup limits: as root, RLIMIT_NPROC does not bind, so the sandbox
             # gets cgroups of its own (pids.max, memory) when this machine lets the grader make them.
-            return _in_cgroups(_cgroup_create(name, sandbox.limits), cmd) if sandbox.kind == "bwrap" else cmd
+            return cgroups.wrap(cgroups.create(name, sandbox.limits), cmd) if sandbox.kind == "bwrap" else cmd
 
         def client(self, **kwargs: Any) -> Any:
             # The client's own context (it stops its channels, the heartbeat thread included, before
@@ -480,7 +397,7 @@ def kernel_manager(sandbox: Sandbox, workdir: str, kernel_dir: str, name: str) -
 
     km = SandboxedKernelManager(transport="ipc", connection_file=os.path.join(kernel_dir, "kernel.json"),
                                 ip=os.path.join(kernel_dir, "k"), kernel_name="python3", autorestart=False)
-    km._kernel_spec = KernelSpec(argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+    km._kernel_spec = KernelSpec(argv=[interpreter(), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
                                  display_name="Python 3 (dptutor sandbox)", language="python",
                                  interrupt_mode="message")
     return km

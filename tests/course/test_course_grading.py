@@ -242,6 +242,7 @@ def test_an_interrupt_with_two_workers_keeps_the_finished_rows(tmp_path: Path) -
         if line.startswith("grading c.md"):
             break
     time.sleep(1.0)
+    ours = own_workdirs(proc.pid)  # the work folders of b.md and c.md, in flight
     os.killpg(proc.pid, signal.SIGINT)  # the terminal's Ctrl-C reaches the whole process group
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, "".join(lines) + out + err
@@ -250,11 +251,28 @@ def test_an_interrupt_with_two_workers_keeps_the_finished_rows(tmp_path: Path) -
     assert [r.result.file for r in rows] == ["a.md"]
     assert not (tmp_path / ".scores-sampler.csv.inflight").exists()
     assert set(leaked_workdirs()) <= stale, leaked_workdirs()  # each worker killed its sandbox and removed its folder
+    assert ours and not [f for f in ours if f.exists()], ours  # (else the parent did, once the worker had exited)
+
+
+def own_workdirs(parent: int) -> list[Path]:
+    """The work folders of the grader ``parent`` and of its worker processes (their names carry the pid)."""
+    from dptutor.course.workdirs import workdir_parent as _workdir_parent
+
+    found = []
+    for folder in Path(_workdir_parent()).glob("dptutor-grade-*-*"):
+        pid = folder.name.split("-")[2]
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        if int(pid) == parent or stat[stat.rfind(")") + 2:].split()[1] == str(parent):
+            found.append(folder)
+    return found
 
 
 def leaked_workdirs() -> list[str]:
     """Work folders of grading processes that no longer exist (another user's live run is not a leak)."""
-    from dptutor.course.executor import workdir_parent as _workdir_parent
+    from dptutor.course.workdirs import workdir_parent as _workdir_parent
 
     leaked = []
     for folder in Path(_workdir_parent()).glob("dptutor-grade-*-*"):

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT
-from dptutor.course import batch, executor, grade, sandbox, textsafe
+from dptutor.course import batch, cgroups, executor, grade, sandbox, textsafe, workdirs
 from dptutor.course.result import SubmissionResult
 from dptutor.course.sandbox import Limits, Sandbox, SandboxUnavailable, find_sandbox
 
@@ -50,6 +50,14 @@ out["dev_writable"] = can(lambda: open("/dev/evil", "w"))
 out["shm_writable"] = can(lambda: open("/dev/shm/x", "w").write("x"))
 out["shm_size"] = os.statvfs("/dev/shm").f_blocks * os.statvfs("/dev/shm").f_frsize
 out["tmp_size"] = os.statvfs("/tmp").f_blocks * os.statvfs("/tmp").f_frsize
+environs = []
+for p in os.listdir("/proc"):
+    try:
+        environs.append(open(f"/proc/{p}/environ", "rb").read().decode(errors="replace"))
+    except OSError:
+        pass
+out["proc_environ"] = "\n".join(environs)
+out["init_environ"] = can(lambda: open("/proc/1/environ", "rb").read())
 print(json.dumps(out))
 '''
 
@@ -62,13 +70,18 @@ def run_probe(tmp_path: Path, box: Sandbox) -> dict:
     secret.write_text("secret")
     cmd = box.command(str(kernel / "kernel.json"), str(work), str(kernel), "probe")
     cut = cmd.index("--")
-    python = cmd.index(sys.executable, cut)
+    python = cmd.index(sandbox.interpreter(), cut)
     cmd = cmd[:python + 1] + ["-c", PROBE, str(ROOT / "book/assignments/instructor/sampler.md"), str(ROOT / "README.md"),
                               str(secret)]
     # The probe replaces the kernel (and its prelude, which sets the limits: see the next test).
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    # The grader's environment holds a course secret (the README suggests setting it in the shell).
+    env = {**os.environ, "DPTUTOR_COURSE_SECRET": SECRET}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
+
+
+SECRET = "course-secret-" + os.urandom(8).hex()
 
 
 @needs_bwrap
@@ -87,6 +100,18 @@ def test_the_sandbox_shows_nothing_of_the_machine_and_keeps_nothing(tmp_path: Pa
     assert not any(name.startswith(("PYTEST", "VIRTUAL_ENV")) for name in got["env"])
 
 
+@needs_bwrap
+def test_nothing_of_the_graders_environment_is_readable_in_the_sandbox(tmp_path: Path) -> None:
+    """Round 3, finding 1: bubblewrap's own process is the sandbox's PID 1, and its /proc/1/environ held the
+    grader's whole environment (a course secret set in the instructor's shell, say). bwrap now starts with an
+    empty environment and the kernel with a minimal one: no process of the sandbox shows the grader's."""
+    got = run_probe(tmp_path, find_sandbox("bwrap"))
+    assert got["init_environ"] and got["proc_environ"].strip()  # /proc/*/environ was read, ...
+    assert SECRET not in got["proc_environ"] and "DPTUTOR_COURSE_SECRET" not in got["proc_environ"]  # ... without it
+    assert "DPTUTOR_COURSE_SECRET" not in got["env"]
+    assert set(got["env"]) <= set(sandbox.environment("/tmp/home")) | {"PWD"}, got["env"]  # bwrap sets PWD
+
+
 def test_the_kernel_command_sets_every_limit() -> None:
     limits = Limits(memory=512 << 20, processes=64, file_size=8 << 20, tmp_size=16 << 20, open_files=128, cpu_seconds=99)
     cmd = Sandbox("bwrap", "/usr/bin/bwrap", limits).command("/k/kernel.json", "/w", "/k", "x")
@@ -96,12 +121,12 @@ def test_the_kernel_command_sets_every_limit() -> None:
     tmpfs = {cmd[i + 1]: cmd[i - 1] for i, a in enumerate(cmd) if a == "--tmpfs"}
     assert tmpfs == {"/dev/shm": str(sandbox.SHM_SIZE), "/tmp": str(16 << 20)}
     kernel = cmd[cmd.index("--") + 1:]
-    assert kernel[:2] == [sys.executable, "-c"] and "setrlimit" in kernel[2]
+    assert kernel[:2] == [sandbox.interpreter(), "-c"] and "setrlimit" in kernel[2]
     assert kernel[3:8] == [str(512 << 20), "64", str(8 << 20), "128", "99"] and kernel[8:] == ["-f", "/k/kernel.json"]
     binds = [cmd[i + 1] for i, a in enumerate(cmd) if a == "--bind"]
     assert binds == ["/w", "/k"]  # the only writable folders
     plain = Sandbox("none", limits=limits).command("/k/kernel.json", "/w", "/k", "x")
-    assert plain[0] == sys.executable and plain[3:8] == [str(512 << 20), "-1", str(8 << 20), "128", "99"]
+    assert plain[0] == sandbox.interpreter() and plain[3:8] == [str(512 << 20), "-1", str(8 << 20), "128", "99"]
 
 
 def test_grade_names_the_install_command_when_no_sandbox_exists(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -183,7 +208,7 @@ def test_tags_null_is_a_readable_cell(tmp_path: Path) -> None:
 
 
 def test_stale_work_folders_of_dead_graders_are_removed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(executor, "workdir_parent", lambda: str(tmp_path))
+    monkeypatch.setattr(workdirs, "workdir_parent", lambda: str(tmp_path))
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     stale = tmp_path / f"dptutor-grade-{dead.pid}-abc"
@@ -191,15 +216,66 @@ def test_stale_work_folders_of_dead_graders_are_removed(tmp_path: Path, monkeypa
     other = tmp_path / "dptutor-grade-notapid"
     for folder in (stale, live, other):
         (folder / "work").mkdir(parents=True)
-    executor.remove_stale_workdirs()
+    assert workdirs.remove_stale_workdirs() == []
     assert not stale.exists() and live.exists() and other.exists()
+
+
+def _deep_tree(root: Path, depth: int) -> None:
+    """A chain of ``depth`` nested folders under ``root`` (each with a file), longer than any path may be."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(depth):
+            os.mkdir("d", dir_fd=fd)
+            with open(os.open("f", os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=fd), "w") as fh:
+                fh.write("x")
+            child = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = child
+        os.chmod(fd, 0)  # the innermost folder made unreadable, as a submission may
+    finally:
+        os.close(fd)
+
+
+def test_a_very_deep_work_folder_is_removed_and_never_stops_a_later_grade(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Round 3, finding 2: a submission that left 5,000 nested folders in its work folder made
+    shutil.rmtree raise RecursionError, so the folder stayed and every later grade died at start in
+    remove_stale_workdirs. The removal is iterative (and works below the path length limit)."""
+    monkeypatch.setattr(workdirs, "workdir_parent", lambda: str(tmp_path))
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f"dptutor-grade-{dead.pid}-deep"
+    (stale / "work").mkdir(parents=True)
+    _deep_tree(stale / "work", 5000)
+    assert workdirs.remove_stale_workdirs() == []
+    assert not stale.exists()
+    own = tmp_path / "own"
+    own.mkdir()
+    _deep_tree(own, 3000)
+    assert workdirs.remove_tree(own) and not own.exists()
+
+
+def test_a_work_folder_that_cannot_be_removed_is_reported_not_fatal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                     capsys: pytest.CaptureFixture) -> None:
+    monkeypatch.setattr(workdirs, "workdir_parent", lambda: str(tmp_path))
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f"dptutor-grade-{dead.pid}-stuck"
+    (stale / "work").mkdir(parents=True)
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(workdirs.os, "rmdir", refuse)
+    assert workdirs.remove_stale_workdirs() == [stale]
+    assert f"could not remove the grader's old work folder {stale}" in capsys.readouterr().err
 
 
 def _cgroup_files() -> list[Path]:
     """The pids.current file of every submission cgroup that exists now (cgroup v1 or v2)."""
     return [path for pattern in ("pids/dptutor-*/pids.current", "pids/*/dptutor-*/pids.current",
                                  "unified/**/dptutor-*/pids.current", "dptutor-*/pids.current")
-            for path in Path(sandbox.CGROUP_ROOT).glob(pattern)]
+            for path in Path(cgroups.CGROUP_ROOT).glob(pattern)]
 
 
 def _cgroup_counts() -> list[int]:
@@ -214,7 +290,7 @@ def _cgroup_counts() -> list[int]:
 
 
 @needs_bwrap
-@pytest.mark.skipif(sandbox._cgroup_parents() is None,
+@pytest.mark.skipif(cgroups.parents() is None,
                     reason="needs root and a writable cgroup pids controller (v1 or v2) under /sys/fs/cgroup")
 def test_a_fork_bomb_as_root_stops_at_the_cgroup_process_limit(tmp_path: Path) -> None:
     """As root RLIMIT_NPROC does not bind, so each sandbox gets a cgroup with pids.max (and a memory
@@ -256,3 +332,58 @@ def test_submissions_with_the_same_stem_get_different_feedback_files() -> None:
     plain = textsafe.feedback_name("a.md")
     shared = {textsafe.feedback_name(name, shared=True) for name in ("a.md", "a.ipynb")}
     assert plain == "a.txt" and len(shared) == 2 and plain not in shared
+
+
+def _cpu_controlled() -> bool:
+    """Whether the grader can give each sandbox a CPU share of its own here (root, a writable cgroup cpu controller)."""
+    found = cgroups.parents()
+    if found is None:
+        return False
+    if "v2" in found:
+        return "cpu" in Path(found["v2"], "cgroup.subtree_control").read_text().split()
+    return "cpu" in found
+
+
+BUSY = r'''
+import os, subprocess, sys, time
+# 8 busy helpers, each in a session of its own (Linux's autogroups would give each session its own share)
+helpers = [subprocess.Popen([sys.executable, "-c", "import time\nend = time.time() + 30\nwhile time.time() < end: pass"],
+                            start_new_session=True) for _ in range(8)]
+print("started", flush=True)
+time.sleep(30)
+'''
+
+
+@needs_bwrap
+@pytest.mark.skipif(not _cpu_controlled(), reason="needs root and a writable cgroup cpu controller (v1 or v2)")
+def test_every_process_of_a_sandbox_shares_one_cpu_cgroup(tmp_path: Path) -> None:
+    """Round 3, finding 5: 48 busy processes in separate sessions starved a neighbour graded beside them. Each
+    sandbox now runs in a cpu cgroup of its own, which the scheduler treats as one: whatever a submission
+    starts, new sessions included, stays in that group (and shares the CPU equally with the neighbour's)."""
+    box = find_sandbox("bwrap")
+    work = tmp_path / "work"
+    work.mkdir()
+    procs = cgroups.create("busy-test", box.limits)
+    try:
+        cpu = [p for p in procs if "/cpu/" in p or "/cpu," in p] or \
+              [p for p in procs if "cpu" in Path(p).with_name("cgroup.controllers").read_text().split()]
+        assert cpu, procs
+        cmd = box.command(str(work / "k.json"), str(work), str(work), "busy-test")
+        cmd = cmd[:cmd.index(sandbox.interpreter(), cmd.index("--")) + 1] + ["-c", BUSY]
+        proc = subprocess.Popen(cgroups.wrap(procs, cmd), stdout=subprocess.PIPE, text=True)
+        try:
+            assert proc.stdout.readline().strip() == "started"
+            members = [int(p) for p in Path(cpu[0]).read_text().split()]
+            sessions = set()
+            for pid in members:
+                try:
+                    sessions.add(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[3])
+                except OSError:
+                    pass
+            assert len(members) >= 10 and len(sessions) >= 8, (members, sessions)  # bwrap, init, script, 8 helpers
+        finally:
+            proc.kill()
+            proc.wait()
+    finally:
+        cgroups.remove("busy-test")
+    assert not any(Path(p).parent.exists() for p in procs)
