@@ -303,7 +303,7 @@ def test_course_folder_round_trip_and_refusals(tmp_path: Path) -> None:
     assert made.name == "dp-2026" and load_course(made.folder) == made
     assert made.tokens == course_tokens(secret)
     files = sorted(str(p.relative_to(made.folder)) for p in made.folder.rglob("*") if p.is_file())
-    assert files == ["README.md", "grading.toml", "private/answer-key.toml",
+    assert files == [".gitignore", "README.md", "grading.toml", "private/answer-key.toml",
                      *[f"private/instructor/{n}.md" for n in NOTEBOOKS], *[f"release/{n}.md" for n in NOTEBOOKS]]
     # The secret is stored nowhere.
     assert not any(secret in p.read_text(encoding="utf-8") for p in made.folder.rglob("*") if p.is_file())
