@@ -58,6 +58,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from dptutor.assignments.bug_family import HUNT_BUGS, BughuntMember
 from dptutor._validate import check_batch, check_choice, check_int, check_real, check_rng, check_str
 from dptutor.distributions import standard_laplace_fill
 
@@ -69,7 +70,7 @@ __all__ = [
 ]
 
 #: The assignments whose mystery mechanisms are drawn per course.
-INSTANCE_ASSIGNMENTS = ("audit", "pair_audit")
+INSTANCE_ASSIGNMENTS = ("audit", "pair_audit", "bughunt")
 #: The bugs a broken ``audit`` mechanism may have (the keys of ``audit.DIAGNOSES``).
 AUDIT_BUGS = ("one-sided", "sensitivity-1", "l2", "half-scale")
 #: The budget the ``pair_audit`` mystery claims.
@@ -79,7 +80,7 @@ PAIR_EPSILON = 0.5
 MYSTERY_EPSILON_RANGE = (1e-6, 1e6)
 #: The first part of every token (the version of the family and of the derivation).
 TOKEN_PREFIX = "dptutor-course-1"
-_TOKEN = re.compile(r"^dptutor-course-1:(audit|pair_audit):([0-9a-f]{32})$")
+_TOKEN = re.compile(r"^dptutor-course-1:(audit|pair_audit|bughunt):([0-9a-f]{32})$")
 _MAX_PAIR_SIZE = 1 << 24
 
 
@@ -139,9 +140,13 @@ class PairMember:
 FAMILIES: dict[str, tuple] = {
     "audit": tuple(AuditMember(label, bug) for label in "AB" for bug in AUDIT_BUGS),
     "pair_audit": tuple(PairMember(columns, spread) for columns in (2, 3, 4) for spread in (1.0, 0.8)),
+    # bughunt: every combination of the mechanisms' bugs with at least one broken mechanism (35 members)
+    "bughunt": tuple(BughuntMember(h, s, c) for h in HUNT_BUGS["histogram"] for s in HUNT_BUGS["squares"]
+                     for c in HUNT_BUGS["selection"] if (h, s, c) != ("none", "none", "none")),
 }
 #: The members of the book's self-study instance (their answers are public).
-SELF_STUDY: dict[str, object] = {"audit": AuditMember("A", "l2"), "pair_audit": PairMember(2, 1.0)}
+SELF_STUDY: dict[str, object] = {"audit": AuditMember("A", "l2"), "pair_audit": PairMember(2, 1.0),
+                                 "bughunt": BughuntMember("none", "wrong-bound", "half-sensitivity")}
 #: The members a course may draw (every member except the public self-study one).
 COURSE_FAMILIES: dict[str, tuple] = {a: tuple(m for m in FAMILIES[a] if m != SELF_STUDY[a]) for a in FAMILIES}
 
