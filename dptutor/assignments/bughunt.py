@@ -201,9 +201,15 @@ def _mechanism_check(label: str, verdicts: Any, diagnoses: Any, evidence: Any, *
                                                       f"{verdict!r} on {label}"))
     result, replayed = _replay(label, evidence)
     findings += named("replay", *replayed)
-    if result is not None and verdict in HUNT_VERDICTS:
-        judged = truth_v if hidden and truth_v == "broken" else verdict
-        findings += named("agreement", _agreement(result, judged, label))
+    if result is None:
+        findings += named("agreement", Finding(False, f"your verdict on {label} has no evidence the grader could "
+                                                      "re-run to support it"))
+    elif verdict in HUNT_VERDICTS:
+        agrees = _agreement(result, verdict, label)
+        if agrees.passed and hidden and truth_v == "broken" and result.lower_bound <= HUNT_EPSILON:
+            agrees = Finding(False, f"{label} is broken, and your evidence does not show it (95% lower bound "
+                                    f"{result.lower_bound:.3g} <= {HUNT_EPSILON:g}): {_HINTS['verdict']}")
+        findings += named("agreement", agrees)
     return findings
 
 
