@@ -1,13 +1,15 @@
-"""Course instances: the mystery mechanisms of assignments 3 and 4, drawn for each course by its secret.
+"""Course instances: the mystery mechanisms of assignments 3, 4 and 6, drawn for each course by its secret.
 
-Each of the two assignments has a public *family* of mystery mechanisms:
+Each of these assignments has a public *family* of mystery mechanisms:
 
 * ``audit``: one of the two mechanisms (``A`` or ``B``) is broken by one of the four bugs listed in
   :data:`~dptutor.assignments.audit.DIAGNOSES`, the other is the correct Laplace mechanism (scale
   ``n / epsilon``): 8 members;
 * ``pair_audit``: every release is ``columns`` copies of the count, each with its own Laplace noise
   of scale ``spread / PAIR_EPSILON`` (2, 3 or 4 columns; spread 1 or 0.8): 6 members, whose true
-  epsilon is ``columns * PAIR_EPSILON / spread``.
+  epsilon is ``columns * PAIR_EPSILON / spread``;
+* ``bughunt``: three mechanisms, each correct or broken by one of the bugs
+  :mod:`~dptutor.assignments.bug_family` allows it, at least one broken: 35 members.
 
 The book's notebooks use the *self-study* member (:data:`SELF_STUDY`), whose answers the book's
 instructor notebooks state in public.  A course draws its members from the other members
