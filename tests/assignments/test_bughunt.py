@@ -192,3 +192,9 @@ def test_graded_in_the_sandbox(folder, total: float) -> None:
     assert result.total == total, result.feedback_text()
     if total == 0:
         assert "not answered yet" in result.feedback_text() and "not implemented yet" in result.feedback_text()
+
+
+def test_a_replay_that_runs_too_long_is_stopped(reference: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bughunt, "HUNT_REPLAY_SECONDS", -1.0)
+    fb = check("bughunt", "q2", *answers("bughunt", "q2", reference), hidden=True)
+    assert fb.score == 1.0 and "longer than" in fb.report(), fb.report()
