@@ -32,14 +32,14 @@ __all__ = ["HUNT_EPSILON", "HUNT_BOUNDS", "SCORE_SENSITIVITY", "HUNT_LABELS", "H
 
 #: The privacy budget every mechanism of the hunt claims.
 HUNT_EPSILON = 0.25
-#: The clipping interval of the sum of squares (its correct sensitivity is max(|lo|, |hi|)^2 = 9).
+#: The clipping interval of the sum of squares (its correct sensitivity is ``max(|lo|, |hi|)^2`` = 9).
 HUNT_BOUNDS = (1.0, 3.0)
 #: How far each score of ``selection`` may move between neighbouring datasets.
 SCORE_SENSITIVITY = 4.0
 #: The three mechanisms, in the order of the questions.
 HUNT_LABELS = ("histogram", "squares", "selection")
-#: The bugs each mechanism may have ("none": it is correct).
-HUNT_BUGS: dict[str, tuple[str, ...]] = {
+#: The bugs each mechanism may have, by mechanism (``none`` for a correct one).
+HUNT_BUGS = {
     "histogram": ("none", "ignores-epsilon", "half-sensitivity"),
     "squares": ("none", "wrong-bound", "ignores-epsilon", "half-sensitivity"),
     "selection": ("none", "ignores-epsilon", "half-sensitivity"),

@@ -35,8 +35,9 @@ __all__ = ["ASSIGNMENT", "HUNT_EPSILON", "HUNT_BOUNDS", "SCORE_SENSITIVITY", "HU
            "DIAGNOSES", "HUNT_MIN_TRIALS", "HUNT_MAX_TRIALS", "HUNT_MAX_WORK", "HUNT_REPLAY_SECONDS", "MECHANISMS",
            "mechanism_histogram", "mechanism_squares", "mechanism_selection", "hunt_audit"]
 
-#: Allowed verdicts, and the diagnoses (the bug's key -> what it is).
+#: Allowed verdicts.
 HUNT_VERDICTS = ("broken", "no evidence")
+#: Allowed diagnoses: the key of each bug, and what it is.
 DIAGNOSES = {
     "none": "no bug found: the mechanism behaves as its claim says",
     "ignores-epsilon": "the noise is calibrated to epsilon = 1, whatever epsilon the mechanism claims",
@@ -238,7 +239,7 @@ def _selection(verdicts: Any, diagnoses: Any, evidence: Any, *, hidden: bool | i
 
 def _fix_cases(hidden: bool | int) -> list[tuple[tuple[float, float], float, NDArray[np.float64], int]]:
     """(bounds, epsilon, data, seed) of each law test: fixed for the feedback, drawn per submission when
-    grading; the second always has |lo| > |hi| (the bound the bug forgets), and the data stray out of bounds."""
+    grading; the second always has ``|lo| > |hi|`` (the bound the bug forgets), and the data stray out of bounds."""
     rng = hidden_rng(hidden)
     if rng is None:
         cases = _FEEDBACK_FIX
@@ -257,7 +258,7 @@ def _fix_cases(hidden: bool | int) -> list[tuple[tuple[float, float], float, NDA
 
 def _fix_law(value: Any, exc: BaseException | None, bounds: tuple[float, float], eps: float,
              data: NDArray[np.float64]) -> Finding:
-    """Whether ``value`` (the fix's outputs) is the clipped sum of squares plus Laplace(max(|lo|,|hi|)^2/eps)."""
+    """Whether ``value`` (the fix's outputs) is the clipped sum of squares plus ``Laplace(max(|lo|, |hi|)^2 / eps)``."""
     from scipy import stats
 
     lo, hi = bounds
