@@ -18,15 +18,9 @@ from dptutor.assignments.bug_family import HUNT_BUGS, HUNT_LABELS, BughuntMember
 from dptutor.assignments.instances import COURSE_FAMILIES, FAMILIES, SELF_STUDY, answers_scope
 
 
-@pytest.fixture(autouse=True)
-def _book_mysteries():
-    use_self_study()
-    yield
-    use_self_study()
-
-
 @pytest.fixture(scope="module")
 def reference() -> dict:
+    use_self_study()  # the answers below are the self-study member's
     return run_notebook_code(INSTRUCTOR_DIR / "bughunt.md", feedback_cells=False)
 
 
@@ -118,10 +112,15 @@ def test_the_reference_solution_solves_every_member(member: BughuntMember) -> No
 # ---------------------------------------------------------------------------------------------
 
 
+def with_answer(reference: dict, label: str, verdict: str, diagnosis: str) -> dict:
+    """The reference answers with another verdict and diagnosis on mechanism ``label``."""
+    return dict(reference, verdicts={**reference["verdicts"], label: verdict},
+                diagnoses={**reference["diagnoses"], label: diagnosis})
+
+
 def test_a_wrong_verdict_on_the_broken_mechanism_costs_the_verdict_diagnosis_and_agreement(reference: dict) -> None:
     assert SELF_STUDY["bughunt"].bug("squares") == "wrong-bound"
-    ns = dict(reference, verdicts={**reference["verdicts"], "squares": "no evidence"},
-              diagnoses={**reference["diagnoses"], "squares": "none"})
+    ns = with_answer(reference, "squares", "no evidence", "none")
     fb = check("bughunt", "q2", *answers("bughunt", "q2", ns), hidden=True)
     assert fb.score == 0.5, fb.report()
     assert {f.check for f in fb.findings if f.passed is False} == {"verdict", "diagnosis", "agreement"}
@@ -135,8 +134,7 @@ def test_a_wrong_verdict_on_the_broken_mechanism_costs_the_verdict_diagnosis_and
 
 def test_a_verdict_broken_on_a_correct_mechanism_loses_its_points(reference: dict) -> None:
     assert SELF_STUDY["bughunt"].bug("histogram") == "none"
-    ns = dict(reference, verdicts={**reference["verdicts"], "histogram": "broken"},
-              diagnoses={**reference["diagnoses"], "histogram": "ignores-epsilon"})
+    ns = with_answer(reference, "histogram", "broken", "ignores-epsilon")
     fb = check("bughunt", "q1", *answers("bughunt", "q1", ns), hidden=True)
     assert fb.score == 0.5, fb.report()
     assert "shows no violation" in fb.report()
