@@ -1,6 +1,6 @@
 """The book's course assignments (``book/assignments/``): what runs in the student's kernel.
 
-Five assignments, each a MyST Markdown notebook that students fill in:
+Six assignments, each a MyST Markdown notebook that students fill in:
 
 ========================  =====================================================================
 ``sampler``               inverse-CDF Laplace sampling (Eq. 4/5): law, domain, vectorisation
@@ -8,6 +8,7 @@ Five assignments, each a MyST Markdown notebook that students fill in:
 ``audit``                 audit two mystery mechanisms with :mod:`dptutor.audit` at 95 %
 ``pair_audit``            audit a mystery mechanism with ``audit_pair`` and write the attack
 ``selection``             AboveThreshold and report-noisy-max: their exact laws, and an audit of each
+``bughunt``               find the bugs in three mechanisms, back each verdict with an audit, fix one
 ========================  =====================================================================
 
 Students get feedback in the notebook from small check calls::

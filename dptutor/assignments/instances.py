@@ -1,13 +1,15 @@
-"""Course instances: the mystery mechanisms of assignments 3 and 4, drawn for each course by its secret.
+"""Course instances: the mystery mechanisms of assignments 3, 4 and 6, drawn for each course by its secret.
 
-Each of the two assignments has a public *family* of mystery mechanisms:
+Each of these assignments has a public *family* of mystery mechanisms:
 
 * ``audit``: one of the two mechanisms (``A`` or ``B``) is broken by one of the four bugs listed in
   :data:`~dptutor.assignments.audit.DIAGNOSES`, the other is the correct Laplace mechanism (scale
   ``n / epsilon``): 8 members;
 * ``pair_audit``: every release is ``columns`` copies of the count, each with its own Laplace noise
   of scale ``spread / PAIR_EPSILON`` (2, 3 or 4 columns; spread 1 or 0.8): 6 members, whose true
-  epsilon is ``columns * PAIR_EPSILON / spread``.
+  epsilon is ``columns * PAIR_EPSILON / spread``;
+* ``bughunt``: three mechanisms, each correct or broken by one of the bugs
+  :mod:`~dptutor.assignments.bug_family` allows it, at least one broken: 35 members.
 
 The book's notebooks use the *self-study* member (:data:`SELF_STUDY`), whose answers the book's
 instructor notebooks state in public.  A course draws its members from the other members
@@ -58,6 +60,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from dptutor.assignments.bug_family import HUNT_BUGS, BughuntMember
 from dptutor._validate import check_batch, check_choice, check_int, check_real, check_rng, check_str
 from dptutor.distributions import standard_laplace_fill
 
@@ -69,7 +72,7 @@ __all__ = [
 ]
 
 #: The assignments whose mystery mechanisms are drawn per course.
-INSTANCE_ASSIGNMENTS = ("audit", "pair_audit")
+INSTANCE_ASSIGNMENTS = ("audit", "pair_audit", "bughunt")
 #: The bugs a broken ``audit`` mechanism may have (the keys of ``audit.DIAGNOSES``).
 AUDIT_BUGS = ("one-sided", "sensitivity-1", "l2", "half-scale")
 #: The budget the ``pair_audit`` mystery claims.
@@ -79,7 +82,7 @@ PAIR_EPSILON = 0.5
 MYSTERY_EPSILON_RANGE = (1e-6, 1e6)
 #: The first part of every token (the version of the family and of the derivation).
 TOKEN_PREFIX = "dptutor-course-1"
-_TOKEN = re.compile(r"^dptutor-course-1:(audit|pair_audit):([0-9a-f]{32})$")
+_TOKEN = re.compile(r"^dptutor-course-1:(audit|pair_audit|bughunt):([0-9a-f]{32})$")
 _MAX_PAIR_SIZE = 1 << 24
 
 
@@ -139,9 +142,13 @@ class PairMember:
 FAMILIES: dict[str, tuple] = {
     "audit": tuple(AuditMember(label, bug) for label in "AB" for bug in AUDIT_BUGS),
     "pair_audit": tuple(PairMember(columns, spread) for columns in (2, 3, 4) for spread in (1.0, 0.8)),
+    # bughunt: every combination of the mechanisms' bugs with at least one broken mechanism (35 members)
+    "bughunt": tuple(BughuntMember(h, s, c) for h in HUNT_BUGS["histogram"] for s in HUNT_BUGS["squares"]
+                     for c in HUNT_BUGS["selection"] if (h, s, c) != ("none", "none", "none")),
 }
 #: The members of the book's self-study instance (their answers are public).
-SELF_STUDY: dict[str, object] = {"audit": AuditMember("A", "l2"), "pair_audit": PairMember(2, 1.0)}
+SELF_STUDY: dict[str, object] = {"audit": AuditMember("A", "l2"), "pair_audit": PairMember(2, 1.0),
+                                 "bughunt": BughuntMember("none", "wrong-bound", "half-sensitivity")}
 #: The members a course may draw (every member except the public self-study one).
 COURSE_FAMILIES: dict[str, tuple] = {a: tuple(m for m in FAMILIES[a] if m != SELF_STUDY[a]) for a in FAMILIES}
 

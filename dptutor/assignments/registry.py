@@ -24,6 +24,7 @@ ASSIGNMENT_MODULES: tuple[str, ...] = (
     "audit",
     "pair_audit",
     "selection",
+    "bughunt",
 )
 
 #: The assignments by name, each module's ``ASSIGNMENT`` (filled below from :data:`ASSIGNMENT_MODULES`).

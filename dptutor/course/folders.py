@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dptutor._validate import check_choice, check_path, check_str
+from dptutor.assignments.bug_family import HUNT_LABELS, BughuntMember
 from dptutor.assignments.instances import INSTANCE_ASSIGNMENTS, AuditMember, PairMember
 from dptutor.course.keys import course_key, members_of_key, tokens_of_key
 from dptutor.assignments.registry import ASSIGNMENTS
@@ -44,7 +45,8 @@ __all__ = ["CourseFolder", "COURSE_NAME", "new_course", "load_course", "course_n
 #: What a course name may look like (it is recorded in every row of the scores CSV).
 COURSE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _KEY_FILE = Path("private") / "answer-key.toml"
-_SETUP = {"audit": 'check = checker("audit")\n', "pair_audit": 'check = checker("pair_audit")\n'}
+_SETUP = {"audit": 'check = checker("audit")\n', "pair_audit": 'check = checker("pair_audit")\n',
+          "bughunt": 'check = checker("bughunt")\n'}
 
 #: The commented example of a new course's grading.toml: one deadline (and points) per assignment.
 _CONFIG_EXAMPLE = """
@@ -130,6 +132,9 @@ def answer_lines(assignment: str, member: object) -> list[str]:
                 f'diagnosis = "{member.bug}"']
     if isinstance(member, PairMember) and assignment == "pair_audit":
         return [f"columns = {member.columns}", f"scale = {member.scale:g}", f"true_epsilon = {member.true_epsilon:g}"]
+    if isinstance(member, BughuntMember) and assignment == "bughunt":
+        return [f"{key} = {{ " + ", ".join(f'{label} = "{value(label)}"' for label in HUNT_LABELS) + " }"
+                for key, value in (("verdicts", member.verdict), ("diagnoses", member.bug))]
     raise ValueError(f"member: not a member of the {assignment!r} family")
 
 
@@ -215,6 +220,13 @@ def _pair_slots(member: PairMember) -> dict[str, str]:
     }
 
 
+def _bughunt_slots(member: BughuntMember) -> dict[str, str]:
+    parts = [f"the {label} is correct" if member.bug(label) == "none" else
+             f"the {label} has the bug {member.bug(label)} (true $\\varepsilon$ {member.true_epsilon(label):g})"
+             for label in HUNT_LABELS]
+    return {"answers": textwrap.fill("In this course " + "; ".join(parts) + ".", width=110) + "\n"}
+
+
 def course_notebook(assignment: str, text: str, member: object, name: str) -> str:
     """The course's instructor notebook of ``assignment`` from the book's (``text``): its named slots
     (``answers``, ``instance``, ...: see :func:`fill_slots`) filled with ``member``'s answers
@@ -226,6 +238,8 @@ def course_notebook(assignment: str, text: str, member: object, name: str) -> st
         slots = _audit_slots(member)
     elif assignment == "pair_audit" and isinstance(member, PairMember):
         slots = _pair_slots(member)
+    elif assignment == "bughunt" and isinstance(member, BughuntMember):
+        slots = _bughunt_slots(member)
     else:
         raise ValueError(f"member: not a member of the {assignment!r} family")
     slots["instance"] = f"These are the answers of course {name} only (drawn from its secret): keep this file private.\n"

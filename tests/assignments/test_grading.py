@@ -411,6 +411,7 @@ ANSWER_TEXT = {
     "audit": ("sqrt(n)/epsilon", "sqrt(n)", "l2 sensitivity", "violates its claim", "A is broken", "B is correct"),
     "pair_audit": ("two releases", "np.clip", "true epsilon 1", "clipped"),
     "selection": ("size=(size, 1)", "argmax(above", "np.argmax(q + rng", "first[:, None]"),
+    "bughunt": ("has the bug", "is correct", "true epsilon", "times the claim", "max(abs(lo)"),
 }
 
 

@@ -193,7 +193,7 @@ def test_solutions_build_renders_the_instructor_notebooks() -> None:
         build_overrides(ROOT, ROOT, "full")
     part = next(p for p in TOC["parts"] if p["caption"] == "Assignments")
     pages = [s["file"] for s in part["chapters"][0]["sections"]]
-    assert len(pages) == 5
+    assert len(pages) == 6
     for page in pages:
         assert (ROOT / page.replace("book/assignments/", "book/assignments/instructor/")).with_suffix(".md").is_file()
     assert "book/assignments/instructor" in CONFIG["exclude_patterns"]
@@ -281,6 +281,7 @@ def test_schedule_covers_every_chapter_and_assignment() -> None:
         assert f"{{doc}}`{Path(chapter).name}`" in table, chapter
     for assignment in ("sampler", "mechanism", "audit", "pair_audit", "selection"):
         assert f"{{doc}}`assignments/{assignment}`" in table, assignment
+    assert "{doc}`assignments/bughunt`" in schedule.split("\n\n**Why")[0]  # its own row, optional, with week 4
     for heading in ("## Prerequisites", "## Learning outcomes"):
         assert heading in course
 
@@ -327,7 +328,7 @@ def test_solutions_edition_shows_the_reference_solutions(solutions_build: BookBu
     assert solutions_build.returncode == 0, solutions_build.log[-6000:]
     site = solutions_build.html
     pages = {name: page_text(site / "book" / "assignments" / f"{name}.html")
-             for name in ("sampler", "mechanism", "audit", "pair_audit", "selection")}
+             for name in ("sampler", "mechanism", "audit", "pair_audit", "selection", "bughunt")}
     for name, text in reference_solution_lines():
         stem = Path(name).stem
         assert text in pages[stem], (name, text)

@@ -21,7 +21,7 @@ from helpers import ROOT, BookBuild
 
 BOOK = ROOT / "book"
 INSTRUCTOR = BOOK / "assignments" / "instructor"
-ASSIGNMENT_PAGES = ["index", "sampler", "mechanism", "audit", "pair_audit", "selection"]
+ASSIGNMENT_PAGES = ["index", "sampler", "mechanism", "audit", "pair_audit", "selection", "bughunt"]
 
 sys.path.insert(0, str(BOOK / "_ext"))
 from student_edition import OMITTED, STUDENT_COMMAND, strip_solutions, strip_solutions_notebook  # noqa: E402

@@ -33,7 +33,7 @@ from dptutor.course import keys
 from dptutor.course.keys import course_key, course_scope, course_tokens
 from dptutor.assignments.pair_audit import mystery_pair
 
-NOTEBOOKS = ("audit", "mechanism", "pair_audit", "sampler", "selection")
+NOTEBOOKS = ("audit", "bughunt", "mechanism", "pair_audit", "sampler", "selection")
 #: Secrets of the balance test (deterministic: the test gives the same counts on every run).
 SECRETS = [f"course secret number {i:05d}" for i in range(1400)]
 
@@ -236,7 +236,9 @@ def test_a_student_kernel_cannot_use_the_grading_checks_as_an_oracle() -> None:
     for assignment, token in tokens.items():
         use_course(token)
         graded = {"audit": [("q3", (d,)) for d in instances.AUDIT_BUGS],
-                  "pair_audit": [("q3", (e,)) for e in (1.0, 2.0, 2.5, 3.2, 4.0, 5.0)]}[assignment]
+                  "pair_audit": [("q3", (e,)) for e in (1.0, 2.0, 2.5, 3.2, 4.0, 5.0)],
+                  "bughunt": [(q, ({label: "broken"}, {label: "none"}, {label: None}))
+                              for q, label in (("q1", "histogram"), ("q2", "squares"), ("q3", "selection"))]}[assignment]
         for question, objects in graded:
             with pytest.raises(ValueError, match="only in its private answer key"):
                 check(assignment, question, *objects, hidden=True)
@@ -294,6 +296,9 @@ def _answers(folder) -> list[str]:
     text = (folder.folder / "private" / "instructor" / "pair_audit.md").read_text(encoding="utf-8")
     start = text.index("The mystery mechanism adds")
     out.append(text[start:text.index(",", start)])
+    text = (folder.folder / "private" / "instructor" / "bughunt.md").read_text(encoding="utf-8")
+    start = text.index("In this course ")
+    out.append(text[start:text.index(";", start)])
     return out
 
 
@@ -325,7 +330,7 @@ def test_course_folder_round_trip_and_refusals(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="do not match"):
         load_course(made.folder)
     # The student notebooks are the instructor's without solutions, and carry the course's tokens.
-    for name in ("audit", "pair_audit"):
+    for name in ("audit", "pair_audit", "bughunt"):
         release = (made.folder / "release" / f"{name}.md").read_text(encoding="utf-8")
         assert f'use_course("{made.tokens[name]}")' in release
         assert "BEGIN SOLUTION" not in release and "Reference solution" not in release
@@ -341,7 +346,8 @@ def test_the_course_instructor_notebooks_solve_the_course(tmp_path: Path) -> Non
 
     secret = next(s for s in SECRETS if member_of(course_tokens(s)["audit"])[1].broken == "B")
     course = new_course(tmp_path / "course", secret)
-    for name, graded in (("audit", ("verdicts", "evidence", "diagnosis")), ("pair_audit", ("true_epsilon",))):
+    for name, graded in (("audit", ("verdicts", "evidence", "diagnosis")), ("pair_audit", ("true_epsilon",)),
+                         ("bughunt", ("verdicts", "diagnoses", "evidence"))):
         namespace: dict = {"__name__": "__notebook__"}
         for cell in jupytext.read(course.folder / "private" / "instructor" / f"{name}.md").cells:
             if cell.cell_type != "code":

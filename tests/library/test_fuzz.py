@@ -193,6 +193,12 @@ def _pair_member():
     return PairMember(3, 0.8)
 
 
+def _hunt_member():
+    from dptutor.assignments.bug_family import BughuntMember
+
+    return BughuntMember("none", "wrong-bound", "half-sensitivity")
+
+
 def _pair_instructor_text() -> str:
     from dptutor.course.release import book_assignments_folder
 
@@ -482,6 +488,19 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
     "assignments.instances.AuditMember.one_sided": {"label": _const("A")},
     "assignments.instances.AuditMember.verdict": {"label": _const("A")},
     "assignments.instances.PairMember": {"columns": _const(3), "spread": _const(0.8)},
+    "assignments.bug_family.BughuntMember": {"histogram": _const("none"), "squares": _const("wrong-bound"),
+                                             "selection": _const("half-sensitivity")},
+    **{f"assignments.bug_family.BughuntMember.{m}": {"label": _const("squares")}
+       for m in ("bug", "calibration", "true_epsilon", "verdict")},
+    "assignments.bug_family.hunt_release": {"member": lambda ctx: _hunt_member(), "label": _const("squares"),
+                                            "data": _const([2.0, 3.0])},
+    "assignments.bug_family.neighbour_problem": {"label": _const("squares"), "x": _const([2.0]),
+                                                 "x_prime": _const([2.0, 3.0])},
+    "assignments.bughunt.mechanism_histogram": {"data": _const([3, 1])},
+    "assignments.bughunt.mechanism_squares": {"data": _const([2.0, 3.0])},
+    "assignments.bughunt.mechanism_selection": {"data": _const([0.0, 1.0, 2.0])},
+    "assignments.bughunt.hunt_audit": {"label": _const("squares"), "spec": _const(
+        {"x": [2.0], "x_prime": [2.0, 3.0], "trials": 50_000, "seed": 1})},
     "course.keys.course_tokens": {"secret": _const(_COURSE_SECRET)},
     "course.keys.course_key": {"secret": _const(_COURSE_SECRET)},
     "course.keys.tokens_of_key": {"key": lambda ctx: _course_key()},

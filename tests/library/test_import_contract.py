@@ -387,4 +387,4 @@ def test_the_assignments_run_without_the_grader(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", WITHOUT_GRADER, str(ROOT / "book" / "assignments" / "instructor")],
                           cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
-    assert proc.stdout.strip().endswith("ok 5"), proc.stdout
+    assert proc.stdout.strip().endswith("ok 6"), proc.stdout
