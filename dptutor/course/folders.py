@@ -349,6 +349,11 @@ def new_course(folder: Path | str, secret: str, *, name: str | None = None,
     return CourseFolder(folder, name, key)
 
 
+#: Course assignments added after course folders were first written: a folder without their table still
+#: loads (the course key gives their members; `course new` with the same secret adds their notebooks).
+ADDED_LATER = frozenset({"bughunt"})
+
+
 def load_course(folder: Path | str) -> CourseFolder:
     """The course folder ``folder``, its answer key checked (ValueError naming ``folder`` otherwise)."""
     folder = Path(check_path(folder, "folder"))
@@ -372,6 +377,8 @@ def load_course(folder: Path | str) -> CourseFolder:
     members = members_of_key(key)
     for assignment in INSTANCE_ASSIGNMENTS:
         table = raw.get(assignment)
+        if table is None and assignment in ADDED_LATER:
+            continue  # a folder from before this assignment existed: its members follow from the key all the same
         if not isinstance(table, dict) or not isinstance(table.get("token"), str):
             raise ValueError(f"folder: {path} has no token for {assignment}")
         if table["token"].strip() != tokens[assignment]:

@@ -556,3 +556,22 @@ def test_course_notebooks_fill_named_slots_and_say_where_they_come_from(tmp_path
             assert banner.startswith("<!-- Generated from") and source in banner, banner
             assert "python -m dptutor course new FOLDER --name dp-2026" in banner, banner
         assert "SLOT" not in private and "SLOT" not in release
+
+
+def test_a_course_folder_from_before_bughunt_still_loads(tmp_path: Path) -> None:
+    # A folder written before the sixth assignment has no [bughunt] table; the key still gives its members.
+    made = new_course(tmp_path / "old", "a long course secret written before bughunt")
+    key_file = made.folder / "private" / "answer-key.toml"
+    text = key_file.read_text(encoding="utf-8")
+    start = text.index("[bughunt]")
+    end = text.find("\n[", start + 1)
+    key_file.write_text(text[:start] + (text[end + 1:] if end >= 0 else ""), encoding="utf-8")
+    assert "[bughunt]" not in key_file.read_text(encoding="utf-8")
+    assert load_course(made.folder) == made
+    # Any other missing table is still refused.
+    text = key_file.read_text(encoding="utf-8")
+    start = text.index("[audit]")
+    end = text.find("\n[", start + 1)
+    key_file.write_text(text[:start] + (text[end + 1:] if end >= 0 else ""), encoding="utf-8")
+    with pytest.raises(ValueError, match="no token for audit"):
+        load_course(made.folder)
