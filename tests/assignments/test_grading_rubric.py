@@ -302,7 +302,7 @@ def test_calling_the_package_or_sampling_the_exact_law_is_noted_for_the_instruct
 
 
 def test_instructor_notes_are_marked_and_left_out_of_the_feedback_file() -> None:
-    from dptutor.course.grade import _feedback_of
+    from dptutor.course.reports import student_feedback
     from dptutor.course.result import SubmissionResult
     from dptutor.course.scores import ScoreRecord
 
@@ -311,7 +311,7 @@ def test_instructor_notes_are_marked_and_left_out_of_the_feedback_file() -> None
     result = SubmissionResult("alice.ipynb", "sampler", {"q1": 2.0, "q2": 1.0, "q3": 1.0},
                               {"q1": 2.0, "q2": 1.0, "q3": 1.0},
                               {"q1": [], "q2": [note, "a message for the student"], "q3": []}, [])
-    text = _feedback_of(ScoreRecord(result))
+    text = student_feedback(ScoreRecord(result))
     assert "calls the package" not in text and "for the instructor" not in text, text
     assert "a message for the student" in text
     assert note in result.row(__import__("dptutor.assignments", fromlist=["ASSIGNMENTS"]).ASSIGNMENTS["sampler"])[-1]
