@@ -4,17 +4,18 @@
 budget on a *pilot* that searches the inputs, and the rest on one fresh confirmation audit of the pair the
 pilot liked best (:func:`dptutor.audit.pair.audit_pair`).  The pilot
 
-1. screens a pool of starting pairs: for numeric query vectors, :func:`vector_pairs` (StatDP's patterns, as
+1. starts from a pool of pairs: for numeric query vectors, :func:`vector_pairs` (StatDP's patterns, as
    :func:`dptutor.audit.search.candidate_pairs` lists them, with scaled and signed variants, and moves that
    push one answer up across the others while they fall, across a threshold); for categorical or bounded
    inputs, :func:`value_pairs` (every pair of distinct values); or the user's own ``candidates``;
-2. refines the best few by a local search: each round audits them again on fresh runs together with a
-   random sample of their neighbours (:func:`pair_moves`: one answer's change turned, one answer moved,
-   every answer moved), and keeps the best;
-3. audits the final few on fresh runs and picks the best.
+2. runs rounds of successive halving that share the pilot's runs equally: each round audits the surviving
+   pairs on fresh runs and keeps the better half;
+3. searches locally in the first ``steps`` rounds: a random sample of untried neighbours of the best few
+   (:func:`pair_moves`: one answer's change turned, one answer moved, every answer moved) joins the survivors.
 
-Every pilot audit is scored by the bound it projects for the confirmation's budget: its estimate minus its
-margin scaled by ``sqrt(pilot runs / confirmation runs)``.
+Every pilot audit is scored by the bound its pair projects for the confirmation's budget: the largest, over
+the audit's candidate events (its trade-off points on the estimation half), of the estimated log-ratio
+minus a normal margin at the confirmation's size.
 
 The multiple-testing correction.  The pilot's choice, however adaptive, is a function of the pilot's runs
 only, which are independent of the confirmation's.  Conditioned on the pilot, the confirmation audits one
@@ -50,13 +51,11 @@ from dptutor._validate import (
 from dptutor.audit.pair import PairAudit, audit_pair
 from dptutor.audit.search import candidate_pairs
 
-__all__ = ["PAIR_SEARCH_SHARE", "PAIR_SEARCH_PLAN", "MechanismAudit", "vector_pairs", "value_pairs", "pair_moves",
+__all__ = ["PAIR_SEARCH_SHARE", "MechanismAudit", "vector_pairs", "value_pairs", "pair_moves",
            "audit_mechanism"]
 
 #: The default share of the total runs that the pilot spends (the rest goes to the confirmation).
 PAIR_SEARCH_SHARE: float = 0.3
-#: How the pilot's runs are split: screening, local search (over its rounds), final ranking.
-PAIR_SEARCH_PLAN: tuple[float, float, float] = (0.4, 0.4, 0.2)
 #: Neighbour relations of numeric query vectors: every answer may change by at most 1, or one answer only.
 NEIGHBOURS = ("componentwise", "one")
 _SCALES = (2.0, 5.0)  # base levels of the scaled variants of StatDP's patterns
@@ -247,7 +246,7 @@ class MechanismAudit:
     scores : array_like of float
         The last pilot score of each.
     stages : array_like of int
-        The pilot round of that score (0: screening, then the local search, last: the final ranking).
+        The pilot round of that score (0: the starting pool, then the rounds of successive halving).
     runs : int
         The runs spent in all (both inputs, pilot and confirmation).
     pilot_runs : int
@@ -335,23 +334,34 @@ class _Pilot:
                 self.pairs.append(pair)
                 self.scores.append(0.0)
                 self.stages.append(0)
-            self.scores[i], self.stages[i] = _score(result, trials, self.confirm_trials), self.rounds
+            self.scores[i], self.stages[i] = _score(result, self.confirm_trials), self.rounds
         self.rounds += 1
 
-    def best(self, n: int) -> list[tuple[Any, Any]]:
-        """The ``n`` pairs with the largest latest scores (ties: the earlier pair)."""
-        order = np.argsort(-np.asarray(self.scores), kind="stable")[:n]
-        return [self.pairs[int(i)] for i in order]
 
+def _score(result: PairAudit, confirm_trials: int) -> float:
+    """The bound ``result``'s pair projects at ``confirm_trials`` runs per input: over every candidate event
+    of its estimation half (its trade-off points) and both directions, the largest ``ln(p / p')`` minus the
+    normal margin of a bound at the confirmation's estimation size (``z`` at the audit's error split over two
+    bounds) and one standard error at the pilot's (so that rare events, whose estimated ratio is mostly noise,
+    score low).  Never clipped at 0, so that pairs still rank when no bound would be positive.
 
-def _score(result: PairAudit, trials: int, confirm_trials: int) -> float:
-    """The bound ``result`` projects at ``confirm_trials`` runs: its estimate minus its margin scaled by
-    ``sqrt(trials / confirm_trials)``; with no run of the event under the denominator (an infinite estimate),
-    its bound plus ``ln(confirm_trials / trials)``, as the upper bound on that probability falls as ``1 / n``."""
-    ratio = trials / max(confirm_trials, trials)
-    if not math.isfinite(result.estimate):
-        return result.lower_bound - math.log(ratio)
-    return result.estimate - (result.estimate - result.lower_bound) * math.sqrt(ratio)
+    The pilot's own bound would not do: at a pilot's size its cut favours large, uninformative events."""
+    from scipy import stats
+
+    if result.false_positive_rates is None:
+        return result.lower_bound
+    n = result.estimation_trials
+    big = max(1.0, confirm_trials * n / result.trials)
+    floor = 0.5 / n  # an event never seen under one input: as if seen half a time
+    a = np.maximum(np.asarray(result.false_positive_rates, dtype=np.float64), floor)
+    b = np.maximum(1.0 - np.asarray(result.false_negative_rates, dtype=np.float64), floor)
+    z = float(stats.norm.isf((1.0 - result.confidence) / 2.0))
+    best = -math.inf
+    for num, den in ((a, b), (b, a)):
+        spread = np.sqrt((1.0 - num) / num + (1.0 - den) / den)
+        margin = spread * (z / math.sqrt(big) + 1.0 / math.sqrt(n))
+        best = max(best, float(np.max(np.log(num / den) - margin)))
+    return best
 
 
 def _moves_of(moves: Any, pair: tuple[Any, Any], neighbours: str) -> list[tuple[Any, Any]]:
@@ -380,22 +390,38 @@ def _pool(length: Any, values: Any, candidates: Any, neighbours: str, rng: np.ra
     return _unique(pool)
 
 
-def _local_search(pilot: _Pilot, budget: int, steps: int, keep: int, width: int, moves: Any, neighbours: str,
-                  rng: np.random.Generator) -> None:
-    """``steps`` rounds, sharing ``budget`` runs per input: each audits the ``keep`` best pairs again with up to
-    ``width`` untried neighbours of each, drawn at random."""
-    for _ in range(steps):
-        parents = pilot.best(keep)
-        fresh: list = []
-        for pair in parents:
-            near = [p for p in _moves_of(moves, pair, neighbours) if _key(p) not in pilot.index]
-            near = [p for p in _unique(near) if _key(p) not in {_key(q) for q in fresh}]
-            picked = rng.permutation(len(near))[:width]
-            fresh += [near[int(i)] for i in np.sort(picked)]
-        if not fresh:
-            return
-        round_pairs = parents + fresh
-        pilot.audit(round_pairs, max(2, budget // (steps * len(round_pairs))))
+def _sizes(pool: int, steps: int, keep: int, width: int, confirm: int) -> list[int]:
+    """How many pairs each round audits at most: the better half survives (never fewer than ``confirm``), and
+    in the first ``steps`` rounds up to ``width`` neighbours of each of the ``keep`` best join them."""
+    sizes, alive = [pool], pool
+    while alive > confirm:
+        alive = max(confirm, -(-alive // 2)) + (keep * width if len(sizes) <= steps else 0)
+        sizes.append(alive)
+    return sizes
+
+
+def _halving(pilot: _Pilot, pool: list, budget: int, steps: int, keep: int, width: int, confirm: int, moves: Any,
+             neighbours: str, rng: np.random.Generator) -> list:
+    """The pilot: rounds of successive halving that share ``budget`` runs per input equally, the first
+    ``steps`` of them also trying untried neighbours of the best (the local search); returns the ``confirm``
+    best pairs of the last round."""
+    sizes = _sizes(len(pool), steps, keep, width, confirm)
+    per_round = budget // len(sizes)
+    alive = list(pool)
+    for r in range(len(sizes)):
+        pilot.audit(alive, max(2, per_round // len(alive)))
+        ranked = sorted(alive, key=lambda p: -pilot.scores[pilot.index[_key(p)]])
+        if r == len(sizes) - 1 or len(ranked) <= confirm:
+            return ranked[:confirm]
+        alive = ranked[:max(confirm, -(-len(ranked) // 2))]
+        if r < steps:
+            tried = set(pilot.index)
+            for pair in ranked[:keep]:
+                near = [p for p in _unique(_moves_of(moves, pair, neighbours)) if _key(p) not in tried]
+                picked = [near[int(i)] for i in np.sort(rng.permutation(len(near))[:width])]
+                tried.update(_key(p) for p in picked)
+                alive += picked
+    return alive[:confirm]
 
 
 @renamed_parameters(seed="rng", confidence="confidence_level")
@@ -421,8 +447,8 @@ def audit_mechanism(
     """A sound lower bound on the epsilon of ``mechanism`` with no pair handed in: search the inputs, then confirm.
 
     ``share`` of the ``runs`` (both inputs, pilot and confirmation counted together) go to the pilot
-    (the module docstring: screening a pool of starting pairs, a local search, a final ranking, split as
-    :data:`PAIR_SEARCH_PLAN`); the rest to ``confirm`` fresh audits of the pilot's best pairs, each at error
+    (the module docstring: successive halving over a pool of starting pairs, joined by neighbours of the best
+    in the first ``steps`` rounds); the rest to ``confirm`` fresh audits of the pilot's best pairs, each at error
     ``(1 - confidence_level) / confirm``.  The largest confirmed bound holds at ``confidence_level`` (the
     pilot's choice depends on its own runs only).
 
@@ -449,10 +475,10 @@ def audit_mechanism(
     share : float, optional
         The pilot's share of ``runs``, in [0.01, 0.9].
     steps, keep, width : int, optional
-        Local-search rounds (0 to 16), pairs kept per round and finalists (1 to 64), neighbours tried per
-        kept pair and round (1 to 1,000).
+        Rounds with a local search (0 to 16), pairs whose neighbours are tried in each (1 to 64), neighbours
+        tried per such pair and round (1 to 1,000).
     confirm : int, optional
-        Pairs confirmed (1 to ``keep``), Bonferroni-corrected.
+        Pairs confirmed (1 to 64), Bonferroni-corrected.
     rng : int, sequence of int, numpy.random.SeedSequence, numpy.random.Generator or None, optional
         The seed (``None``: fresh entropy).
     confidence_level : float, optional
@@ -486,7 +512,7 @@ def audit_mechanism(
     steps = check_int(steps, "steps", minimum=0, maximum=16)
     keep = check_int(keep, "keep", minimum=1, maximum=64)
     width = check_int(width, "width", minimum=1, maximum=1000)
-    confirm = check_int(confirm, "confirm", minimum=1, maximum=keep)
+    confirm = check_int(confirm, "confirm", minimum=1, maximum=64)
     conf = check_probability(confidence_level, "confidence_level")
     if moves is not None:
         check_callable(moves, "moves", "moves(x, x_prime) -> pairs")
@@ -499,17 +525,11 @@ def audit_mechanism(
     pool = _pool(length, values, candidates, neighbours, move_rng)
     budget = int(share * runs) // 2  # pilot runs per input
     confirm_trials = (runs - 2 * budget) // (2 * confirm)
-    screen = int(PAIR_SEARCH_PLAN[0] * budget) // len(pool)
-    if screen < 2:
+    if budget // len(_sizes(len(pool), steps, keep, width, confirm)) < 2 * len(pool):
         raise ValueError(f"runs must give the pilot at least 2 runs per input on each of the {len(pool)} starting pairs, "
                          f"got {runs} (share {share})")
     pilot = _Pilot(mechanism, {"epsilon": epsilon, **options}, confirm_trials, pilot_seq)
-    pilot.audit(pool, screen)
-    _local_search(pilot, int(PAIR_SEARCH_PLAN[1] * budget), steps, keep, width, moves, neighbours, move_rng)
-    finalists = pilot.best(keep)
-    if len(finalists) > confirm:
-        pilot.audit(finalists, max(2, (budget - pilot.spent // 2) // len(finalists)))
-    chosen = pilot.best(confirm)
+    chosen = _halving(pilot, pool, budget, steps, keep, width, confirm, moves, neighbours, move_rng)
     confirm_trials = max(2, (runs - pilot.spent) // (2 * len(chosen)))
     each = 1.0 - (1.0 - conf) / len(chosen)
     confirmed = [audit_pair(mechanism, x, x_prime, epsilon=epsilon, trials=confirm_trials, confidence_level=each,

@@ -81,7 +81,8 @@ def test_value_search_finds_the_leaking_pair_and_spends_the_stated_budget():
 def test_local_search_reaches_the_crossing_pair():
     start = max(crossing_epsilon(p) for p in vector_pairs(3))
     assert start < math.log(1.5) - 0.1  # the local search is needed
-    found = audit_mechanism(crossing, epsilon=0.1, runs=400_000, length=3, rng=5, bounds="two")
+    # Seeded; over seeds 0-19 the search ends on such a pair in 17 (measured), so a failure here is a change.
+    found = audit_mechanism(crossing, epsilon=0.1, runs=1_000_000, length=3, rng=5, bounds="two")
     assert crossing_epsilon(found.pair) == pytest.approx(math.log(1.5))
     assert found.stages.max() >= 1  # the local search's rounds scored pairs
 
@@ -106,7 +107,7 @@ def test_search_and_confirmation_are_sound_at_the_stated_rate():
     above = 0
     for seed in range(seeds):
         found = audit_mechanism(parity, epsilon=0.1, runs=40_000, values=range(6), rng=seed, bounds="joint",
-                                steps=0, keep=2)
+                                steps=0)
         above += found.lower_bound > parity_epsilon(found.pair)
     # At most 5% of valid 95% bounds exceed epsilon; a count above the binomial quantile at 0.001 fails.
     assert above <= stats.binom.isf(0.001, seeds, 0.05)
@@ -130,7 +131,7 @@ def test_the_same_seed_repeats_the_search():
         ({"values": None, "candidates": [(1,)]}, TypeError, "candidates"),
         ({"neighbours": "all"}, ValueError, "neighbours"),
         ({"moves": 3}, TypeError, "moves"),
-        ({"confirm": 4, "keep": 3}, ValueError, "confirm"),
+        ({"confirm": 65}, ValueError, "confirm"),
         ({"confidence_level": 1.0}, ValueError, "confidence_level"),
         ({"epsilon": -1.0}, ValueError, "epsilon"),
         ({"window": 3}, TypeError, "window"),
