@@ -28,7 +28,7 @@ its learned statistic, its pilot and confirmation runs, and the joint bound's Po
 ``--seeds`` repeats the whole benchmark over several base seeds to report reach *rates*, never one seed's count.
 
 With ``--inputs`` no pair is handed in either: :func:`dptutor.audit.audit_mechanism` searches the inputs (a
-vector of the entry's length, or the values 0-5 of the entries whose input is a count or a category) on
+vector of the entry's length, or the values 0-5 of the entries whose input is a bounded count or a category) on
 ``PAIR_SEARCH_SHARE`` of ``--runs`` total runs (pilot and confirmation, both inputs, counted together;
 2*10^7 by default, the equivalent of 10^7 per dataset) and confirms the best pair on fresh runs.  Each
 (entry, seed) audit appends one JSON line to ``--out``, so a run may be split into parts (per seed with
@@ -380,15 +380,16 @@ def ceiling(entries: dict, trials: int, settings: dict, search: bool = False) ->
     return 0
 
 
-#: The inputs the search is told about: the entries whose input is a count or a category take the values 0-5,
-#: the histograms change one bin by at most 1, every other entry a vector (or a scalar) of its own length.
-_VALUE_INPUTS = {"TruncatedGeometric", "Rappor", "OneTimeRappor"}
+#: The inputs the search is told about: RAPPOR's entries take a category (the values 0-5, any two neighbours),
+#: the truncated geometric a count in [0, 5] (neighbours differ by 1), the histograms change one bin by at
+#: most 1, every other entry a vector (or a scalar) of its own length whose answers may all change by 1.
+_VALUE_INPUTS = {"TruncatedGeometric": True, "Rappor": False, "OneTimeRappor": False}
 
 
 def input_space(entry) -> dict:
     """What :func:`dptutor.audit.audit_mechanism` is told about the entry's inputs (never its pair)."""
     if entry.name in _VALUE_INPUTS:
-        return {"values": list(range(6))}
+        return {"values": list(range(6)), "adjacent": _VALUE_INPUTS[entry.name]}
     length = 1 if isinstance(entry.x, float) else len(entry.x)
     return {"length": length, "neighbours": "one" if entry.name in _ONE_ENTRY else "componentwise"}
 

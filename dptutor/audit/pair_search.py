@@ -36,6 +36,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dptutor._validate import (
+    check_bool,
     check_callable,
     check_choice,
     check_float_array,
@@ -139,18 +140,21 @@ def vector_pairs(k: int, *, neighbours: str = "componentwise") -> list[tuple[Any
     return _unique([_canonical(a, b) for a, b in pairs])
 
 
-def value_pairs(values: Sequence[Any]) -> list[tuple[Any, Any]]:
+def value_pairs(values: Sequence[Any], *, adjacent: bool = False) -> list[tuple[Any, Any]]:
     """Every pair of distinct values, each once: the starting pairs for categorical or bounded inputs.
 
     Parameters
     ----------
     values : sequence
         The possible inputs (at least 2, at most 1,000), passed to the mechanism as they are.
+    adjacent : bool, optional
+        Only the pairs of values next to each other in ``values`` (a bounded count, whose neighbours
+        differ by 1), instead of every pair (a category, which a neighbouring input may change to any other).
 
     Returns
     -------
     list of (x, x_prime)
-        The ``n (n - 1) / 2`` pairs.
+        The ``n (n - 1) / 2`` pairs (``n - 1`` with ``adjacent``).
 
     Raises
     ------
@@ -163,14 +167,16 @@ def value_pairs(values: Sequence[Any]) -> list[tuple[Any, Any]]:
     [(0, 1), (0, 2), (1, 2)]
     """
     items = check_sequence(values, "values", min_len=2)
+    check_bool(adjacent, "adjacent")
     if len(items) > 1000:
         raise ValueError(f"values must list at most 1000 inputs, got {len(items)}")
     out = []
     for i, a in enumerate(items):
-        for b in items[i + 1:]:
+        for j, b in enumerate(items[i + 1:], start=i + 1):
             if repr(a) == repr(b):
                 raise ValueError(f"values must be distinct, got {a!r} twice")
-            out.append((a, b))
+            if not adjacent or j == i + 1:
+                out.append((a, b))
     return out
 
 
@@ -375,7 +381,7 @@ def _moves_of(moves: Any, pair: tuple[Any, Any], neighbours: str) -> list[tuple[
     return pair_moves(*pair, neighbours=neighbours)
 
 
-def _pool(length: Any, values: Any, candidates: Any, neighbours: str, rng: np.random.Generator) -> list:
+def _pool(length: Any, values: Any, adjacent: bool, candidates: Any, neighbours: str, rng: np.random.Generator) -> list:
     """The starting pairs: :func:`vector_pairs`, :func:`value_pairs` and the user's ``candidates`` (a sequence
     of pairs, or a callable ``candidates(rng)`` returning one), deduplicated."""
     if length is None and values is None and candidates is None:
@@ -384,7 +390,7 @@ def _pool(length: Any, values: Any, candidates: Any, neighbours: str, rng: np.ra
     if length is not None:
         pool += vector_pairs(length, neighbours=neighbours)
     if values is not None:
-        pool += value_pairs(values)
+        pool += value_pairs(values, adjacent=adjacent)
     if candidates is not None:
         pool += check_pair_list(candidates(rng) if callable(candidates) else candidates, "candidates")
     return _unique(pool)
@@ -432,6 +438,7 @@ def audit_mechanism(
     runs: int,
     length: int | None = None,
     values: Sequence[Any] | None = None,
+    adjacent: bool = False,
     candidates: Any = None,
     moves: Any = None,
     neighbours: str = "componentwise",
@@ -465,6 +472,8 @@ def audit_mechanism(
         :func:`pair_moves`.
     values : sequence or None, optional
         Categorical or bounded inputs: start from :func:`value_pairs`.
+    adjacent : bool, optional
+        With ``values``: only values next to each other are neighbours (a bounded count).
     candidates : sequence of (x, x_prime), callable or None, optional
         The user's own starting pairs, or ``candidates(rng)`` returning them (``rng`` a numpy Generator).
     moves : callable or None, optional
@@ -522,7 +531,7 @@ def audit_mechanism(
     root = check_seed_sequence(rng, "rng")
     pilot_seq, move_seq, confirm_seq = root.spawn(3)
     move_rng = np.random.default_rng(move_seq)
-    pool = _pool(length, values, candidates, neighbours, move_rng)
+    pool = _pool(length, values, adjacent, candidates, neighbours, move_rng)
     budget = int(share * runs) // 2  # pilot runs per input
     confirm_trials = (runs - 2 * budget) // (2 * confirm)
     if budget // len(_sizes(len(pool), steps, keep, width, confirm)) < 2 * len(pool):

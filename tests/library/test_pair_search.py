@@ -141,3 +141,11 @@ def test_bad_inputs_name_the_parameter(kwargs, error, name):
     args = {"epsilon": 0.1, "runs": 20_000, "values": range(6), "rng": 1, **kwargs}
     with pytest.raises(error, match=name):
         audit_mechanism(leaky, **args)
+
+
+def test_adjacent_values_pair_only_neighbouring_counts():
+    assert value_pairs(range(4), adjacent=True) == [(0, 1), (1, 2), (2, 3)]
+    with pytest.raises(TypeError, match="adjacent"):
+        value_pairs(range(4), adjacent=1)
+    found = audit_mechanism(leaky, epsilon=0.1, runs=100_000, values=range(6), adjacent=True, rng=2)
+    assert all(abs(a - b) == 1 for a, b in found.piloted)
