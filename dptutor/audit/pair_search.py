@@ -170,6 +170,8 @@ def value_pairs(values: Sequence[Any], *, adjacent: bool = False) -> list[tuple[
     check_bool(adjacent, "adjacent")
     if len(items) > 1000:
         raise ValueError(f"values must list at most 1000 inputs, got {len(items)}")
+    if any(isinstance(a, float) and not math.isfinite(a) for a in items):
+        raise ValueError("values must be finite")
     out = []
     for i, a in enumerate(items):
         for j, b in enumerate(items[i + 1:], start=i + 1):
@@ -333,7 +335,8 @@ class _Pilot:
                 result = audit_pair(self.mechanism, pair[0], pair[1], trials=trials,
                                     rng=tuple(int(v) for v in seed.generate_state(4)), **self.options)
             except (TypeError, ValueError) as exc:
-                raise type(exc)(f"candidates: on the pair {pair!r}: {exc}") from exc
+                raise type(exc)(f"the mechanism refused the pair {pair!r} made from length, values, candidates or "
+                                f"moves: {exc}") from exc
             self.spent += 2 * trials
             i = self.index.setdefault(_key(pair), len(self.pairs))
             if i == len(self.pairs):
@@ -388,7 +391,7 @@ def _pool(length: Any, values: Any, adjacent: bool, candidates: Any, neighbours:
         raise ValueError("candidates must be given when neither length nor values is (the search needs a starting pool)")
     pool: list = []
     if length is not None:
-        pool += vector_pairs(length, neighbours=neighbours)
+        pool += vector_pairs(check_int(length, "length", minimum=1, maximum=1 << 12), neighbours=neighbours)
     if values is not None:
         pool += value_pairs(values, adjacent=adjacent)
     if candidates is not None:

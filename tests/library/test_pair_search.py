@@ -126,7 +126,7 @@ def test_the_same_seed_repeats_the_search():
         ({"runs": 1.5e6}, TypeError, "runs"),
         ({"share": 0.95}, ValueError, "share"),
         ({"values": [1]}, ValueError, "values"),
-        ({"values": None, "length": "3"}, TypeError, "k"),
+        ({"values": None, "length": "3"}, TypeError, "length"),
         ({"values": None}, ValueError, "candidates"),
         ({"values": None, "candidates": [(1,)]}, TypeError, "candidates"),
         ({"neighbours": "all"}, ValueError, "neighbours"),
