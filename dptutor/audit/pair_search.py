@@ -365,6 +365,10 @@ def _score(result: PairAudit, confirm_trials: int) -> float:
     a = np.maximum(np.asarray(result.false_positive_rates, dtype=np.float64), floor)
     b = np.maximum(1.0 - np.asarray(result.false_negative_rates, dtype=np.float64), floor)
     z = float(stats.norm.isf((1.0 - result.confidence) / 2.0))
+    useful = (np.minimum(a, b) < 1.0) & (np.maximum(a, b) > floor)  # not every output, nor none seen
+    if not np.any(useful):
+        return result.lower_bound
+    a, b = a[useful], b[useful]
     best = -math.inf
     for num, den in ((a, b), (b, a)):
         spread = np.sqrt((1.0 - num) / num + (1.0 - den) / den)
