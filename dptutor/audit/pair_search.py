@@ -418,6 +418,8 @@ def _halving(pilot: _Pilot, pool: list, budget: int, steps: int, keep: int, widt
     """The pilot: rounds of successive halving that share ``budget`` runs per input equally, the first
     ``steps`` of them also trying untried neighbours of the best (the local search); returns the ``confirm``
     best pairs of the last round."""
+    if moves is None and not _moves_of(None, pool[0], neighbours):
+        steps = 0  # no local search on pairs without moves (values): the rounds halve from the start
     sizes = _sizes(len(pool), steps, keep, width, confirm)
     per_round = budget // len(sizes)
     alive = list(pool)
