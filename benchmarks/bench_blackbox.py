@@ -476,7 +476,7 @@ def report(path: Path, seeds: list[int] | None, only: list[str] | None) -> int:
         if counts:
             print(f"at {level}: number reached per seed {counts}; mean {np.mean(counts):.2f} of {len(names)}; "
                   f"seeds with at least {min(16, len(names))}: {sum(c >= min(16, len(names)) for c in counts)} "
-                  f"of {len(counts)}")
+                  f"of {len(counts)} (fraction {np.mean([c >= min(16, len(names)) for c in counts]):.2f})")
     known = [r for r in rows.values() if r["exact"] is not None and r["exact"] != "inf"]
     above = sum(r["bound"] > r["exact"] for r in known)
     if known:
