@@ -209,7 +209,7 @@ def pair_moves(x: Any, x_prime: Any, *, neighbours: str = "componentwise") -> li
     Examples
     --------
     >>> len(pair_moves(1.0, 0.0))
-    8
+    4
     """
     a = check_float_array(x, "x", finite=True)
     b = check_float_array(x_prime, "x_prime", finite=True)
