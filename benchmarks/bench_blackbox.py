@@ -11,6 +11,8 @@
     .venv/bin/python benchmarks/bench_blackbox.py --full --ceiling  # the best bound any event could give
     .venv/bin/python benchmarks/bench_blackbox.py --full --ceiling --search  # ... and the limit over the pairs searched
     .venv/bin/python benchmarks/bench_blackbox.py --full --seeds 1 2 3 4 5   # reach rates over five base seeds
+    .venv/bin/python benchmarks/bench_blackbox.py --inputs --seeds 1 --only SVT1 --out runs.jsonl   # no pair handed in
+    .venv/bin/python benchmarks/bench_blackbox.py --report runs.jsonl   # summarise what the parts appended
 
 Every audit uses no hand-written statistic: ``audit_pair`` counts discrete outputs one by one, thresholds real
 scalars, and learns a statistic (a classifier fitted on its selection half) for vectors.  For each mechanism
@@ -24,6 +26,16 @@ Independent audits: entry ``i`` of :func:`dptutor.dpsniper.benchmark` (its place
 its learned statistic, its pilot and confirmation runs, and the joint bound's Poisson thinning draws.  So the
 20 audits of one run are independent, as the Poisson-binomial combination of ``--ceiling`` assumes, and
 ``--seeds`` repeats the whole benchmark over several base seeds to report reach *rates*, never one seed's count.
+
+With ``--inputs`` no pair is handed in either: :func:`dptutor.audit.audit_mechanism` searches the inputs (a
+vector of the entry's length, or the values 0-5 of the entries whose input is a bounded count or a category) on
+``PAIR_SEARCH_SHARE`` of ``--runs`` total runs (pilot and confirmation, both inputs, counted together;
+2*10^7 by default, the equivalent of 10^7 per dataset) and confirms the best pair on fresh runs.  Each
+(entry, seed) audit appends one JSON line to ``--out``, so a run may be split into parts (per seed with
+``--seeds``, per mechanism with ``--only``) that accumulate in one file; ``--report`` summarises the file:
+each entry's reach rate at 95% and at 90% (DP-Sniper's own level, recomputed from the same counts),
+beside the Neyman-Pearson reach limit on the pair found, the mean number of the 20 reached, the fraction of
+seeds with at least 16, the soundness count with its binomial test, and the CPU time.
 
 If DP-Sniper is installed (``import dpsniper``; never required), nothing here calls it: its own command
 (``python -m dpsniper.experiments``) runs the same mechanisms at its budget, for a side-by-side timing.
@@ -43,6 +55,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from dptutor.audit import (  # noqa: E402
     PAIR_BOUNDS,
+    PAIR_SEARCH_SHARE,
+    audit_mechanism,
     candidate_pairs,
     reach_count_probability,
     reach_probability,
@@ -129,7 +143,15 @@ def main(argv: list[str] | None = None) -> int:
                              "(with --search: above that of the pair found)")
     parser.add_argument("--ceiling", action="store_true",
                         help="instead: the largest bound any event could give, from the exact output distributions")
+    parser.add_argument("--inputs", action="store_true",
+                        help="instead: no pair handed in, search the inputs (audit_mechanism); needs --out")
+    parser.add_argument("--runs", type=int, default=2 * 10**7,
+                        help="with --inputs: total runs per mechanism, pilot and confirmation (default 2*10^7)")
+    parser.add_argument("--out", type=Path, default=None, help="with --inputs: the JSON-lines file to append to")
+    parser.add_argument("--report", type=Path, default=None, help="instead: summarise a file written by --inputs")
     args = parser.parse_args(argv)
+    if args.report is not None:
+        return report(args.report, args.seeds, args.only)
     trials = 10**7 if args.full else args.trials
     entries = benchmark()
     settings = {} if args.classic else dict(SETTINGS)
@@ -142,6 +164,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.ceiling:
         return ceiling({n: entries[n] for n in names}, trials, settings, args.search)
     index = {n: i for i, n in enumerate(entries)}
+    if args.inputs:
+        if args.out is None:
+            parser.error("--inputs needs --out FILE (its results are appended there)")
+        return inputs_run({n: entries[n] for n in names}, args.runs, args.seeds or [args.seed], settings, index,
+                          args.out)
     if args.soundness:
         return soundness({n: entries[n] for n in names}, trials, args.soundness, settings, args.search, args.rounds,
                          index)
@@ -350,6 +377,113 @@ def ceiling(entries: dict, trials: int, settings: dict, search: bool = False) ->
         print(f"any valid 95% audit reaches DP-Sniper's bound on at least {k} of these {len(entries)} with probability "
               f"at most {top:.3f} (the {free} without computed laws counted as reached)")
     print(f"the expected number it reaches is at most {sum(reaches) + free:.2f} of {len(entries)}")
+    return 0
+
+
+#: The inputs the search is told about: RAPPOR's entries take a category (the values 0-5, any two neighbours),
+#: the truncated geometric a count in [0, 5] (neighbours differ by 1), the histograms change one bin by at
+#: most 1, every other entry a vector (or a scalar) of its own length whose answers may all change by 1.
+_VALUE_INPUTS = {"TruncatedGeometric": True, "Rappor": False, "OneTimeRappor": False}
+
+
+def input_space(entry) -> dict:
+    """What :func:`dptutor.audit.audit_mechanism` is told about the entry's inputs (never its pair)."""
+    if entry.name in _VALUE_INPUTS:
+        return {"values": list(range(6)), "adjacent": _VALUE_INPUTS[entry.name]}
+    length = 1 if isinstance(entry.x, float) else len(entry.x)
+    return {"length": length, "neighbours": "one" if entry.name in _ONE_ENTRY else "componentwise"}
+
+
+def bound_at(result, confidence_level: float) -> float:
+    """The two-bound audit's lower bound at another confidence level, from the same estimation counts (the
+    event, its direction and side were fixed by the selection half, whatever the level)."""
+    from scipy import stats
+
+    (k_num, _), (k_den, _) = result.counts
+    n, err = result.estimation_trials, (1.0 - confidence_level) / 2
+    low = stats.beta.ppf(err, k_num, n - k_num + 1) if k_num > 0 else 0.0
+    high = stats.beta.isf(err, k_den + 1, n - k_den) if k_den < n else 1.0
+    return max(0.0, math.log((low - result.delta) / high)) if low > result.delta else 0.0
+
+
+def _pair_facts(entry, pair: tuple, trials: int) -> tuple:
+    """``(exact epsilon, 95% reach limit, 90% reach limit)`` on the pair found, where its laws are computed."""
+    laws = exact_output_laws(entry.name, *pair)
+    if laws is None:
+        return None, None, None
+    exact = max_log_ratio(*laws)
+    limits = [reach_probability(*laws, trials, entry.dpsniper, confidence_level=c) for c in (0.95, 0.90)]
+    return (exact if math.isfinite(exact) else "inf"), *limits
+
+
+def inputs_run(entries: dict, runs: int, seeds: list[int], settings: dict, index: dict, out: Path) -> int:
+    """Audit every entry with every base seed, no pair handed in; append one JSON line per audit to ``out``."""
+    import json
+
+    if settings.get("bounds", "four") != "two":
+        raise SystemExit("--inputs reports a 90% column recomputed from the two-bound counts: drop --classic/--bounds")
+    print(f"bench_blackbox --inputs: {len(entries)} entries x seeds {seeds}, {runs:,} runs per mechanism in all "
+          f"({PAIR_SEARCH_SHARE:.0%} pilot), settings {settings}; appending to {out}")
+    for seed in seeds:
+        for name, entry in entries.items():
+            start = time.process_time()
+            found = audit_mechanism(entry.release(), epsilon=entry.epsilon, runs=runs, rng=entry_seed(seed, index[name]),
+                                    **input_space(entry), **settings)
+            cpu = time.process_time() - start
+            best = found.best
+            exact, limit, limit90 = _pair_facts(entry, found.pair, best.trials)
+            row = {"name": name, "index": index[name], "seed": seed, "runs": found.runs, "pilot_runs": found.pilot_runs,
+                   "trials": best.trials, "bound": best.lower_bound, "bound90": bound_at(best, 0.90),
+                   "published": entry.dpsniper, "pair": [list(np.atleast_1d(v).tolist()) for v in found.pair],
+                   "exact": exact, "limit": limit, "limit90": limit90, "piloted": len(found.piloted), "cpu": cpu}
+            with open(out, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps(row) + "\n")
+            print(f"seed {seed:3d} {name:20s} bound {row['bound']:.4f} (90%: {row['bound90']:.4f}) published "
+                  f"{entry.dpsniper:.4f} exact {_fmt(exact if exact != 'inf' else math.inf)} limit "
+                  f"{'?' if limit is None else f'{limit:.3f}'}  {cpu:6.1f} CPU s  pair {found.pair}", flush=True)
+    return 0
+
+
+def report(path: Path, seeds: list[int] | None, only: list[str] | None) -> int:
+    """Summarise a file written by ``--inputs``: per entry, then per seed, then soundness (the last line of each
+    (entry, seed) counts)."""
+    import json
+
+    from scipy import stats
+
+    rows = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            row = json.loads(line)
+            if (seeds is None or row["seed"] in seeds) and (only is None or row["name"] in only):
+                rows[row["name"], row["seed"]] = row
+    names = sorted({n for n, _ in rows}, key=lambda n: next(r["index"] for (m, _), r in rows.items() if m == n))
+    seen = sorted({s for _, s in rows})
+    print(f"{'mechanism':20s} {'seeds':>5s} {'reach 95%':>9s} {'limit 95%':>9s} {'reach 90%':>9s} {'limit 90%':>9s} "
+          f"{'above exact':>11s} {'CPU s':>7s}")
+    for name in names:
+        mine = [r for (n, _), r in rows.items() if n == name]
+        limits = [r["limit"] for r in mine if r["limit"] is not None]
+        limits90 = [r["limit90"] for r in mine if r["limit90"] is not None]
+        known = [r for r in mine if r["exact"] is not None and r["exact"] != "inf"]
+        print(f"{name:20s} {len(mine):5d} {np.mean([r['bound'] >= r['published'] for r in mine]):9.2f} "
+              f"{np.mean(limits) if limits else math.nan:9.3f} {np.mean([r['bound90'] >= r['published'] for r in mine]):9.2f} "
+              f"{np.mean(limits90) if limits90 else math.nan:9.3f} "
+              f"{sum(r['bound'] > r['exact'] for r in known):5d} of {len(known):3d} {np.mean([r['cpu'] for r in mine]):7.1f}")
+    complete = [s for s in seen if all((n, s) in rows for n in names)]
+    for level, key in (("95%", "bound"), ("90% (DP-Sniper's level)", "bound90")):
+        counts = [sum(rows[n, s][key] >= rows[n, s]["published"] for n in names) for s in complete]
+        if counts:
+            print(f"at {level}: number reached per seed {counts}; mean {np.mean(counts):.2f} of {len(names)}; "
+                  f"seeds with at least {min(16, len(names))}: {sum(c >= min(16, len(names)) for c in counts)} "
+                  f"of {len(counts)} (fraction {np.mean([c >= min(16, len(names)) for c in counts]):.2f})")
+    known = [r for r in rows.values() if r["exact"] is not None and r["exact"] != "inf"]
+    above = sum(r["bound"] > r["exact"] for r in known)
+    if known:
+        p = stats.binomtest(above, len(known), 0.05, alternative="greater").pvalue
+        print(f"soundness: {above} of {len(known)} 95% bounds above the exact epsilon of their pair "
+              f"(one-sided binomial test against 5%: p = {p:.3g}); {len(rows) - len(known)} without a finite one")
+    print(f"CPU time: {sum(r['cpu'] for r in rows.values()):.0f} s over {len(rows)} audits, seeds {seen}")
     return 0
 
 

@@ -572,3 +572,15 @@ def seed_entropy(seq: np.random.SeedSequence) -> int | tuple[int, ...]:
     """The entropy of a root ``SeedSequence`` as a plain seed (an int, or a tuple of ints) to record."""
     entropy = seq.entropy
     return tuple(int(v) for v in entropy) if isinstance(entropy, (list, tuple, np.ndarray)) else int(entropy)
+
+
+def check_pair_list(value: object, name: str) -> list[tuple[Any, Any]]:
+    """A non-empty list or tuple of pairs ``(x, x_prime)`` (each a 2-tuple or 2-list), as a list of tuples."""
+    items = check_sequence(value, name)
+    for i, pair in enumerate(items):
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise TypeError(f"{name}[{i}] must be a pair (x, x_prime), got {type(pair).__name__}")
+        for item in pair:
+            if isinstance(item, float) and not math.isfinite(item):
+                raise ValueError(f"{name}[{i}] must hold finite inputs, got {item!r}")
+    return [tuple(pair) for pair in items]

@@ -1,0 +1,559 @@
+"""A search over the input space for the pair of neighbouring inputs on which a mechanism leaks most.
+
+:func:`audit_mechanism` audits a mechanism with no pair handed in: it spends a stated share of a total run
+budget on a *pilot* that searches the inputs, and the rest on one fresh confirmation audit of the pair the
+pilot liked best (:func:`dptutor.audit.pair.audit_pair`).  The pilot
+
+1. starts from a pool of pairs: for numeric query vectors, :func:`vector_pairs` (StatDP's patterns, as
+   :func:`dptutor.audit.search.candidate_pairs` lists them, with scaled and signed variants, and moves that
+   push one answer up across the others while they fall, across a threshold); for categorical or bounded
+   inputs, :func:`value_pairs` (every pair of distinct values); or the user's own ``candidates``;
+2. runs rounds of successive halving that share the pilot's runs equally: each round audits the surviving
+   pairs on fresh runs and keeps the better half;
+3. searches locally in the first ``steps`` rounds: a random sample of untried neighbours of the best few
+   (:func:`pair_moves`: one answer's change turned, one answer moved, every answer moved) joins the survivors.
+
+Every pilot audit is scored by the bound its pair projects for the confirmation's budget: the largest, over
+the audit's candidate events (its trade-off points on the estimation half), of the estimated log-ratio
+minus a normal margin at the confirmation's size.
+
+The multiple-testing correction.  The pilot's choice, however adaptive, is a function of the pilot's runs
+only, which are independent of the confirmation's.  Conditioned on the pilot, the confirmation audits one
+fixed pair at ``confidence_level``, so no correction is needed for the pairs the pilot tried; with
+``confirm = J > 1`` pairs confirmed, each at error ``(1 - confidence_level) / J`` (Bonferroni), their
+maximum holds at ``confidence_level`` by the union bound.  The bound is on the mechanism's epsilon over
+every pair the search could return, so the pool and the moves must only make pairs that are neighbours.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dptutor._validate import (
+    check_bool,
+    check_callable,
+    check_choice,
+    check_float_array,
+    check_int,
+    check_pair_list,
+    check_positive,
+    check_probability,
+    check_real,
+    check_seed_sequence,
+    check_sequence,
+    renamed_parameters,
+)
+from dptutor.audit.pair import PairAudit, audit_pair
+from dptutor.audit.search import candidate_pairs
+
+__all__ = ["PAIR_SEARCH_SHARE", "MechanismAudit", "vector_pairs", "value_pairs", "pair_moves",
+           "audit_mechanism"]
+
+#: The default share of the total runs that the pilot spends (the rest goes to the confirmation).
+PAIR_SEARCH_SHARE: float = 0.3
+#: Neighbour relations of numeric query vectors: every answer may change by at most 1, or one answer only.
+NEIGHBOURS = ("componentwise", "one")
+_SCALES = (2.0, 5.0)  # base levels of the scaled variants of StatDP's patterns
+_HEIGHTS = (0.0, 6.0)  # how far the rising answer of a crossing move starts above the others
+_STEPS = (1.0, 4.0)  # how far one answer moves in a local-search step
+
+
+def _canonical(x: Any, x_prime: Any) -> tuple[Any, Any]:
+    """Vectors as tuples of floats (scalars as floats), so that pairs can be compared and deduplicated."""
+    def one(v: Any) -> Any:
+        arr = np.asarray(v, dtype=np.float64)
+        return float(arr) if arr.ndim == 0 else tuple(float(t) for t in arr.ravel())
+    return one(x), one(x_prime)
+
+
+def _key(pair: tuple[Any, Any]) -> Any:
+    """The same key for a pair and its reverse (an audit covers both directions)."""
+    a, b = repr(pair[0]), repr(pair[1])
+    return (a, b) if a <= b else (b, a)
+
+
+def _unique(pairs: Sequence[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+    seen: set = set()
+    out = []
+    for pair in pairs:
+        k = _key(pair)
+        if pair[0] != pair[1] and k not in seen:
+            seen.add(k)
+            out.append(pair)
+    return out
+
+
+def vector_pairs(k: int, *, neighbours: str = "componentwise") -> list[tuple[Any, Any]]:
+    """Starting pairs for ``k`` numeric query answers (floats when ``k = 1``), each pair once in one order.
+
+    StatDP's patterns (:func:`~dptutor.audit.search.candidate_pairs`); their scaled and signed variants
+    (the first input multiplied by 2 or 5, the change added or subtracted); and *crossing* moves: one answer,
+    ``h`` = 0 or 6 above the others (all 2), rises by 1 while the others fall by 1 (``componentwise``; with
+    the answers after it kept, or falling too), or moves by 1 alone (``one``).
+
+    Parameters
+    ----------
+    k : int
+        The number of answers, 1 to 4,096.
+    neighbours : {"componentwise", "one"}, optional
+        Every answer may change by at most 1, or only one answer may.
+
+    Returns
+    -------
+    list of (x, x_prime)
+        Distinct pairs of neighbouring inputs.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the bad parameter.
+
+    Examples
+    --------
+    >>> vector_pairs(1)[:2]
+    [(1.0, 0.0), (1.0, 2.0)]
+    """
+    k = check_int(k, "k", minimum=1, maximum=1 << 12)
+    check_choice(neighbours, "neighbours", NEIGHBOURS)
+    wide = neighbours == "componentwise"
+    base = [(np.array(a), np.array(b)) for a, b in candidate_pairs(k, componentwise=wide and k > 1)]
+    pairs = [(a, b) for a, b in base]
+    for scale in _SCALES:
+        pairs += [(scale * a, scale * a + sign * (b - a)) for a, b in base for sign in (1.0, -1.0)]
+    for j in range(k if k > 1 else 0):
+        for h in _HEIGHTS:
+            x = np.full(k, 2.0)
+            x[j] += h
+            if wide:
+                falls = np.where(np.arange(k) == j, 1.0, -1.0)
+                pairs += [(x, x + falls), (x, x + np.where(np.arange(k) > j, 0.0, falls))]
+            else:
+                pairs += [(x, x + np.eye(k)[j])]
+    if k == 1:
+        pairs = [(a[0], b[0]) for a, b in pairs]
+    return _unique([_canonical(a, b) for a, b in pairs])
+
+
+def value_pairs(values: Sequence[Any], *, adjacent: bool = False) -> list[tuple[Any, Any]]:
+    """Every pair of distinct values, each once: the starting pairs for categorical or bounded inputs.
+
+    Parameters
+    ----------
+    values : sequence
+        The possible inputs (at least 2, at most 1,000), passed to the mechanism as they are.
+    adjacent : bool, optional
+        Only the pairs of values next to each other in ``values`` (a bounded count, whose neighbours
+        differ by 1), instead of every pair (a category, which a neighbouring input may change to any other).
+
+    Returns
+    -------
+    list of (x, x_prime)
+        The ``n (n - 1) / 2`` pairs (``n - 1`` with ``adjacent``).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the bad parameter.
+
+    Examples
+    --------
+    >>> value_pairs([0, 1, 2])
+    [(0, 1), (0, 2), (1, 2)]
+    """
+    items = check_sequence(values, "values", min_len=2)
+    check_bool(adjacent, "adjacent")
+    if len(items) > 1000:
+        raise ValueError(f"values must list at most 1000 inputs, got {len(items)}")
+    if any(isinstance(a, float) and not math.isfinite(a) for a in items):
+        raise ValueError("values must be finite")
+    out = []
+    for i, a in enumerate(items):
+        for j, b in enumerate(items[i + 1:], start=i + 1):
+            if repr(a) == repr(b):
+                raise ValueError(f"values must be distinct, got {a!r} twice")
+            if not adjacent or j == i + 1:
+                out.append((a, b))
+    return out
+
+
+def pair_moves(x: Any, x_prime: Any, *, neighbours: str = "componentwise") -> list[tuple[Any, Any]]:
+    """The local-search neighbours of a numeric pair: every pair one step away that is still a pair of neighbours.
+
+    A step turns one answer's change to another allowed value (``componentwise``: -1, 0 or 1; ``one``: the
+    change moves to another answer or flips its sign), moves one answer of both inputs by 1 or 4 up or down,
+    or moves every answer by 1 up or down.
+
+    Parameters
+    ----------
+    x, x_prime : float or array_like of float
+        The pair, of the same length, finite.
+    neighbours : {"componentwise", "one"}, optional
+        The neighbour relation (see :func:`vector_pairs`).
+
+    Returns
+    -------
+    list of (x, x_prime)
+        The distinct neighbouring pairs (vectors as tuples, scalars as floats).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the bad parameter.
+
+    Examples
+    --------
+    >>> len(pair_moves(1.0, 0.0))
+    4
+    """
+    a = check_float_array(x, "x", finite=True)
+    b = check_float_array(x_prime, "x_prime", finite=True)
+    if a.shape != b.shape or a.ndim > 1:
+        raise ValueError(f"x and x_prime must be scalars or vectors of the same length, got shapes {a.shape} and {b.shape}")
+    check_choice(neighbours, "neighbours", NEIGHBOURS)
+    a, b = np.atleast_1d(a), np.atleast_1d(b)
+    k, d = a.size, b - a
+    out = []
+    for i in range(k):
+        for step in _STEPS:
+            for sign in (1.0, -1.0):
+                shift = np.where(np.arange(k) == i, sign * step, 0.0)
+                out.append((a + shift, b + shift))
+        if neighbours == "componentwise":
+            out += [(a, a + np.where(np.arange(k) == i, c, d)) for c in (-1.0, 0.0, 1.0) if c != d[i]]
+        elif d[i] == 0 and np.any(d != 0):
+            out.append((a, a + np.roll(d, i - int(np.flatnonzero(d)[0]))))
+    if neighbours == "one":
+        out.append((a, a - d))
+    out += [(a + s, b + s) for s in (1.0, -1.0)]
+    scalar = np.ndim(x) == 0
+    return _unique([_canonical(p[0] if scalar else p, q[0] if scalar else q) for p, q in out])
+
+
+@dataclass(frozen=True, eq=False)
+class MechanismAudit:
+    """Outcome of :func:`audit_mechanism`.
+
+    ``best`` is the confirmation audit with the largest lower bound, on ``pair``; its ``lower_bound`` (also
+    ``lower_bound`` here) holds at ``confidence``.  ``piloted[i]`` is a pair the pilot audited, ``scores[i]`` its
+    last pilot score (a ranking, not a confidence statement) and ``stages[i]`` the pilot round of that score.
+
+    Parameters
+    ----------
+    best : PairAudit
+        The confirmation audit with the largest lower bound.
+    pair : tuple
+        Its pair ``(x, x_prime)``.
+    piloted : tuple of (x, x_prime)
+        Every pair the pilot audited.
+    scores : array_like of float
+        The last pilot score of each.
+    stages : array_like of int
+        The pilot round of that score (0: the starting pool, then the rounds of successive halving).
+    runs : int
+        The runs spent in all (both inputs, pilot and confirmation).
+    pilot_runs : int
+        The runs of the pilot.
+    confidence : float
+        The confidence level of ``lower_bound``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the bad field.
+    """
+
+    best: PairAudit
+    pair: tuple[Any, Any]
+    piloted: tuple[tuple[Any, Any], ...]
+    scores: NDArray[np.float64]
+    stages: NDArray[np.int64]
+    runs: int
+    pilot_runs: int
+    confidence: float
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.best, PairAudit):
+            raise TypeError(f"best must be a PairAudit, got {type(self.best).__name__}")
+        for name in ("pair", "piloted"):
+            if not isinstance(getattr(self, name), tuple):
+                raise TypeError(f"{name} must be a tuple, got {type(getattr(self, name)).__name__}")
+        check_pair_list([self.pair], "pair")
+        check_pair_list(self.piloted, "piloted")
+        scores = check_float_array(self.scores, "scores", finite=True, ndim=1, min_size=1)
+        stages = check_float_array(self.stages, "stages", finite=True, ndim=1, low=0.0)
+        if scores.size != len(self.piloted) or stages.size != scores.size:
+            raise ValueError(f"scores and stages must have one entry per piloted pair ({len(self.piloted)})")
+        object.__setattr__(self, "scores", scores.copy())
+        object.__setattr__(self, "stages", stages.astype(np.int64))
+        runs = check_int(self.runs, "runs", minimum=1)
+        check_int(self.pilot_runs, "pilot_runs", minimum=0, maximum=runs)
+        check_probability(self.confidence, "confidence")
+
+    @property
+    def lower_bound(self) -> float:
+        """The confirmed lower bound on epsilon (valid at :attr:`confidence`)."""
+        return self.best.lower_bound
+
+    def summary(self) -> str:
+        """A short report: the pilot's spending and best pairs, and the confirmation.
+
+        Returns
+        -------
+        str
+            The summary, ending with the best audit's :meth:`~dptutor.audit.pair.PairAudit.summary`.
+        """
+        order = np.argsort(-self.scores, kind="stable")[:3]
+        top = "; ".join(f"{self.piloted[i][0]} vs {self.piloted[i][1]}: {self.scores[i]:.4g}" for i in order)
+        return (f"Input search: {len(self.piloted)} pairs piloted on {self.pilot_runs:,} of {self.runs:,} runs "
+                f"(best scores {top}).\nconfirmed on fresh runs: x = {self.pair[0]}, x_prime = {self.pair[1]}\n"
+                + self.best.summary())
+
+
+class _Pilot:
+    """The pilot's bookkeeping: the pairs audited, their latest scores and rounds, the runs spent."""
+
+    def __init__(self, mechanism: Any, options: dict[str, Any], confirm_trials: int, seq: np.random.SeedSequence):
+        self.mechanism, self.options, self.confirm_trials = mechanism, options, confirm_trials
+        self.seq, self.rounds = seq, 0
+        self.pairs: list[tuple[Any, Any]] = []
+        self.index: dict[Any, int] = {}
+        self.scores: list[float] = []
+        self.stages: list[int] = []
+        self.spent = 0
+
+    def audit(self, pairs: list[tuple[Any, Any]], trials: int) -> None:
+        """One round: audit every pair with ``trials`` runs per input on fresh seeds, and record its score."""
+        seeds = np.random.SeedSequence(self.seq.entropy, spawn_key=self.seq.spawn_key + (self.rounds,)).spawn(len(pairs))
+        for pair, seed in zip(pairs, seeds):
+            try:
+                result = audit_pair(self.mechanism, pair[0], pair[1], trials=trials,
+                                    rng=tuple(int(v) for v in seed.generate_state(4)), **self.options)
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"the mechanism refused the pair {pair!r} made from length, values, candidates or "
+                                f"moves: {exc}") from exc
+            self.spent += 2 * trials
+            i = self.index.setdefault(_key(pair), len(self.pairs))
+            if i == len(self.pairs):
+                self.pairs.append(pair)
+                self.scores.append(0.0)
+                self.stages.append(0)
+            self.scores[i], self.stages[i] = _score(result, self.confirm_trials), self.rounds
+        self.rounds += 1
+
+
+def _score(result: PairAudit, confirm_trials: int) -> float:
+    """The bound ``result``'s pair projects at ``confirm_trials`` runs per input: over every candidate event
+    of its estimation half (its trade-off points) and both directions, the largest ``ln(p / p')`` minus the
+    normal margin of a bound at the confirmation's estimation size (``z`` at the audit's error split over two
+    bounds) and one standard error at the pilot's (so that rare events, whose estimated ratio is mostly noise,
+    score low).  Never clipped at 0, so that pairs still rank when no bound would be positive.
+
+    The pilot's own bound would not do: at a pilot's size its cut favours large, uninformative events."""
+    from scipy import stats
+
+    if result.false_positive_rates is None:
+        return result.lower_bound
+    n = result.estimation_trials
+    big = max(1.0, confirm_trials * n / result.trials)
+    floor = 0.5 / n  # an event never seen under one input: as if seen half a time
+    a = np.maximum(np.asarray(result.false_positive_rates, dtype=np.float64), floor)
+    b = np.maximum(1.0 - np.asarray(result.false_negative_rates, dtype=np.float64), floor)
+    z = float(stats.norm.isf((1.0 - result.confidence) / 2.0))
+    useful = (np.minimum(a, b) < 1.0) & (np.maximum(a, b) > floor)  # not every output, nor none seen
+    if not np.any(useful):
+        return result.lower_bound
+    a, b = a[useful], b[useful]
+    best = -math.inf
+    for num, den in ((a, b), (b, a)):
+        spread = np.sqrt((1.0 - num) / num + (1.0 - den) / den)
+        margin = spread * (z / math.sqrt(big) + 1.0 / math.sqrt(n))
+        best = max(best, float(np.max(np.log(num / den) - margin)))
+    return best
+
+
+def _moves_of(moves: Any, pair: tuple[Any, Any], neighbours: str) -> list[tuple[Any, Any]]:
+    """The local-search neighbours of ``pair``: the user's ``moves(x, x_prime)``, else :func:`pair_moves` on
+    numeric pairs, else none."""
+    if moves is not None:
+        return check_pair_list(moves(*pair), "moves")
+    numeric = all(isinstance(v, (float, tuple)) for v in pair) and not any(isinstance(v, bool) for v in pair)
+    if not numeric or (isinstance(pair[0], tuple) and not all(isinstance(t, float) for t in pair[0] + pair[1])):
+        return []
+    return pair_moves(*pair, neighbours=neighbours)
+
+
+def _pool(length: Any, values: Any, adjacent: bool, candidates: Any, neighbours: str, rng: np.random.Generator) -> list:
+    """The starting pairs: :func:`vector_pairs`, :func:`value_pairs` and the user's ``candidates`` (a sequence
+    of pairs, or a callable ``candidates(rng)`` returning one), deduplicated."""
+    if length is None and values is None and candidates is None:
+        raise ValueError("candidates must be given when neither length nor values is (the search needs a starting pool)")
+    pool: list = []
+    if length is not None:
+        pool += vector_pairs(check_int(length, "length", minimum=1, maximum=1 << 12), neighbours=neighbours)
+    if values is not None:
+        pool += value_pairs(values, adjacent=adjacent)
+    if candidates is not None:
+        pool += check_pair_list(candidates(rng) if callable(candidates) else candidates, "candidates")
+    return _unique(pool)
+
+
+def _sizes(pool: int, steps: int, keep: int, width: int, confirm: int) -> list[int]:
+    """How many pairs each round audits at most: the better half survives (never fewer than ``confirm``), and
+    in the first ``steps`` rounds up to ``width`` neighbours of each of the ``keep`` best join them."""
+    sizes, alive = [pool], pool
+    while alive > confirm:
+        alive = max(confirm, -(-alive // 2)) + (keep * width if len(sizes) <= steps else 0)
+        sizes.append(alive)
+    return sizes
+
+
+def _halving(pilot: _Pilot, pool: list, budget: int, steps: int, keep: int, width: int, confirm: int, moves: Any,
+             neighbours: str, rng: np.random.Generator) -> list:
+    """The pilot: rounds of successive halving that share ``budget`` runs per input equally, the first
+    ``steps`` of them also trying untried neighbours of the best (the local search); returns the ``confirm``
+    best pairs of the last round."""
+    if moves is None and not _moves_of(None, pool[0], neighbours):
+        steps = 0  # no local search on pairs without moves (values): the rounds halve from the start
+    sizes = _sizes(len(pool), steps, keep, width, confirm)
+    per_round = budget // len(sizes)
+    alive = list(pool)
+    for r in range(len(sizes)):
+        pilot.audit(alive, max(2, per_round // len(alive)))
+        ranked = sorted(alive, key=lambda p: -pilot.scores[pilot.index[_key(p)]])
+        if r == len(sizes) - 1 or len(ranked) <= confirm:
+            return ranked[:confirm]
+        alive = ranked[:max(confirm, -(-len(ranked) // 2))]
+        if r < steps:
+            tried = set(pilot.index)
+            for pair in ranked[:keep]:
+                near = [p for p in _unique(_moves_of(moves, pair, neighbours)) if _key(p) not in tried]
+                picked = [near[int(i)] for i in np.sort(rng.permutation(len(near))[:width])]
+                tried.update(_key(p) for p in picked)
+                alive += picked
+    return alive[:confirm]
+
+
+@renamed_parameters(seed="rng", confidence="confidence_level")
+def audit_mechanism(
+    mechanism: Any,
+    *,
+    epsilon: float,
+    runs: int,
+    length: int | None = None,
+    values: Sequence[Any] | None = None,
+    adjacent: bool = False,
+    candidates: Any = None,
+    moves: Any = None,
+    neighbours: str = "componentwise",
+    share: float = PAIR_SEARCH_SHARE,
+    steps: int = 2,
+    keep: int = 3,
+    width: int = 8,
+    confirm: int = 1,
+    rng: int | Sequence[int] | np.random.SeedSequence | np.random.Generator | None = None,
+    confidence_level: float = 0.95,
+    **options: Any,
+) -> MechanismAudit:
+    """A sound lower bound on the epsilon of ``mechanism`` with no pair handed in: search the inputs, then confirm.
+
+    ``share`` of the ``runs`` (both inputs, pilot and confirmation counted together) go to the pilot
+    (the module docstring: successive halving over a pool of starting pairs, joined by neighbours of the best
+    in the first ``steps`` rounds); the rest to ``confirm`` fresh audits of the pilot's best pairs, each at error
+    ``(1 - confidence_level) / confirm``.  The largest confirmed bound holds at ``confidence_level`` (the
+    pilot's choice depends on its own runs only).
+
+    Parameters
+    ----------
+    mechanism : callable
+        ``mechanism(data, size, rng)``, as in :func:`~dptutor.audit.pair.audit_pair`.
+    epsilon : float
+        The claimed epsilon, positive.
+    runs : int
+        The total runs, at least 1,000: the sum over every audit of its runs of both inputs.
+    length : int or None, optional
+        Numeric query vectors of this length (floats when 1): start from :func:`vector_pairs`, refine by
+        :func:`pair_moves`.
+    values : sequence or None, optional
+        Categorical or bounded inputs: start from :func:`value_pairs`.
+    adjacent : bool, optional
+        With ``values``: only values next to each other are neighbours (a bounded count).
+    candidates : sequence of (x, x_prime), callable or None, optional
+        The user's own starting pairs, or ``candidates(rng)`` returning them (``rng`` a numpy Generator).
+    moves : callable or None, optional
+        ``moves(x, x_prime)`` returning the local-search neighbours of a pair (default :func:`pair_moves` for
+        numeric pairs, none otherwise).
+    neighbours : {"componentwise", "one"}, optional
+        The neighbour relation of numeric vectors (see :func:`vector_pairs`).
+    share : float, optional
+        The pilot's share of ``runs``, in [0.01, 0.9].
+    steps, keep, width : int, optional
+        Rounds with a local search (0 to 16), pairs whose neighbours are tried in each (1 to 64), neighbours
+        tried per such pair and round (1 to 1,000).
+    confirm : int, optional
+        Pairs confirmed (1 to 64), Bonferroni-corrected.
+    rng : int, sequence of int, numpy.random.SeedSequence, numpy.random.Generator or None, optional
+        The seed (``None``: fresh entropy).
+    confidence_level : float, optional
+        The probability, in (0, 1), with which the bound holds.
+    **options
+        ``statistic``, ``delta``, ``selection``, ``bounds`` of :func:`~dptutor.audit.pair.audit_pair`.
+
+    Returns
+    -------
+    MechanismAudit
+        The confirmed audit, its pair, and every pair the pilot audited with its score.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the bad parameter (the pair, for an error of the mechanism on a candidate).
+
+    Examples
+    --------
+    >>> def leaky(data, size, rng):  # value 3 is told apart from the others
+    ...     return (rng.random(size) < (0.7 if data == 3 else 0.5)).astype(int)
+    >>> found = audit_mechanism(leaky, epsilon=0.1, runs=200_000, values=range(5), rng=1)
+    >>> 3 in found.pair
+    True
+    """
+    check_callable(mechanism, "mechanism", "mechanism(data, size, rng)")
+    check_positive(epsilon, "epsilon")
+    runs = check_int(runs, "runs", minimum=1000, maximum=10**13)
+    check_choice(neighbours, "neighbours", NEIGHBOURS)
+    share = check_real(share, "share", low=0.01, high=0.9)
+    steps = check_int(steps, "steps", minimum=0, maximum=16)
+    keep = check_int(keep, "keep", minimum=1, maximum=64)
+    width = check_int(width, "width", minimum=1, maximum=1000)
+    confirm = check_int(confirm, "confirm", minimum=1, maximum=64)
+    conf = check_probability(confidence_level, "confidence_level")
+    if moves is not None:
+        check_callable(moves, "moves", "moves(x, x_prime) -> pairs")
+    unknown = set(options) - {"statistic", "delta", "selection", "bounds"}
+    if unknown:
+        raise TypeError(f"audit_mechanism got unexpected keyword argument(s) {sorted(unknown)}")
+    root = check_seed_sequence(rng, "rng")
+    pilot_seq, move_seq, confirm_seq = root.spawn(3)
+    move_rng = np.random.default_rng(move_seq)
+    pool = _pool(length, values, adjacent, candidates, neighbours, move_rng)
+    budget = int(share * runs) // 2  # pilot runs per input
+    confirm_trials = (runs - 2 * budget) // (2 * confirm)
+    if budget // len(_sizes(len(pool), steps, keep, width, confirm)) < 2 * len(pool):
+        raise ValueError(f"runs must give the pilot at least 2 runs per input on each of the {len(pool)} starting pairs, "
+                         f"got {runs} (share {share})")
+    pilot = _Pilot(mechanism, {"epsilon": epsilon, **options}, confirm_trials, pilot_seq)
+    chosen = _halving(pilot, pool, budget, steps, keep, width, confirm, moves, neighbours, move_rng)
+    confirm_trials = max(2, (runs - pilot.spent) // (2 * len(chosen)))
+    each = 1.0 - (1.0 - conf) / len(chosen)
+    confirmed = [audit_pair(mechanism, x, x_prime, epsilon=epsilon, trials=confirm_trials, confidence_level=each,
+                            rng=tuple(int(v) for v in seed.generate_state(4)), **options)
+                 for (x, x_prime), seed in zip(chosen, confirm_seq.spawn(len(chosen)))]
+    k = int(np.argmax([r.lower_bound for r in confirmed]))
+    return MechanismAudit(best=confirmed[k], pair=tuple(chosen[k]), piloted=tuple(pilot.pairs),
+                          scores=np.array(pilot.scores), stages=np.array(pilot.stages), runs=pilot.spent
+                          + 2 * confirm_trials * len(chosen), pilot_runs=pilot.spent, confidence=conf)

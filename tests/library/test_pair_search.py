@@ -1,0 +1,151 @@
+"""Tests for the input search (:func:`dptutor.audit.audit_mechanism`): its starting pairs and moves are
+neighbours, it finds the leaking pair, it spends the stated budget, and its bound is sound.
+
+Every test is seeded.  The mechanisms are fast randomized responses whose exact epsilon on every pair is
+known in closed form.  The soundness test uses the joint bound on outputs whose likelihood ratio is exactly
+``e^epsilon`` on the event, where a valid 95% bound exceeds epsilon in up to 5% of the audits; the count
+over the seeds is compared with the binomial quantile at error 0.001 (one in a thousand false failures).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dptutor.audit import MechanismAudit, audit_mechanism, pair_moves, value_pairs, vector_pairs
+
+#: P(output 1 | value): the pair (3, 4) leaks most, ln(0.6 / 0.4).
+LEAK = np.array([0.5, 0.52, 0.5, 0.6, 0.4, 0.5])
+
+
+def leaky(data, size, rng):
+    return (rng.random(size) < LEAK[int(data)]).astype(np.int64)
+
+
+def parity(data, size, rng):
+    """Every pair of values of different parity has epsilon exactly ln(1.5); the others 0."""
+    return (rng.random(size) < (0.6 if int(data) % 2 == 0 else 0.4)).astype(np.int64)
+
+
+def parity_epsilon(pair) -> float:
+    return math.log(1.5) if int(pair[0]) % 2 != int(pair[1]) % 2 else 0.0
+
+
+def _crossing_p(x) -> float:
+    x = np.asarray(x, dtype=np.float64)
+    return 0.5 + 0.1 * float(np.clip(x[2] - x[0] - 2.0, -1.0, 1.0))
+
+
+def crossing(data, size, rng):
+    """Reports 1 more often the further answer 2 is above answer 0 + 2, within 1 of it: only pairs whose
+    difference crosses from 1 to 3 reach the largest epsilon, ln 1.5, and none of the starting pairs does."""
+    return (rng.random(size) < _crossing_p(data)).astype(np.int64)
+
+
+def crossing_epsilon(pair) -> float:
+    a, b = _crossing_p(pair[0]), _crossing_p(pair[1])
+    return max(abs(math.log(a / b)), abs(math.log((1 - a) / (1 - b))))
+
+
+def test_starting_pairs_and_moves_are_neighbours():
+    for neighbours in ("componentwise", "one"):
+        pairs = vector_pairs(10, neighbours=neighbours)
+        for x, xp in pairs + pair_moves(*pairs[5], neighbours=neighbours):
+            diff = np.abs(np.subtract(x, xp))
+            assert diff.max() <= 1.0 and diff.max() > 0
+            if neighbours == "one":
+                assert np.count_nonzero(diff) == 1
+    # The sparse vector pair of the chapter is a crossing move: one answer rises above the others while they fall.
+    svt_pair = ((2.0,) * 8 + (8.0, 2.0), (1.0,) * 8 + (9.0, 2.0))
+    assert svt_pair in vector_pairs(10)
+    assert all(isinstance(x, float) for pair in vector_pairs(1) for x in pair)
+    assert value_pairs(range(6))[:2] == [(0, 1), (0, 2)] and len(value_pairs(range(6))) == 15
+
+
+def test_value_search_finds_the_leaking_pair_and_spends_the_stated_budget():
+    found = audit_mechanism(leaky, epsilon=0.1, runs=400_000, values=range(6), rng=3, bounds="two", selection=0.3)
+    assert isinstance(found, MechanismAudit)
+    assert set(found.pair) == {3, 4}
+    # The budget: pilot and confirmation together within the total, the pilot within its share.
+    assert found.runs <= 400_000 and found.pilot_runs <= 0.3 * 400_000 + 2 * len(found.piloted)
+    assert found.runs - found.pilot_runs == 2 * found.best.trials
+    # 95% bound from 1.4*10^5 estimation runs per input: its margin is a few standard errors of the
+    # log ratio (about 0.011 each), so it lies within 0.1 of ln 1.5 unless the search failed.
+    assert math.log(1.5) - 0.1 < found.lower_bound <= math.log(1.5)
+    assert "x_prime" in found.summary()
+
+
+def test_local_search_reaches_the_crossing_pair():
+    start = max(crossing_epsilon(p) for p in vector_pairs(3))
+    assert start < math.log(1.5) - 0.1  # the local search is needed
+    # Seeded; over seeds 0-19 the search ends on such a pair in 17 (measured), so a failure here is a change.
+    found = audit_mechanism(crossing, epsilon=0.1, runs=1_000_000, length=3, rng=5, bounds="two")
+    assert crossing_epsilon(found.pair) == pytest.approx(math.log(1.5))
+    assert found.stages.max() >= 1  # the local search's rounds scored pairs
+
+
+def test_user_generator_and_moves_are_used():
+    calls = []
+
+    def generate(rng):
+        assert isinstance(rng, np.random.Generator)
+        return [(0, 1), (0, 2)]
+
+    def moves(x, x_prime):
+        calls.append((x, x_prime))
+        return [(x, v) for v in range(6) if v != x]
+
+    found = audit_mechanism(leaky, epsilon=0.1, runs=200_000, candidates=generate, moves=moves, rng=1)
+    assert calls and {p for pair in found.piloted for p in pair} > {0, 1, 2}
+
+
+def test_search_and_confirmation_are_sound_at_the_stated_rate():
+    seeds = 60
+    above = 0
+    for seed in range(seeds):
+        found = audit_mechanism(parity, epsilon=0.1, runs=40_000, values=range(6), rng=seed, bounds="joint",
+                                steps=0)
+        above += found.lower_bound > parity_epsilon(found.pair)
+    # At most 5% of valid 95% bounds exceed epsilon; a count above the binomial quantile at 0.001 fails.
+    assert above <= stats.binom.isf(0.001, seeds, 0.05)
+
+
+def test_the_same_seed_repeats_the_search():
+    a = audit_mechanism(leaky, epsilon=0.1, runs=20_000, values=range(6), rng=7)
+    b = audit_mechanism(leaky, epsilon=0.1, runs=20_000, values=range(6), rng=7)
+    assert a.pair == b.pair and a.lower_bound == b.lower_bound and np.array_equal(a.scores, b.scores)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, name",
+    [
+        ({"runs": 10}, ValueError, "runs"),
+        ({"runs": 1.5e6}, TypeError, "runs"),
+        ({"share": 0.95}, ValueError, "share"),
+        ({"values": [1]}, ValueError, "values"),
+        ({"values": None, "length": "3"}, TypeError, "length"),
+        ({"values": None}, ValueError, "candidates"),
+        ({"values": None, "candidates": [(1,)]}, TypeError, "candidates"),
+        ({"neighbours": "all"}, ValueError, "neighbours"),
+        ({"moves": 3}, TypeError, "moves"),
+        ({"confirm": 65}, ValueError, "confirm"),
+        ({"confidence_level": 1.0}, ValueError, "confidence_level"),
+        ({"epsilon": -1.0}, ValueError, "epsilon"),
+        ({"window": 3}, TypeError, "window"),
+    ],
+)
+def test_bad_inputs_name_the_parameter(kwargs, error, name):
+    args = {"epsilon": 0.1, "runs": 20_000, "values": range(6), "rng": 1, **kwargs}
+    with pytest.raises(error, match=name):
+        audit_mechanism(leaky, **args)
+
+
+def test_adjacent_values_pair_only_neighbouring_counts():
+    assert value_pairs(range(4), adjacent=True) == [(0, 1), (1, 2), (2, 3)]
+    with pytest.raises(TypeError, match="adjacent"):
+        value_pairs(range(4), adjacent=1)
+    found = audit_mechanism(leaky, epsilon=0.1, runs=100_000, values=range(6), adjacent=True, rng=2)
+    assert all(abs(a - b) == 1 for a, b in found.piloted)
