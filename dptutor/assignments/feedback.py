@@ -48,10 +48,7 @@ __all__ = [
     "uniforms",
     "TEST_GRADING_SEED",
     "grading_rng",
-    "grading_seed_from_hidden",
-    "DEFAULT_HIDDEN_SEED",
-    "hidden_rng",
-]
+]  # deprecated and not listed: DEFAULT_HIDDEN_SEED, hidden_rng
 
 #: Line width of a feedback report (it fits the book's code cells).
 REPORT_WIDTH = 86

@@ -7,6 +7,7 @@ the CLI shows them.  See the package docstring for how to add one.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import warnings
 from collections.abc import Callable
@@ -54,8 +55,26 @@ def record_types(assignment: object) -> dict[str, Callable[[dict[str, Any]], Any
     return dict(RECORD_TYPES[get_assignment(assignment).name])
 
 
+def _hidden_alias(fn: Callable[..., Feedback]) -> Callable[..., Feedback]:
+    """``fn`` taking the deprecated ``hidden=`` (see :func:`~dptutor.assignments.feedback.grading_seed_from_hidden`)
+    as ``grading_seed=``, with a DeprecationWarning; its signature is ``fn``'s."""
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Feedback:
+        if "hidden" in kwargs:
+            if "grading_seed" in kwargs:
+                raise TypeError("check() got both grading_seed= and its deprecated alias hidden=; pass grading_seed= only")
+            grading_seed = grading_seed_from_hidden(kwargs.pop("hidden"))
+            warnings.warn("check(): hidden= is deprecated and will be removed in the next release; use grading_seed= "
+                          "(None for the feedback run, an int for a grading run)", DeprecationWarning, stacklevel=2)
+            kwargs["grading_seed"] = grading_seed
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+@_hidden_alias
 def check(assignment: str, question: str, *objects: Any, grading_seed: int | None = None,
-          carried: dict[str, Any] | None = None, hidden: bool | int | None = None) -> Feedback:
+          carried: dict[str, Any] | None = None) -> Feedback:
     """Run one question's check on the student's objects and return the :class:`~dptutor.assignments.feedback.Feedback`.
 
     ``grading_seed`` None is the feedback run (the notebook's); an int is a grading run, whose
@@ -69,12 +88,6 @@ def check(assignment: str, question: str, *objects: Any, grading_seed: int | Non
     """
     a = get_assignment(assignment)
     q = a.question(question)
-    if hidden is not None:
-        if grading_seed is not None:
-            raise TypeError("check() got both grading_seed= and its deprecated alias hidden=; pass grading_seed= only")
-        warnings.warn("check(): hidden= is deprecated and will be removed in the next release; use grading_seed= "
-                      "(None for the feedback run, an int for a grading run)", DeprecationWarning, stacklevel=2)
-        grading_seed = grading_seed_from_hidden(hidden)
     if grading_seed is not None:
         check_int(grading_seed, "grading_seed", minimum=0)
         if a.name in INSTANCE_ASSIGNMENTS:

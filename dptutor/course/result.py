@@ -10,7 +10,7 @@ from dptutor._validate import check_int, check_real
 from dptutor.assignments.feedback import Assignment, fmt_points
 from dptutor.course.textsafe import csv_cell, one_line, safe_text
 
-__all__ = ["GRADING_SEED_RANGE", "HIDDEN_RANGE", "SubmissionResult"]
+__all__ = ["GRADING_SEED_RANGE", "SubmissionResult"]  # HIDDEN_RANGE: its deprecated alias
 
 #: Grading seeds (the seed of a question's grading run) lie in [2, 2**63).
 GRADING_SEED_RANGE = (2, 2**63 - 1)
