@@ -15,8 +15,7 @@ import numpy as np
 import pytest
 
 from dptutor.assignments import check, mystery_a, mystery_b
-from dptutor.assignments.feedback import TEST_GRADING_SEED
-from dptutor.assignments.feedback import INSTRUCTOR_NOTE, is_instructor_note
+from dptutor.assignments.feedback import INSTRUCTOR_NOTE, TEST_GRADING_SEED, grading_rng, is_instructor_note
 from dptutor.assignments.instances import SELF_STUDY, AuditMember, answers_scope
 from dptutor.assignments.record import GradingSession, session_scope
 from dptutor.audit import estimate_loss
@@ -303,7 +302,7 @@ def test_calling_the_package_or_sampling_the_exact_law_is_noted_for_the_instruct
 
 
 def test_instructor_notes_are_marked_and_left_out_of_the_feedback_file() -> None:
-    from dptutor.course.grade import _feedback_of
+    from dptutor.course.reports import student_feedback as _feedback_of
     from dptutor.course.result import SubmissionResult
     from dptutor.course.scores import ScoreRecord
 
@@ -316,3 +315,22 @@ def test_instructor_notes_are_marked_and_left_out_of_the_feedback_file() -> None
     assert "calls the package" not in text and "for the instructor" not in text, text
     assert "a message for the student" in text
     assert note in result.row(__import__("dptutor.assignments", fromlist=["ASSIGNMENTS"]).ASSIGNMENTS["sampler"])[-1]
+
+
+def test_the_deprecated_hidden_keyword_means_what_it_did() -> None:
+    """``hidden=`` still works, warning: False or 0 is the feedback run, True the tests' fixed grading
+    seed, another int that grading seed; it cannot be passed beside ``grading_seed=``."""
+    from dptutor.assignments.feedback import DEFAULT_HIDDEN_SEED, hidden_rng
+
+    def twice_the_scale(u, mu=0.0, b=1.0):
+        return laplace_ppf(u, mu, 2 * b)
+
+    for hidden, seed in ((False, None), (0, None), (True, TEST_GRADING_SEED), (7, 7)):
+        with pytest.warns(DeprecationWarning, match="use grading_seed="):
+            old = check("sampler", "q1", twice_the_scale, hidden=hidden)
+        assert old == check("sampler", "q1", twice_the_scale, grading_seed=seed)
+    with pytest.raises(TypeError, match="grading_seed= and its deprecated alias hidden="):
+        check("sampler", "q1", twice_the_scale, grading_seed=3, hidden=True)
+    with pytest.warns(DeprecationWarning, match="grading_rng"):
+        assert hidden_rng(True).random() == grading_rng(TEST_GRADING_SEED).random() and DEFAULT_HIDDEN_SEED == TEST_GRADING_SEED
+    assert grading_rng(None) is None

@@ -133,6 +133,26 @@ def test_regrading_one_student_reproduces_the_row(course: dict) -> None:
     assert after == before  # scores, messages, grading seeds: the whole row
 
 
+def test_a_scores_file_written_before_the_rename_reads_and_regrades_the_same(course: dict) -> None:
+    """A CSV whose records name the grading seeds ``hidden`` (as before they had their name) reads as
+    the same records, and ``--only`` regrades its row with those seeds: the rows come back identical."""
+    path, before = course["csv"], course["rows"]
+    new = read_scores(path, SAMPLER)
+    with open(path, newline="", encoding="utf-8") as fh:
+        rows = list(csv.reader(fh))
+    for row in rows[1:]:
+        data = json.loads(row[-1])
+        data["hidden"] = data.pop("grading_seeds")
+        row[-1] = json.dumps(data, sort_keys=True, ensure_ascii=True, allow_nan=False)
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        csv.writer(fh).writerows(rows)
+    assert '"hidden": {' in path.read_text(encoding="utf-8") and read_scores(path, SAMPLER) == new
+    proc = run_cli("grade", "sampler", "submissions", "--only", "4242", "--config", "grading.toml",
+                   *sandbox_flags(), cwd=course["home"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert table(path) == before  # same scores, messages and seeds, now under grading_seeds
+
+
 def test_an_override_is_applied_and_recorded(course: dict, tmp_path: Path, capsys, monkeypatch) -> None:
     home = course["home"]
     work = tmp_path / "scores.csv"
@@ -364,6 +384,8 @@ def test_score_rows_round_trip_and_refuse_edits(tmp_path: Path) -> None:
     path = tmp_path / "s.csv"
     write_scores(path, SAMPLER, [record])
     assert read_scores(path, SAMPLER, course="c1") == [record]
+    with pytest.warns(DeprecationWarning, match="use grading_seeds"):
+        assert result.hidden == result.grading_seeds == {"q1": 5, "q2": 6, "q3": 7}
     row = table(path)["'=cmd.md"]
     assert (row["q1"], row["q3"], row["total"], row["max"]) == ("2", "0.5", "2.8", "6")  # (2 + 1 + 0.5) * 0.8
     with pytest.raises(ValueError, match="course 'c1'"):

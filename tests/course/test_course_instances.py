@@ -514,7 +514,7 @@ def test_the_gradescope_export_of_a_course_grades_against_its_mysteries(tmp_path
     course = new_course(tmp_path / "course", "a secret for the gradescope export")
     target = export_otter("pair_audit", tmp_path / "otter", course=course.folder)
     nb = nbformat.read(target, as_version=4)
-    hidden = [c.source for c in nb.cells if "show_hidden(" in c.source]
+    hidden = [c.source for c in nb.cells if "show_grading_report(" in c.source]
     select = f"use_answer_key({course.key!r})"
     assert hidden and all(select in s for s in hidden)
     student = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
