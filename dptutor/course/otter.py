@@ -145,8 +145,9 @@ def show_feedback(assignment: str, question: str, *objects: Any) -> None:
 
 def show_grading_report(assignment: str, question: str, step: int, *objects: Any) -> None:
     """Hidden test ``step``'s output (otter's word for a test the student does not see): nothing when
-    the grading score reaches ``step / STEPS`` of the points; the first test that fails prints the grading report (the lines ``dptutor grade`` writes
-    for the question: its score and each failed check's message), later ones a short pointer to it."""
+    the grading score reaches ``step / STEPS`` of the points; the first test that fails prints the
+    grading report (the lines ``dptutor grade`` writes for the question: its score and each failed
+    check's message), later ones a short pointer to it."""
     step = check_int(step, "step", minimum=1, maximum=STEPS)
     if reaches(assignment, question, step, *objects):
         return
