@@ -89,7 +89,7 @@ def check(assignment: str, question: str, *objects: Any, grading_seed: int | Non
     a = get_assignment(assignment)
     q = a.question(question)
     if grading_seed is not None:
-        check_int(grading_seed, "grading_seed", minimum=0)
+        grading_seed = check_int(grading_seed, "grading_seed", minimum=0)
         if a.name in INSTANCE_ASSIGNMENTS:
             answer_member(a.name)  # a course's answers need its key: ValueError naming grading_seed otherwise
     if len(objects) != len(q.needs):
