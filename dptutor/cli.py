@@ -229,7 +229,7 @@ def _add_grade(subparsers: argparse._SubParsersAction) -> None:
         help="grade a folder of submitted assignment notebooks into a CSV",
         description="Run each submitted notebook (.ipynb or .md) in a fresh kernel, inside its own sandbox "
                     "(bubblewrap: sudo apt-get install bubblewrap) with time and resource limits, then the "
-                    "assignment's hidden checks; write one CSV row of scores and messages per submission.",
+                    "assignment's grading checks; write one CSV row of scores and messages per submission.",
     )
     add_grade_arguments(p)
     p.set_defaults(handler=_cmd_grade)
@@ -274,11 +274,11 @@ def add_grade_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--total-timeout", type=_seconds, default=None,
                         help="time limit per notebook in seconds (default: the config's limits.notebook, else 600)")
     parser.add_argument("--regrade", action="store_true",
-                        help="grade every submission again, even those already in --csv (with the hidden "
-                             "values saved in their rows)")
+                        help="grade every submission again, even those already in --csv (with the grading "
+                             "seeds saved in their rows)")
     parser.add_argument("--only", default=None, metavar="SUBMISSION",
                         help="grade (or regrade) this one submission, given as its name in the CSV, its path or "
-                             "its student identifier; its row is replaced, with the same hidden values")
+                             "its student identifier; its row is replaced, with the same grading seeds")
     parser.add_argument("--workers", type=_grade_workers, default=1, metavar="N",
                         help="grade N submissions at once, each in its own sandbox (default: %(default)s; "
                              "at most the number of CPUs)")

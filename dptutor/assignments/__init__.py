@@ -43,8 +43,9 @@ Modules, one idea each:
 Adding an assignment (say ``pair_audit``)
 -----------------------------------------
 1. Write ``dptutor/assignments/pair_audit.py``.  It defines the checks, plain functions
-   ``check(*objects, hidden=False) -> list[Finding]`` that receive the notebook objects a question
-   needs (``hidden=True`` when grading: use other seeds and parameters than the feedback), and
+   ``check(*objects, grading_seed=None) -> list[Finding]`` that receive the notebook objects a question
+   needs (``grading_seed`` None in the feedback run, an int in a grading run: use other seeds and
+   parameters than the feedback), and
    ends with::
 
        ASSIGNMENT = Assignment("pair_audit", "Auditing a pair of mechanisms", "pair_audit.md", (
@@ -71,9 +72,9 @@ dicts, numpy arrays, and objects only of the types the assignment module lists i
 stays an inert placeholder.  Send many independent calls in one kernel cell with
 :func:`~dptutor.assignments.record.call_many`, time with :func:`~dptutor.assignments.record.measure` (fresh
 inputs per repeat), and note what a human should look at with
-:func:`~dptutor.assignments.record.flag_for_review`.  Hidden parameters come from ``hidden_rng(hidden)``
-(:mod:`~dptutor.assignments.feedback`): ``hidden`` is an int drawn fresh for each question, in the
-grader; it never reaches the kernel.  Bound every replay of student data (a size limit checked
+:func:`~dptutor.assignments.record.flag_for_review`.  A grading run's parameters come from
+``grading_rng(grading_seed)`` (:mod:`~dptutor.assignments.feedback`): the grading seed is an int drawn
+fresh for each question, in the grader; it never reaches the kernel.  Bound every replay of student data (a size limit checked
 before it starts, a time limit while it runs: see :mod:`~dptutor.assignments.audit`).
 
 That is all the code: the CLI (``grade pair_audit``), ``release`` and the tests that loop over

@@ -250,9 +250,9 @@ def _evidence(evidence: Any, label: str) -> Any:
 
 
 def _verdict_and_replay(verdicts: Any, evidence: Any, label: str, truth: str | None, wrong_hint: str,
-                        mechanism: Callable, minimum_trials: int, *, hidden: bool) -> tuple[str, Any, list[Finding]]:
+                        mechanism: Callable, minimum_trials: int, *, grading: bool) -> tuple[str, Any, list[Finding]]:
     """What both audit questions check of mechanism ``label``: the verdict (``wrong_hint`` if it is
-    not ``truth``; withheld unless ``hidden``, and then ``truth`` may be None) and a replay of the
+    not ``truth``; withheld unless ``grading``, and then ``truth`` may be None) and a replay of the
     evidence (:func:`_replay`).
 
     Returns the normalised verdict, the evidence and the findings.
@@ -260,7 +260,7 @@ def _verdict_and_replay(verdicts: Any, evidence: Any, label: str, truth: str | N
     verdict = _verdict(verdicts, label)
     if verdict not in VERDICTS:
         finding = Finding(False, f"verdicts['{label}'] = {verdict!r} is not one of {VERDICTS}")
-    elif not hidden:
+    elif not grading:
         finding = _pending(f"verdict for {label}", verdict)
     elif verdict == truth:
         finding = Finding(True, f"verdict for {label}: {verdict}")
@@ -280,15 +280,15 @@ _WRONG_VERDICT_HINTS = {
 }
 
 
-def _audit_one(label: str, verdicts: Any, evidence: Any, *, hidden: bool) -> list[Finding]:
+def _audit_one(label: str, verdicts: Any, evidence: Any, *, grading: bool) -> list[Finding]:
     """The verdict on mechanism ``label`` and a replayable audit that supports it: the verdict must agree
     with the student's own evidence (its 95% lower bound), and when grading, a wrong verdict also loses
     the agreement (so the broken mechanism's evidence must show its violation for full marks)."""
-    truth = _true_verdict(label) if hidden else None  # the answers are read only when grading
+    truth = _true_verdict(label) if grading else None  # the answers are read only when grading
     mechanism = mystery_a if label == "A" else mystery_b
     verdict, result, findings = _verdict_and_replay(verdicts, evidence, label, truth,
                                                     _WRONG_VERDICT_HINTS.get(truth, ""),
-                                                    mechanism, _AUDIT_MIN_TRIALS, hidden=hidden)
+                                                    mechanism, _AUDIT_MIN_TRIALS, grading=grading)
     if label == "B" and isinstance(result, AuditResult):
         a = _evidence(evidence, "A")
         if isinstance(a, AuditResult) and result.n != a.n:
@@ -301,23 +301,23 @@ def _audit_one(label: str, verdicts: Any, evidence: Any, *, hidden: bool) -> lis
     return findings
 
 
-def _audit_a(verdicts: Any, evidence: Any, *, hidden: bool = False) -> list[Finding]:
+def _audit_a(verdicts: Any, evidence: Any, *, grading_seed: int | None = None) -> list[Finding]:
     """q1: the verdict on mechanism A and a replayable audit that supports it."""
-    return _audit_one("A", verdicts, evidence, hidden=hidden)
+    return _audit_one("A", verdicts, evidence, grading=grading_seed is not None)
 
 
-def _audit_b(verdicts: Any, evidence: Any, *, hidden: bool = False) -> list[Finding]:
+def _audit_b(verdicts: Any, evidence: Any, *, grading_seed: int | None = None) -> list[Finding]:
     """q2: the verdict on mechanism B and a replayable audit at A's dimension that supports it."""
-    return _audit_one("B", verdicts, evidence, hidden=hidden)
+    return _audit_one("B", verdicts, evidence, grading=grading_seed is not None)
 
 
-def _audit_diagnosis(diagnosis: Any, *, hidden: bool = False) -> list[Finding]:
+def _audit_diagnosis(diagnosis: Any, *, grading_seed: int | None = None) -> list[Finding]:
     if diagnosis is None:
         raise NotAnswered("no diagnosis yet")
     key = str(diagnosis).strip().lower()
     if key not in DIAGNOSES:
         return [Finding(False, f"diagnosis should be one of {sorted(DIAGNOSES)}, got {diagnosis!r}")]
-    if not hidden:
+    if grading_seed is None:
         return [_pending("diagnosis", key)]
     if key == _true_diagnosis():
         return [Finding(True, f"the broken mechanism's noise: {DIAGNOSES[key]}")]
@@ -348,7 +348,7 @@ def separates_candidates(n: int) -> bool:
 
 
 
-def _audit_justification(justification: Any, *, hidden: bool | int = False) -> list[Finding]:
+def _audit_justification(justification: Any, *, grading_seed: int | None = None) -> list[Finding]:
     """Free text, graded by hand after submission with the rubric in the instructor's edition: the
     grader only checks that it is a text of a sensible length and records it as pending."""
     if justification is None or (isinstance(justification, str) and not justification.strip()):
@@ -359,7 +359,7 @@ def _audit_justification(justification: Any, *, hidden: bool | int = False) -> l
     low, high = JUSTIFICATION_WORDS
     if not low <= words <= high:
         return [Finding(False, f"the justification has {words} words; write between {low} and {high}")]
-    if not hidden:
+    if grading_seed is None:
         return [_pending("justification", f"{words} words")]
     return [Finding(False, f"graded by hand: the instructor reads your justification ({words} words) with the "
                            "rubric of the instructor's edition; its points are pending, not lost")]

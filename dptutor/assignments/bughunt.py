@@ -8,7 +8,7 @@ the book's lab of real bugs.  For each mechanism the student gives a verdict, a 
 neighbouring datasets, trials, seed), which the check re-runs with :func:`hunt_audit` under a size
 limit and a time limit.  The verdict must agree with that run's 95 % lower bound and, when grading,
 with the member.  The fix (q4) is a correct sum-of-squares mechanism for any bounds and epsilon: its
-noise law is tested on parameters drawn per submission from the grader's hidden generator.
+noise law is tested on parameters drawn per submission from the grading run's generator.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from dptutor._validate import check_choice
 from dptutor.assignments.bug_family import (HUNT_BOUNDS, HUNT_EPSILON, HUNT_LABELS, HUNT_MAX_ENTRIES,
                                             SCORE_SENSITIVITY, hunt_release, neighbour_problem)
 from dptutor.assignments.feedback import (KS_ALPHA, Assignment, Finding, NotAnswered, Question, as_floats, describe,
-                                          hidden_rng, named)
+                                          grading_rng, named)
 from dptutor.assignments.instances import active_member, answer_member
 from dptutor.assignments.record import call_many
 from dptutor.audit import PairAudit, audit_pair
@@ -138,11 +138,11 @@ def _answer(answers: Any, what: str, label: str) -> str:
     return str(value).strip().lower()
 
 
-def _graded(what: str, value: str, allowed: Any, truth: str | None, hint: str, *, hidden: bool) -> Finding:
+def _graded(what: str, value: str, allowed: Any, truth: str | None, hint: str, *, grading: bool) -> Finding:
     """The finding for a verdict or a diagnosis: recorded only in the feedback, judged when grading."""
     if value not in allowed:
         return Finding(False, f"{what} = {value!r} is not one of {tuple(allowed)}")
-    if not hidden:
+    if not grading:
         return Finding(None, f"{what} recorded ({value!r}); graded after submission")
     if value == truth:
         return Finding(True, f"{what}: {value}")
@@ -193,18 +193,18 @@ _HINTS = {
 }
 
 
-def _mechanism_check(label: str, verdicts: Any, diagnoses: Any, evidence: Any, *, hidden: bool) -> list[Finding]:
+def _mechanism_check(label: str, verdicts: Any, diagnoses: Any, evidence: Any, *, grading: bool) -> list[Finding]:
     """q1-q3: the verdict and diagnosis on mechanism ``label``, and the re-run evidence that supports them."""
     verdict = _answer(verdicts, "verdicts", label)
     diagnosis = _answer(diagnoses, "diagnoses", label)
-    member = answer_member("bughunt") if hidden else None  # the answers are read only when grading
+    member = answer_member("bughunt") if grading else None  # the answers are read only when grading
     truth_v = member.verdict(label) if member else None
     truth_d = member.bug(label) if member else None
     findings = named("verdict", _graded(f"verdict on {label}", verdict, HUNT_VERDICTS, truth_v, _HINTS["verdict"],
-                                        hidden=hidden))
+                                        grading=grading))
     findings += named("diagnosis", _graded(f"diagnosis of {label}", diagnosis, DIAGNOSES, truth_d,
-                                           _HINTS.get(diagnosis, ""), hidden=hidden))
-    if not hidden and diagnosis in DIAGNOSES and verdict in HUNT_VERDICTS and \
+                                           _HINTS.get(diagnosis, ""), grading=grading))
+    if not grading and diagnosis in DIAGNOSES and verdict in HUNT_VERDICTS and \
             (diagnosis == "none") != (verdict == "no evidence"):
         findings += named("diagnosis", Finding(False, f"the diagnosis {diagnosis!r} contradicts the verdict "
                                                       f"{verdict!r} on {label}"))
@@ -215,32 +215,32 @@ def _mechanism_check(label: str, verdicts: Any, diagnoses: Any, evidence: Any, *
                                                       "re-run to support it"))
     elif verdict in HUNT_VERDICTS:
         agrees = _agreement(result, verdict, label)
-        if agrees.passed and hidden and truth_v == "broken" and result.lower_bound <= HUNT_EPSILON:
+        if agrees.passed and grading and truth_v == "broken" and result.lower_bound <= HUNT_EPSILON:
             agrees = Finding(False, f"{label} is broken, and your evidence does not show it (95% lower bound "
                                     f"{result.lower_bound:.3g} <= {HUNT_EPSILON:g}): {_HINTS['verdict']}")
         findings += named("agreement", agrees)
     return findings
 
 
-def _histogram(verdicts: Any, diagnoses: Any, evidence: Any, *, hidden: bool | int = False) -> list[Finding]:
+def _histogram(verdicts: Any, diagnoses: Any, evidence: Any, *, grading_seed: int | None = None) -> list[Finding]:
     """q1: the histogram."""
-    return _mechanism_check("histogram", verdicts, diagnoses, evidence, hidden=bool(hidden))
+    return _mechanism_check("histogram", verdicts, diagnoses, evidence, grading=grading_seed is not None)
 
 
-def _squares(verdicts: Any, diagnoses: Any, evidence: Any, *, hidden: bool | int = False) -> list[Finding]:
+def _squares(verdicts: Any, diagnoses: Any, evidence: Any, *, grading_seed: int | None = None) -> list[Finding]:
     """q2: the sum of squares."""
-    return _mechanism_check("squares", verdicts, diagnoses, evidence, hidden=bool(hidden))
+    return _mechanism_check("squares", verdicts, diagnoses, evidence, grading=grading_seed is not None)
 
 
-def _selection(verdicts: Any, diagnoses: Any, evidence: Any, *, hidden: bool | int = False) -> list[Finding]:
+def _selection(verdicts: Any, diagnoses: Any, evidence: Any, *, grading_seed: int | None = None) -> list[Finding]:
     """q3: the selection."""
-    return _mechanism_check("selection", verdicts, diagnoses, evidence, hidden=bool(hidden))
+    return _mechanism_check("selection", verdicts, diagnoses, evidence, grading=grading_seed is not None)
 
 
-def _fix_cases(hidden: bool | int) -> list[tuple[tuple[float, float], float, NDArray[np.float64], int]]:
+def _fix_cases(grading_seed: int | None) -> list[tuple[tuple[float, float], float, NDArray[np.float64], int]]:
     """(bounds, epsilon, data, seed) of each law test: fixed for the feedback, drawn per submission when
     grading; the second always has ``|lo| > |hi|`` (the bound the bug forgets), and the data stray out of bounds."""
-    rng = hidden_rng(hidden)
+    rng = grading_rng(grading_seed)
     if rng is None:
         cases = _FEEDBACK_FIX
     else:
@@ -280,13 +280,13 @@ def _fix_law(value: Any, exc: BaseException | None, bounds: tuple[float, float],
                           "Which bound gives the largest change when one value is added or removed?")
 
 
-def _fix(fixed_squares: Any, *, hidden: bool | int = False) -> list[Finding]:
+def _fix(fixed_squares: Any, *, grading_seed: int | None = None) -> list[Finding]:
     """q4: a correct sum-of-squares mechanism for any bounds and epsilon."""
     if fixed_squares is None:
         raise NotAnswered("no fixed_squares yet")
     if not callable(fixed_squares):
         return [Finding(False, f"fixed_squares should be a function, got {type(fixed_squares).__name__}", "law")]
-    cases = _fix_cases(hidden)
+    cases = _fix_cases(grading_seed)
     calls = [((data, _FIX_DRAWS, np.random.default_rng(seed)), {"epsilon": eps, "bounds": bounds})
              for bounds, eps, data, seed in cases]
     answers = call_many(fixed_squares, calls)

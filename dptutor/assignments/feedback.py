@@ -1,7 +1,7 @@
 """What a check returns (:class:`Finding`, :class:`Feedback`), the shape of an assignment
 (:class:`Question`, :class:`Assignment`), and the helpers every check uses to call student code.
 
-A check is a plain function ``check(*objects, hidden=False) -> list[Finding]``: it receives the
+A check is a plain function ``check(*objects, grading_seed=None) -> list[Finding]``: it receives the
 student's objects (the names listed in :attr:`Question.needs`), calls or inspects them, and says
 what holds.  By default every finding weighs the same: the score is ``points * passed / len(findings)``.
 A finding may name the property it checks (:attr:`Finding.check`, one of the question's declared
@@ -46,8 +46,9 @@ __all__ = [
     "expect_value_error",
     "spy_array",
     "uniforms",
-    "hidden_rng",
-]
+    "TEST_GRADING_SEED",
+    "grading_rng",
+]  # deprecated and not listed: DEFAULT_HIDDEN_SEED, hidden_rng
 
 #: Line width of a feedback report (it fits the book's code cells).
 REPORT_WIDTH = 86
@@ -163,7 +164,7 @@ class Question:
 
     ``checks`` names the properties its findings check (:attr:`Finding.check`; an instructor may
     weigh them).  ``carried`` names earlier answers that its check also reads when error carried
-    forward is on (``check(*objects, hidden=..., carried={name: object})``): the question is then
+    forward is on (``check(*objects, grading_seed=..., carried={name: object})``): the question is then
     judged against the student's own earlier answer where that answer is usable.
     """
 
@@ -183,7 +184,7 @@ class Question:
         if not isinstance(self.needs, tuple) or not self.needs or not all(
                 isinstance(n, str) and n.isidentifier() for n in self.needs):
             raise TypeError(f"needs must be a non-empty tuple of identifiers, got {self.needs!r}")
-        check_callable(self.check, "check", "check(*objects, hidden=False)")
+        check_callable(self.check, "check", "check(*objects, grading_seed=None)")
         for name in ("checks", "carried"):
             value = getattr(self, name)
             if not isinstance(value, tuple) or not all(isinstance(n, str) and n.isidentifier() for n in value) \
@@ -409,15 +410,35 @@ def uniforms(seed: int, size: int) -> NDArray[np.float64]:
     return u
 
 
-#: The seed behind ``hidden=True`` (the tests' fixed hidden run).
-DEFAULT_HIDDEN_SEED = 20221105
+#: The fixed grading seed of the tests' grading runs (``hidden=True``, the deprecated spelling, means it).
+TEST_GRADING_SEED = 20221105
+#: Deprecated alias of :data:`TEST_GRADING_SEED`.
+DEFAULT_HIDDEN_SEED = TEST_GRADING_SEED
+
+
+def grading_rng(grading_seed: int | None) -> np.random.Generator | None:
+    """Where a check draws the parameters of a grading run: None for the feedback run (``grading_seed``
+    None), else a Generator seeded by ``grading_seed`` (an int drawn fresh per submission by the runner;
+    the tests use :data:`TEST_GRADING_SEED`)."""
+    if grading_seed is None:
+        return None
+    return np.random.default_rng(check_int(grading_seed, "grading_seed", minimum=0))
+
+
+def grading_seed_from_hidden(hidden: bool | int) -> int | None:
+    """The grading seed that the deprecated ``hidden=`` value meant: False or 0 the feedback run (None),
+    True :data:`TEST_GRADING_SEED`, any other int itself."""
+    if is_bool(hidden):
+        return TEST_GRADING_SEED if hidden else None
+    hidden = check_int(hidden, "hidden", minimum=0)
+    return hidden if hidden else None
 
 
 def hidden_rng(hidden: bool | int) -> np.random.Generator | None:
-    """Where a check draws its hidden parameters: None for the notebook's feedback (``hidden`` false),
-    else a Generator seeded by ``hidden`` (an int drawn fresh per submission by the runner; ``True``
-    means a fixed seed, for tests)."""
-    if is_bool(hidden):
-        return np.random.default_rng(DEFAULT_HIDDEN_SEED) if hidden else None
-    hidden = check_int(hidden, "hidden", minimum=0)
-    return np.random.default_rng(hidden) if hidden else None
+    """Deprecated alias of :func:`grading_rng` taking the old ``hidden`` value (see
+    :func:`grading_seed_from_hidden`)."""
+    import warnings
+
+    warnings.warn("hidden_rng() is deprecated and will be removed in the next release; use grading_rng(grading_seed)",
+                  DeprecationWarning, stacklevel=2)
+    return grading_rng(grading_seed_from_hidden(hidden))

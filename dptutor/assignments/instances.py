@@ -27,7 +27,7 @@ into the mystery's behaviour.  What this protects:
 * the answers are written nowhere a student gets them: not in the wheel, the public repository or a
   course's student notebooks (a test searches them); the course's answer key stays in the course
   folder's ``private/`` part;
-* the grader's checks cannot be used as an oracle: a check that grades (``hidden=True``) takes the
+* the grader's checks cannot be used as an oracle: a check that grades (a grading run, ``grading_seed=``) takes the
   answers from the course's answer key, which only the *course key* selects
   (``dptutor.course.keys.use_answer_key``, ``dptutor.course.keys.course_scope``; the key is in
   ``private/answer-key.toml``, and a token
@@ -174,7 +174,7 @@ def member_of(token: str) -> tuple[str, object]:
 def use_course(token: str) -> None:
     """Make the mystery mechanisms (and the feedback checks) of the token's assignment those of its course.
 
-    The checks that grade (``hidden=True``) then refuse to run: they need the course key
+    The checks that grade (``grading_seed=``) then refuse to run: they need the course key
     (``dptutor.course.keys.use_answer_key``).
     """
     assignment, member = member_of(token)
@@ -233,9 +233,9 @@ def answer_member(assignment: str) -> object:
         return _ANSWERS[assignment]
     if _ACTIVE[assignment] == SELF_STUDY[assignment]:
         return SELF_STUDY[assignment]
-    raise ValueError(f"hidden: the answers of this course's {assignment!r} are only in its private answer key; "
+    raise ValueError(f"grading_seed: the answers of this course's {assignment!r} are only in its private answer key; "
                      "they are graded by your instructor (`python -m dptutor grade ... --course FOLDER`), so the "
-                     "checks in this notebook give feedback only (call them without hidden=True)")
+                     "checks in this notebook give feedback only (call them without grading_seed=)")
 
 
 @contextlib.contextmanager

@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 
 from dptutor.distributions import standard_laplace_fill
 from dptutor.assignments.feedback import (KS_ALPHA, UNSCORED, Assignment, Finding, Question, as_floats, call, describe,
-                                      expect_value_error, hidden_rng, returned)
+                                      expect_value_error, grading_rng, returned)
 from dptutor.assignments.record import call_many, flag_for_review, grading
 
 __all__ = ["ASSIGNMENT", "NOISE_CALLS", "SENSITIVITY_CHECKS", "NOISE_CHECKS", "INTERFACE_CHECKS"]
@@ -36,8 +36,8 @@ INTERFACE_CHECKS = ("shape", "unchanged", "rng", "epsilon_zero", "epsilon_negati
                     "above_one", "below_zero", "nan_record", "one_dimensional", "empty")
 
 
-def _sensitivity_cases(hidden: bool | int) -> list[tuple[int, int]]:
-    rng = hidden_rng(hidden)
+def _sensitivity_cases(grading_seed: int | None) -> list[tuple[int, int]]:
+    rng = grading_rng(grading_seed)
     if rng is None:
         return [(1, 4), (10, 1), (100, 3), (50, 20)]
     # One record, one coordinate, and random sizes: m in [2, 2000], k in [2, 64].
@@ -45,8 +45,8 @@ def _sensitivity_cases(hidden: bool | int) -> list[tuple[int, int]]:
             *((int(rng.integers(2, 2001)), int(rng.integers(2, 65))) for _ in range(2))]
 
 
-def _mechanism_sensitivity(f: Callable, *, hidden: bool | int = False) -> list[Finding]:
-    cases = _sensitivity_cases(hidden)
+def _mechanism_sensitivity(f: Callable, *, grading_seed: int | None = None) -> list[Finding]:
+    cases = _sensitivity_cases(grading_seed)
     findings = []
     for (m, k), name in zip(cases, (*SENSITIVITY_CHECKS, SENSITIVITY_CHECKS[-1])):
         value, exc = call(f, m, k)
@@ -79,11 +79,11 @@ def _mechanism_sensitivity(f: Callable, *, hidden: bool | int = False) -> list[F
 NOISE_CALLS = 800
 
 
-def _noise_cases(hidden: bool | int) -> list[tuple[int, int, float, int, int]]:
+def _noise_cases(grading_seed: int | None) -> list[tuple[int, int, float, int, int]]:
     """``(m, k, epsilon, calls, seed)``: one call with many coordinates (the noise's scale within a
     call), and many calls with a few coordinates (each coordinate's own law, across calls).  Grading
     draws the sizes and seeds fresh, so no shape or value marks a grading call."""
-    rng = hidden_rng(hidden)
+    rng = grading_rng(grading_seed)
     if rng is None:
         return [(40, 1000, 0.5, 1, 400), (200, 3, 2.0, NOISE_CALLS, 410)]
     eps = (0.5, 1.0, 2.0)
@@ -147,7 +147,7 @@ def _carried_sensitivities(carried: dict[str, Any] | None, cases: list[tuple[int
     return out
 
 
-def _mechanism_noise(f: Callable, *, hidden: bool | int = False, carried: dict[str, Any] | None = None) -> list[Finding]:
+def _mechanism_noise(f: Callable, *, grading_seed: int | None = None, carried: dict[str, Any] | None = None) -> list[Finding]:
     """The noise (output minus the true mean) against Lap(0, k / (m epsilon)); with error carried
     forward (``carried`` holds the student's ``mean_sensitivity``) a case that fails there passes
     when its noise follows Lap(0, Delta_s / epsilon) with the student's own sensitivity Delta_s.
@@ -161,7 +161,7 @@ def _mechanism_noise(f: Callable, *, hidden: bool | int = False, carried: dict[s
     a correct mechanism fails with probability at most ``KS_ALPHA**2 = 1e-6``.  All calls of a draw
     go to the student's function in one shuffled batch.
     """
-    cases = _noise_cases(hidden)
+    cases = _noise_cases(grading_seed)
     deltas = _carried_sensitivities(carried, cases)
     carried_pass = [False] * len(cases)  # passed only against the student's own sensitivity
     outcomes: dict[int, list[Finding]] = {i: [] for i in range(len(cases))}
@@ -327,10 +327,10 @@ def _noise_diagnosis(noise: NDArray[np.float64], m: int, k: int, eps: float, p: 
     return text + ". Check your sensitivity (question 1) and how b follows from it and epsilon (Eq. 3)."
 
 
-def _mechanism_interface(f: Callable, *, hidden: bool | int = False) -> list[Finding]:
+def _mechanism_interface(f: Callable, *, grading_seed: int | None = None) -> list[Finding]:
     findings = []
-    rng_hidden = hidden_rng(hidden)
-    seed = 16 if rng_hidden is None else int(rng_hidden.integers(0, 2**32))
+    rng_grading = grading_rng(grading_seed)
+    seed = 16 if rng_grading is None else int(rng_grading.integers(0, 2**32))
     data = np.random.default_rng(seed).random((30, 4))
     # bad input: each kind of input the proof does not cover, with one value for the feedback and
     # another for grading.  epsilon = inf is refused: it would release the exact mean (b = 0).
@@ -355,7 +355,7 @@ def _mechanism_interface(f: Callable, *, hidden: bool | int = False) -> list[Fin
              ((data[:, :1].copy(), 1.0), {"rng": np.random.default_rng(0)}),
              ((untouched, 1.0), {"rng": np.random.default_rng(1)})]
     batch += [((data.copy(), 1.0), {"rng": np.random.default_rng(s)}) for s in (seed + 5, seed + 5, seed + 6)]
-    bad = [secret if hidden else shown for _, shown, secret in kinds]
+    bad = [secret if grading_seed is not None else shown for _, shown, secret in kinds]
     batch += [((np.array(X, copy=True), eps), {"rng": np.random.default_rng(seed + 2)}) for X, eps in bad]
     answers = call_many(f, batch)
     # shapes

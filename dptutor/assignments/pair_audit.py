@@ -23,7 +23,7 @@ from numpy.typing import NDArray
 
 from dptutor.assignments.instances import PAIR_EPSILON, answer_member, pair_mystery
 from dptutor.audit import audit_pair
-from dptutor.assignments.feedback import Assignment, Finding, NotAnswered, Question, call, describe, hidden_rng
+from dptutor.assignments.feedback import Assignment, Finding, NotAnswered, Question, call, describe, grading_rng
 from dptutor.assignments.record import call_many
 
 __all__ = [
@@ -63,8 +63,8 @@ def _true_epsilon() -> float:
     return float(np.sum(law.logpdf(far - PAIR_X_PRIME) - law.logpdf(far - PAIR_X)))
 
 
-def _seed(question: str, hidden: bool | int) -> int:
-    rng = hidden_rng(hidden)
+def _seed(question: str, grading_seed: int | None) -> int:
+    rng = grading_rng(grading_seed)
     return _FEEDBACK_SEEDS[question] if rng is None else int(rng.integers(0, 2**32))
 
 
@@ -140,14 +140,14 @@ class _Values:
         return self.values[data][start:start + size]
 
 
-def _statistic_check(statistic: Any, *, hidden: bool | int = False) -> list[Finding]:
+def _statistic_check(statistic: Any, *, grading_seed: int | None = None) -> list[Finding]:
     """q1: one real per output (a function of that output alone), and audit_pair with it flags the
     mechanism at PAIR_TRIALS fresh runs per dataset."""
     if statistic is None:
         raise NotAnswered("statistic is None")
     if not callable(statistic):
         return [Finding(False, f"statistic should be a function of an array of outputs, got {type(statistic).__name__}", "form")]
-    seed = _seed("q1", hidden)
+    seed = _seed("q1", grading_seed)
     rng = np.random.default_rng(seed)
     runs = {data: mystery_pair(data, PAIR_TRIALS, rng) for data in (PAIR_X, PAIR_X_PRIME)}
     pooled = np.concatenate([runs[PAIR_X], runs[PAIR_X_PRIME]])
@@ -174,13 +174,13 @@ def _statistic_check(statistic: Any, *, hidden: bool | int = False) -> list[Find
     return findings
 
 
-def _attack_check(attack: Any, *, hidden: bool | int = False) -> list[Finding]:
+def _attack_check(attack: Any, *, grading_seed: int | None = None) -> list[Finding]:
     """q2: the event, evaluated output by output on fresh runs of both datasets, certifies a loss above the claim."""
     if attack is None:
         raise NotAnswered("attack is None")
     if not callable(attack):
         return [Finding(False, f"attack should be a function of an array of outputs, got {type(attack).__name__}", "form")]
-    rng = np.random.default_rng(_seed("q2", hidden))
+    rng = np.random.default_rng(_seed("q2", grading_seed))
     pooled = np.concatenate([mystery_pair(data, PAIR_TRIALS, rng) for data in (PAIR_X, PAIR_X_PRIME)])
     flags, failure = _per_output(attack, pooled, rng, "attack")
     if failure is not None:
@@ -202,14 +202,14 @@ def _attack_check(attack: Any, *, hidden: bool | int = False) -> list[Finding]:
     return findings
 
 
-def _true_epsilon_check(true_epsilon: Any, *, hidden: bool | int = False) -> list[Finding]:
+def _true_epsilon_check(true_epsilon: Any, *, grading_seed: int | None = None) -> list[Finding]:
     """q3: the mechanism's true epsilon, to within 0.1."""
     if true_epsilon is None:
         raise NotAnswered("true_epsilon is None")
     if isinstance(true_epsilon, bool) or not isinstance(true_epsilon, (int, float, np.integer, np.floating)):
         return [Finding(False, f"true_epsilon should be a number, got {type(true_epsilon).__name__}")]
     value = float(true_epsilon)
-    if not hidden:
+    if grading_seed is None:
         return [Finding(None, f"true_epsilon recorded ({value:g}); whether it is right is graded after you submit")]
     truth = _true_epsilon()
     if abs(value - truth) <= _TOLERANCE:

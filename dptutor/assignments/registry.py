@@ -7,12 +7,15 @@ the CLI shows them.  See the package docstring for how to add one.
 
 from __future__ import annotations
 
+import functools
 import importlib
+import warnings
 from collections.abc import Callable
 from typing import Any
 
-from dptutor._validate import check_choice, check_int, is_bool
-from dptutor.assignments.feedback import Assignment, Feedback, Finding, NotAnswered, Question, describe, score
+from dptutor._validate import check_choice, check_int
+from dptutor.assignments.feedback import (Assignment, Feedback, Finding, NotAnswered, Question, describe,
+                                          grading_seed_from_hidden, score)
 from dptutor.assignments.instances import INSTANCE_ASSIGNMENTS, answer_member
 
 __all__ = ["ASSIGNMENT_MODULES", "ASSIGNMENTS", "RECORD_TYPES", "get_assignment", "record_types", "check", "checker"]
@@ -52,10 +55,32 @@ def record_types(assignment: object) -> dict[str, Callable[[dict[str, Any]], Any
     return dict(RECORD_TYPES[get_assignment(assignment).name])
 
 
-def check(assignment: str, question: str, *objects: Any, hidden: bool = False,
+def _hidden_alias(fn: Callable[..., Feedback]) -> Callable[..., Feedback]:
+    """``fn`` taking the deprecated ``hidden=`` (see :func:`~dptutor.assignments.feedback.grading_seed_from_hidden`)
+    as ``grading_seed=``, with a DeprecationWarning; its signature is ``fn``'s."""
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Feedback:
+        if "hidden" in kwargs:
+            if "grading_seed" in kwargs:
+                raise TypeError("check() got both grading_seed= and its deprecated alias hidden=; pass grading_seed= only")
+            grading_seed = grading_seed_from_hidden(kwargs.pop("hidden"))
+            warnings.warn("check(): hidden= is deprecated and will be removed in the next release; use grading_seed= "
+                          "(None for the feedback run, an int for a grading run)", DeprecationWarning, stacklevel=2)
+            kwargs["grading_seed"] = grading_seed
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+@_hidden_alias
+def check(assignment: str, question: str, *objects: Any, grading_seed: int | None = None,
           carried: dict[str, Any] | None = None) -> Feedback:
     """Run one question's check on the student's objects and return the :class:`~dptutor.assignments.feedback.Feedback`.
 
+    ``grading_seed`` None is the feedback run (the notebook's); an int is a grading run, whose
+    parameters are drawn from that seed (the runner draws one per question and submission; the tests
+    use :data:`~dptutor.assignments.feedback.TEST_GRADING_SEED`).  ``hidden`` is its deprecated
+    alias (False: the feedback run, True: ``TEST_GRADING_SEED``, an int: that seed).
     ``carried`` (error carried forward) maps some of the names in the question's ``carried`` to the
     student's earlier answers; the check then judges the question against them where it can.
     Never raises because of the student's code: a stub still in place gives status
@@ -63,10 +88,10 @@ def check(assignment: str, question: str, *objects: Any, hidden: bool = False,
     """
     a = get_assignment(assignment)
     q = a.question(question)
-    if not is_bool(hidden):
-        check_int(hidden, "hidden", minimum=0)
-    if hidden and a.name in INSTANCE_ASSIGNMENTS:
-        answer_member(a.name)  # a course's answers need its key: ValueError naming hidden otherwise
+    if grading_seed is not None:
+        grading_seed = check_int(grading_seed, "grading_seed", minimum=0)
+        if a.name in INSTANCE_ASSIGNMENTS:
+            answer_member(a.name)  # a course's answers need its key: ValueError naming grading_seed otherwise
     if len(objects) != len(q.needs):
         raise TypeError(f"objects: {assignment} {question} checks {', '.join(q.needs)}: "
                         f"pass {len(q.needs)} object(s)")
@@ -81,7 +106,7 @@ def check(assignment: str, question: str, *objects: Any, hidden: bool = False,
     extra = {"carried": carried} if carried is not None else {}
     base = dict(assignment=a.name, question=q.name, title=q.title, points=q.points)
     try:
-        findings = q.check(*objects, hidden=hidden, **extra)
+        findings = q.check(*objects, grading_seed=grading_seed, **extra)
     except NotImplementedError:
         names = " and ".join(f"`{n}`" for n in q.needs)
         return Feedback(**base, score=0.0, status="not implemented", findings=(Finding(

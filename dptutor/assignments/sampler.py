@@ -16,14 +16,14 @@ from numpy.typing import NDArray
 
 from dptutor.distributions import laplace_ppf
 from dptutor.assignments.feedback import (KS_ALPHA, Assignment, Finding, Question, as_floats, call, describe,
-                                      expect_value_error, returned, hidden_rng, spy_array, uniforms)
+                                      expect_value_error, returned, grading_rng, spy_array, uniforms)
 from dptutor.assignments.record import call_many, flag_for_review, grading, measure, reference_seconds
 
 __all__ = ["ASSIGNMENT", "SAMPLER_TIMING_SIZE", "SAMPLER_TIMING_RATIO"]
 
 
 # Parameters: the notebook's feedback uses fixed seeds; grading draws (mu, b) and the seeds from
-# hidden_rng(hidden), fresh for each submission.  Every correct inverse CDF maps the same u to the
+# grading_rng(grading_seed), fresh for each submission.  Every correct inverse CDF maps the same u to the
 # same x (up to rounding), so all correct answers give the same KS p-values.  Each case is tried with
 # two independent seeds and passes if either KS test passes at KS_ALPHA: a correct sampler then
 # fails a case with probability KS_ALPHA**2 = 1e-6, while a wrong scale or sign (5000 draws) gives
@@ -42,8 +42,8 @@ SAMPLER_TIMING_RATIO = 5.0
 SAMPLER_TIMING_CAP = 5.0
 
 
-def _law_cases(hidden: bool | int) -> list[tuple[tuple[int, int], float, float]]:
-    rng = hidden_rng(hidden)
+def _law_cases(grading_seed: int | None) -> list[tuple[tuple[int, int], float, float]]:
+    rng = grading_rng(grading_seed)
     if rng is None:
         return list(_FEEDBACK_CASES)
     cases = []
@@ -55,10 +55,10 @@ def _law_cases(hidden: bool | int) -> list[tuple[tuple[int, int], float, float]]
     return cases
 
 
-def _sampler_law(f: Callable, *, hidden: bool | int = False) -> list[Finding]:
+def _sampler_law(f: Callable, *, grading_seed: int | None = None) -> list[Finding]:
     findings: list[Finding] = []
     monotone_u: NDArray[np.float64] | None = None
-    for seeds, mu, b in _law_cases(hidden):
+    for seeds, mu, b in _law_cases(grading_seed):
         outcome = Finding(False, "not checked")
         for seed in seeds:
             outcome, u, ks_failure = _law_case(f, seed, mu, b)
@@ -163,16 +163,16 @@ _BAD_B = (
 )
 
 
-def _sampler_domain(f: Callable, *, hidden: bool | int = False) -> list[Finding]:
+def _sampler_domain(f: Callable, *, grading_seed: int | None = None) -> list[Finding]:
     findings: list[Finding] = []
-    mu, b = (1.25, 2.0) if not hidden else (1.75, 3.0)
+    mu, b = (1.25, 2.0) if grading_seed is None else (1.75, 3.0)
     cases = []
     for kind, shown, secret in _BAD_U:
-        u = secret if hidden else shown
+        u = secret if grading_seed is not None else shown
         u = np.array(u) if isinstance(u, list) else u
         cases.append((f"laplace_inverse_cdf with {kind} ({_show(u)})", (u, 0.0, 1.0), "u must lie in the open interval (0, 1)"))
     for kind, shown, secret in _BAD_B:
-        bad_b = secret if hidden else shown
+        bad_b = secret if grading_seed is not None else shown
         cases.append((f"laplace_inverse_cdf(0.3, b={bad_b:g}) ({kind})", (0.3, 0.0, bad_b),
                       "the scale b must be finite and > 0"))
     # Valid input must still work: u = 1/2 is the median.  All calls go in one batch.
@@ -215,8 +215,8 @@ def _show(u: Any) -> str:
     return f"u = {u!r}" if not isinstance(u, np.ndarray) else f"u = np.array({u.tolist()!r})"
 
 
-def _sampler_vectorized(f: Callable, *, hidden: bool | int = False) -> list[Finding]:
-    rng = hidden_rng(hidden)
+def _sampler_vectorized(f: Callable, *, grading_seed: int | None = None) -> list[Finding]:
+    rng = grading_rng(grading_seed)
     seeds = [98, 99, 100] if rng is None else [int(s) for s in rng.integers(0, 2**32, size=3)]
     findings = _shape_findings(f, uniforms(seeds[0], 12).reshape(3, 4), 0.75 if rng is None else 0.2)
     u_spy = uniforms(seeds[1], 1000)
@@ -260,7 +260,7 @@ def _speed_finding(f: Callable, u_spy: NDArray[np.float64], spied: Any, draw: np
     """Fast on 10^6 uniforms, and the same values as for the 1000 uniforms ``u_spy`` (``spied``)."""
     # Timing: the student's function and dptutor's reference, each in the same harness (load the
     # input, call, save the output), on 10^6 uniforms, best of 3.  Every repeat gets fresh uniforms
-    # (a memoising function gains nothing), with the 1000 uniforms above hidden at random places:
+    # (a memoising function gains nothing), with the 1000 uniforms above mixed in at random places:
     # the timed output must agree there with what the function returned for them (and everywhere
     # with the inverse CDF when those are right: _timed_values_agree).  When grading,
     # each repeat is a cell of its own, timed from outside the kernel, and the reference runs in the
@@ -293,7 +293,7 @@ def _speed_finding(f: Callable, u_spy: NDArray[np.float64], spied: Any, draw: np
 def _timed_values_agree(results: list, inputs: list[NDArray[np.float64]], places: list[NDArray[np.int64]],
                         u_spy: NDArray[np.float64], spied: Any) -> bool:
     """Whether the timed outputs are the values the function computes: where the 1000 uniforms ``u_spy``
-    were hidden, what it returned for them (``spied``); and everywhere, when those 1000 values are
+    were mixed in, what it returned for them (``spied``); and everywhere, when those 1000 values are
     the inverse CDF's (every correct inverse CDF maps u to the same x, up to rounding), the inverse
     CDF of every timed uniform, so that no output seen before can be replayed fast in place of work."""
     y = as_floats(spied)

@@ -40,7 +40,7 @@ from numpy.typing import NDArray
 
 from dptutor._validate import check_bool, check_float_array, check_real
 from dptutor.audit import audit_pair
-from dptutor.assignments.feedback import Assignment, Finding, Question, call, describe, hidden_rng, named
+from dptutor.assignments.feedback import Assignment, Finding, Question, call, describe, grading_rng, named
 from dptutor import selection
 from dptutor.assignments.record import call_many, flag_for_review, grading
 from dptutor.selection import above_threshold_probabilities, report_noisy_max_probabilities
@@ -87,8 +87,8 @@ _FEEDBACK_SEEDS = {"q1": 5301, "q2": 5302, "q3": 5303}
 _EPSILONS = (0.5, 1.0, 2.0)
 
 
-def _seed(question: str, hidden: bool | int) -> int:
-    rng = hidden_rng(hidden)
+def _seed(question: str, grading_seed: int | None) -> int:
+    rng = grading_rng(grading_seed)
     return _FEEDBACK_SEEDS[question] if rng is None else int(rng.integers(0, 2**62))
 
 
@@ -377,14 +377,14 @@ def _law_case(rng: np.random.Generator | None, kind: str) -> tuple[tuple, NDArra
     return (answers, eps), report_noisy_max_probabilities(answers, eps), f"epsilon {eps:g}"
 
 
-def _at_outputs_check(above_threshold: Any, *, hidden: bool | int = False) -> list[Finding]:
+def _at_outputs_check(above_threshold: Any, *, grading_seed: int | None = None) -> list[Finding]:
     """q1: well-formed rows, the exact law, and randomness drawn from ``rng`` (same seed, same output).
 
     The law is tested on the grader's random answers and also on a pair like question 2's audit, with
     the audit's number of runs per call, all in one shuffled batch: a mechanism cannot follow the law
     in the law test and break it in the audit's calls only."""
-    seed = _seed("q1", hidden)
-    rng = hidden_rng(hidden)
+    seed = _seed("q1", grading_seed)
+    rng = grading_rng(grading_seed)
     args, law, label = _law_case(rng, "at")
     offset = 0.0 if rng is None else float(rng.uniform(-20.0, 20.0))
     x, x_prime, tau = audit_pairs(offset)["above_threshold"]
@@ -451,10 +451,10 @@ def _diagnosis(outputs: dict[tuple, NDArray], x: tuple, x_prime: tuple, tau: flo
     return f" Your outputs' frequencies fit the law of AboveThreshold with {best}."
 
 
-def _at_audit_check(above_threshold: Any, *, hidden: bool | int = False) -> list[Finding]:
+def _at_audit_check(above_threshold: Any, *, grading_seed: int | None = None) -> list[Finding]:
     """q2: ``audit_pair`` on the grader's pair does not show a loss above the claimed epsilon."""
-    seed = _seed("q2", hidden)
-    rng = hidden_rng(hidden)
+    seed = _seed("q2", grading_seed)
+    rng = grading_rng(grading_seed)
     offset = 0.0 if rng is None else float(rng.uniform(-20.0, 20.0))
     x, x_prime, tau = audit_pairs(offset)["above_threshold"]
     if rng is not None and rng.random() < 0.5:
@@ -471,10 +471,10 @@ def _at_audit_check(above_threshold: Any, *, hidden: bool | int = False) -> list
         "fresh nu_i ~ Lap(4 Delta/epsilon) for every query (step 3)."))]
 
 
-def _rnm_check(report_noisy_max: Any, *, hidden: bool | int = False) -> list[Finding]:
+def _rnm_check(report_noisy_max: Any, *, grading_seed: int | None = None) -> list[Finding]:
     """q3: indices, the exact law, and ``audit_pair`` on the grader's pair."""
-    seed = _seed("q3", hidden)
-    rng = hidden_rng(hidden)
+    seed = _seed("q3", grading_seed)
+    rng = grading_rng(grading_seed)
     args, law, label = _law_case(rng, "rnm")
     a = int(np.random.SeedSequence(seed).generate_state(1, dtype=np.uint64)[0])
     [(indices, message)] = _runs(report_noisy_max, "rnm", [(args, LAW_RUNS, a)])

@@ -20,11 +20,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from dptutor._validate import check_path, check_sequence, check_workers
+from dptutor._validate import check_path, check_sequence, check_workers, renamed_parameters
 from dptutor.assignments.registry import get_assignment
 from dptutor.course.executor import check_limits, grade_notebook, remove_stale_workdirs, resolve_sandbox
 from dptutor.course.remote import check_carry_forward
-from dptutor.course.result import SubmissionResult, check_hidden
+from dptutor.course.result import SubmissionResult, check_grading_seeds
 from dptutor.course.sandbox import EnvironmentFailure, Sandbox
 from dptutor.course.scores import ScoreRecord, read_scores, write_scores
 from dptutor.course.signals import raise_interrupt
@@ -34,19 +34,21 @@ from dptutor.course.workdirs import remove_workdirs_of
 __all__ = ["grade_folder", "read_csv", "write_csv"]
 
 
+@renamed_parameters(hidden="grading_seeds")
 def grade_folder(assignment: str, folder: Path | str, *, timeout: float = 60, total_timeout: float = 600,
                  progress: Callable[[str], None] | None = None,
                  on_result: Callable[[SubmissionResult], None] | None = None,
                  skip: Sequence[str] = (), sandbox: Sandbox | str | None = None, workers: int = 1,
                  only: Sequence[str] | None = None,
-                 hidden: dict[str, dict[str, int]] | None = None,
+                 grading_seeds: dict[str, dict[str, int]] | None = None,
                  carry_forward: bool = False) -> list[SubmissionResult]:
     """Grade the submissions in ``folder`` (its layouts: :func:`~dptutor.course.submissions.find_submissions`),
     in name order; ValueError naming ``folder`` if it holds none or a sub-folder is ambiguous.
 
     ``on_result`` is called in this process as soon as each submission is graded (the CLI writes it to
     the CSV); submissions named in ``skip`` are left out, and only those named in ``only`` are graded
-    when it is given.  ``hidden`` maps a submission's name to the hidden values to reuse (a regrade).
+    when it is given.  ``grading_seeds`` maps a submission's name to the grading seeds to reuse (a regrade;
+    ``hidden`` is its deprecated alias).
     Each submission runs in its own ``sandbox`` (see :func:`~dptutor.course.executor.grade_notebook`); ``workers`` > 1 grades
     that many at once, each in a child process of its own (at most one per CPU), with the same
     results.  Ctrl-C raises ``KeyboardInterrupt`` after the finished submissions have gone through
@@ -68,18 +70,18 @@ def grade_folder(assignment: str, folder: Path | str, *, timeout: float = 60, to
         raise TypeError("skip must be a sequence of file names")
     if only is not None and not all(isinstance(s, str) for s in check_sequence(only, "only", min_len=0)):
         raise TypeError("only must be a sequence of submission names")
-    hidden = {} if hidden is None else hidden
-    if not isinstance(hidden, dict) or not all(isinstance(k, str) for k in hidden):
-        raise TypeError("hidden must be a dict from submission names to dicts of hidden values")
+    grading_seeds = {} if grading_seeds is None else grading_seeds
+    if not isinstance(grading_seeds, dict) or not all(isinstance(k, str) for k in grading_seeds):
+        raise TypeError("grading_seeds must be a dict from submission names to dicts of grading seeds")
     questions = {q.name for q in a.questions}
-    hidden = {k: check_hidden(v, "hidden", questions) for k, v in hidden.items()}
+    grading_seeds = {k: check_grading_seeds(v, "grading_seeds", questions) for k, v in grading_seeds.items()}
     sandbox = resolve_sandbox(sandbox)
     done = set(skip)
     todo = [s for s in find_submissions(folder) if s.name not in done and (only is None or s.name in only)]
     workers = check_workers(workers, "workers", tasks=len(todo))
     remove_stale_workdirs()
     carry_forward = check_carry_forward(carry_forward, a)
-    jobs = [(s.path, a.name, timeout, total_timeout, sandbox, hidden.get(s.name), bool(carry_forward), s.name)
+    jobs = [(s.path, a.name, timeout, total_timeout, sandbox, grading_seeds.get(s.name), bool(carry_forward), s.name)
             for s in todo]
     if workers == 1:
         results = []
@@ -96,9 +98,9 @@ def grade_folder(assignment: str, folder: Path | str, *, timeout: float = 60, to
 
 def _grade_job(job: tuple) -> SubmissionResult:
     """One submission graded; its texts made safe before they go anywhere (a pipe, the CSV, a terminal)."""
-    path, assignment, timeout, total_timeout, sandbox, hidden, carry_forward, name = job
+    path, assignment, timeout, total_timeout, sandbox, grading_seeds, carry_forward, name = job
     return grade_notebook(path, assignment, timeout=timeout, total_timeout=total_timeout, sandbox=sandbox,
-                          hidden=hidden, name=name, carry_forward=carry_forward).made_safe()
+                          grading_seeds=grading_seeds, name=name, carry_forward=carry_forward).made_safe()
 
 
 def _die_with_parent() -> None:
@@ -155,7 +157,8 @@ def _grade_parallel(jobs: list[tuple], workers: int, progress: Callable[[str], N
                         raise KeyboardInterrupt from None
                     a = get_assignment(job[1])
                     result = SubmissionResult(job[-1], a.name, {q.name: 0.0 for q in a.questions},
-                                              {q.name: q.points for q in a.questions}, hidden=dict(job[5] or {}),
+                                              {q.name: q.points for q in a.questions},
+                                              grading_seeds=dict(job[5] or {}),
                                               notes=[f"the grading process of this notebook died (exit code "
                                                      f"{proc.exitcode}): scored 0; regrade it with --only"])
                 finally:

@@ -4,9 +4,9 @@ How a submission is graded
 --------------------------
 Each submission runs in a fresh Jupyter kernel (nbclient) in a sandbox of its own, cell by cell,
 with a time limit per cell and one for the whole notebook.  Then every question is graded by its
-check, which runs *here*, in the grader's process, with hidden parameters drawn fresh for that
+check, which runs *here*, in the grader's process, in a grading run whose seed is drawn fresh for that
 question with :mod:`secrets` (:func:`dptutor.course.remote.grade_question`).  The kernel never
-sees a check, a seed or a hidden parameter: whenever a check calls a student function, the grader
+sees a check, a seed or a grading run's parameter: whenever a check calls a student function, the grader
 writes that call's inputs as data (``.npz`` of numeric arrays and one JSON string, never a
 pickle) to a file in the work folder, runs a cell that only calls the function on them, and reads
 back what it returned, raised or modified.  Those cells name their files by a random base name
@@ -97,12 +97,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dptutor._validate import check_real, check_str
+from dptutor._validate import check_real, check_str, renamed_parameters
 from dptutor.assignments.feedback import UNSCORED, Assignment
 from dptutor.assignments.registry import get_assignment
 from dptutor.course.remote import check_carry_forward, grade_question
 from dptutor.course.intake import FEEDBACK_TAG, MAX_NOTEBOOK_BYTES, TIMED_OUT_KEY, capped_client, read_student_cells
-from dptutor.course.result import SubmissionResult, check_hidden
+from dptutor.course.result import SubmissionResult, check_grading_seeds
 from dptutor.course.sandbox import SANDBOXES, EnvironmentFailure, Sandbox, find_sandbox, kernel_manager
 from dptutor.course.signals import deferred_interrupts, run_coroutine
 from dptutor.course.textsafe import display_name
@@ -187,14 +187,14 @@ async def _execute(client: Any, nb: Any, source: str, timeout: float) -> tuple[A
     return cell, time.monotonic() - started
 
 
-async def _run_hidden(client: Any, nb: Any, a: Assignment, hidden: dict[str, int], workdir: str, timeout: float,
+async def _run_checks(client: Any, nb: Any, a: Assignment, grading_seeds: dict[str, int], workdir: str, timeout: float,
                       run: _Run, carry_forward: bool = False) -> None:
     async def run_cell(source: str, limit: float) -> tuple[Any, float]:
         return await _execute(client, nb, source, limit)
 
     for q in a.questions:  # each check runs here; the kernel only answers calls (dptutor.assignments.record)
         run.records[q.name] = await grade_question(run_cell, a.name, q.name, workdir, timeout=timeout,
-                                                   timed_cap=min(TIMED_CELL_CAP, timeout), hidden=hidden[q.name],
+                                                   timed_cap=min(TIMED_CELL_CAP, timeout), grading_seed=grading_seeds[q.name],
                                                    carry_forward=carry_forward)
 
 
@@ -215,9 +215,10 @@ def resolve_sandbox(sandbox: Sandbox | str | None) -> Sandbox:
     return sandbox
 
 
+@renamed_parameters(hidden="grading_seeds")
 def grade_notebook(path: Path | str, assignment: str, *, timeout: float = 60,
                    total_timeout: float = 600, sandbox: Sandbox | str | None = None,
-                   hidden: dict[str, int] | None = None, name: str | None = None,
+                   grading_seeds: dict[str, int] | None = None, name: str | None = None,
                    carry_forward: bool = False) -> SubmissionResult:
     """Execute one submission in a fresh kernel in ``sandbox`` and grade it (see the module docstring).
 
@@ -229,9 +230,9 @@ def grade_notebook(path: Path | str, assignment: str, *, timeout: float = 60,
     questions it affects, with a note saying why; it never raises, except ``KeyboardInterrupt``
     (Ctrl-C or SIGTERM), after killing its sandbox, and
     :class:`~dptutor.course.sandbox.EnvironmentFailure` when a kernel could not start twice (no code
-    of the submission ran: the environment is broken, and no score is due).  ``hidden`` gives the seed of some questions'
-    hidden parameters (a regrade passes the ones saved in the scores CSV); the others are drawn
-    fresh with :mod:`secrets`, and the result's ``hidden`` holds them all.  ``name`` is the
+    of the submission ran: the environment is broken, and no score is due).  ``grading_seeds`` gives some questions'
+    grading seeds (a regrade passes the ones saved in the scores CSV; ``hidden`` is its deprecated
+    alias); the others are drawn fresh with :mod:`secrets`, and the result's ``grading_seeds`` holds them all.  ``name`` is the
     submission's name in the result (default: the file name).  ``carry_forward`` grades with error
     carried forward (refused, naming it, by an assignment that has none to carry).
     """
@@ -240,7 +241,8 @@ def grade_notebook(path: Path | str, assignment: str, *, timeout: float = 60,
     if not isinstance(path, (str, Path)):
         raise TypeError(f"path must be a path, got {type(path).__name__}")
     timeout, total_timeout = check_limits(timeout, total_timeout)
-    seeds = check_hidden({} if hidden is None else hidden, "hidden", {q.name for q in a.questions})
+    seeds = check_grading_seeds({} if grading_seeds is None else grading_seeds, "grading_seeds",
+                                {q.name for q in a.questions})
     if name is not None:
         check_str(name, "name", allow_empty=False)
     sandbox = resolve_sandbox(sandbox)
@@ -248,10 +250,10 @@ def grade_notebook(path: Path | str, assignment: str, *, timeout: float = 60,
     import nbformat
 
     path = Path(path)
-    for q in a.questions:  # never 0 or 1: hidden parameters drawn for this submission
+    for q in a.questions:  # never 0 or 1: grading seeds drawn for this submission
         seeds.setdefault(q.name, secrets.randbits(62) + 2)
     result = SubmissionResult(name or display_name(path.name), a.name, {q.name: 0.0 for q in a.questions},
-                              {q.name: q.points for q in a.questions}, hidden=dict(seeds),
+                              {q.name: q.points for q in a.questions}, grading_seeds=dict(seeds),
                               carry_forward=carry_forward)
     if not sandbox.isolated:
         result.notes.append("graded WITHOUT a sandbox (--no-sandbox): the notebook ran as the grader's user")
@@ -388,7 +390,7 @@ async def _execute_all(client: Any, run_nb: Any, student: list[Any], job: _Job, 
                     for index, cell in enumerate(student):
                         client.timeout = max(1, int(math.ceil(job.timeout)))
                         await client.async_execute_cell(cell, index)
-                    await _run_hidden(client, run_nb, job.assignment, job.seeds, workdir, job.timeout, run,
+                    await _run_checks(client, run_nb, job.assignment, job.seeds, workdir, job.timeout, run,
                                       job.carry_forward)
                 finally:
                     box.stop(box_name, run.kernel_pid)

@@ -332,7 +332,7 @@ def grade_plan(plan: GradingPlan) -> int:
         print(f"grading {len(todo)} submission(s) of {a.name!r} into {plan.csv_path}"
               + (f" with {min(options.workers, os.cpu_count() or 1, len(todo))} workers" if options.workers > 1 else ""),
               flush=True)
-    saved_hidden = {r.result.file: dict(r.result.hidden) for r in plan.records if r.result.hidden}
+    saved = {r.result.file: dict(r.result.grading_seeds) for r in plan.records if r.result.grading_seeds}
     previous_term = signal.getsignal(signal.SIGTERM)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, raise_interrupt)  # `kill` stops grading as Ctrl-C does
@@ -346,7 +346,7 @@ def grade_plan(plan: GradingPlan) -> int:
                 with course_scope(plan.folder.key) if plan.folder is not None else contextlib.nullcontext():
                     grade_folder(a.name, options.submissions, timeout=plan.timeout, total_timeout=plan.total_timeout,
                                  progress=book.progress, on_result=book.save, only=names, sandbox=plan.sandbox,
-                                 workers=workers, hidden={n: saved_hidden[n] for n in names if n in saved_hidden},
+                                 workers=workers, grading_seeds={n: saved[n] for n in names if n in saved},
                                  carry_forward=plan.config.carry_forward)
     except EnvironmentFailure as exc:  # a kernel could not start: not the submissions' fault, none scored 0 for it
         _unlink(book.marker)

@@ -8,7 +8,7 @@ per test and has no cell time limit, so:
 - partial credit: each question's points are split into :data:`STEPS` hidden test cases; test ``i``
   passes when the dptutor score reaches ``i / STEPS`` of the points (:func:`reaches`), so otter's
   total is the dptutor score rounded down to a tenth of the question.  The check runs once per
-  question (:func:`hidden_score` caches it);
+  question (:func:`grading_score` caches it);
 - a time limit: the plugin :class:`dptutor.course.otter_plugin.TimeLimit` adds a first cell that
   calls :func:`arm_time_limit`, which stops any cell, and any one question's check, that runs
   longer than the limit.
@@ -19,7 +19,7 @@ installs it from there by a direct file reference (:data:`AUTOGRADER_FILES`; no 
 ``dptutor``) beside its dependencies pinned to the versions installed where the export runs (those
 come from PyPI).  Students see the same messages as the local grader: the public test prints the
 notebook's feedback report (:func:`show_feedback`) and the first hidden test a question fails prints
-the grading report of the hidden run (:func:`show_hidden`); otter shows that output.  The Markdown
+the grading report of the grading run (:func:`show_grading_report`); otter shows that output.  The Markdown
 is plain Markdown (:func:`myst_to_markdown`): no MyST directive or role reaches the student notebook.
 
 Otter runs the tests in the student's own process, so the trust model of :mod:`dptutor.course.executor`
@@ -39,8 +39,8 @@ from dptutor._validate import check_int, check_path, check_real, check_str
 from dptutor.assignments.feedback import Feedback, fmt_points
 from dptutor.assignments.registry import check, get_assignment
 
-__all__ = ["STEPS", "AUTOGRADER_FILES", "TimeLimitExceeded", "arm_time_limit", "export_otter", "hidden_score",
-           "reaches", "feedback_clean", "show_feedback", "show_hidden", "wheel_requirements",
+__all__ = ["STEPS", "AUTOGRADER_FILES", "TimeLimitExceeded", "arm_time_limit", "export_otter", "grading_score",
+           "reaches", "feedback_clean", "show_feedback", "show_grading_report", "wheel_requirements",
            "myst_to_markdown"]
 
 #: Hidden test cases per question (partial credit in steps of a tenth of the question).
@@ -48,7 +48,7 @@ STEPS = 10
 #: Where Gradescope unpacks the ``files/`` folder of an autograder zip (otter 7's ``/autograder/source``).
 AUTOGRADER_FILES = "/autograder/source/files"
 _CACHE: dict[tuple[str, str, tuple[int, ...]], Feedback | None] = {}
-_HIDDEN = secrets.randbits(62) + 2  # hidden parameters drawn once per grading process
+_GRADING_SEED = secrets.randbits(62) + 2  # the grading seed, drawn once per grading process
 _CHECK_CALL = re.compile(r"^\s*check\.(q\d+)\((.*)\)\s*$")
 
 
@@ -97,28 +97,28 @@ def _limited(fn: Any, *args: Any, **kwargs: Any) -> Any:
         signal.setitimer(signal.ITIMER_REAL, *previous) if previous[0] else signal.setitimer(signal.ITIMER_REAL, 0)
 
 
-def _hidden_feedback(assignment: str, question: str, *objects: Any) -> Feedback | None:
-    """The Feedback of ``question`` with hidden parameters, computed once per set of objects (None if
+def _grading_feedback(assignment: str, question: str, *objects: Any) -> Feedback | None:
+    """The Feedback of ``question``'s grading run, computed once per set of objects (None if
     the check ran past the time limit)."""
     q = get_assignment(assignment).question(question)  # TypeError/ValueError before the cache lookup
     key = (assignment, q.name, tuple(id(o) for o in objects))
     if key not in _CACHE:
-        _CACHE[key] = _limited(check, assignment, question, *objects, hidden=_HIDDEN)
+        _CACHE[key] = _limited(check, assignment, question, *objects, grading_seed=_GRADING_SEED)
     return _CACHE[key]
 
 
-def hidden_score(assignment: str, question: str, *objects: Any) -> float:
-    """The dptutor score of ``question`` with hidden parameters, computed once per set of objects
+def grading_score(assignment: str, question: str, *objects: Any) -> float:
+    """The dptutor score of ``question``'s grading run, computed once per set of objects
     (0 if the check runs past the time limit)."""
-    fb = _hidden_feedback(assignment, question, *objects)
+    fb = _grading_feedback(assignment, question, *objects)
     return 0.0 if fb is None else fb.score
 
 
 def reaches(assignment: str, question: str, step: int, *objects: Any) -> bool:
-    """Whether the hidden score reaches ``step / STEPS`` of the question's points (otter test ``step``)."""
+    """Whether the grading score reaches ``step / STEPS`` of the question's points (otter test ``step``)."""
     step = check_int(step, "step", minimum=1, maximum=STEPS)
     points = get_assignment(assignment).question(question).points
-    return hidden_score(assignment, question, *objects) >= points * step / STEPS - 1e-9
+    return grading_score(assignment, question, *objects) >= points * step / STEPS - 1e-9
 
 
 def feedback_clean(assignment: str, question: str, *objects: Any) -> bool:
@@ -143,14 +143,15 @@ def show_feedback(assignment: str, question: str, *objects: Any) -> None:
         print(fb.report())
 
 
-def show_hidden(assignment: str, question: str, step: int, *objects: Any) -> None:
-    """Hidden test ``step``'s output: nothing when the hidden score reaches ``step / STEPS`` of the
-    points; the first test that fails prints the grading report (the lines ``dptutor grade`` writes
-    for the question: its score and each failed check's message), later ones a short pointer to it."""
+def show_grading_report(assignment: str, question: str, step: int, *objects: Any) -> None:
+    """Hidden test ``step``'s output (otter's word for a test the student does not see): nothing when
+    the grading score reaches ``step / STEPS`` of the points; the first test that fails prints the
+    grading report (the lines ``dptutor grade`` writes for the question: its score and each failed
+    check's message), later ones a short pointer to it."""
     step = check_int(step, "step", minimum=1, maximum=STEPS)
     if reaches(assignment, question, step, *objects):
         return
-    fb = _hidden_feedback(assignment, question, *objects)
+    fb = _grading_feedback(assignment, question, *objects)
     if step > 1 and not reaches(assignment, question, step - 1, *objects):
         print(f"({step}/{STEPS}: see the first failed case)")  # short: Gradescope lists every failed case
     elif fb is None:
@@ -159,6 +160,12 @@ def show_hidden(assignment: str, question: str, step: int, *objects: Any) -> Non
         lines = [f"{fb.question} ({fb.title}): {fmt_points(fb.score)} / {fmt_points(fb.points)} points"]
         lines += [f"  - {m}" for m in fb.messages]
         print("\n".join(lines))
+
+
+# Deprecated aliases, kept without a warning: master notebooks exported before the rename call
+# ``_dpt.show_hidden`` in their hidden tests, and a warning there would fail the test it prints in.
+hidden_score = grading_score
+show_hidden = show_grading_report
 
 
 def _raw(text: str) -> dict[str, Any]:
@@ -504,7 +511,7 @@ def _master_cells(a: Any, source: Any, select: str, book: Path, config: dict[str
                                 f"_dpt.show_feedback({a.name!r}, {q.name!r}, {args})", 0, False))
         for step in range(1, STEPS + 1):
             cells.append(_test_cell(f"{select}import dptutor.course.otter as _dpt\n"
-                                    f"_dpt.show_hidden({a.name!r}, {q.name!r}, {step}, {args})",
+                                    f"_dpt.show_grading_report({a.name!r}, {q.name!r}, {step}, {args})",
                                     q.points / STEPS, True))
         cells.append(_raw("# END TESTS"))
         cells.append(_raw("# END QUESTION"))

@@ -4,7 +4,7 @@ A check is ordinary Python that calls the student's functions and inspects the s
 (:mod:`dptutor.assignments.record`).  When grading, every check runs **in the grader's process** (a
 worker thread of :func:`grade_question`), never in the kernel:
 
-- Hidden parameters, seeds and random generators are drawn in the grader, fresh for every
+- A grading run's parameters, seeds and random generators are drawn in the grader, fresh for every
   question (:mod:`secrets`); they never appear in a cell the kernel runs.
 - A call of a student function is a proxy (:class:`~dptutor.assignments.record.RemoteFunction`):
   the grader writes the call's inputs as plain data (an ``.npz`` of numeric arrays plus one JSON
@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from dptutor._validate import check_int, check_path, check_positive, is_bool
+from dptutor._validate import check_int, check_path, check_positive, is_bool, renamed_parameters
 from dptutor.assignments.encoding import MAX_CALLS_PER_CELL, MAX_CELLS_PER_QUESTION, Writer, array_args, generator_args
 from dptutor.assignments.feedback import INSTRUCTOR_NOTE, UNSCORED, Assignment, Feedback, Finding, SpyArray
 from dptutor.assignments.record import GradingSession, RemoteFunction, session_scope
@@ -250,21 +250,22 @@ class _Deferred:
         return self._factory().__await__()
 
 
+@renamed_parameters(hidden="grading_seed")
 def grade_question(run_cell: RunCell, assignment: str, question: str, workdir: str, *,
-                   timeout: float, timed_cap: float = 5.0, hidden: int | None = None,
+                   timeout: float, timed_cap: float = 5.0, grading_seed: int | None = None,
                    carry_forward: bool = False) -> Awaitable[Any]:
     """Grade one question of a submission whose kernel runs the cells ``run_cell`` is given: await it
     for the Feedback.
 
-    The check runs in a worker thread of this process with hidden parameters drawn here; each call
+    The check runs in a worker thread of this process with the grading run's parameters drawn here; each call
     of a student function becomes a cell (:data:`CALL_CELL`) limited to ``timeout`` seconds, each
     timed repeat a cell limited to ``timed_cap``.  The cells name the files they read and write in
     ``workdir`` by their base names only: ``run_cell`` must run them with the kernel's working
     folder being ``workdir`` (as the sandbox mounts it).  An unusable answer scores the question 0 with a
     message.  Exceptions of ``run_cell`` (a dead kernel, a cancellation) propagate, after the check
-    thread has been released.  ``hidden`` is the seed of the hidden parameters (an int >= 2; None:
-    drawn fresh with :mod:`secrets`); a regrade passes the one saved in the scores CSV to reproduce
-    the question exactly.  ``carry_forward`` (error carried forward) also hands the check the
+    thread has been released.  ``grading_seed`` is the seed of the grading run (an int >= 2; None:
+    drawn fresh with :mod:`secrets`; ``hidden`` is its deprecated alias); a regrade passes the one
+    saved in the scores CSV to reproduce the question exactly.  ``carry_forward`` (error carried forward) also hands the check the
     earlier answers the question names in ``carried``.  The arguments are checked when this is
     called, before anything runs.
     """
@@ -276,11 +277,11 @@ def grade_question(run_cell: RunCell, assignment: str, question: str, workdir: s
     if not os.path.isdir(workdir):
         raise ValueError(f"workdir: {workdir} is not a folder")
     timeout, timed_cap = check_positive(timeout, "timeout"), check_positive(timed_cap, "timed_cap")
-    if hidden is not None:
-        hidden = check_int(hidden, "hidden", minimum=2, maximum=2**63 - 1)
+    if grading_seed is not None:
+        grading_seed = check_int(grading_seed, "grading_seed", minimum=2, maximum=2**63 - 1)
     if not is_bool(carry_forward):
         raise TypeError(f"carry_forward must be True or False, got {type(carry_forward).__name__}")
-    return _Deferred(lambda: _grade_question(run_cell, a.name, q.name, workdir, timeout, timed_cap, hidden,
+    return _Deferred(lambda: _grade_question(run_cell, a.name, q.name, workdir, timeout, timed_cap, grading_seed,
                                              bool(carry_forward)))
 
 
@@ -289,7 +290,7 @@ def _failed(base: dict[str, Any], text: str) -> Feedback:
 
 
 async def _grade_question(run_cell: RunCell, assignment: str, question: str, workdir: str, timeout: float,
-                          timed_cap: float, hidden: int | None = None, carry_forward: bool = False) -> Feedback:
+                          timed_cap: float, grading_seed: int | None = None, carry_forward: bool = False) -> Feedback:
     a = get_assignment(assignment)
     q = a.question(question)
     base = dict(assignment=a.name, question=q.name, title=q.title, points=q.points)
@@ -313,10 +314,10 @@ async def _grade_question(run_cell: RunCell, assignment: str, question: str, wor
 
     objects = [rebuilt(name) for name in q.needs]
     earlier = {name: rebuilt(name) for name in carried} if carry_forward and q.carried else None
-    if hidden is None:
-        hidden = secrets.randbits(62) + 2  # fresh for this question, never sent to the kernel
+    if grading_seed is None:
+        grading_seed = secrets.randbits(62) + 2  # fresh for this question, never sent to the kernel
     outcome = await _drive(session, run_cell, workdir, timeout, timed_cap,
-                           lambda: check(a.name, q.name, *objects, hidden=hidden, carried=earlier),
+                           lambda: check(a.name, q.name, *objects, grading_seed=grading_seed, carried=earlier),
                            f"dptutor-check-{a.name}-{q.name}")
     if "abort" in outcome:
         return _failed(base, outcome["abort"])

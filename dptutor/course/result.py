@@ -1,4 +1,4 @@
-"""The record of one graded submission: its scores, messages and the seeds of its hidden parameters."""
+"""The record of one graded submission: its scores, messages and the grading seed of each question."""
 
 from __future__ import annotations
 
@@ -10,19 +10,21 @@ from dptutor._validate import check_int, check_real
 from dptutor.assignments.feedback import Assignment, fmt_points
 from dptutor.course.textsafe import csv_cell, one_line, safe_text
 
-__all__ = ["HIDDEN_RANGE", "SubmissionResult"]
+__all__ = ["GRADING_SEED_RANGE", "SubmissionResult"]  # HIDDEN_RANGE: its deprecated alias
 
-#: Hidden values (seeds of a question's hidden parameters) lie in [2, 2**63).
-HIDDEN_RANGE = (2, 2**63 - 1)
+#: Grading seeds (the seed of a question's grading run) lie in [2, 2**63).
+GRADING_SEED_RANGE = (2, 2**63 - 1)
+#: Deprecated alias of :data:`GRADING_SEED_RANGE`.
+HIDDEN_RANGE = GRADING_SEED_RANGE
 
 
-def check_hidden(hidden: object, name: str, questions: Any) -> dict[str, int]:
-    """``hidden`` as a dict from question names (of ``questions``) to seeds in :data:`HIDDEN_RANGE`."""
-    if not isinstance(hidden, dict) or not all(isinstance(k, str) and k in questions for k in hidden):
+def check_grading_seeds(grading_seeds: object, name: str, questions: Any) -> dict[str, int]:
+    """``grading_seeds`` as a dict from question names (of ``questions``) to seeds in :data:`GRADING_SEED_RANGE`."""
+    if not isinstance(grading_seeds, dict) or not all(isinstance(k, str) and k in questions for k in grading_seeds):
         raise TypeError(f"{name} must be a dict from question names to ints")
-    for value in hidden.values():
-        check_int(value, name, minimum=HIDDEN_RANGE[0], maximum=HIDDEN_RANGE[1])
-    return dict(hidden)
+    for value in grading_seeds.values():
+        check_int(value, name, minimum=GRADING_SEED_RANGE[0], maximum=GRADING_SEED_RANGE[1])
+    return dict(grading_seeds)
 
 
 @dataclass
@@ -35,8 +37,8 @@ class SubmissionResult:
     points: dict[str, float]
     messages: dict[str, list[str]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
-    #: The seed of each question's hidden parameters (the scores CSV keeps them for regrades).
-    hidden: dict[str, int] = field(default_factory=dict)
+    #: The grading seed of each question (the scores CSV keeps them for regrades).
+    grading_seeds: dict[str, int] = field(default_factory=dict)
     #: Per graded question, each scored finding's check name and outcome, ``[[check, passed], ...]``
     #: (what configured weights re-score; empty when the question was not graded).
     checks: dict[str, list[list[Any]]] = field(default_factory=dict)
@@ -59,7 +61,7 @@ class SubmissionResult:
             raise TypeError("messages must be a dict from question names to lists of str")
         if not isinstance(self.notes, list) or not all(isinstance(n, str) for n in self.notes):
             raise TypeError("notes must be a list of str")
-        check_hidden(self.hidden, "hidden", self.scores)
+        check_grading_seeds(self.grading_seeds, "grading_seeds", self.scores)
         if not isinstance(self.checks, dict) or not all(
                 k in self.scores and isinstance(v, list) and all(
                     isinstance(c, list) and len(c) == 2 and isinstance(c[0], str) and isinstance(c[1], bool) for c in v)
@@ -67,6 +69,15 @@ class SubmissionResult:
             raise TypeError("checks must be a dict from question names to lists of [check name, passed]")
         if not isinstance(self.carry_forward, bool):
             raise TypeError(f"carry_forward must be True or False, got {type(self.carry_forward).__name__}")
+
+    @property
+    def hidden(self) -> dict[str, int]:
+        """Deprecated alias of :attr:`grading_seeds`."""
+        import warnings
+
+        warnings.warn("SubmissionResult.hidden is deprecated and will be removed in the next release; "
+                      "use grading_seeds", DeprecationWarning, stacklevel=2)
+        return self.grading_seeds
 
     def made_safe(self) -> SubmissionResult:
         """A copy with every text a submission can influence (its name, messages and notes) made safe

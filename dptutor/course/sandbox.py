@@ -212,7 +212,7 @@ class Sandbox:
                    "--unshare-net", "--unshare-cgroup-try", "--die-with-parent", "--new-session",
                    "--uid", "1000", "--gid", "1000", "--hostname", "sandbox",
                    # The private /tmp first: the binds below may lie under the host's /tmp (a clone or a
-                   # virtual environment there) and must be mounted on top of it, not hidden by it.
+                   # virtual environment there) and must be mounted on top of it, not shadowed by it.
                    "--size", str(lim.tmp_size), "--tmpfs", "/tmp", "--ro-bind", "/usr", "/usr"]
             for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
                 path = Path("/") / top

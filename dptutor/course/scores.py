@@ -11,10 +11,10 @@ per student), ``student`` its identifier (:func:`dptutor.course.submissions.stud
 ``total`` their sum times ``late`` (the late multiplier, 1 when on time), ``max`` the configured
 total, ``submitted`` the submission time used (ISO 8601, empty without a late policy) and
 ``overrides`` the instructor's changes with their reasons.  ``record`` is JSON: the scores as
-graded, the messages, the hidden values drawn for each question (the seeds of the hidden
-parameters), so that ``grade --only`` reproduces a row exactly, each check's outcome (``checks``),
-the configured weights of the checks (``weights``; a question with weights is scored from its
-checks' outcomes) and whether error was carried forward (``carry_forward``).
+graded, the messages, the grading seed drawn for each question (``grading_seeds``; a file written
+before that name has them as ``hidden`` and reads the same), so that ``grade --only`` reproduces a
+row exactly, each check's outcome (``checks``), the configured weights of the checks (``weights``;
+a question with weights is scored from its checks' outcomes) and whether error was carried forward (``carry_forward``).
 
 Every row names its assignment and course; :func:`read_scores` refuses a file of another
 assignment or course, and a row whose visible cells do not follow from its record (edited by hand
@@ -42,8 +42,11 @@ from dptutor.course.submissions import student_identity
 __all__ = ["ScoreRecord", "scores_header", "read_scores", "write_scores", "default_scores_name"]
 
 _EXTRA = ["student", "assignment", "course", "max", "late", "submitted", "overrides", "record"]
-#: The largest hidden value (the runner draws them below 2**62 + 2).
-_MAX_HIDDEN = 2**63
+#: Beyond the largest grading seed (the runner draws them below 2**62 + 2).
+_MAX_SEED = 2**63
+#: The record's key of the grading seeds, and its older name (files written before the rename).
+_SEEDS, _OLD_SEEDS = "grading_seeds", "hidden"
+_JSON = dict(sort_keys=True, ensure_ascii=True, allow_nan=False)
 
 
 def default_scores_name(assignment: Assignment) -> str:
@@ -142,14 +145,27 @@ class ScoreRecord:
         changes = [f"{o.question}: {fmt_points(graded[o.question])} -> {fmt_points(final[o.question])} ({o.reason})"
                    for o in self.overrides]
         record = {"v": 1, "scores": r.scores, "points": r.points, "messages": r.messages, "notes": r.notes,
-                  "hidden": r.hidden, "configured": self.points, "checks": r.checks, "weights": self.weights,
+                  _SEEDS: r.grading_seeds, "configured": self.points, "checks": r.checks, "weights": self.weights,
                   "carry_forward": r.carry_forward,
                   "overrides": [[o.student, o.question, o.score, o.reason] for o in self.overrides]}
         return [csv_cell(r.file), *(fmt_points(final[q.name]) for q in assignment.questions),
                 fmt_points(self.total), csv_cell(" | ".join(one_line(m) for m in messages)),
                 csv_cell(self.student), assignment.name, csv_cell(self.course), fmt_points(sum(points.values())),
                 f"{self.late:g}", self.submitted, csv_cell(" | ".join(one_line(c) for c in changes)),
-                json.dumps(record, sort_keys=True, ensure_ascii=True, allow_nan=False)]
+                json.dumps(record, **_JSON)]
+
+
+def _renamed_seeds(data: dict, cells: list[str]) -> tuple[dict, list[str]]:
+    """A record written before the grading seeds had their name (key ``hidden``) as today's, with its
+    row's record cell rewritten to match (only if that cell is exactly what the writer wrote, so a
+    record edited by hand is still refused)."""
+    if _OLD_SEEDS not in data:
+        return data, cells
+    if _SEEDS in data:
+        raise ValueError(f"its record has both {_SEEDS} and {_OLD_SEEDS} tables")
+    canonical = json.dumps(data, **_JSON) == cells[-1]
+    data = {(_SEEDS if k == _OLD_SEEDS else k): v for k, v in data.items()}
+    return data, (cells[:-1] + [json.dumps(data, **_JSON)] if canonical else cells)
 
 
 def _from_row(cells: list[str], assignment: Assignment) -> ScoreRecord:
@@ -160,15 +176,16 @@ def _from_row(cells: list[str], assignment: Assignment) -> ScoreRecord:
     if not isinstance(data, dict) or data.get("v") != 1:
         raise ValueError("its record is not a version-1 JSON object")
     names = [q.name for q in assignment.questions]
-    for key in ("scores", "points", "messages", "hidden", "configured"):
+    data, cells = _renamed_seeds(data, cells)
+    for key in ("scores", "points", "messages", _SEEDS, "configured"):
         if not isinstance(data.get(key), dict):
             raise ValueError(f"its record has no {key} table")
     if sorted(data["scores"]) != sorted(names) or sorted(data["points"]) != sorted(names):
         raise ValueError("its record does not list this assignment's questions")
-    hidden = data["hidden"]
-    if not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < _MAX_HIDDEN and k in names
-               for k, v in hidden.items()):
-        raise ValueError("its hidden values are not whole numbers per question")
+    seeds = data[_SEEDS]
+    if not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < _MAX_SEED and k in names
+               for k, v in seeds.items()):
+        raise ValueError("its grading seeds are not whole numbers per question")
     for q in names:
         if not isinstance(data["scores"][q], (int, float)) or not isinstance(data["points"][q], (int, float)) \
                 or not 0 <= data["scores"][q] <= data["points"][q] or not math.isfinite(data["points"][q]):
@@ -184,7 +201,7 @@ def _from_row(cells: list[str], assignment: Assignment) -> ScoreRecord:
         raise ValueError("its carry_forward is not true or false")
     result = SubmissionResult(csv_text(col["file"]), assignment.name, {q: float(data["scores"][q]) for q in names},
                               {q: float(data["points"][q]) for q in names}, data["messages"], data.get("notes"),
-                              hidden=dict(hidden), checks=checks, carry_forward=carry)
+                              grading_seeds=dict(seeds), checks=checks, carry_forward=carry)
     try:
         late = float(col["late"])
     except ValueError:

@@ -1,7 +1,7 @@
 """The ``bughunt`` assignment: its family of buggy mechanisms, its checks, and its grading in the sandbox.
 
 The reference solution (the instructor notebook) and the blank student notebook are graded by the real
-grader in a sandbox; typical wrong answers are graded in this process with the grader's hidden mode.
+grader in a sandbox; typical wrong answers are graded in this process in a grading run.
 """
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 from helpers import ASSIGNMENT_DIR, INSTRUCTOR_DIR
 from test_grading import answers, run_notebook_code
 from dptutor.assignments import ASSIGNMENTS, check, use_self_study
+from dptutor.assignments.feedback import TEST_GRADING_SEED
 from dptutor.assignments import bughunt
 from dptutor.assignments.bug_family import HUNT_BUGS, HUNT_LABELS, BughuntMember, hunt_release
 from dptutor.assignments.instances import COURSE_FAMILIES, FAMILIES, SELF_STUDY, answers_scope
@@ -24,8 +25,8 @@ def reference() -> dict:
     return run_notebook_code(INSTRUCTOR_DIR / "bughunt.md", feedback_cells=False)
 
 
-def score(question: str, namespace: dict, hidden: bool | int = True) -> float:
-    return check("bughunt", question, *answers("bughunt", question, namespace), hidden=hidden).score
+def score(question: str, namespace: dict, grading_seed: int | None = TEST_GRADING_SEED) -> float:
+    return check("bughunt", question, *answers("bughunt", question, namespace), grading_seed=grading_seed).score
 
 
 # ---------------------------------------------------------------------------------------------
@@ -121,7 +122,7 @@ def with_answer(reference: dict, label: str, verdict: str, diagnosis: str) -> di
 def test_a_wrong_verdict_on_the_broken_mechanism_costs_the_verdict_diagnosis_and_agreement(reference: dict) -> None:
     assert SELF_STUDY["bughunt"].bug("squares") == "wrong-bound"
     ns = with_answer(reference, "squares", "no evidence", "none")
-    fb = check("bughunt", "q2", *answers("bughunt", "q2", ns), hidden=True)
+    fb = check("bughunt", "q2", *answers("bughunt", "q2", ns), grading_seed=TEST_GRADING_SEED)
     assert fb.score == 0.5, fb.report()
     assert {f.check for f in fb.findings if f.passed is False} == {"verdict", "diagnosis", "agreement"}
     # The same wrong verdict with evidence that does not show the bug (a value added at the lower bound).
@@ -135,21 +136,21 @@ def test_a_wrong_verdict_on_the_broken_mechanism_costs_the_verdict_diagnosis_and
 def test_a_verdict_broken_on_a_correct_mechanism_loses_its_points(reference: dict) -> None:
     assert SELF_STUDY["bughunt"].bug("histogram") == "none"
     ns = with_answer(reference, "histogram", "broken", "ignores-epsilon")
-    fb = check("bughunt", "q1", *answers("bughunt", "q1", ns), hidden=True)
+    fb = check("bughunt", "q1", *answers("bughunt", "q1", ns), grading_seed=TEST_GRADING_SEED)
     assert fb.score == 0.5, fb.report()
     assert "shows no violation" in fb.report()
 
 
 def test_the_right_verdict_with_the_wrong_bug_loses_the_diagnosis(reference: dict) -> None:
     ns = dict(reference, diagnoses={**reference["diagnoses"], "selection": "ignores-epsilon"})
-    fb = check("bughunt", "q3", *answers("bughunt", "q3", ns), hidden=True)
+    fb = check("bughunt", "q3", *answers("bughunt", "q3", ns), grading_seed=TEST_GRADING_SEED)
     assert fb.score == 1.5 and [f.check for f in fb.findings if f.passed is False] == ["diagnosis"], fb.report()
 
 
 def test_evidence_on_datasets_that_are_not_neighbours_supports_nothing(reference: dict) -> None:
     far = {"x": [1.0], "x_prime": [1.0, 3.0, 3.0], "trials": 50_000, "seed": 0}
     ns = dict(reference, evidence={**reference["evidence"], "squares": far})
-    fb = check("bughunt", "q2", *answers("bughunt", "q2", ns), hidden=True)
+    fb = check("bughunt", "q2", *answers("bughunt", "q2", ns), grading_seed=TEST_GRADING_SEED)
     assert fb.score == 1.0 and "not neighbours" in fb.report(), fb.report()
 
 
@@ -159,21 +160,21 @@ def test_evidence_on_datasets_that_are_not_neighbours_supports_nothing(reference
     (lambda lo, hi: hi ** 2, 1.0),              # forgets negative bounds
     (lambda lo, hi: (hi - lo) ** 2, 0.0),       # the width, not the largest value
 ], ids=["right", "lower-bound", "upper-bound", "width"])
-def test_the_fix_is_tested_for_its_law_on_hidden_bounds(sensitivity, points: float) -> None:
+def test_the_fix_is_tested_for_its_law_on_grading_bounds(sensitivity, points: float) -> None:
     def fixed_squares(data, size, rng, *, epsilon, bounds):
         lo, hi = bounds
         return np.sum(np.clip(np.asarray(data, float), lo, hi) ** 2) + rng.laplace(0, sensitivity(lo, hi) / epsilon,
                                                                                   size)
 
-    for hidden in (True, 7, 123456789):
-        fb = check("bughunt", "q4", fixed_squares, hidden=hidden)
+    for grading_seed in (TEST_GRADING_SEED, 7, 123456789):
+        fb = check("bughunt", "q4", fixed_squares, grading_seed=grading_seed)
         assert fb.score == points, fb.report()
 
 
-def test_hidden_parameters_change_with_the_submission() -> None:
+def test_grading_parameters_change_with_the_submission() -> None:
     cases = [bughunt._fix_cases(seed) for seed in (2, 3)]
     assert cases[0][0][0] != cases[1][0][0] and cases[0][1][1] != cases[1][1][1]
-    assert bughunt._fix_cases(False)[0][:2] == bughunt._fix_cases(0)[0][:2]
+    assert bughunt._fix_cases(None)[0][:2] != bughunt._fix_cases(0)[0][:2]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -194,5 +195,5 @@ def test_graded_in_the_sandbox(folder, total: float) -> None:
 
 def test_a_replay_that_runs_too_long_is_stopped(reference: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bughunt, "HUNT_REPLAY_SECONDS", -1.0)
-    fb = check("bughunt", "q2", *answers("bughunt", "q2", reference), hidden=True)
+    fb = check("bughunt", "q2", *answers("bughunt", "q2", reference), grading_seed=TEST_GRADING_SEED)
     assert fb.score == 1.0 and "longer than" in fb.report(), fb.report()

@@ -19,6 +19,7 @@ import dptutor.assignments as assignments_package
 from dptutor.audit import estimate_loss
 from dptutor.distributions import dptext_transform, laplace_ppf
 from dptutor.assignments import ASSIGNMENTS, check, mystery_a, mystery_b
+from dptutor.assignments.feedback import TEST_GRADING_SEED
 from dptutor.course import FEEDBACK_TAG, student_version
 from dptutor.course.release import released_notebook
 
@@ -94,13 +95,13 @@ def by_hand(name: str) -> tuple[str, ...]:
 @pytest.mark.parametrize("name", sorted(ASSIGNMENTS))
 def test_reference_solutions_get_full_marks(reference: dict, name: str) -> None:
     for q in ASSIGNMENTS[name].questions:
-        for hidden in (False, True):
-            fb = check(name, q.name, *answers(name, q.name, reference[name]), hidden=hidden)
-            if hidden and q.name in by_hand(name):
+        for grading_seed in (None, TEST_GRADING_SEED):
+            fb = check(name, q.name, *answers(name, q.name, reference[name]), grading_seed=grading_seed)
+            if grading_seed is not None and q.name in by_hand(name):
                 assert fb.score == 0 and fb.messages and fb.messages[0].startswith("graded by hand"), fb.report()
                 continue
             assert fb.status == "graded" and not fb.messages, fb.report()
-            if hidden:  # the notebook feedback withholds verdicts (passed=None), grading does not
+            if grading_seed is not None:  # the notebook feedback withholds verdicts (passed=None), grading does not
                 assert fb.score == q.points, fb.report()
             # A question that names its checks (an instructor may weigh them) names every finding.
             if q.checks:
@@ -114,7 +115,7 @@ def test_blank_student_notebooks_score_zero_and_say_so(name: str) -> None:
     # Runs every cell, check cells included, as the book build does: nothing may raise.
     namespace = run_notebook_code(ASSIGNMENT_DIR / ASSIGNMENTS[name].notebook, feedback_cells=True)
     for q in ASSIGNMENTS[name].questions:
-        fb = check(name, q.name, *answers(name, q.name, namespace), hidden=True)
+        fb = check(name, q.name, *answers(name, q.name, namespace), grading_seed=TEST_GRADING_SEED)
         assert fb.score == 0 and fb.status == "not implemented", fb.report()
         assert "not implemented yet" in fb.report() or "not answered yet" in fb.report()
 
@@ -136,7 +137,7 @@ def test_other_correct_answers_get_full_marks() -> None:
 
     for sampler in (eq4, scipy_ppf):
         for q in ASSIGNMENTS["sampler"].questions:
-            fb = check("sampler", q.name, sampler, hidden=True)
+            fb = check("sampler", q.name, sampler, grading_seed=TEST_GRADING_SEED)
             assert fb.score == q.points, fb.report()
 
     def exponential_with_sign(X, epsilon, *, rng):  # Lap(0, b) as a signed exponential
@@ -148,7 +149,7 @@ def test_other_correct_answers_get_full_marks() -> None:
         return X.mean(axis=0) + sign * rng.exponential(k / (m * epsilon), size=k)
 
     for q in ("q2", "q3"):
-        fb = check("mechanism", q, exponential_with_sign, hidden=True)
+        fb = check("mechanism", q, exponential_with_sign, grading_seed=TEST_GRADING_SEED)
         assert fb.score == ASSIGNMENTS["mechanism"].question(q).points, fb.report()
 
 
@@ -158,7 +159,7 @@ def test_other_correct_answers_get_full_marks() -> None:
 
 
 def test_dptext_sampler_fails_the_law_with_a_pointer_to_eq9() -> None:
-    fb = check("sampler", "q1", dptext_transform, hidden=True)
+    fb = check("sampler", "q1", dptext_transform, grading_seed=TEST_GRADING_SEED)
     assert fb.score == 0
     assert any("NaN" in m and "Eq. 7/9" in m and "Theorem 3.1" in m for m in fb.messages), fb.report()
 
@@ -167,7 +168,7 @@ def test_nonnegative_noise_gets_the_never_negative_hint() -> None:
     def dptext_nan_to_zero(u, mu=0.0, b=1.0):  # DPText with its NaN noise replaced by 0
         return mu + b * np.nan_to_num(dptext_transform(u), nan=0.0, posinf=0.0)
 
-    fb = check("sampler", "q1", dptext_nan_to_zero, hidden=True)
+    fb = check("sampler", "q1", dptext_nan_to_zero, grading_seed=TEST_GRADING_SEED)
     assert fb.score == 0
     assert any("never below mu" in m and "Eq. 9" in m for m in fb.messages), fb.report()
 
@@ -233,7 +234,7 @@ def test_mechanism_with_one_coordinate_sensitivity_gets_a_scale_diagnosis(refere
         m, k = X.shape
         return X.mean(axis=0) + rng.laplace(0.0, 1 / (m * epsilon), size=k)
 
-    fb = check("mechanism", "q2", per_coordinate, hidden=True)
+    fb = check("mechanism", "q2", per_coordinate, grading_seed=TEST_GRADING_SEED)
     assert fb.score == 0
     assert all("Delta = 1/m" in m and "question 1" in m for m in fb.messages), fb.report()
 
@@ -243,7 +244,7 @@ def test_mechanism_with_shared_noise_fails() -> None:
         m, k = X.shape
         return X.mean(axis=0) + rng.laplace(0.0, k / (m * epsilon))
 
-    fb = check("mechanism", "q2", shared, hidden=True)
+    fb = check("mechanism", "q2", shared, grading_seed=TEST_GRADING_SEED)
     assert any("same noise value" in m for m in fb.messages), fb.report()
 
 
@@ -293,7 +294,7 @@ def test_mystery_b_is_the_laplace_mechanism() -> None:
 def test_audit_evidence_is_replayed(reference: dict) -> None:
     ns = reference["audit"]
     swapped = {"A": ns["evidence"]["B"], "B": ns["evidence"]["A"]}
-    fb = check("audit", "q1", ns["verdicts"], swapped, hidden=True)
+    fb = check("audit", "q1", ns["verdicts"], swapped, grading_seed=TEST_GRADING_SEED)
     assert any("does not reproduce your counts" in m for m in fb.messages), fb.report()
     assert any("shows no violation" in m for m in fb.messages), fb.report()
 
@@ -302,7 +303,7 @@ def test_audit_verdict_from_weak_evidence_is_rejected(reference: dict) -> None:
     ns = reference["audit"]
     weak = estimate_loss(mystery_b, ns["evidence"]["A"].n, assignments_package.AUDIT_EPSILON, 1_000, rng=3)
     fb = check("audit", "q2", {"A": "violates", "B": "violates"}, {"A": ns["evidence"]["A"], "B": weak},
-               hidden=True)
+               grading_seed=TEST_GRADING_SEED)
     assert fb.score < 1
     assert any("at least 100,000 trials" in m for m in fb.messages), fb.report()
     assert any("verdict for B" in m for m in fb.messages), fb.report()
@@ -312,7 +313,7 @@ def test_feedback_withholds_verdicts_but_grading_does_not(reference: dict) -> No
     fb = check("audit", "q3", "half-scale")
     assert fb.status == "graded" and not fb.messages and fb.score == 0  # recorded, not revealed
     assert "recorded; graded after submission" in fb.report() and "points" not in fb.report()
-    fb = check("audit", "q3", "half-scale", hidden=True)
+    fb = check("audit", "q3", "half-scale", grading_seed=TEST_GRADING_SEED)
     assert fb.score == 0 and fb.messages
 
 
@@ -357,7 +358,7 @@ def test_parts_graded_later_show_no_score(reference: dict) -> None:
         report = check("audit", q, *objects).report()
         assert "recorded; graded after submission" in report.splitlines()[0] and "points" not in report, report
         expected = 0 if q in by_hand("audit") else ASSIGNMENTS["audit"].question(q).points
-        assert check("audit", q, *objects, hidden=True).score == expected
+        assert check("audit", q, *objects, grading_seed=TEST_GRADING_SEED).score == expected
 
 
 def input_kind(value) -> tuple:
@@ -378,7 +379,7 @@ def input_kind(value) -> tuple:
     return (kind, arr.ndim, *flags)
 
 
-def kinds_of_calls(name: str, question: str, hidden) -> set:
+def kinds_of_calls(name: str, question: str, grading_seed) -> set:
     seen = set()
     ns = run_notebook_code(INSTRUCTOR_DIR / ASSIGNMENTS[name].notebook, feedback_cells=False)
     objects = []
@@ -391,7 +392,7 @@ def kinds_of_calls(name: str, question: str, hidden) -> set:
             objects.append(spy)
         else:
             objects.append(fn)
-    check(name, question, *objects, hidden=hidden)
+    check(name, question, *objects, grading_seed=grading_seed)
     return seen
 
 
@@ -399,8 +400,8 @@ def kinds_of_calls(name: str, question: str, hidden) -> set:
                                            ("mechanism", "q3")])
 def test_feedback_tries_every_kind_of_input_that_grading_tries(name: str, question: str) -> None:
     # (sampler q1 and mechanism q2 draw valid random inputs only; q3 of sampler times 10^6 uniforms.)
-    feedback = kinds_of_calls(name, question, False)
-    for seed in (True, 7, 8):
+    feedback = kinds_of_calls(name, question, None)
+    for seed in (TEST_GRADING_SEED, 7, 8):
         assert kinds_of_calls(name, question, seed) <= feedback
 
 
@@ -485,7 +486,7 @@ def test_justification_is_graded_by_hand_not_by_keywords() -> None:
                "confidence intervals and lower bounds aside, sqrt and l2 do not fit: the one-sided candidate "
                "is the answer.")
     for text in (right, stuffed):
-        fb = check("audit", "q4", text, hidden=True)
+        fb = check("audit", "q4", text, grading_seed=TEST_GRADING_SEED)
         assert fb.score == 0 and fb.status == "graded", fb.report()
         assert fb.messages[0].startswith("graded by hand") and "pending" in fb.messages[0], fb.report()
         assert check("audit", "q4", text).pending  # the notebook's feedback: recorded, no score

@@ -11,6 +11,7 @@ import numpy as np
 from scipy import stats
 
 from dptutor.assignments import check
+from dptutor.assignments.feedback import TEST_GRADING_SEED
 from dptutor.assignments.pair_audit import PAIR_EPSILON, PAIR_TRIALS, PAIR_X, PAIR_X_PRIME, mystery_pair
 
 
@@ -27,27 +28,27 @@ def test_mystery_is_two_laplace_releases_with_true_epsilon_twice_the_claim():
 
 
 def test_one_coordinate_is_not_enough():
-    fb = check("pair_audit", "q1", lambda o: o[:, 0], hidden=True)
+    fb = check("pair_audit", "q1", lambda o: o[:, 0], grading_seed=TEST_GRADING_SEED)
     assert fb.score < fb.points and "both coordinates" in " ".join(fb.messages)
-    fb = check("pair_audit", "q2", lambda o: o[:, 0] >= 1.0, hidden=True)
+    fb = check("pair_audit", "q2", lambda o: o[:, 0] >= 1.0, grading_seed=TEST_GRADING_SEED)
     assert fb.score < fb.points and "certifies only" in " ".join(fb.messages)
 
 
 def test_other_good_answers_pass():
-    fb = check("pair_audit", "q1", lambda o: o.sum(axis=1), hidden=True)
+    fb = check("pair_audit", "q1", lambda o: o.sum(axis=1), grading_seed=TEST_GRADING_SEED)
     assert fb.score == fb.points, fb.report()
-    fb = check("pair_audit", "q2", lambda o: o.sum(axis=1) < 0.0, hidden=True)  # the other direction
+    fb = check("pair_audit", "q2", lambda o: o.sum(axis=1) < 0.0, grading_seed=TEST_GRADING_SEED)  # the other direction
     assert fb.score == fb.points, fb.report()
 
 
 def test_bad_answers_get_messages_not_crashes():
-    assert check("pair_audit", "q1", lambda o: o, hidden=True).score == 0
-    assert check("pair_audit", "q1", 3, hidden=True).score == 0
-    assert check("pair_audit", "q2", lambda o: np.ones(5, dtype=bool), hidden=True).score == 0
-    assert check("pair_audit", "q2", lambda o: 1 / 0, hidden=True).status == "graded"
-    assert check("pair_audit", "q3", 0.5, hidden=True).score == 0
-    assert check("pair_audit", "q3", "1.0", hidden=True).score == 0
-    assert check("pair_audit", "q3", 1.02, hidden=True).score == 1
+    assert check("pair_audit", "q1", lambda o: o, grading_seed=TEST_GRADING_SEED).score == 0
+    assert check("pair_audit", "q1", 3, grading_seed=TEST_GRADING_SEED).score == 0
+    assert check("pair_audit", "q2", lambda o: np.ones(5, dtype=bool), grading_seed=TEST_GRADING_SEED).score == 0
+    assert check("pair_audit", "q2", lambda o: 1 / 0, grading_seed=TEST_GRADING_SEED).status == "graded"
+    assert check("pair_audit", "q3", 0.5, grading_seed=TEST_GRADING_SEED).score == 0
+    assert check("pair_audit", "q3", "1.0", grading_seed=TEST_GRADING_SEED).score == 0
+    assert check("pair_audit", "q3", 1.02, grading_seed=TEST_GRADING_SEED).score == 1
     fb = check("pair_audit", "q3", 0.5)  # the feedback withholds the verdict
     assert fb.score == 0 and not fb.messages
     assert PAIR_TRIALS >= 100_000 and PAIR_X_PRIME - PAIR_X == 1

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from dptutor.assignments import ASSIGNMENTS, check
+from dptutor.assignments.feedback import TEST_GRADING_SEED
 from dptutor.assignments import kernel, record
 from dptutor.assignments.encoding import Writer
 from dptutor.course.remote import CALL_CELL, grade_in_process, grade_question
@@ -35,14 +36,14 @@ def reference() -> dict[str, dict]:
 
 
 def test_the_protocol_reaches_the_direct_checks_verdicts(reference: dict) -> None:
-    # The hidden parameters are drawn afresh by each grading, so a wrong answer's partial credit may differ
+    # A grading run's parameters are drawn afresh by each grading, so a wrong answer's partial credit may differ
     # between two draws; the verdict (full marks or not) and the status may not. The references are exact.
     wrong = wrong_answers(reference)
     cases = [(name, ns, True) for name, ns in reference.items()] + [(name, ns, False) for name, ns in wrong]
     for name, ns, exact in cases:
         graded = grade_in_process(dict(ns), name)
         for q in ASSIGNMENTS[name].questions:
-            direct = check(name, q.name, *(ns[n] for n in q.needs), hidden=True)
+            direct = check(name, q.name, *(ns[n] for n in q.needs), grading_seed=TEST_GRADING_SEED)
             got = graded[q.name]
             if exact:
                 assert (got.score, got.status) == (direct.score, direct.status), (name, got.report(), direct.report())

@@ -1,6 +1,6 @@
 """The ``selection`` assignment: AboveThreshold and report-noisy-max, their law tests and their audits.
 
-Every variant is graded once (module-scoped fixtures, fixed hidden seeds); the tests read the feedback.
+Every variant is graded once (module-scoped fixtures, fixed grading seeds); the tests read the feedback.
 The design's sample sizes are checked from the exact laws: each bug is flagged at the 1e-5 quantiles of
 its counts, and a correct implementation's loss on the audited pair is below the claim.
 """
@@ -21,7 +21,7 @@ from dptutor.assignments.selection import (AT_EPSILON, AT_TRIALS, AUDIT_CONFIDEN
 from dptutor.selection import above_threshold_probabilities, report_noisy_max_probabilities
 from test_grading import INSTRUCTOR_DIR, run_notebook_code
 
-HIDDEN = 20230917  # one fixed grading draw: every variant is graded on the same hidden inputs
+GRADING_SEED = 20230917  # one fixed grading draw: every variant is graded on the same inputs
 
 
 def _rows(above: np.ndarray) -> np.ndarray:
@@ -66,7 +66,7 @@ def reference() -> dict:
 
 
 def _grade(ns: dict) -> dict:
-    return {q.name: check("selection", q.name, *(ns[n] for n in q.needs), hidden=HIDDEN)
+    return {q.name: check("selection", q.name, *(ns[n] for n in q.needs), grading_seed=GRADING_SEED)
             for q in ASSIGNMENTS["selection"].questions}
 
 

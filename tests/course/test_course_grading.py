@@ -3,7 +3,7 @@
 One module-scoped run grades three sampler submissions (a flat correct notebook, a partial one in
 Moodle's one-folder-per-student layout, a blank one) with ``--workers 2``, a grading configuration
 (points, late policy from a manifest) and a course; then the tests check the CSV, regrade one student
-with ``--only`` (the row comes back identical: same scores, messages and hidden values), override one
+with ``--only`` (the row comes back identical: same scores, messages and grading seeds), override one
 score, export to Canvas and Moodle, and check that files of another assignment, corrupted files and
 folders the grader cannot read are refused, never overwritten.  Each notebook is graded once, the
 regraded one twice.  The configuration, override and identifier rules are also tested without kernels.
@@ -108,8 +108,8 @@ def test_a_mixed_folder_is_graded_with_two_workers(course: dict) -> None:
     # Carol is 11 minutes late: inside the 15-minute grace period. Her blank notebook scores 0.
     assert carol["late"] == "1" and carol["total"] == "0" and "not implemented" in carol["messages"]
     for r in rows.values():
-        hidden = json.loads(r["record"])["hidden"]
-        assert sorted(hidden) == ["q1", "q2", "q3"] and all(isinstance(v, int) and v >= 2 for v in hidden.values())
+        seeds = json.loads(r["record"])["grading_seeds"]
+        assert sorted(seeds) == ["q1", "q2", "q3"] and all(isinstance(v, int) and v >= 2 for v in seeds.values())
     # Progress: k of N, an estimate, and a summary.
     assert "[1 of 3, " in out and "[3 of 3, " in out and "left]" in out, out
     assert "summary: 3 row(s); mean " in out and "1 zero" in out and "0 notebook(s) failed" in out, out
@@ -122,7 +122,7 @@ def test_a_mixed_folder_is_graded_with_two_workers(course: dict) -> None:
 
 
 def test_regrading_one_student_reproduces_the_row(course: dict) -> None:
-    """--only by student identifier: graded alone (serially), with the hidden values saved in the row."""
+    """--only by student identifier: graded alone (serially), with the grading seeds saved in the row."""
     home, before = course["home"], course["rows"]
     proc = run_cli("grade", "sampler", "submissions", "--only", "4242", "--config", "grading.toml",
                    *sandbox_flags(), cwd=home)
@@ -130,7 +130,28 @@ def test_regrading_one_student_reproduces_the_row(course: dict) -> None:
     assert "grading 1 submission(s)" in proc.stdout and "[1 of 1, " in proc.stdout
     after = table(course["csv"])
     assert list(after) == list(before)  # the row is replaced in place, the others untouched
-    assert after == before  # scores, messages, hidden values: the whole row
+    assert after == before  # scores, messages, grading seeds: the whole row
+
+
+def test_a_scores_file_written_before_the_rename_reads_and_regrades_the_same(course: dict) -> None:
+    """A CSV whose records name the grading seeds ``hidden`` (as before they had their name) reads as
+    the same records, and ``--only`` regrades its row with those seeds: the rows come back identical."""
+    path, before = course["csv"], course["rows"]
+    new = read_scores(path, SAMPLER)
+    with open(path, newline="", encoding="utf-8") as fh:
+        rows = list(csv.reader(fh))
+    for row in rows[1:]:
+        data = json.loads(row[-1])
+        data["hidden"] = data.pop("grading_seeds")
+        row[-1] = json.dumps(data, sort_keys=True, ensure_ascii=True, allow_nan=False)
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        csv.writer(fh).writerows(rows)
+    assert all("hidden" in json.loads(r["record"]) for r in table(path).values())
+    assert read_scores(path, SAMPLER) == new
+    proc = run_cli("grade", "sampler", "submissions", "--only", "4242", "--config", "grading.toml",
+                   *sandbox_flags(), cwd=course["home"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert table(path) == before  # same scores, messages and seeds, now under grading_seeds
 
 
 def test_an_override_is_applied_and_recorded(course: dict, tmp_path: Path, capsys, monkeypatch) -> None:
@@ -358,12 +379,14 @@ def test_overrides_and_manifests_are_validated(tmp_path: Path) -> None:
 
 def test_score_rows_round_trip_and_refuse_edits(tmp_path: Path) -> None:
     result = SubmissionResult("=cmd.md", "sampler", {"q1": 1.0, "q2": 1.0, "q3": 0.0}, {"q1": 2.0, "q2": 1.0, "q3": 1.0},
-                              {"q3": ["slow\nloop"]}, hidden={"q1": 5, "q2": 6, "q3": 7})
+                              {"q3": ["slow\nloop"]}, grading_seeds={"q1": 5, "q2": 6, "q3": 7})
     record = ScoreRecord(result, "c1", {"q1": 4.0}, "2026-03-02T10:00:00+00:00", 0.8,
                          (Override("=cmd", "q3", 0.5, "by hand"),))
     path = tmp_path / "s.csv"
     write_scores(path, SAMPLER, [record])
     assert read_scores(path, SAMPLER, course="c1") == [record]
+    with pytest.warns(DeprecationWarning, match="use grading_seeds"):
+        assert result.hidden == result.grading_seeds == {"q1": 5, "q2": 6, "q3": 7}
     row = table(path)["'=cmd.md"]
     assert (row["q1"], row["q3"], row["total"], row["max"]) == ("2", "0.5", "2.8", "6")  # (2 + 1 + 0.5) * 0.8
     with pytest.raises(ValueError, match="course 'c1'"):

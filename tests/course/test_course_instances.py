@@ -26,6 +26,7 @@ from scipy import stats
 from helpers import ROOT
 from dptutor.audit import estimate_loss
 from dptutor.assignments import ASSIGNMENTS, check, checker, mystery_a, mystery_b, use_course, use_self_study
+from dptutor.assignments.feedback import TEST_GRADING_SEED
 from dptutor.assignments import instances
 from dptutor.course.folders import answer_lines, load_course, new_course
 from dptutor.assignments.instances import COURSE_FAMILIES, FAMILIES, SELF_STUDY, active_member, member_of
@@ -212,17 +213,17 @@ def test_a_correct_answer_scores_full_with_its_course_key_only() -> None:
         verdicts, evidence, diagnosis = _solve_audit(member)
         assert verdicts == {label: member.verdict(label) for label in "AB"}
         true_epsilon = active_member("pair_audit").true_epsilon
-        # The student's feedback (hidden=False) replays the evidence with the same course's mysteries.
+        # The student's feedback (grading_seed=None) replays the evidence with the same course's mysteries.
         feedback = checker("audit").q1(verdicts, evidence)
         assert all(f.passed is not False for f in feedback.findings) and "reproduces your counts" in str(feedback)
     answers = [("audit", "q1", (verdicts, evidence)), ("audit", "q2", (verdicts, evidence)),
                ("audit", "q3", (diagnosis,)), ("pair_audit", "q3", (true_epsilon,))]
     with course_scope(key_a):
         for assignment, question, objects in answers:
-            fb = check(assignment, question, *objects, hidden=True)
+            fb = check(assignment, question, *objects, grading_seed=TEST_GRADING_SEED)
             assert fb.score == fb.points, (assignment, question, fb)
     with course_scope(key_b):  # another course: the diagnosis and the true epsilon are wrong there
-        scores = {(a_, q): check(a_, q, *o, hidden=True).score for a_, q, o in answers}
+        scores = {(a_, q): check(a_, q, *o, grading_seed=TEST_GRADING_SEED).score for a_, q, o in answers}
     assert scores["audit", "q3"] == 0 and scores["pair_audit", "q3"] == 0 and sum(scores.values()) < 7.0
 
 
@@ -241,7 +242,7 @@ def test_a_student_kernel_cannot_use_the_grading_checks_as_an_oracle() -> None:
                               for q, label in (("q1", "histogram"), ("q2", "squares"), ("q3", "selection"))]}[assignment]
         for question, objects in graded:
             with pytest.raises(ValueError, match="only in its private answer key"):
-                check(assignment, question, *objects, hidden=True)
+                check(assignment, question, *objects, grading_seed=TEST_GRADING_SEED)
             fb = check(assignment, question, *objects)  # feedback: recorded, graded after submission
             assert fb.score is None or fb.score == 0 or "after" in str(fb)
         for bad in (token, token.rsplit(":", 1)[1]):
@@ -257,12 +258,12 @@ def test_a_student_kernel_cannot_use_the_grading_checks_as_an_oracle() -> None:
     verdicts = {"A": "violates", "B": "no evidence"}
     assert "graded after" in str(check("audit", "q1", verdicts, evidence))
     with pytest.raises(ValueError, match="only in its private answer key"):
-        check("audit", "q1", verdicts, evidence, hidden=True)
+        check("audit", "q1", verdicts, evidence, grading_seed=TEST_GRADING_SEED)
     # With the key, the same checks grade; self-study answers stay public.
     with course_scope(key):
-        assert check("audit", "q3", member_of(tokens["audit"])[1].bug, hidden=True).score == 1.0
+        assert check("audit", "q3", member_of(tokens["audit"])[1].bug, grading_seed=TEST_GRADING_SEED).score == 1.0
     use_self_study()
-    assert check("audit", "q3", SELF_STUDY["audit"].bug, hidden=True).score == 1.0
+    assert check("audit", "q3", SELF_STUDY["audit"].bug, grading_seed=TEST_GRADING_SEED).score == 1.0
 
 
 def test_the_key_file_must_match_its_key(tmp_path: Path) -> None:
@@ -362,7 +363,7 @@ def test_the_course_instructor_notebooks_solve_the_course(tmp_path: Path) -> Non
         with course_scope(course.key):
             for q in ASSIGNMENTS[name].questions:
                 if set(q.needs) <= set(graded):
-                    fb = check(name, q.name, *(namespace[n] for n in q.needs), hidden=True)
+                    fb = check(name, q.name, *(namespace[n] for n in q.needs), grading_seed=TEST_GRADING_SEED)
                     assert fb.score == fb.points, fb.report()
 
 
@@ -513,7 +514,7 @@ def test_the_gradescope_export_of_a_course_grades_against_its_mysteries(tmp_path
     course = new_course(tmp_path / "course", "a secret for the gradescope export")
     target = export_otter("pair_audit", tmp_path / "otter", course=course.folder)
     nb = nbformat.read(target, as_version=4)
-    hidden = [c.source for c in nb.cells if "show_hidden(" in c.source]
+    hidden = [c.source for c in nb.cells if "show_grading_report(" in c.source]
     select = f"use_answer_key({course.key!r})"
     assert hidden and all(select in s for s in hidden)
     student = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")

@@ -27,6 +27,7 @@ import pytest
 from helpers import ROOT
 from dptutor.audit import AuditResult
 from dptutor.assignments import ASSIGNMENTS, check
+from dptutor.assignments.feedback import TEST_GRADING_SEED
 from dptutor.course import batch, executor
 from dptutor.assignments.audit import BY_HAND as AUDIT_BY_HAND
 from test_grading import ASSIGNMENT_DIR, INSTRUCTOR_DIR
@@ -234,7 +235,7 @@ def honest_total(name: str, namespace: dict) -> float:
 
 
 def _honest(name: str, namespace: dict) -> list:
-    return [check(name, q.name, *(namespace[n] for n in q.needs), hidden=True)
+    return [check(name, q.name, *(namespace[n] for n in q.needs), grading_seed=TEST_GRADING_SEED)
             for q in ASSIGNMENTS[name].questions]
 
 

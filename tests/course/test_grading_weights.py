@@ -59,8 +59,8 @@ def test_score_weighs_named_checks_and_skips_unscored_notes() -> None:
 def test_every_finding_of_the_named_questions_names_a_declared_check() -> None:
     sensitivity, private_mean = _mechanism(lambda m, k: k / m, lambda m, k, eps: k / (m * eps))
     for q, obj in (("q1", sensitivity), ("q2", private_mean), ("q3", private_mean)):
-        for hidden in (False, 5):
-            fb = check("mechanism", q, obj, hidden=hidden)
+        for grading_seed in (None, 5):
+            fb = check("mechanism", q, obj, grading_seed=grading_seed)
             assert fb.score == MECHANISM.question(q).points, fb.report()
             assert [f.check for f in fb.findings] and all(f.check in MECHANISM.question(q).checks for f in fb.findings)
     slow = lambda u, mu, b: np.array([mu - b * np.sign(x - 0.5) * math.log1p(-2 * abs(x - 0.5)) for x in np.ravel(u)]
@@ -103,7 +103,7 @@ def test_a_row_is_scored_from_its_recorded_checks_and_round_trips(tmp_path: Path
     outcomes = [[c, c != "epsilon_inf"] for c in MECHANISM.question("q3").checks]
     result = SubmissionResult("alice.ipynb", "mechanism", {"q1": 1.0, "q2": 2.0, "q3": round(11 / 12, 2)},
                               {"q1": 1.0, "q2": 2.0, "q3": 1.0}, {"q3": ["epsilon = inf"]},
-                              hidden={"q1": 5, "q2": 6, "q3": 7}, checks={"q3": outcomes})
+                              grading_seeds={"q1": 5, "q2": 6, "q3": 7}, checks={"q3": outcomes})
     plain = ScoreRecord(result)
     weighted = ScoreRecord(result, points={"q3": 2.0}, weights={"q3": {"epsilon_inf": 3.0}})
     assert plain.final_scores()["q3"] == 0.92
@@ -122,18 +122,18 @@ def test_carry_forward_judges_question_2_with_the_students_own_sensitivity() -> 
     consistent = _mechanism(wrong, lambda m, k, eps: 1 / (m * eps))       # uses its own (wrong) sensitivity
     right_anyway = _mechanism(wrong, lambda m, k, eps: k / (m * eps))     # q1 wrong, the mechanism right
     other = _mechanism(wrong, lambda m, k, eps: 2 * k / (m * eps))        # wrong in q2 in another way
-    for hidden in (False, 11):
+    for grading_seed in (None, 11):
         sens, pm = consistent
-        assert check("mechanism", "q2", pm, hidden=hidden).score == 0
-        fb = check("mechanism", "q2", pm, hidden=hidden, carried={"mean_sensitivity": sens})
+        assert check("mechanism", "q2", pm, grading_seed=grading_seed).score == 0
+        fb = check("mechanism", "q2", pm, grading_seed=grading_seed, carried={"mean_sensitivity": sens})
         assert fb.score == 2 and all("error carried forward" in f.message for f in fb.findings), fb.report()
         assert fb.messages == ["note (not scored): error carried forward: question 2 was judged with your own "
                                "mean_sensitivity, which question 1 grades"]
         sens, pm = right_anyway
-        fb = check("mechanism", "q2", pm, hidden=hidden, carried={"mean_sensitivity": sens})
+        fb = check("mechanism", "q2", pm, grading_seed=grading_seed, carried={"mean_sensitivity": sens})
         assert fb.score == 2 and not any("carried" in f.message for f in fb.findings)
         sens, pm = other
-        assert check("mechanism", "q2", pm, hidden=hidden, carried={"mean_sensitivity": sens}).score == 0
+        assert check("mechanism", "q2", pm, grading_seed=grading_seed, carried={"mean_sensitivity": sens}).score == 0
     with pytest.raises(ValueError, match="carried"):
         check("mechanism", "q3", consistent[1], carried={"mean_sensitivity": wrong})
     with pytest.raises(ValueError, match="carried"):

@@ -52,7 +52,7 @@ def result_of(name: str, message: str) -> SubmissionResult:
     questions = SAMPLER.questions
     return SubmissionResult(name, SAMPLER.name, {q.name: 0.0 for q in questions}, {q.name: q.points for q in questions},
                             messages={q.name: [message] for q in questions}, notes=[f"note {message}"],
-                            hidden={q.name: 7 for q in questions})
+                            grading_seeds={q.name: 7 for q in questions})
 
 
 # ---------------------------------------------------------------------------------------------

@@ -173,7 +173,7 @@ def test_nan_and_inf_answers_are_judged_not_fatal(reference: dict) -> None:
     assert fbs["q1"].score < 2 and fbs["q3"].score == 0 and fbs["q1"].status == "graded"
 
 
-def test_cells_carry_no_seed_or_hidden_parameter(reference: dict) -> None:
+def test_cells_carry_no_seed_or_grading_parameter(reference: dict) -> None:
     """The kernel sees only the inputs of each call: the cells are fixed templates with file names."""
     sources: list[str] = []
     fbs = grade_with_tampering(dict(reference["pair_audit"]), "pair_audit", lambda m, a: (m, a), sources)

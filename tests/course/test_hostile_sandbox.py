@@ -284,7 +284,7 @@ def test_hostile_submissions_gain_nothing_and_touch_nothing(instructor: dict[str
     for name, (_, honest) in attacks(instructor).items():
         assert float(got[name]["total"]) <= honest, (name, got[name])
     reference_alone = rows(alone_home / "scores.csv")
-    def visible(row: dict[str, str]) -> dict[str, str]:  # the record differs by its fresh hidden values only
+    def visible(row: dict[str, str]) -> dict[str, str]:  # the record differs by its fresh grading seeds only
         return {k: v for k, v in row.items() if k != "record"}
 
     for name in victims:  # exactly what they get alone

@@ -345,7 +345,7 @@ def test_the_size_check_counts_code_lines_and_honours_a_stated_reason(tmp_path: 
 
 #: Run in a fresh interpreter: ``dptutor.course`` cannot be imported, the reference answers of every
 #: instructor notebook are loaded, and every question's check passes them (the feedback) and gives
-#: them full marks (a hidden run; a question graded by hand is left out).
+#: them full marks (a grading run; a question graded by hand is left out).
 WITHOUT_GRADER = r'''
 import importlib, importlib.abc, sys
 
@@ -358,6 +358,7 @@ class NoGrader(importlib.abc.MetaPathFinder):
 sys.meta_path.insert(0, NoGrader())
 import jupytext
 from dptutor.assignments import ASSIGNMENTS, check
+from dptutor.assignments.feedback import TEST_GRADING_SEED
 try:
     import dptutor.course
 except ImportError:
@@ -376,7 +377,7 @@ for name, a in ASSIGNMENTS.items():
         assert fb.status == "graded" and all(f.passed is not False for f in fb.findings), (name, q.name, fb)
         if q.name in getattr(importlib.import_module(f"dptutor.assignments.{name}"), "BY_HAND", ()):
             continue  # graded by a human: no score until then
-        fb = check(name, q.name, *objects, hidden=True)  # the hidden run, with the self-study answers
+        fb = check(name, q.name, *objects, grading_seed=TEST_GRADING_SEED)  # a grading run, with the self-study answers
         assert fb.status == "graded" and fb.score == fb.points, (name, q.name, fb)
 assert not [m for m in sys.modules if m.startswith("dptutor.course")]
 print("ok", len(ASSIGNMENTS))
