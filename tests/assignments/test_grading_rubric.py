@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from dptutor.assignments import check, mystery_a, mystery_b
-from dptutor.assignments.feedback import INSTRUCTOR_NOTE, is_instructor_note
+from dptutor.assignments.feedback import INSTRUCTOR_NOTE, TEST_GRADING_SEED, is_instructor_note
 from dptutor.assignments.instances import SELF_STUDY, AuditMember, answers_scope
 from dptutor.assignments.record import GradingSession, session_scope
 from dptutor.audit import estimate_loss
@@ -64,43 +64,43 @@ def test_a_verdict_that_contradicts_its_own_evidence_loses_the_verdict_and_the_a
     assert [f.passed for f in fb.findings if f.check == "agreement"] == [False], fb.report()
     assert "which shows a violation, but your verdict is 'no evidence'" in messages(fb)
     # Grading: the rubric gives the evidence's two checks only, 2 * 2/4 (it kept 1.5 before).
-    fb = check("audit", "q1", wrong, evidence, hidden=True)
+    fb = check("audit", "q1", wrong, evidence, grading_seed=TEST_GRADING_SEED)
     assert fb.score == 1.0, fb.report()
     assert "or change the verdict" not in every(fb)
     # Weak evidence and the wrong verdict agree with each other, but the verdict is wrong: 1 point too.
-    fb = check("audit", "q1", wrong, {"A": audits["A1"], "B": audits["B2"]}, hidden=True)
+    fb = check("audit", "q1", wrong, {"A": audits["A1"], "B": audits["B2"]}, grading_seed=TEST_GRADING_SEED)
     assert fb.score == 1.0 and "the agreement counts only for a right verdict" in messages(fb), fb.report()
     # The right verdict on weak evidence loses the agreement only, and is not told to change its verdict.
     fb = check("audit", "q1", {"A": "violates", "B": "no evidence"}, {"A": audits["A1"], "B": audits["B2"]},
-               hidden=True)
+               grading_seed=TEST_GRADING_SEED)
     assert fb.score == 1.5 and "shows no violation" in messages(fb), fb.report()
     assert "or change the verdict" not in every(fb)
-    fb = check("audit", "q1", {"A": "violates", "B": "no evidence"}, evidence, hidden=True)
+    fb = check("audit", "q1", {"A": "violates", "B": "no evidence"}, evidence, grading_seed=TEST_GRADING_SEED)
     assert fb.score == 2.0, fb.report()
 
 
 def test_b_with_a_wrong_verdict_keeps_only_its_evidence_points(audits: dict) -> None:
     evidence = {"A": audits["A2"], "B": audits["B2"]}
-    fb = check("audit", "q2", {"A": "violates", "B": "violates"}, evidence, hidden=True)
+    fb = check("audit", "q2", {"A": "violates", "B": "violates"}, evidence, grading_seed=TEST_GRADING_SEED)
     assert fb.score == round(2 * 3 / 5, 2), fb.report()  # replay twice and same_dimension of five checks
-    fb = check("audit", "q2", {"A": "violates", "B": "no evidence"}, evidence, hidden=True)
+    fb = check("audit", "q2", {"A": "violates", "B": "no evidence"}, evidence, grading_seed=TEST_GRADING_SEED)
     assert fb.score == 2.0, fb.report()
 
 
 def test_no_student_with_the_verdict_no_evidence_is_told_to_change_it(audits: dict) -> None:
     for label, ev in (("A", audits["A1"]), ("A", audits["A2"]), ("B", audits["B2"])):
-        for hidden in (False, True):
+        for seed in (None, TEST_GRADING_SEED):
             fb = check("audit", "q1" if label == "A" else "q2", {"A": "no evidence", "B": "no evidence"},
-                       {"A": ev, "B": audits["B2"]} if label == "A" else {"A": audits["A2"], "B": ev}, hidden=hidden)
+                       {"A": ev, "B": audits["B2"]} if label == "A" else {"A": audits["A2"], "B": ev}, grading_seed=seed)
             assert "or change the verdict" not in every(fb), fb.report()
 
 
 def test_every_diagnosis_hint_reads_as_sentences() -> None:
     # The self-study answer is l2: every other candidate gets its hint; a course whose bug is not l2
     # gives the l2 hint (it read "... with this candidate's Write the candidate ..." before).
-    shown = [check("audit", "q3", key, hidden=True) for key in ("one-sided", "sensitivity-1", "half-scale")]
+    shown = [check("audit", "q3", key, grading_seed=TEST_GRADING_SEED) for key in ("one-sided", "sensitivity-1", "half-scale")]
     with answers_scope({"audit": AuditMember("A", "half-scale")}):
-        shown.append(check("audit", "q3", "l2", hidden=True))
+        shown.append(check("audit", "q3", "l2", grading_seed=TEST_GRADING_SEED))
     for fb in shown:
         (text,) = fb.messages
         assert fb.score == 0 and "candidate's Write" not in text, text
@@ -114,7 +114,7 @@ def test_a_missing_use_course_line_is_named(audits: dict) -> None:
     assert course != SELF_STUDY["audit"]
     evidence = {"A": audits["A2"], "B": audits["B2"]}  # audits of the self-study mysteries
     with answers_scope({"audit": course}):
-        fb = check("audit", "q1", {"A": "no evidence", "B": "violates"}, evidence, hidden=True)
+        fb = check("audit", "q1", {"A": "no evidence", "B": "violates"}, evidence, grading_seed=TEST_GRADING_SEED)
         assert "the `use_course(...)` line is missing" in messages(fb), fb.report()
         # Evidence of another mechanism altogether is still a replay mismatch, not a missing line.
         def other(x, epsilon, rng):
@@ -122,7 +122,7 @@ def test_a_missing_use_course_line_is_named(audits: dict) -> None:
 
         other_audit = estimate_loss(other, 2, 1.0, 100_000, rng=7)
         fb = check("audit", "q1", {"A": "no evidence", "B": "violates"}, {"A": other_audit, "B": audits["B2"]},
-                   hidden=True)
+                   grading_seed=TEST_GRADING_SEED)
         assert "use_course" not in every(fb) and "does not reproduce" in messages(fb), fb.report()
 
 
@@ -142,28 +142,28 @@ def without_mu(u, mu, b):
 
 
 def test_a_sampler_of_the_wrong_law_earns_no_law_points() -> None:
-    for hidden in (False, True):
-        fb = check("sampler", "q1", twice_the_scale, hidden=hidden)
+    for seed in (None, TEST_GRADING_SEED):
+        fb = check("sampler", "q1", twice_the_scale, grading_seed=seed)
         assert fb.score == 0, fb.report()
         assert "counts only for a sampler of the right law" in messages(fb), fb.report()
     # A sampler of the right law that is not an inverse CDF (decreasing in u) loses the monotone point only.
-    fb = check("sampler", "q1", lambda u, mu, b: laplace_ppf(1 - np.asarray(u, dtype=float), mu, b), hidden=True)
+    fb = check("sampler", "q1", lambda u, mu, b: laplace_ppf(1 - np.asarray(u, dtype=float), mu, b), grading_seed=TEST_GRADING_SEED)
     assert fb.score == round(2 * 2 / 3, 2) and "not nondecreasing" in messages(fb), fb.report()
 
 
 def test_ignoring_mu_is_named_and_not_called_dptexts_bug() -> None:
-    for hidden in (False, True, 5, 6, 7):
-        fb = check("sampler", "q1", without_mu, hidden=hidden)
+    for seed in (None, TEST_GRADING_SEED, 5, 6, 7):
+        fb = check("sampler", "q1", without_mu, grading_seed=seed)
         # The feedback's first case has mu = 0, where ignoring mu is right; grading draws mu != 0.
-        assert fb.score == (0 if hidden else round(2 / 3, 2)) and "DPText" not in every(fb), fb.report()
+        assert fb.score == (0 if seed is not None else round(2 / 3, 2)) and "DPText" not in every(fb), fb.report()
         assert "mean distance" not in every(fb), fb.report()
         assert "does your function add mu?" in messages(fb), fb.report()
 
 
 def test_a_returned_list_is_named_as_a_list() -> None:
-    fb = check("sampler", "q3", lambda u, mu, b: np.atleast_1d(laplace_ppf(u, mu, b)).tolist(), hidden=True)
+    fb = check("sampler", "q3", lambda u, mu, b: np.atleast_1d(laplace_ppf(u, mu, b)).tolist(), grading_seed=TEST_GRADING_SEED)
     assert "shape None" not in every(fb) and "a list of" in messages(fb), fb.report()
-    fb = check("mechanism", "q3", lambda X, epsilon, *, rng: list(np.mean(X, axis=0)), hidden=True)
+    fb = check("mechanism", "q3", lambda X, epsilon, *, rng: list(np.mean(X, axis=0)), grading_seed=TEST_GRADING_SEED)
     assert "shape None" not in every(fb) and "a list of" in messages(fb), fb.report()
 
 
@@ -188,7 +188,7 @@ class Memoising:
 
 
 def test_a_memoising_loop_fails_the_vectorisation_check() -> None:
-    fb = check("sampler", "q3", Memoising(), hidden=True)
+    fb = check("sampler", "q3", Memoising(), grading_seed=TEST_GRADING_SEED)
     speed = [f for f in fb.findings if f.check == "speed"]
     assert speed and speed[0].passed is False, fb.report()
     assert fb.score < 1
@@ -211,10 +211,10 @@ def noise_of_that_sensitivity(X, epsilon, *, rng):
 
 
 def test_carry_forward_does_not_credit_noise_1000_times_too_small() -> None:
-    for hidden in (True, 11):
-        assert check("mechanism", "q1", sensitivity_small_at_large_k, hidden=hidden).score == 1
+    for seed in (TEST_GRADING_SEED, 11):
+        assert check("mechanism", "q1", sensitivity_small_at_large_k, grading_seed=seed).score == 1
         with graded() as session:
-            fb = check("mechanism", "q2", noise_of_that_sensitivity, hidden=hidden,
+            fb = check("mechanism", "q2", noise_of_that_sensitivity, grading_seed=seed,
                        carried={"mean_sensitivity": sensitivity_small_at_large_k})
         assert fb.score < 2 and "error carried forward" not in every(fb), fb.report()
         assert any("error carried forward was not applied" in text for text in session.flags), session.flags
@@ -228,7 +228,7 @@ def test_carry_forward_credit_is_noted_for_the_instructor() -> None:
         return X.mean(axis=0) + rng.laplace(0.0, wrong(*X.shape) / epsilon, size=X.shape[1])
 
     with graded() as session:
-        fb = check("mechanism", "q2", mean, hidden=True, carried={"mean_sensitivity": wrong})
+        fb = check("mechanism", "q2", mean, grading_seed=TEST_GRADING_SEED, carried={"mean_sensitivity": wrong})
     assert fb.score == 2, fb.report()
     assert any("question 1 should have lost points" in text for text in session.flags), session.flags
 
@@ -239,8 +239,8 @@ def test_gaussian_noise_is_named_not_called_dependent() -> None:
         m, k = X.shape
         return X.mean(axis=0) + rng.normal(0.0, math.sqrt(2) * k / (m * epsilon), size=k)
 
-    for hidden in (False, True):
-        fb = check("mechanism", "q2", gaussian, hidden=hidden)
+    for seed in (None, TEST_GRADING_SEED):
+        fb = check("mechanism", "q2", gaussian, grading_seed=seed)
         assert fb.score < 2 and "not independent" not in every(fb), fb.report()
         assert "Gaussian" in messages(fb), fb.report()
 
@@ -264,7 +264,7 @@ def correct_unless_audited(answers, threshold, epsilon, *, size, rng):
 
 
 def test_a_bug_only_in_the_audits_calls_fails_the_law_question() -> None:
-    fb = check("selection", "q1", correct_unless_audited, hidden=True)
+    fb = check("selection", "q1", correct_unless_audited, grading_seed=TEST_GRADING_SEED)
     law = [f for f in fb.findings if f.check == "law"]
     assert law and law[0].passed is False and fb.score < 2, fb.report()
 
@@ -285,14 +285,14 @@ def test_calling_the_package_or_sampling_the_exact_law_is_noted_for_the_instruct
     for question, fn, words in (("q1", package_at, "exactly the messages"), ("q1", exact_law_at, "exact law"),
                                 ("q3", package_max, "exactly the messages")):
         with graded() as session:
-            fb = check("selection", question, fn, hidden=True)
+            fb = check("selection", question, fn, grading_seed=TEST_GRADING_SEED)
         assert fb.score == 2, fb.report()
         assert any(words in text for text in session.flags), (question, session.flags)
     from test_grading import INSTRUCTOR_DIR, run_notebook_code
     reference = run_notebook_code(INSTRUCTOR_DIR / "selection.md", feedback_cells=False)
     with graded() as session:
         for question, name in (("q1", "above_threshold"), ("q3", "report_noisy_max")):
-            assert check("selection", question, reference[name], hidden=True).score == 2
+            assert check("selection", question, reference[name], grading_seed=TEST_GRADING_SEED).score == 2
     assert session.flags == []
 
 
