@@ -613,8 +613,6 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
     "course.lms.export_lms": {"lms": _const("canvas"), "assignment": _const("sampler"), "scores": lambda ctx: _scores_csv(ctx),
                                "out": lambda ctx: ctx.tmp / "canvas.csv"},
     # Re-scoring and hand grading (issue 36).
-    "assignments.feedback.returned": {"value": lambda ctx: [1.0, 2.0]},
-    "assignments.feedback.is_instructor_note": {"message": lambda ctx: "for the instructor (not scored): a note"},
     "course.reports.student_feedback": {"record": lambda ctx: _score_record()},
     "course.reports.instructor_report_path": {"csv_path": lambda ctx: ctx.tmp / "scores.csv"},
     "course.reports.write_instructor_report": {"csv_path": lambda ctx: ctx.tmp / "scores.csv",
