@@ -28,7 +28,6 @@ import ast
 import csv
 import html
 import importlib
-import json
 import math
 import os
 import re
@@ -42,6 +41,7 @@ from dptutor.assignments.feedback import Assignment
 from dptutor.assignments.registry import get_assignment
 from dptutor.course.config import GradingConfig, Override, read_overrides
 from dptutor.course.folders import load_course
+from dptutor.course.intake import read_student_cells
 from dptutor.course.release import book_assignments_folder
 from dptutor.course.reports import check_records
 from dptutor.course.rescore import RescoreOptions, rescore
@@ -55,13 +55,10 @@ __all__ = ["HANDGRADE_COLUMNS", "collect", "read_hand_grades", "apply"]
 
 #: The columns of the file a teaching assistant fills in.
 HANDGRADE_COLUMNS = ["file", "student", "question", "max", "points", "reason"]
-#: A notebook larger than this is not read for its answers (the grader has its own limits).
-_MAX_NOTEBOOK_BYTES = 8 << 20
 #: An answer longer than this is shown cut.
 _MAX_ANSWER_CHARS = 20_000
 _QUESTION = re.compile(r"^#{2,3}\s+Question\s+(\d+)\b", re.M)
 _RUBRIC = re.compile(r"^(`{3,}|:{3,})\{admonition\}\s*(Rubric[^\n]*)\n(.*?)^\1[ \t]*$", re.M | re.S)
-_CELL = re.compile(r"^(`{3,})\{code-cell\}[^\n]*\n(.*?)^\1[ \t]*$", re.M | re.S)
 
 
 def hand_questions(assignment: Assignment, records: Sequence[ScoreRecord] = ()) -> list[str]:
@@ -76,21 +73,9 @@ def hand_questions(assignment: Assignment, records: Sequence[ScoreRecord] = ()) 
 
 
 def _code_cells(path: Path) -> list[str]:
-    """The code cells' sources of a notebook (``.ipynb`` as JSON, MyST ``.md`` by its fences; no YAML is read)."""
-    size = path.stat().st_size
-    if size > _MAX_NOTEBOOK_BYTES:
-        raise ValueError(f"the notebook has {size:,} bytes, more than {_MAX_NOTEBOOK_BYTES:,}")
-    text = path.read_bytes().decode("utf-8", "replace")
-    if path.suffix != ".ipynb":  # a cell's options: ":key: value" lines, or a YAML block between "---" lines
-        return [re.sub(r"\A---\n.*?^---\n", "", m.group(2), flags=re.M | re.S) for m in _CELL.finditer(text)]
-    data = json.loads(text)
-    cells = data.get("cells", []) if isinstance(data, dict) else []
-    out = []
-    for cell in cells if isinstance(cells, list) else []:
-        if isinstance(cell, dict) and cell.get("cell_type") == "code":
-            source = cell.get("source", "")
-            out.append("".join(s for s in source if isinstance(s, str)) if isinstance(source, list) else str(source))
-    return out
+    """The code cells' sources of a notebook, read as the grader reads it (:func:`~dptutor.course.intake.read_student_cells`:
+    bounded in size and cells before parsing, YAML aliases refused, nothing run)."""
+    return [cell["source"] for cell in read_student_cells(path)]
 
 
 def read_answers(path: Path | str, names: Sequence[str]) -> dict[str, str]:
@@ -100,8 +85,8 @@ def read_answers(path: Path | str, names: Sequence[str]) -> dict[str, str]:
     path = Path(check_path(path, "path"))
     try:
         cells = _code_cells(path)
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"path: {path} cannot be read ({exc})") from None
+    except Exception as exc:  # noqa: BLE001 - any way a file can fail to be a notebook, as for the grader
+        raise ValueError(f"path: {path} cannot be read ({type(exc).__name__}: {str(exc)[:500]})") from None
     found: dict[str, str] = {}
     for source in cells:
         body = "\n".join(line for line in source.splitlines() if not line.startswith(("%", "!", ":")))

@@ -48,8 +48,9 @@ def test_the_audit_rubric_and_answers_are_read_without_running_anything(tmp_path
     md.write_text("```{code-cell} ipython3\n---\ntags: [x]\n---\njustification = 'yaml options'\n```\n", encoding="utf-8")
     assert read_answers(md, ["justification"]) == {"justification": "yaml options"}
     nb = tmp_path / "b.ipynb"
-    nb.write_text(json.dumps({"cells": [{"cell_type": "code", "source": ["justification = ' '.join(\n", "['a'])"]}],
-                              "nbformat": 4}), encoding="utf-8")
+    nb.write_text(json.dumps({"cells": [{"cell_type": "code", "source": ["justification = ' '.join(\n", "['a'])"],
+                                         "metadata": {}, "outputs": [], "execution_count": None}],
+                              "metadata": {}, "nbformat": 4, "nbformat_minor": 5}), encoding="utf-8")
     assert "not a plain string" in read_answers(nb, ["justification"])["justification"]
 
 
