@@ -7,20 +7,23 @@
 - :func:`laplace_interval`: the half-width of the interval around a Laplace release that holds the exact
   answer with a given probability (a quantile of ``|Lap(0, b)|``, ``b = sensitivity / epsilon``).
 - :func:`clamped_mean_bias`: the exact bias that clamping values to ``[0, bound]`` adds to their mean.
+- :func:`rappor_epsilon`: the two budgets of a RAPPOR deployment (Erlingsson, Pihur and Korolova, CCS 2014),
+  from its public parameters: one value over a client's lifetime, and one report.
 
-All four compute in real arithmetic (float64 stands in for the reals); none of them draws random numbers.
+All five compute in real arithmetic (float64 stands in for the reals); none of them draws random numbers.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dptutor._validate import check_float_array, check_positive, check_probability
+from dptutor._validate import check_float_array, check_int, check_positive, check_probability, check_real
 
-__all__ = ["tpr_bound", "posterior_bound", "laplace_interval", "clamped_mean_bias"]
+__all__ = ["tpr_bound", "posterior_bound", "laplace_interval", "clamped_mean_bias", "rappor_epsilon", "RapporBudget"]
 
 
 def _scalar_or_array(arr: NDArray[np.float64]) -> float | NDArray[np.float64]:
@@ -190,3 +193,110 @@ def clamped_mean_bias(values: ArrayLike, bound: float) -> float:
     if not math.isfinite(bias):
         raise ValueError("values are too large to average in float64")
     return bias
+
+
+@dataclass(frozen=True)
+class RapporBudget:
+    """The two budgets of one RAPPOR configuration (see :func:`rappor_epsilon`).
+
+    Parameters
+    ----------
+    lifetime : float
+        The epsilon of the permanent randomized response: it bounds what every report of one value, however
+        many, reveals about that value.
+    one_report : float
+        The epsilon of a single report (permanent and instantaneous randomized response together).
+    set_bit : float
+        The probability that a bit set in the client's Bloom filter is reported as 1 (``q*`` in the paper).
+    clear_bit : float
+        The probability that a clear bit is reported as 1 (``p*`` in the paper).
+
+    Raises
+    ------
+    ValueError, TypeError
+        If an epsilon is negative or a probability is outside ``[0, 1]`` (the message names it).
+    """
+
+    lifetime: float
+    one_report: float
+    set_bit: float
+    clear_bit: float
+
+    def __post_init__(self) -> None:
+        for name in ("lifetime", "one_report"):
+            object.__setattr__(self, name, check_real(getattr(self, name), name, low=0.0))
+        for name in ("set_bit", "clear_bit"):
+            object.__setattr__(self, name, check_real(getattr(self, name), name, low=0.0, high=1.0))
+
+
+def _log(x: float) -> float:
+    return math.log(x) if x > 0 else -math.inf
+
+
+def _log_add(a: float, b: float) -> float:
+    """``log(exp(a) + exp(b))`` without overflow or underflow (either may be ``-inf``)."""
+    if a == -math.inf or b == -math.inf:
+        return max(a, b)
+    return max(a, b) + math.log1p(math.exp(-abs(a - b)))
+
+
+def _log_ratio(a: float, b: float) -> float:
+    """``|a - b|`` for two log-probabilities, 0 when both are ``-inf`` (an outcome neither law gives)."""
+    return 0.0 if a == b else abs(a - b)
+
+
+def rappor_epsilon(f: float, p: float, q: float, hashes: int) -> RapporBudget:
+    """The budgets of RAPPOR with parameters ``f``, ``p``, ``q`` and ``hashes`` hash functions per value.
+
+    A client encodes its value as a Bloom filter with at most ``hashes`` bits set.  The permanent
+    randomized response replaces each bit, once and for all, by a fair coin with probability ``f``, so a
+    set bit stays 1 with probability ``1 - f/2`` and a clear bit becomes 1 with probability ``f/2``.  Each
+    report then sends 1 with probability ``q`` for a 1 and ``p`` for a 0 of the permanent filter.  Two
+    values differ in at most ``2 * hashes`` bits and the bits are independent, so each budget is
+    ``2 * hashes`` times the largest log-ratio of one bit's two laws: ``(1 - f/2) / (f/2)`` for the
+    permanent step, and ``q* = (1 - f/2) q + (f/2) p`` against ``p* = (f/2) q + (1 - f/2) p`` for a
+    report.  The RAPPOR paper derives both bounds the same way; they hold in real arithmetic, and two values
+    whose filters share no bit reach them.
+
+    Parameters
+    ----------
+    f : float
+        The probability that the permanent randomized response replaces a bit, in ``(0, 1]``.
+    p : float
+        The probability of reporting 1 for a 0 of the permanent filter, in ``[0, 1]``.
+    q : float
+        The probability of reporting 1 for a 1 of the permanent filter, in ``[0, 1]``.
+    hashes : int
+        The number of hash functions (bits set per value), in ``[1, 64]``.
+
+    Returns
+    -------
+    RapporBudget
+        ``lifetime`` and ``one_report`` epsilons and the report's bit probabilities ``set_bit`` (``q*``)
+        and ``clear_bit`` (``p*``).
+
+    Raises
+    ------
+    ValueError, TypeError
+        If a parameter is out of range or not a real number (the message names it).
+
+    Examples
+    --------
+    Chrome's parameters (``f = 0.5``, ``p = 0.25``, ``q = 0.75``, two hash functions):
+
+    >>> budget = rappor_epsilon(0.5, 0.25, 0.75, 2)
+    >>> round(budget.lifetime, 4), round(budget.one_report, 4)
+    (4.3944, 2.0433)
+    """
+    f = check_real(f, "f", low=0.0, high=1.0, low_open=True)
+    p = check_real(p, "p", low=0.0, high=1.0)
+    q = check_real(q, "q", low=0.0, high=1.0)
+    hashes = check_int(hashes, "hashes", minimum=1, maximum=64)
+    # In logs: for a tiny f the probability f/2 of a faked bit underflows, but its logarithm does not.
+    log_keep, log_fake = math.log1p(-0.5 * f), math.log(f) - math.log(2.0)
+    log_one = [_log_add(log_keep + _log(q), log_fake + _log(p)), _log_add(log_fake + _log(q), log_keep + _log(p))]
+    log_zero = [_log_add(log_keep + _log(1.0 - q), log_fake + _log(1.0 - p)),
+                _log_add(log_fake + _log(1.0 - q), log_keep + _log(1.0 - p))]
+    per_report = max(_log_ratio(*log_one), _log_ratio(*log_zero))
+    return RapporBudget(lifetime=2 * hashes * (log_keep - log_fake), one_report=2 * hashes * per_report,
+                        set_bit=math.exp(log_one[0]), clear_bit=math.exp(log_one[1]))

@@ -10,7 +10,8 @@ import pytest
 from scipy import stats
 
 from dptutor.distributions import sample_laplace
-from dptutor.epsilon import clamped_mean_bias, laplace_interval, posterior_bound, tpr_bound
+from dptutor.dpsniper import bloom_bits, rappor
+from dptutor.epsilon import clamped_mean_bias, laplace_interval, posterior_bound, rappor_epsilon, tpr_bound
 
 # Monte Carlo tolerances: this many standard errors of the estimate (a two-sided miss of 1 in ~150,000).
 Z = 4.5
@@ -147,6 +148,46 @@ def test_clamped_mean_release_is_biased_by_exactly_that_monte_carlo():
 
 # --- bad input ----------------------------------------------------------------------------------------
 
+# --- rappor_epsilon ----------------------------------------------------------------------------------
+
+def test_rappor_epsilon_closed_forms():
+    # Chrome's noise level: a kept bit 3:1, a report's bit 0.625 against 0.375; two values differ in 4 bits.
+    budget = rappor_epsilon(0.5, 0.25, 0.75, 2)
+    assert budget.lifetime == pytest.approx(4 * math.log(3.0), rel=1e-14)
+    assert budget.one_report == pytest.approx(4 * math.log(5 / 3), rel=1e-14)
+    assert (budget.set_bit, budget.clear_bit) == pytest.approx((0.625, 0.375), rel=1e-15)
+    # Without an instantaneous step (p = 0, q = 1) a report is the permanent filter: one budget.
+    once = rappor_epsilon(0.95, 0.0, 1.0, 4)
+    assert once.one_report == pytest.approx(once.lifetime, rel=1e-14)
+    # p = q makes every report independent of the value.
+    assert rappor_epsilon(0.5, 0.4, 0.4, 3).one_report == 0.0
+
+
+def test_rappor_epsilon_is_dpsnipers_exact_epsilon_on_disjoint_values():
+    """DP-Sniper's two RAPPOR entries: on two values with no Bloom bit in common, the exact epsilon of the
+    pair (each of the 2h differing bits independent) is the budget of one report."""
+    a, b = set(bloom_bits(3)), set(bloom_bits(4))
+    assert not a & b and len(a) == len(b) == 4
+    for f, p, q, keep in ((0.75, 0.45, 0.55, 0.5125), (0.95, 0.0, 1.0, 0.525)):
+        budget = rappor_epsilon(f, p, q, 4)
+        assert budget.set_bit == pytest.approx(keep, rel=1e-14)
+        per_bit = math.log(keep / (1 - keep))  # p* = 1 - q* here, so both outcomes give this ratio
+        assert budget.one_report == pytest.approx(8 * per_bit, rel=1e-12)
+
+
+def test_rappor_epsilon_bit_laws_match_the_mechanism():
+    """Monte Carlo: RAPPOR's reports at Chrome's parameters send 1 for a set bit with probability q* and for
+    a clear bit with probability p*."""
+    budget = rappor_epsilon(0.5, 0.25, 0.75, 2)
+    reports = rappor(3, 200_000, np.random.default_rng(20261126), f=0.5, p=0.25, q=0.75, hashes=2, bits=32)
+    on = list(bloom_bits(3, hashes=2, bits=32))
+    off = [i for i in range(32) if i not in on]
+    for cols, prob in ((on, budget.set_bit), (off, budget.clear_bit)):
+        draws = reports[:, cols].size
+        se = math.sqrt(prob * (1 - prob) / draws)
+        assert abs(reports[:, cols].mean() - prob) < Z * se
+
+
 BAD = [
     (lambda: posterior_bound(-0.1), "epsilon", ValueError),
     (lambda: posterior_bound(math.inf), "epsilon", ValueError),
@@ -171,6 +212,13 @@ BAD = [
     (lambda: clamped_mean_bias([1.0], 0.0), "bound", ValueError),
     (lambda: clamped_mean_bias(["a"], 1.0), "values", TypeError),
     (lambda: clamped_mean_bias([1.7e308, 1.7e308], 1.0), "values", ValueError),
+    (lambda: rappor_epsilon(0.0, 0.25, 0.75, 2), "f", ValueError),
+    (lambda: rappor_epsilon(1.5, 0.25, 0.75, 2), "f", ValueError),
+    (lambda: rappor_epsilon(0.5, -0.1, 0.75, 2), "p", ValueError),
+    (lambda: rappor_epsilon(0.5, 0.25, math.nan, 2), "q", ValueError),
+    (lambda: rappor_epsilon(0.5, 0.25, 0.75, 0), "hashes", ValueError),
+    (lambda: rappor_epsilon(0.5, 0.25, 0.75, 2.0), "hashes", TypeError),
+    (lambda: rappor_epsilon("0.5", 0.25, 0.75, 2), "f", TypeError),
 ]
 
 

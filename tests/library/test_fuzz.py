@@ -282,7 +282,8 @@ VALID_FOR_MODULE: dict[str, dict[str, Factory]] = {
     "ziggurat": {"y": _const(np.array([0.25, 1.5])), "loc": _const(0.0), "scale": _const(1.0)},
     "snapping": {"y": _const(np.array([0.25, 1.5])), "params": lambda ctx: _snapping(), "x": _const(0.0),
                  "size": _const(64)},
-    "epsilon": {"fpr": _const(0.1), "values": _const(np.array([0.5, 2.0])), "bound": _const(1.0)},
+    "epsilon": {"fpr": _const(0.1), "values": _const(np.array([0.5, 2.0])), "bound": _const(1.0),
+                "f": _const(0.5), "p": _const(0.25), "q": _const(0.75), "hashes": _const(2)},
     "learning": {"X": _const(np.array([[0.0, 1.0], [1.0, 0.0], [0.5, 0.5], [1.0, 1.0]])),  # (learning)
                  "y": _const(np.array([0, 1, 0, 1])), "epochs": _const(1), "sampling_rate": _const(0.5),
                  "clip": _const(1.0), "features": _const(2), "classes": _const(np.array([0, 1])),
@@ -384,6 +385,8 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
     "audit.search.PairSearch": {"best": lambda ctx: _pair_audit(), "index": _const(0), "pair": _const((0.0, 1.0)),
                                 "pilot_bounds": _const(np.array([0.1])), "confirmed": lambda ctx: (_pair_audit(),),
                                 "confidence": _const(0.95)},
+    "epsilon.RapporBudget": {"lifetime": _const(4.39), "one_report": _const(2.04), "set_bit": _const(0.625),
+                             "clear_bit": _const(0.375)},
     "dpsniper.mechanisms.truncated_geometric": {"data": _const(2)},
     "dpsniper.mechanisms.truncated_geometric_pmf": {"data": _const(2)},
     "dpsniper.entries.exact_output_laws": {"name": _const("ReportNoisyMax1")},
