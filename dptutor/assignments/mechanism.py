@@ -86,7 +86,7 @@ def _noise_cases(grading_seed: int | None) -> list[tuple[int, int, float, int, i
     rng = grading_rng(grading_seed)
     if rng is None:
         return [(40, 1000, 0.5, 1, 400), (200, 3, 2.0, NOISE_CALLS, 410)]
-    eps = (0.5, 1.0, 2.0)
+    eps = (0.5, 1.5, 2.0)  # never 1, where Delta * epsilon, Delta / epsilon**2 and Delta / epsilon agree
     return [(int(rng.integers(20, 61)), int(rng.integers(500, 1001)), float(eps[int(rng.integers(3))]), 1,
              int(rng.integers(2**62))),
             (int(rng.integers(50, 301)), int(rng.integers(3, 7)), float(eps[int(rng.integers(3))]), NOISE_CALLS,

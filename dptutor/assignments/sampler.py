@@ -51,6 +51,8 @@ def _law_cases(grading_seed: int | None) -> list[tuple[tuple[int, int], float, f
         seeds = tuple(int(s) for s in rng.integers(0, 2**32, size=2))
         mu = round(float(rng.uniform(-3, 3)), 2)
         b = float(f"{math.exp(rng.uniform(math.log(0.2), math.log(5))):.3g}")
+        if abs(mu) < b / 2:  # mu at least b / 2 from 0, so that a sampler ignoring mu fails the test
+            mu = round(math.copysign(abs(mu) + b / 2, mu), 2)
         cases.append((seeds, mu, b))
     return cases
 

@@ -74,6 +74,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from helpers import ROOT
@@ -331,3 +332,20 @@ def test_without_carry_forward_one_wrong_sensitivity_also_costs_q2(tmp_path: Pat
     result = executor.grade_notebook(path, "mechanism", sandbox=None if shutil.which("bwrap") else "none", timeout=120)
     assert tuple(result.scores[q.name] for q in ASSIGNMENTS["mechanism"].questions) == (0.25, 0, 1), result.messages
     assert not [m for ms in result.messages.values() for m in ms if "for the instructor" in m], result.messages
+
+
+@pytest.mark.parametrize(("name", "question", "function", "score"), [
+    ("mechanism-epsilon_times", "q2", "private_mean", 0.0),  # right only at epsilon = 1: never drawn
+    ("sampler-ignores_mu", "q1", "laplace_inverse_cdf", 0.0),  # right only at mu = 0: mu kept >= b / 2 from 0
+])
+def test_a_mistake_invisible_at_one_parameter_is_never_graded_there(name: str, question: str, function: str,
+                                                                    score: float) -> None:
+    """Grading draws its parameters afresh; over 20 grading seeds (before the fix, 5 of them drew
+    epsilon = 1 for ``mechanism`` and 2 a mu close to 0 for ``sampler``) the mistake always costs the question."""
+    from dptutor.assignments import check
+
+    namespace: dict = {"np": np}
+    exec((SEMESTER / f"{name}.txt").read_text(encoding="utf-8"), namespace)
+    scores = {seed: check(name.split("-")[0], question, namespace[function], grading_seed=seed).score
+              for seed in range(2, 22)}
+    assert set(scores.values()) == {score}, scores
