@@ -14,7 +14,11 @@ The course's configuration sets ``carry_forward = true`` for ``mechanism`` and a
 hand and given its point.
 
 The rubric's arithmetic (the rubric tables of the instructor notebooks), per submission, before the
-late multiplier:
+late multiplier.  Where the rubric's tables leave a case open, the rule applied is: a question whose checks
+run past the cell limit, or that a crash stops, is not graded and scores 0; a ``ValueError`` counts as a
+refusal whoever raises it (numpy's own, for a negative scale or a 1-D array, too); output that is not
+well formed leaves nothing to audit (selection q2 scores 0); calling the package or drawing from the exact
+law earns what the outputs earn, with a note for the instructor, who decides (an override).
 
 ============================  ============  ============================================================================
 submission                    scores        why (the rubric)
@@ -67,6 +71,7 @@ audit-blank                   0, 0, 0, 0    nothing answered
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import os
 import shutil
 import subprocess
@@ -242,8 +247,6 @@ def multiplier(row: dict[str, str]) -> float:
 
 
 def dt_parse(text: str) -> float:
-    import datetime as dt
-
     return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
