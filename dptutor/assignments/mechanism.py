@@ -203,8 +203,8 @@ def _mechanism_noise(f: Callable, *, grading_seed: int | None = None, carried: d
     if findings[0].passed and not findings[1].passed:
         # Noise that is Laplace only when pooled (stratified, or coordinates that share their noise)
         # protects nobody: the pooled test's pass does not count then.
-        findings[0] = Finding(False, "the noise of one call looks Laplace only when its coordinates are pooled; "
-                                     "see the test of each coordinate across calls", NOISE_CHECKS[0])
+        findings[0] = Finding(False, "the noise of one call passed its test, but that pass does not count while "
+                                     "the test across calls (below) fails: see what that test found", NOISE_CHECKS[0])
     if any(f.passed and used for f, used in zip(findings, carried_pass)):
         flag_for_review("question 2 passed with error carried forward (the noise follows the student's own "
                         "mean_sensitivity, not k/m): question 1 should have lost points for it")
