@@ -31,7 +31,7 @@ sampler-cauchy_law            0, 1, 1       another law, though increasing: no l
 sampler-memo_loop             2, 1, 0.8     a memoised loop: `loop` in place of `speed` (4 of 5)
 sampler-for_loop              2, 1, 0.8     a Python loop: `loop` fails (4 of 5)
 sampler-no_domain_check       2, 0.08, 1    only valid input passes (1 of 13)
-sampler-returns_list          2, 1, 0.8     a list for an array: `shape` fails (4 of 5)
+sampler-atleast_1d            2, 1, 0.4     a number in gives an array of one: `scalar` x3 fails (2 of 5)
 sampler-infinite_loop         0, 0, 0       every check runs past the 20 s cell limit: a question not graded scores 0
 sampler-crash                 0, 0, 0       the kernel dies: nothing graded
 sampler-blank                 0, 0, 0       the stubs are in place
@@ -103,7 +103,7 @@ EXPECTED: dict[str, tuple[float, ...]] = {
     "sampler-memo_loop": (2, 1, 0.8),
     "sampler-for_loop": (2, 1, 0.8),
     "sampler-no_domain_check": (2, 0.08, 1),
-    "sampler-returns_list": (2, 1, 0.8),
+    "sampler-atleast_1d": (2, 1, 0.4),
     "sampler-infinite_loop": (0, 0, 0),
     "sampler-crash": (0, 0, 0),
     "sampler-blank": (0, 0, 0),
@@ -292,7 +292,7 @@ def test_notes_go_to_the_instructors_report_only(semester: dict) -> None:
     assert "justification read by hand" in reports
 
 
-def test_crashes_and_time_limits_are_named(semester: dict) -> None:
+def test_crashes_time_limits_and_mistakes_are_named(semester: dict) -> None:
     home = semester["home"]
     for row in semester["rows"]:
         name, assignment = row["submission"], row["submission"].split("-")[0]
@@ -302,6 +302,8 @@ def test_crashes_and_time_limits_are_named(semester: dict) -> None:
             assert "Kernel died" in text, text
         if name.endswith("-infinite_loop"):
             assert "longer than 20 s" in text and "KeyboardInterrupt" not in text, text
+        if name == "mechanism-gaussian":  # named as Gaussian, not as noise that is Laplace only when pooled
+            assert "is it Gaussian noise?" in text and "only when" not in text, text
         if name == "audit-no_use_course":
             assert "`use_course(...)` line is missing" in text, text
 
