@@ -304,6 +304,8 @@ def test_crashes_time_limits_and_mistakes_are_named(semester: dict) -> None:
             assert "longer than 20 s" in text and "KeyboardInterrupt" not in text, text
         if name == "mechanism-gaussian":  # named as Gaussian, not as noise that is Laplace only when pooled
             assert "is it Gaussian noise?" in text and "only when" not in text, text
+        if name == "sampler-cauchy_law":  # another law, not a scale to fix
+            assert "the shape is not Laplace" in text and "multiplies the logarithm" not in text, text
         if name == "audit-no_use_course":
             assert "`use_course(...)` line is missing" in text, text
 
@@ -354,3 +356,18 @@ def test_a_mistake_invisible_at_one_parameter_is_never_graded_there(name: str, q
     scores = {seed: check(name.split("-")[0], question, namespace[function], grading_seed=seed).score
               for seed in range(2, 22)}
     assert set(scores.values()) == {score}, scores
+
+
+@pytest.mark.parametrize(("name", "hint"), [("sampler-cauchy_law", "the shape is not Laplace"),
+                                             ("sampler-wrong_scale", "check how b multiplies the logarithm")])
+def test_a_wrong_law_is_told_from_a_wrong_scale(name: str, hint: str) -> None:
+    """A Cauchy sampler was told to "check how b multiplies the logarithm"; the quartiles now tell a
+    Laplace law of another scale from another law."""
+    from dptutor.assignments import check
+
+    namespace: dict = {"np": np}
+    exec((SEMESTER / f"{name}.txt").read_text(encoding="utf-8"), namespace)
+    for seed in range(2, 7):
+        text = " ".join(check("sampler", "q1", namespace["laplace_inverse_cdf"], grading_seed=seed).messages)
+        other = {"the shape is not Laplace", "check how b multiplies the logarithm"} - {hint}
+        assert hint in text and other.pop() not in text, text
