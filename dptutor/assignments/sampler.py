@@ -51,6 +51,8 @@ def _law_cases(grading_seed: int | None) -> list[tuple[tuple[int, int], float, f
         seeds = tuple(int(s) for s in rng.integers(0, 2**32, size=2))
         mu = round(float(rng.uniform(-3, 3)), 2)
         b = float(f"{math.exp(rng.uniform(math.log(0.2), math.log(5))):.3g}")
+        if abs(mu) < b / 2:  # mu at least b / 2 from 0, so that a sampler ignoring mu fails the test
+            mu = round(math.copysign(abs(mu) + b / 2, mu), 2)
         cases.append((seeds, mu, b))
     return cases
 
@@ -135,10 +137,14 @@ def _law_case(f: Callable, seed: int, mu: float, b: float) -> tuple[Finding, NDA
     elif abs(med - mu) > 0.1 * b:
         hints.append(f"the median of your samples is {med:.3g}, but Lap(mu, b) has median mu = {mu:g}: "
                      "check the sign in front of b and where mu enters")
-    if abs(mad / b - 1) > 0.1:
+    # A Laplace law's quartiles are its median -/+ b ln 2: a scale from them that disagrees with the mean
+    # distance says the shape is wrong (a Cauchy, a Gaussian), not only the scale.
+    q25, q75 = np.percentile(x, [25, 75])
+    laplace_like = q75 > q25 and abs(mad * 2 * math.log(2) / (q75 - q25) - 1) <= 0.1
+    if abs(mad / b - 1) > 0.1 and laplace_like:
         hints.append(f"your samples' mean distance from their median is {mad:.3g}, but for Lap(mu, b) it is b = {b:g}: "
                      "check how b multiplies the logarithm")
-    if not hints:
+    if not hints or not laplace_like:
         hints.append("the shape is not Laplace: compare a histogram of your samples with laplace_pdf")
     return Finding(False, f"{where} does not follow Lap({mu:g}, {b:g}) (KS p-value {p:.1e}): "
                           + "; ".join(hints)), u, True
