@@ -82,11 +82,15 @@ class CpuClock:
         self._total = 0.0
 
     def seconds(self) -> float:
-        """The CPU seconds used so far (never decreasing)."""
+        """The CPU seconds used so far (never decreasing).  The source is chosen at the first call: the
+        cgroup's counter if it can be read then (later unreadable: the last value), else ``/proc``."""
         if self._usage is not None:
             used = self._usage()
             if used is not None:
                 self._total = max(self._total, used)
+            elif not self._seen and self._total == 0.0:
+                self._usage = None  # no counter from the start: /proc from now on
+            if self._usage is not None:
                 return self._total
         self._sample()
         return self._total
