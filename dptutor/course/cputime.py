@@ -183,9 +183,12 @@ class Watchdog:
                 metadata = cell.setdefault("metadata", {})
                 if TIMED_OUT_KEY not in metadata:
                     metadata[TIMED_OUT_KEY], metadata[CLOCK_KEY] = float(self._limit), "cpu"
-                    result = self._interrupt()
-                    if asyncio.iscoroutine(result):
-                        await result
+                    try:
+                        result = self._interrupt()
+                        if asyncio.iscoroutine(result):
+                            await result
+                    except Exception:  # noqa: BLE001 - a kernel that is gone: the wall-clock cap still ends the cell
+                        pass
 
 
 def wall_capped_client(base: type) -> type:

@@ -55,6 +55,13 @@ folder shared with the sandbox (Jupyter's ``ipc`` transport; there is no network
   that student's own timing questions; the limit is a factor 10.  Where the grader may make cgroups
   (below), each sandbox also gets a CPU share of its own, so that its busy processes cannot starve a
   neighbour graded beside it.
+- In bubblewrap, the time limits (per cell and per notebook) count the sandbox's own CPU time
+  (:mod:`dptutor.course.cputime`: the cgroup's counter, else ``/proc``, no privilege needed), with
+  wall-clock time capped at :attr:`~dptutor.course.sandbox.Limits.wall_factor` times each limit.
+  Without cgroups, a submission's busy processes still slow a neighbour down (Linux shares the CPU
+  between sessions), but cannot use up the neighbour's limits, and use up their own at the pace of
+  the cores they take.  Not counted: CPU time of short-lived processes that nobody in the sandbox
+  waits for (they end at the wall-clock cap).  Other sandboxes' limits are wall-clock time.
 - The kernel starts with a minimal environment of its own, and bubblewrap (the sandbox's PID 1) with
   an empty one: nothing of the grader's environment (a course secret, say) is readable inside.
 - A kernel that cannot start (before any code of the submission runs) is the environment's failure,

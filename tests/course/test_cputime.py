@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -136,3 +137,11 @@ def test_the_watchdog_interrupts_a_cell_over_its_cpu_time_and_stops_the_notebook
     assert limit_text({"metadata": {TIMED_OUT_KEY: 50.0, cputime.CLOCK_KEY: "wall"}}).startswith(
         "ran for 50 s of wall-clock time")
     assert limit_text({"metadata": {}}) is None
+
+
+def test_the_threat_model_page_states_the_wall_clock_cap_of_the_code() -> None:
+    from helpers import ROOT
+    from dptutor.course.sandbox import Limits
+
+    page = (ROOT / "book" / "instructors" / "threat_model.md").read_text(encoding="utf-8")
+    assert re.search(rf"stopped at\s+{Limits().wall_factor} times its limit of wall-clock time", page)
