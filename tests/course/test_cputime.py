@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -145,3 +147,25 @@ def test_the_threat_model_page_states_the_wall_clock_cap_of_the_code() -> None:
 
     page = (ROOT / "book" / "instructors" / "threat_model.md").read_text(encoding="utf-8")
     assert re.search(rf"stopped at\s+{Limits().wall_factor} times its limit of wall-clock time", page)
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap to run the students' kernels")
+def test_a_cell_that_sleeps_stops_at_the_wall_clock_cap(tmp_path: Path) -> None:
+    """A cell that uses no CPU time still ends: at ``wall_factor`` times its limit of wall-clock time, and
+    its note says which clock stopped it.  ``grade --wall-factor`` sets the factor."""
+    from helpers import ROOT
+    from dptutor.course import grade
+    from dptutor.course.executor import grade_notebook
+    from dptutor.course.sandbox import Limits, find_sandbox
+
+    stub = (ROOT / "book" / "assignments" / "sampler.md").read_text(encoding="utf-8")
+    path = tmp_path / "sleeper.md"
+    path.write_text(stub.replace("import numpy as np", "import time\ntime.sleep(60)\nimport numpy as np", 1))
+    box = find_sandbox("bwrap", limits=Limits(wall_factor=3))
+    started = time.monotonic()
+    result = grade_notebook(path, "sampler", sandbox=box, timeout=2, total_timeout=60)
+    assert time.monotonic() - started < 50
+    assert "ran for 6 s of wall-clock time (the cap for a cell that waits or sleeps)" in " ".join(result.notes), \
+        result.notes
+    options = grade.GradeOptions("sampler", tmp_path, wall_factor=3)
+    assert grade._sandbox_of(options).limits.wall_factor == 3
