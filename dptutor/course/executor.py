@@ -259,7 +259,8 @@ def grade_notebook(path: Path | str, assignment: str, *, timeout: float = 60,
 
     ``timeout`` limits every cell (seconds; the kernel is interrupted and grading goes on),
     ``total_timeout`` the whole notebook (the sandbox is killed; questions not recorded by then
-    score 0).  ``sandbox`` is a :class:`~dptutor.course.sandbox.Sandbox`, a kind ("bwrap", ...,
+    score 0); in bubblewrap both count the sandbox's own CPU time, with wall-clock time capped at
+    the sandbox's ``limits.wall_factor`` times each (:mod:`dptutor.course.cputime`).  ``sandbox`` is a :class:`~dptutor.course.sandbox.Sandbox`, a kind ("bwrap", ...,
     "none") or None for bubblewrap (:class:`~dptutor.course.sandbox.SandboxUnavailable` if it
     cannot run here).  A submission that cannot be read, crashes or loops scores 0 on the
     questions it affects, with a note saying why; it never raises, except ``KeyboardInterrupt``
