@@ -131,6 +131,8 @@ _GRADING_TAG = "dptutor-grading"
 GRADE_DEPENDENCIES = ("nbclient", "nbformat", "jupytext", "ipykernel")
 #: Timed calls run at most this long (seconds) before the kernel is interrupted.
 TIMED_CELL_CAP = 5.0
+#: A kernel must answer within this many seconds of its start (nbclient's default), times the wall-clock factor.
+_STARTUP_SECONDS = 60
 
 
 #: The range of a time limit (seconds): the kernel client counts whole seconds (a shorter limit would
@@ -260,11 +262,11 @@ def grade_notebook(path: Path | str, assignment: str, *, timeout: float = 60,
     ``timeout`` limits every cell (seconds; the kernel is interrupted and grading goes on),
     ``total_timeout`` the whole notebook (the sandbox is killed; questions not recorded by then
     score 0); in bubblewrap both count the sandbox's own CPU time, with wall-clock time capped at
-    the sandbox's ``limits.wall_factor`` times each (:mod:`dptutor.course.cputime`).  ``sandbox`` is a :class:`~dptutor.course.sandbox.Sandbox`, a kind ("bwrap", ...,
-    "none") or None for bubblewrap (:class:`~dptutor.course.sandbox.SandboxUnavailable` if it
-    cannot run here).  A submission that cannot be read, crashes or loops scores 0 on the
-    questions it affects, with a note saying why; it never raises, except ``KeyboardInterrupt``
-    (Ctrl-C or SIGTERM), after killing its sandbox, and
+    the sandbox's ``limits.wall_factor`` times each (:mod:`dptutor.course.cputime`).  ``sandbox`` is a
+    :class:`~dptutor.course.sandbox.Sandbox`, a kind ("bwrap", ..., "none") or None for bubblewrap
+    (:class:`~dptutor.course.sandbox.SandboxUnavailable` if it cannot run here).  A submission that
+    cannot be read, crashes or loops scores 0 on the questions it affects, with a note saying why; it
+    never raises, except ``KeyboardInterrupt`` (Ctrl-C or SIGTERM), after killing its sandbox, and
     :class:`~dptutor.course.sandbox.EnvironmentFailure` when a kernel could not start twice (no code
     of the submission ran: the environment is broken, and no score is due).  ``grading_seeds`` gives some questions'
     grading seeds (a regrade passes the ones saved in the scores CSV; ``hidden`` is its deprecated
@@ -372,6 +374,8 @@ def _run_in_sandbox(run_nb: Any, student: list[Any], job: _Job, sandbox: Sandbox
         client = (wall_capped_client(client_class) if _counts_cpu(box) else client_class)(
             run_nb, km=kernel_manager(box, workdir, kernel_dir, box_name), timeout=max(1, int(math.ceil(job.timeout))),
             allow_errors=True, interrupt_on_timeout=True, shutdown_kernel="immediate", record_timing=False,
+            # a kernel starting beside a busy neighbour gets a small share of the CPU: the same wall-clock cap
+            startup_timeout=_STARTUP_SECONDS * factor,
             error_on_timeout={"ename": "CellTimeoutError", "evalue": "the cell ran past its time limit", "traceback": []},
             resources={"metadata": {"path": workdir}},
         )
