@@ -299,6 +299,10 @@ def add_grade_arguments(parser: argparse.ArgumentParser) -> None:
                           "trust (the CSV says so in every row)")
     parser.add_argument("--memory", type=_mebibytes, default=Limits().memory >> 20, metavar="MIB",
                         help="address-space limit of each process in the sandbox, in MiB (default: %(default)s)")
+    parser.add_argument("--wall-factor", type=_positive_int, default=Limits().wall_factor, metavar="N",
+                        help="in bubblewrap the time limits count the CPU time of the submission's own sandbox; "
+                             "a cell or notebook that waits or sleeps is stopped at N times its limit of "
+                             "wall-clock time (default: %(default)s)")
     parser.add_argument("--image", default=None, metavar="IMAGE",
                         help="container image for --sandbox podman|docker (default: python:3.11-slim; it must "
                              "run this Python, which is mounted read-only from the host)")

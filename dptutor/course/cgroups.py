@@ -10,7 +10,11 @@ with the ``pids`` controller is writable, each sandbox runs in a cgroup of its o
   submission that starts 48 sessions 48 shares), so that one submission cannot starve a neighbour
   graded beside it.
 
-The cgroups are removed (with anything left in them) when the submission ends.
+The cgroups are removed (with anything left in them) when the submission ends.  The sandbox's CPU
+time, which its time limits count (:mod:`dptutor.course.cputime`), is read from its cgroup's usage
+counter (v1: ``cpuacct.usage``; v2: ``cpu.stat``).  Setting :data:`NO_CGROUPS_VARIABLE` in the
+grader's environment makes the grader use no cgroup, as when it is not root (the tests use it to
+try that path as root; the sandbox never sees the grader's environment).
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ __all__: list[str] = []
 CGROUP_ROOT = "/sys/fs/cgroup"
 #: The CPU weight of every sandbox (cgroup v1 ``cpu.shares``; v2's ``cpu.weight`` keeps its default).
 CPU_SHARES = 1024
+#: The environment variable that, set to a non-empty value, makes the grader use no cgroup.
+NO_CGROUPS_VARIABLE = "DPTUTOR_NO_CGROUPS"
 _CGROUPS: dict[str, list[str]] = {}
 _CGROUP_WARNED: list[bool] = []
 
@@ -57,14 +63,16 @@ def parents() -> dict[str, str] | None:
     for cgroup v1 (memory and cpu optional), ``{"v2": ...}`` for a v2 hierarchy with the pids
     controller; None when the grader cannot limit processes with cgroups here (not root, or nothing
     writable)."""
-    if os.geteuid() != 0:
+    if os.geteuid() != 0 or os.environ.get(NO_CGROUPS_VARIABLE):
         return None
     own = own_cgroups()
     found: dict[str, str] = {}
-    for controller in ("pids", "memory", "cpu"):
+    for controller in ("pids", "memory", "cpu", "cpuacct"):
         folder = os.path.join(CGROUP_ROOT, controller, own.get(controller, "/").lstrip("/"))
         if controller in own and os.path.isdir(folder) and os.access(folder, os.W_OK):
-            found[controller] = folder
+            # cpu and cpuacct are often one hierarchy ("cpu,cpuacct"): one folder, made once
+            if os.path.realpath(folder) not in {os.path.realpath(f) for f in found.values()}:
+                found[controller] = folder
     if "pids" in found:
         return found
     for root in (os.path.join(CGROUP_ROOT, "unified"), CGROUP_ROOT):
@@ -116,6 +124,21 @@ def create(name: str, limits: Any) -> list[str]:
         return []
     _CGROUPS[name] = made
     return [os.path.join(folder, "cgroup.procs") for folder in made]
+
+
+def cpu_seconds(name: str) -> float | None:
+    """The CPU seconds used so far by the cgroups of submission ``name``, or None without a readable counter."""
+    for folder in _CGROUPS.get(name, []):
+        try:
+            if os.path.exists(os.path.join(folder, "cpuacct.usage")):
+                return int(Path(folder, "cpuacct.usage").read_text()) / 1e9
+            for line in Path(folder, "cpu.stat").read_text().splitlines():
+                key, _, value = line.partition(" ")
+                if key == "usage_usec":
+                    return int(value) / 1e6
+        except (OSError, ValueError):
+            continue
+    return None
 
 
 def remove(name: str) -> None:

@@ -55,6 +55,13 @@ folder shared with the sandbox (Jupyter's ``ipc`` transport; there is no network
   that student's own timing questions; the limit is a factor 10.  Where the grader may make cgroups
   (below), each sandbox also gets a CPU share of its own, so that its busy processes cannot starve a
   neighbour graded beside it.
+- In bubblewrap, the time limits (per cell and per notebook) count the sandbox's own CPU time
+  (:mod:`dptutor.course.cputime`: the cgroup's counter, else ``/proc``, no privilege needed), with
+  wall-clock time capped at :attr:`~dptutor.course.sandbox.Limits.wall_factor` times each limit.
+  Without cgroups, a submission's busy processes still slow a neighbour down (Linux shares the CPU
+  between sessions), but cannot use up the neighbour's limits, and use up their own at the pace of
+  the cores they take.  Not counted: CPU time of short-lived processes that nobody in the sandbox
+  waits for (they end at the wall-clock cap).  Other sandboxes' limits are wall-clock time.
 - The kernel starts with a minimal environment of its own, and bubblewrap (the sandbox's PID 1) with
   an empty one: nothing of the grader's environment (a course secret, say) is readable inside.
 - A kernel that cannot start (before any code of the submission runs) is the environment's failure,
@@ -101,7 +108,9 @@ from dptutor._validate import check_real, check_str, renamed_parameters
 from dptutor.assignments.feedback import UNSCORED, Assignment
 from dptutor.assignments.registry import get_assignment
 from dptutor.course.remote import check_carry_forward, grade_question
-from dptutor.course.intake import FEEDBACK_TAG, MAX_NOTEBOOK_BYTES, TIMED_OUT_KEY, capped_client, read_student_cells
+from dptutor.course import cgroups
+from dptutor.course.cputime import CpuClock, Watchdog, limit_text, wall_capped_client
+from dptutor.course.intake import FEEDBACK_TAG, MAX_NOTEBOOK_BYTES, capped_client, read_student_cells
 from dptutor.course.result import SubmissionResult, check_grading_seeds
 from dptutor.course.sandbox import SANDBOXES, EnvironmentFailure, Sandbox, find_sandbox, kernel_manager
 from dptutor.course.signals import deferred_interrupts, run_coroutine
@@ -122,6 +131,8 @@ _GRADING_TAG = "dptutor-grading"
 GRADE_DEPENDENCIES = ("nbclient", "nbformat", "jupytext", "ipykernel")
 #: Timed calls run at most this long (seconds) before the kernel is interrupted.
 TIMED_CELL_CAP = 5.0
+#: A kernel must answer within this many seconds of its start (nbclient's default), times the wall-clock factor.
+_STARTUP_SECONDS = 60
 
 
 #: The range of a time limit (seconds): the kernel client counts whole seconds (a shorter limit would
@@ -150,9 +161,9 @@ def _clamp(value: float, points: float) -> float:
 
 def _first_error(cells: Sequence) -> str | None:
     for index, cell in enumerate(cells):
-        limit = (cell.get("metadata") or {}).get(TIMED_OUT_KEY)
-        if limit is not None:  # the kernel reports the grader's interrupt as KeyboardInterrupt: not the student's
-            return f"your code cell {index + 1} ran past the {limit:g} s time limit and was stopped"
+        over = limit_text(cell)
+        if over is not None:  # the kernel reports the grader's interrupt as KeyboardInterrupt: not the student's
+            return f"your code cell {index + 1} {over} and was stopped"
         for out in cell.get("outputs", []):
             if out.get("output_type") == "error":
                 return f"your code cell {index + 1} raised {out.get('ename')}: {out.get('evalue')}"
@@ -174,6 +185,20 @@ class _Run:
     kernel_pid: int | None = None
     #: Whether the kernel answered (kernel_info) before anything of the submission ran.
     started: bool = False
+    #: Whether the sandbox used more CPU time than the notebook's time limit.
+    over_cpu: bool = False
+
+
+def _counts_cpu(box: Sandbox) -> bool:
+    """Whether ``box``'s time limits count its own CPU time (bubblewrap: every process of the sandbox
+    descends from the launcher), with wall-clock time capped at ``wall_factor`` times each limit."""
+    return box.kind == "bwrap"
+
+
+def _cell_cap(client: Any, limit: float) -> int:
+    """The kernel client's time-out (whole seconds of wall-clock time) of a cell limited to ``limit``."""
+    watchdog = getattr(client, "watchdog", None)
+    return max(1, int(math.ceil(limit * (watchdog.factor if watchdog is not None else 1))))
 
 
 async def _execute(client: Any, nb: Any, source: str, timeout: float) -> tuple[Any, float]:
@@ -181,10 +206,22 @@ async def _execute(client: Any, nb: Any, source: str, timeout: float) -> tuple[A
 
     cell = nbformat.v4.new_code_cell(source, metadata={"tags": [_GRADING_TAG]})
     nb.cells.append(cell)
-    client.timeout = max(1, int(math.ceil(timeout)))
     started = time.monotonic()
-    await client.async_execute_cell(cell, len(nb.cells) - 1)
+    await _execute_cell(client, cell, len(nb.cells) - 1, timeout)
     return cell, time.monotonic() - started
+
+
+async def _execute_cell(client: Any, cell: Any, index: int, limit: float) -> None:
+    """Run one cell within ``limit`` seconds (of the sandbox's CPU time where it is counted)."""
+    client.timeout = _cell_cap(client, limit)
+    watchdog = getattr(client, "watchdog", None)
+    if watchdog is not None:
+        watchdog.start_cell(cell, limit)
+    try:
+        await client.async_execute_cell(cell, index)
+    finally:
+        if watchdog is not None:
+            watchdog.end_cell()
 
 
 async def _run_checks(client: Any, nb: Any, a: Assignment, grading_seeds: dict[str, int], workdir: str, timeout: float,
@@ -224,11 +261,12 @@ def grade_notebook(path: Path | str, assignment: str, *, timeout: float = 60,
 
     ``timeout`` limits every cell (seconds; the kernel is interrupted and grading goes on),
     ``total_timeout`` the whole notebook (the sandbox is killed; questions not recorded by then
-    score 0).  ``sandbox`` is a :class:`~dptutor.course.sandbox.Sandbox`, a kind ("bwrap", ...,
-    "none") or None for bubblewrap (:class:`~dptutor.course.sandbox.SandboxUnavailable` if it
-    cannot run here).  A submission that cannot be read, crashes or loops scores 0 on the
-    questions it affects, with a note saying why; it never raises, except ``KeyboardInterrupt``
-    (Ctrl-C or SIGTERM), after killing its sandbox, and
+    score 0); in bubblewrap both count the sandbox's own CPU time, with wall-clock time capped at
+    the sandbox's ``limits.wall_factor`` times each (:mod:`dptutor.course.cputime`).  ``sandbox`` is a
+    :class:`~dptutor.course.sandbox.Sandbox`, a kind ("bwrap", ..., "none") or None for bubblewrap
+    (:class:`~dptutor.course.sandbox.SandboxUnavailable` if it cannot run here).  A submission that
+    cannot be read, crashes or loops scores 0 on the questions it affects, with a note saying why; it
+    never raises, except ``KeyboardInterrupt`` (Ctrl-C or SIGTERM), after killing its sandbox, and
     :class:`~dptutor.course.sandbox.EnvironmentFailure` when a kernel could not start twice (no code
     of the submission ran: the environment is broken, and no score is due).  ``grading_seeds`` gives some questions'
     grading seeds (a regrade passes the ones saved in the scores CSV; ``hidden`` is its deprecated
@@ -330,12 +368,15 @@ def _run_in_sandbox(run_nb: Any, student: list[Any], job: _Job, sandbox: Sandbox
         limits = dataclasses.replace(limits, cpu_seconds=int(job.total_timeout) + 30)
     box = Sandbox(sandbox.kind, sandbox.executable, limits, sandbox.image)
     client: Any = None
+    factor = limits.wall_factor if _counts_cpu(box) else 1
     try:
-        client = capped_client(box.limits.output)(
+        client_class = capped_client(box.limits.output)
+        client = (wall_capped_client(client_class) if _counts_cpu(box) else client_class)(
             run_nb, km=kernel_manager(box, workdir, kernel_dir, box_name), timeout=max(1, int(math.ceil(job.timeout))),
             allow_errors=True, interrupt_on_timeout=True, shutdown_kernel="immediate", record_timing=False,
-            error_on_timeout={"ename": "CellTimeoutError", "evalue": f"the cell ran longer than {job.timeout:g} s",
-                              "traceback": []},
+            # a kernel starting beside a busy neighbour gets a small share of the CPU: the same wall-clock cap
+            startup_timeout=_STARTUP_SECONDS * factor,
+            error_on_timeout={"ename": "CellTimeoutError", "evalue": "the cell ran past its time limit", "traceback": []},
             resources={"metadata": {"path": workdir}},
         )
         client.log = _quiet_logger()
@@ -346,8 +387,12 @@ def _run_in_sandbox(run_nb: Any, student: list[Any], job: _Job, sandbox: Sandbox
             # The sandbox was killed (and the kernel shut down) while cancelling the run.
             raise KeyboardInterrupt from None
         except Exception as exc:  # time limit, dead kernel, kernel failed to start, ...
-            if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) or time.monotonic() - started >= job.total_timeout:
-                result.notes.append(f"the notebook was stopped at the total time limit of {job.total_timeout:g} s")
+            if run.over_cpu:
+                result.notes.append(f"the notebook was stopped at its total time limit of {job.total_timeout:g} s "
+                                    "of CPU time")
+            elif isinstance(exc, (asyncio.TimeoutError, TimeoutError)) or \
+                    time.monotonic() - started >= job.total_timeout * factor:
+                result.notes.append(_wall_note(job.total_timeout, factor))
             elif not run.started:  # nothing of the submission ran yet: the environment failed, not the student
                 raise EnvironmentFailure(_start_failure(exc)) from None
             else:
@@ -363,6 +408,14 @@ def _run_in_sandbox(run_nb: Any, student: list[Any], job: _Job, sandbox: Sandbox
             remove_tree(root)
 
 
+def _wall_note(total: float, factor: int) -> str:
+    """The note of a notebook stopped by the wall clock (``factor`` times its ``total`` limit)."""
+    if factor == 1:
+        return f"the notebook was stopped at the total time limit of {total:g} s"
+    return (f"the notebook was stopped after {total * factor:g} s of wall-clock time, the cap of {factor} times its "
+            f"total time limit of {total:g} s of CPU time (it waited or slept)")
+
+
 def _start_failure(exc: BaseException) -> str:
     """The message of a kernel that could not start (twice) for a submission."""
     return (f"grading stopped: a kernel could not start ({type(exc).__name__}: {str(exc)[:300]}) before any code of "
@@ -375,8 +428,9 @@ def _start_failure(exc: BaseException) -> str:
 async def _execute_all(client: Any, run_nb: Any, student: list[Any], job: _Job, workdir: str, box: Sandbox,
                        box_name: str, run: _Run) -> None:
     """The student's cells, then each question's check, within the total time limit (no extra task:
-    Ctrl-C reaches this coroutine directly)."""
-    async with asyncio.timeout(job.total_timeout):
+    Ctrl-C reaches this coroutine directly, and the CPU time watchdog only reschedules the time-out)."""
+    factor = box.limits.wall_factor if _counts_cpu(box) else 1
+    async with asyncio.timeout(job.total_timeout * factor) as deadline:
         # The kernel's own stderr (start-up chatter) is not the student's output: that comes
         # through the kernel's messages.
         try:
@@ -386,13 +440,31 @@ async def _execute_all(client: Any, run_nb: Any, student: list[Any], job: _Job, 
                                                  stdout=subprocess.DEVNULL):
                 run.kernel_pid = getattr(getattr(client.km, "provisioner", None), "pid", None)
                 run.started = True
+                watch = _start_watchdog(client, job, box, box_name, run, deadline) if _counts_cpu(box) else None
                 try:
                     for index, cell in enumerate(student):
-                        client.timeout = max(1, int(math.ceil(job.timeout)))
-                        await client.async_execute_cell(cell, index)
+                        await _execute_cell(client, cell, index, job.timeout)
                     await _run_checks(client, run_nb, job.assignment, job.seeds, workdir, job.timeout, run,
                                       job.carry_forward)
                 finally:
+                    if watch is not None:
+                        watch.cancel()
                     box.stop(box_name, run.kernel_pid)
         finally:
             box.stop(box_name, getattr(getattr(client.km, "provisioner", None), "pid", None))
+
+
+def _start_watchdog(client: Any, job: _Job, box: Sandbox, box_name: str, run: _Run, deadline: Any) -> Any:
+    """Count the sandbox's CPU time against the time limits (:class:`~dptutor.course.cputime.Watchdog`): the
+    client's cells are watched from now on; the task is returned (cancel it when the kernel stops)."""
+    if run.kernel_pid is None:
+        return None
+    loop = asyncio.get_running_loop()
+
+    def over_total() -> None:
+        run.over_cpu = True
+        deadline.reschedule(loop.time())
+
+    clock = CpuClock(run.kernel_pid, lambda: cgroups.cpu_seconds(box_name))
+    client.watchdog = Watchdog(clock, job.total_timeout, client.km.interrupt_kernel, over_total, box.limits.wall_factor)
+    return asyncio.ensure_future(client.watchdog.run())

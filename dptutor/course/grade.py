@@ -78,6 +78,8 @@ class GradeOptions:
     #: The address-space limit of each process in the sandbox, in MiB.
     memory: int = Limits().memory >> 20
     image: str | None = None
+    #: The wall-clock cap of a time limit counted in CPU time, in multiples of the limit.
+    wall_factor: int = Limits().wall_factor
 
     def __post_init__(self) -> None:
         check_str(self.assignment, "assignment")
@@ -94,7 +96,7 @@ class GradeOptions:
                 raise TypeError(f"{name} must be True or False, got {type(getattr(self, name)).__name__}")
         if self.sandbox not in SANDBOXES:
             raise ValueError(f"sandbox must be one of {', '.join(SANDBOXES)}, got {self.sandbox!r}")
-        for name in ("workers", "memory"):
+        for name in ("workers", "memory", "wall_factor"):
             if isinstance(getattr(self, name), bool) or not isinstance(getattr(self, name), int):
                 raise TypeError(f"{name} must be an int, got {type(getattr(self, name)).__name__}")
         for name in ("timeout", "total_timeout"):
@@ -450,7 +452,7 @@ def _print_summary(records: Sequence[Any], finished: Sequence[SubmissionResult],
 
 def _sandbox_of(options: GradeOptions) -> Sandbox:
     """The sandbox the command line asks for (SandboxUnavailable if it cannot run here)."""
-    limits = Limits(memory=int(options.memory) << 20)
+    limits = Limits(memory=int(options.memory) << 20, wall_factor=options.wall_factor)
     if options.no_sandbox:
         return find_sandbox("none", limits=limits)
     return find_sandbox(options.sandbox or "auto", limits=limits,

@@ -52,6 +52,7 @@ from dptutor.assignments.encoding import MAX_CALLS_PER_CELL, MAX_CELLS_PER_QUEST
 from dptutor.assignments.feedback import INSTRUCTOR_NOTE, UNSCORED, Assignment, Feedback, Finding, SpyArray
 from dptutor.assignments.record import GradingSession, RemoteFunction, session_scope
 from dptutor.assignments.registry import check, get_assignment, record_types
+from dptutor.course.cputime import limit_text
 from dptutor.course.answers import RecordError, check_value, decode, expect, load_answer, raise_recorded, validate_answer
 
 __all__ = ["CALL_CELL", "NEEDS_CELL", "grade_question", "grade_in_process"]
@@ -175,7 +176,7 @@ async def _run_calls(run_cell: RunCell, workdir: str, name: str, chunk: Sequence
                                  timeout)
         failure = _cell_failure(cell, timeout)
         if failure == "timeout":
-            raise RecordError(f"checking it ran longer than {timeout:g} s (an endless loop?)")
+            raise RecordError(f"checking it {limit_text(cell) or f'ran past the {timeout:g} s time limit'} (an endless loop?)")
         try:
             meta, arrays = load_answer(answer)
         except RecordError as exc:
@@ -220,7 +221,8 @@ async def _fetch_needs(run_cell: RunCell, workdir: str, needs: Sequence[str], ti
         cell, _ = await run_cell(NEEDS_CELL.format(names=list(needs), answer=os.path.basename(answer)), timeout)
         failure = _cell_failure(cell, timeout)
         if failure == "timeout":
-            raise RecordError(f"the grader's first cell ran longer than {timeout:g} s (is the kernel busy?)")
+            raise RecordError(f"the grader's first cell {limit_text(cell) or f'ran past the {timeout:g} s time limit'} "
+                              "(is the kernel busy?)")
         try:
             meta, arrays = load_answer(answer)
         except RecordError:

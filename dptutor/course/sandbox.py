@@ -90,6 +90,9 @@ class Limits:
     ``tmp_size`` the size of the private ``/tmp``, ``cpu_seconds`` the CPU time of each process,
     ``output`` the kernel output (text) the grader keeps per notebook and ``message`` the largest
     single message the grader accepts from the kernel (a larger one is dropped by ZeroMQ).
+    ``wall_factor``: in bubblewrap, a cell's and a notebook's time limits count the sandbox's own
+    CPU time (:mod:`dptutor.course.cputime`), and wall-clock time stops them at ``wall_factor``
+    times their limit (a cell that sleeps or waits); elsewhere the limits are wall-clock time.
     """
 
     memory: int = 3072 * MIB
@@ -100,10 +103,11 @@ class Limits:
     cpu_seconds: int = 900
     output: int = 2 * MIB
     message: int = 32 * MIB
+    wall_factor: int = 5
 
     def __post_init__(self) -> None:
         for name, low in (("memory", 256 * MIB), ("processes", 16), ("file_size", MIB), ("tmp_size", MIB),
-                          ("open_files", 64), ("cpu_seconds", 1), ("output", 1024), ("message", 64 * 1024)):
+                          ("open_files", 64), ("cpu_seconds", 1), ("output", 1024), ("message", 64 * 1024), ("wall_factor", 1)):
             check_int(getattr(self, name), name, minimum=low)
 
 

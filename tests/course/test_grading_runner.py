@@ -324,7 +324,9 @@ verdicts = {"A": "violates", "B": "violates"}'''
         with pytest.raises(ProcessLookupError):
             os.kill(helper, 0)
     assert scores["crash.md"] == 0 and "RuntimeError: boom" in s["crash.md"]["messages"]
-    assert scores["loop.md"] == 0 and "longer than 15 s" in s["loop.md"]["messages"]
+    # In bubblewrap the time limits count the sandbox's own CPU time (dptutor.course.cputime), and say so.
+    said = "went past its time limit of 15 s of CPU time" if SANDBOXED else "ran past the 15 s time limit"
+    assert scores["loop.md"] == 0 and said in s["loop.md"]["messages"], s["loop.md"]["messages"]
 
     m = rows["mechanism"]["patched.md"]
     honest = {"mean_sensitivity": lambda m, k: k / m, "private_mean": per_coordinate}

@@ -6,6 +6,7 @@ missing (``sudo apt-get install bubblewrap``; ``.ci/run`` installs it).
 """
 from __future__ import annotations
 
+import csv
 import json
 import os
 import shutil
@@ -387,3 +388,43 @@ def test_every_process_of_a_sandbox_shares_one_cpu_cgroup(tmp_path: Path) -> Non
     finally:
         cgroups.remove("busy-test")
     assert not any(Path(p).parent.exists() for p in procs)
+
+
+# 48 busy processes, each in a session of its own (os.setsid defeats Linux's per-session autogroups),
+# started by the first cell and left running behind it.
+STARVE = ("import os\nfor _ in range(48):\n    if os.fork() == 0:\n        os.setsid()\n        while True:\n"
+          "            pass\n")
+
+
+@needs_bwrap
+def test_a_submission_that_starves_its_neighbour_without_cgroups_stops_at_its_own_cpu_time(tmp_path: Path) -> None:
+    """Round 3, finding 5, where the grader makes no cgroup (not root): 48 busy processes in separate sessions
+    made a correct notebook graded beside them miss its (wall-clock) time limit and score 0.  The time limits
+    now count each sandbox's own CPU time: the hostile submission uses up its own budget within seconds and
+    is stopped, and its neighbour, slowed down but not charged for it, gets its full score."""
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    solution = (ROOT / "book" / "assignments" / "instructor" / "sampler.md").read_text(encoding="utf-8")
+    stub = (ROOT / "book" / "assignments" / "sampler.md").read_text(encoding="utf-8")
+    (subs / "correct.md").write_text(solution, encoding="utf-8")
+    hostile = stub.replace("import numpy as np", STARVE + "import numpy as np", 1)
+    assert hostile != stub
+    (subs / "hostile.md").write_text(hostile, encoding="utf-8")
+    env = {**os.environ, cgroups.NO_CGROUPS_VARIABLE: "1"}  # the path of a grader that is not root
+    started = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-m", "dptutor", "grade", "sampler", str(subs), "--csv",
+                             str(tmp_path / "s.csv"), "--workers", "2", "--timeout", "10", "--total-timeout", "20"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    used_cgroups = False
+    while proc.poll() is None:
+        used_cgroups = used_cgroups or any(f"-grade-{proc.pid}-" in str(p) for p in _cgroup_files())
+        time.sleep(0.2)
+    out, err = proc.communicate(timeout=60)
+    print(f"graded in {time.monotonic() - started:.1f} s")
+    assert proc.returncode == 0, out + err
+    assert not used_cgroups
+    with open(tmp_path / "s.csv", newline="", encoding="utf-8") as fh:
+        rows = {row["file"]: row for row in csv.DictReader(fh)}
+    assert rows["correct.md"]["total"] == rows["correct.md"]["max"], rows["correct.md"]
+    assert rows["hostile.md"]["total"] == "0", rows["hostile.md"]
+    assert "total time limit of 20 s of CPU time" in rows["hostile.md"]["messages"], rows["hostile.md"]

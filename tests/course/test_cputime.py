@@ -1,0 +1,171 @@
+"""The CPU time of a process tree, measured from /proc without privileges (dptutor.course.cputime).
+
+Each test starts a small process tree and compares what :class:`CpuClock` measured with what the
+kernel itself accounted (``os.times()`` of the tree's root: its own time and its reaped children's),
+within the sampling error: a clock tick per process and sample.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from dptutor.course import cputime
+from dptutor.course.cputime import CpuClock, Watchdog, limit_text
+from dptutor.course.intake import TIMED_OUT_KEY
+
+TICK = 1 / os.sysconf("SC_CLK_TCK")
+
+# Burns `seconds` of CPU time (time.process_time counts this process only).
+BURN = "import sys, time\nend = float(sys.argv[1])\nwhile time.process_time() < end:\n    pass\n"
+
+# The root of the tree: starts `n` burners (each in a session of its own), waits for them (so their time moves
+# to its reaped time), prints what the kernel accounted, then waits to be killed.
+ROOT_SCRIPT = r'''
+import json, os, signal, subprocess, sys, time
+n, seconds, ignore = int(sys.argv[1]), sys.argv[2], sys.argv[3] == "1"
+if ignore:  # children are reaped by the kernel and their time is lost to os.times()
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+kids = [subprocess.Popen([sys.executable, "-c", sys.argv[4], seconds], start_new_session=True) for _ in range(n)]
+if ignore:
+    while any(os.path.exists(f"/proc/{k.pid}") for k in kids):
+        time.sleep(0.01)
+else:
+    for k in kids:
+        k.wait()
+t = os.times()
+print(json.dumps({"own": t.user + t.system, "reaped": t.children_user + t.children_system}), flush=True)
+time.sleep(60)
+'''
+
+
+def run_tree(n: int, seconds: float, ignore_children: bool = False) -> tuple[dict, float, float]:
+    """Start the tree, sample it every POLL seconds until its root reports; (root's report, clock, wall seconds)."""
+    proc = subprocess.Popen([sys.executable, "-c", ROOT_SCRIPT, str(n), str(seconds), "1" if ignore_children else "0",
+                             BURN], stdout=subprocess.PIPE, text=True)
+    clock = CpuClock(proc.pid)
+    started = time.monotonic()
+    try:
+        os.set_blocking(proc.stdout.fileno(), False)
+        line = ""
+        while not line.endswith("\n"):
+            clock.seconds()
+            time.sleep(cputime.POLL / 4)
+            line += proc.stdout.readline() or ""
+            assert time.monotonic() - started < 60
+        measured = clock.seconds()
+    finally:
+        proc.kill()
+        proc.wait()
+    return json.loads(line), measured, time.monotonic() - started
+
+
+def test_reaped_processes_are_counted_once() -> None:
+    """Three children each burn 0.5 s in sessions of their own and are reaped by the root: the clock
+    reads the root's own and reaped time (the kernel's account), not twice the children's."""
+    report, measured, _ = run_tree(3, 0.5)
+    expected = report["own"] + report["reaped"]
+    assert report["reaped"] >= 1.5
+    assert measured == pytest.approx(expected, abs=6 * TICK), (measured, report)
+
+
+def test_processes_that_exit_unreaped_keep_the_time_they_were_seen_with() -> None:
+    """A parent that ignores SIGCHLD: the kernel throws its children's time away when they exit, so the
+    root's reaped time stays 0; the clock keeps what it saw (up to one sample per child is lost)."""
+    report, measured, _ = run_tree(2, 1.0, ignore_children=True)
+    assert report["reaped"] < 0.05
+    lost = 2 * (cputime.POLL / 4 + TICK)  # what a child can burn between its last sample and its exit
+    assert 2.0 + report["own"] - lost <= measured <= 2.0 + report["own"] + 6 * TICK + 0.3, (measured, report)
+
+
+def test_the_clock_of_a_process_that_is_gone_stays_where_it_was() -> None:
+    proc = subprocess.Popen([sys.executable, "-c", BURN, "0.3"])
+    clock = CpuClock(proc.pid)
+    proc.wait()  # reaped by this process, not part of the tree any more
+    assert clock.seconds() == 0.0
+    with pytest.raises(ValueError, match="root"):
+        CpuClock(0)
+    with pytest.raises(TypeError, match="usage"):
+        CpuClock(1, usage=3)  # type: ignore[arg-type]
+
+
+def test_a_cgroup_counter_is_the_clock_when_it_can_be_read() -> None:
+    readings = iter([1.5, None, 1.0, 2.5])
+    clock = CpuClock(os.getpid(), usage=lambda: next(readings))
+    assert clock.seconds() == 1.5
+    assert clock.seconds() == 1.5       # unreadable for a moment: the last reading
+    assert clock.seconds() == 1.5       # never decreasing
+    assert clock.seconds() == 2.5
+    own = os.times()
+    clock = CpuClock(os.getpid(), usage=lambda: None)  # no counter at all: /proc, this process's time
+    assert clock.seconds() == pytest.approx(own.user + own.system + own.children_user + own.children_system,
+                                            abs=0.1)
+
+
+def test_the_watchdog_interrupts_a_cell_over_its_cpu_time_and_stops_the_notebook() -> None:
+    import asyncio
+
+    used = [0.0]
+    clock = CpuClock(1, usage=lambda: used[0])
+    interrupts: list[bool] = []
+    stopped: list[bool] = []
+
+    async def scenario() -> dict:
+        watchdog = Watchdog(clock, 10.0, lambda: interrupts.append(True), lambda: stopped.append(True), factor=5)
+        task = asyncio.ensure_future(watchdog.run())
+        cell: dict = {"metadata": {}}
+        watchdog.start_cell(cell, 2.0)
+        used[0] = 1.9
+        await asyncio.sleep(3 * cputime.POLL)
+        assert not interrupts and TIMED_OUT_KEY not in cell["metadata"]
+        used[0] = 2.1
+        await asyncio.sleep(3 * cputime.POLL)
+        watchdog.end_cell()
+        used[0] = 10.5
+        await asyncio.sleep(3 * cputime.POLL)
+        assert task.done()
+        return cell
+
+    cell = asyncio.run(scenario())
+    assert interrupts == [True] and stopped == [True]
+    assert limit_text(cell) == "went past its time limit of 2 s of CPU time"
+    assert limit_text({"metadata": {TIMED_OUT_KEY: 50.0, cputime.CLOCK_KEY: "wall"}}).startswith(
+        "ran for 50 s of wall-clock time")
+    assert limit_text({"metadata": {}}) is None
+
+
+def test_the_threat_model_page_states_the_wall_clock_cap_of_the_code() -> None:
+    from helpers import ROOT
+    from dptutor.course.sandbox import Limits
+
+    page = (ROOT / "book" / "instructors" / "threat_model.md").read_text(encoding="utf-8")
+    assert re.search(rf"stopped at\s+{Limits().wall_factor} times its limit of wall-clock time", page)
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap to run the students' kernels")
+def test_a_cell_that_sleeps_stops_at_the_wall_clock_cap(tmp_path: Path) -> None:
+    """A cell that uses no CPU time still ends: at ``wall_factor`` times its limit of wall-clock time, and
+    its note says which clock stopped it.  ``grade --wall-factor`` sets the factor."""
+    from helpers import ROOT
+    from dptutor.course import grade
+    from dptutor.course.executor import grade_notebook
+    from dptutor.course.sandbox import Limits, find_sandbox
+
+    stub = (ROOT / "book" / "assignments" / "sampler.md").read_text(encoding="utf-8")
+    path = tmp_path / "sleeper.md"
+    path.write_text(stub.replace("import numpy as np", "import time\ntime.sleep(60)\nimport numpy as np", 1))
+    box = find_sandbox("bwrap", limits=Limits(wall_factor=3))
+    started = time.monotonic()
+    result = grade_notebook(path, "sampler", sandbox=box, timeout=2, total_timeout=60)
+    assert time.monotonic() - started < 50
+    assert "ran for 6 s of wall-clock time (the cap for a cell that waits or sleeps)" in " ".join(result.notes), \
+        result.notes
+    options = grade.GradeOptions("sampler", tmp_path, wall_factor=3)
+    assert grade._sandbox_of(options).limits.wall_factor == 3
