@@ -5,13 +5,15 @@ budget on a *pilot* that searches the inputs, and the rest on one fresh confirma
 pilot liked best (:func:`dptutor.audit.pair.audit_pair`).  The pilot
 
 1. starts from a pool of pairs: for numeric query vectors, :func:`vector_pairs` (StatDP's patterns, as
-   :func:`dptutor.audit.search.candidate_pairs` lists them, with scaled and signed variants, and moves that
-   push one answer up across the others while they fall, across a threshold); for categorical or bounded
-   inputs, :func:`value_pairs` (every pair of distinct values); or the user's own ``candidates``;
+   :func:`dptutor.audit.search.candidate_pairs` lists them, and *crossing* pairs: one answer moves by 1 one
+   way while every other answer moves by 1 the other way, so that it overtakes them or crosses a threshold);
+   for categorical or bounded inputs, :func:`value_pairs` (every pair of distinct values); or the user's own ``candidates``;
 2. runs rounds of successive halving that share the pilot's runs equally: each round audits the surviving
    pairs on fresh runs and keeps the better half;
 3. searches locally in the first ``steps`` rounds: a random sample of untried neighbours of the best few
    (:func:`pair_moves`: one answer's change turned, one answer moved, every answer moved) joins the survivors.
+   Off by default (``steps = 0``): measured on DP-Sniper's benchmark at 2*10^7 runs, the neighbours it adds
+   share the pilot's runs and cost more in ranking noise than they find (benchmarks/README.md).
 
 Every pilot audit is scored by the bound its pair projects for the confirmation's budget: the largest, over
 the audit's candidate events (its trade-off points on the estimation half), of the estimated log-ratio
@@ -59,8 +61,8 @@ __all__ = ["PAIR_SEARCH_SHARE", "MechanismAudit", "vector_pairs", "value_pairs",
 PAIR_SEARCH_SHARE: float = 0.3
 #: Neighbour relations of numeric query vectors: every answer may change by at most 1, or one answer only.
 NEIGHBOURS = ("componentwise", "one")
-_SCALES = (2.0, 5.0)  # base levels of the scaled variants of StatDP's patterns
-_HEIGHTS = (0.0, 6.0)  # how far the rising answer of a crossing move starts above the others
+_SCALES = (2.0, 5.0)  # base levels of the scaled variants of StatDP's patterns (one answer only)
+_HEIGHTS = (-10.0, 0.0, 6.0)  # where the crossing answer starts, above the others (all 2)
 _STEPS = (1.0, 4.0)  # how far one answer moves in a local-search step
 
 
@@ -92,10 +94,12 @@ def _unique(pairs: Sequence[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
 def vector_pairs(k: int, *, neighbours: str = "componentwise") -> list[tuple[Any, Any]]:
     """Starting pairs for ``k`` numeric query answers (floats when ``k = 1``), each pair once in one order.
 
-    StatDP's patterns (:func:`~dptutor.audit.search.candidate_pairs`); their scaled and signed variants
-    (the first input multiplied by 2 or 5, the change added or subtracted); and *crossing* moves: one answer,
-    ``h`` = 0 or 6 above the others (all 2), rises by 1 while the others fall by 1 (``componentwise``; with
-    the answers after it kept, or falling too), or moves by 1 alone (``one``).
+    StatDP's patterns (:func:`~dptutor.audit.search.candidate_pairs`; for ``k = 1`` also their scaled and
+    signed variants: the input multiplied by 2 or 5, the change added or subtracted), and *crossing* pairs:
+    one answer (the first, the middle or one of the last two), level with the others (all 2), 6 above them or
+    10 below, moves by 1 one way while every other answer moves by 1 the other way (``componentwise``), or
+    moves by 1 alone (``one``).  The pool is kept short on purpose: the pilot's runs are shared among its
+    pairs, and at a budget of 10^7 runs it can rank only a few dozen pairs whose epsilon differ by a hundredth.
 
     Parameters
     ----------
@@ -124,15 +128,15 @@ def vector_pairs(k: int, *, neighbours: str = "componentwise") -> list[tuple[Any
     wide = neighbours == "componentwise"
     base = [(np.array(a), np.array(b)) for a, b in candidate_pairs(k, componentwise=wide and k > 1)]
     pairs = [(a, b) for a, b in base]
-    for scale in _SCALES:
-        pairs += [(scale * a, scale * a + sign * (b - a)) for a, b in base for sign in (1.0, -1.0)]
-    for j in range(k if k > 1 else 0):
+    if k == 1:
+        for scale in _SCALES:
+            pairs += [(scale * a, scale * a + sign * (b - a)) for a, b in base for sign in (1.0, -1.0)]
+    for j in sorted({0, k // 2, k - 2, k - 1}) if k > 1 else ():
         for h in _HEIGHTS:
             x = np.full(k, 2.0)
             x[j] += h
             if wide:
-                falls = np.where(np.arange(k) == j, 1.0, -1.0)
-                pairs += [(x, x + falls), (x, x + np.where(np.arange(k) > j, 0.0, falls))]
+                pairs += [(x, x - d + 2 * d * np.eye(k)[j]) for d in (1.0, -1.0)]
             else:
                 pairs += [(x, x + np.eye(k)[j])]
     if k == 1:
@@ -452,7 +456,7 @@ def audit_mechanism(
     moves: Any = None,
     neighbours: str = "componentwise",
     share: float = PAIR_SEARCH_SHARE,
-    steps: int = 2,
+    steps: int = 0,
     keep: int = 3,
     width: int = 8,
     confirm: int = 1,
@@ -493,7 +497,7 @@ def audit_mechanism(
     share : float, optional
         The pilot's share of ``runs``, in [0.01, 0.9].
     steps, keep, width : int, optional
-        Rounds with a local search (0 to 16), pairs whose neighbours are tried in each (1 to 64), neighbours
+        Rounds with a local search (0 to 16; default none), pairs whose neighbours are tried in each (1 to 64), neighbours
         tried per such pair and round (1 to 1,000).
     confirm : int, optional
         Pairs confirmed (1 to 64), Bonferroni-corrected.
