@@ -33,7 +33,8 @@ from typing import Any
 from dptutor._validate import check_int, check_positive
 from dptutor.course.intake import TIMED_OUT_KEY
 
-__all__ = ["POLL", "CLOCK_KEY", "CpuClock", "limit_text", "Watchdog", "wall_capped_client"]
+#: Nothing here is API: :mod:`~dptutor.course.executor` and :mod:`~dptutor.course.remote` use these names.
+__all__: list[str] = []
 
 #: Seconds between two samples of a sandbox's CPU time.
 POLL = 0.2
