@@ -46,7 +46,7 @@ from dptutor.course.preflight import check_environment
 from dptutor.course.rescore import rescored, submission_times, write_reports
 from dptutor.course.sandbox import SANDBOXES, EnvironmentFailure, Limits, Sandbox, SandboxUnavailable, find_sandbox
 from dptutor.course.scores import ScoreRecord, default_scores_name, read_scores, write_scores
-from dptutor.course.signals import deferred_interrupts, raise_interrupt
+from dptutor.course.signals import deferred_interrupts, kept_interrupts, raise_interrupt, raise_kept_interrupt
 from dptutor.course.submissions import Submission, find_submissions
 from dptutor.course.textsafe import one_line
 
@@ -252,6 +252,7 @@ class _Gradebook:
 
     def save(self, result: SubmissionResult) -> None:
         plan = self.plan
+        raise_kept_interrupt()  # a Ctrl-C that Python dropped while this submission ran: it was in flight
         with deferred_interrupts():  # a finished submission is saved whole, Ctrl-C or not
             index = self.by_file.get(result.file)
             record = plan.scored(result, plan.records[index] if index is not None else None)
@@ -338,11 +339,14 @@ def grade_plan(plan: GradingPlan) -> int:
     previous_term = signal.getsignal(signal.SIGTERM)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, raise_interrupt)  # `kill` stops grading as Ctrl-C does
+    kept = kept_interrupts()
+    kept.__enter__()
     try:
         # Several submissions in flight when a run died: grade those alone first (one of them may
         # kill the grader; alone, it is found and scored 0 on the next run).
         first = [n for n in crashed if len(crashed) > 1]
         for names, workers in ((first, 1), ([n for n in todo if n not in first], options.workers)):
+            raise_kept_interrupt()
             if names:
                 # the course's mysteries and answers (forked workers inherit them)
                 with course_scope(plan.folder.key) if plan.folder is not None else contextlib.nullcontext():
@@ -350,6 +354,7 @@ def grade_plan(plan: GradingPlan) -> int:
                                  progress=book.progress, on_result=book.save, only=names, sandbox=plan.sandbox,
                                  workers=workers, grading_seeds={n: saved[n] for n in names if n in saved},
                                  carry_forward=plan.config.carry_forward)
+        raise_kept_interrupt()
     except EnvironmentFailure as exc:  # a kernel could not start: not the submissions' fault, none scored 0 for it
         _unlink(book.marker)
         print(f"error: {exc}", file=sys.stderr, flush=True)
@@ -361,6 +366,7 @@ def grade_plan(plan: GradingPlan) -> int:
               "the rest.", file=sys.stderr, flush=True)
         return 130
     finally:
+        kept.__exit__()
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, previous_term)
     _unlink(book.marker)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import signal
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -102,3 +103,36 @@ class deferred_interrupts:
                 signal.signal(s, handler)
         if self.pending:
             raise KeyboardInterrupt
+
+
+#: Ctrl-C that Python dropped: a KeyboardInterrupt raised inside a finalizer or a weakref callback is
+#: "ignored" (printed and lost), and grading would go on as if nothing had happened.
+_DROPPED: list[int] = []
+
+
+class kept_interrupts:
+    """A block in which a Ctrl-C that Python drops (``sys.unraisablehook`` sees a KeyboardInterrupt) is
+    kept, not printed: :func:`raise_kept_interrupt` raises it at the grader's next safe point."""
+
+    def __enter__(self) -> None:
+        _DROPPED.clear()
+        self.previous = sys.unraisablehook
+        previous = self.previous
+
+        def hook(unraisable: Any) -> None:
+            if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
+                _DROPPED.append(1)
+                return
+            previous(unraisable)
+
+        sys.unraisablehook = hook
+
+    def __exit__(self, *exc: object) -> None:
+        sys.unraisablehook = self.previous
+
+
+def raise_kept_interrupt() -> None:
+    """Raise ``KeyboardInterrupt`` if a Ctrl-C was dropped inside :class:`kept_interrupts` since the last call."""
+    if _DROPPED:
+        _DROPPED.clear()
+        raise KeyboardInterrupt
