@@ -74,6 +74,15 @@ def _workers(text: str) -> int:
     return value
 
 
+def _wall_factor(text: str) -> int:
+    from dptutor.course.sandbox import MAX_WALL_FACTOR
+
+    value = _int_at_least(text, 1, f"a whole factor from 1 to {MAX_WALL_FACTOR}")
+    if value > MAX_WALL_FACTOR:
+        raise argparse.ArgumentTypeError(f"expected a whole factor from 1 to {MAX_WALL_FACTOR}, got {text!r}")
+    return value
+
+
 def _positive_float(text: str) -> float:
     try:
         value = float(text)
@@ -299,7 +308,7 @@ def add_grade_arguments(parser: argparse.ArgumentParser) -> None:
                           "trust (the CSV says so in every row)")
     parser.add_argument("--memory", type=_mebibytes, default=Limits().memory >> 20, metavar="MIB",
                         help="address-space limit of each process in the sandbox, in MiB (default: %(default)s)")
-    parser.add_argument("--wall-factor", type=_positive_int, default=Limits().wall_factor, metavar="N",
+    parser.add_argument("--wall-factor", type=_wall_factor, default=Limits().wall_factor, metavar="N",
                         help="in bubblewrap the time limits count the CPU time of the submission's own sandbox; "
                              "a cell or notebook that waits or sleeps is stopped at N times its limit of "
                              "wall-clock time (default: %(default)s)")

@@ -107,9 +107,14 @@ class Limits:
 
     def __post_init__(self) -> None:
         for name, low in (("memory", 256 * MIB), ("processes", 16), ("file_size", MIB), ("tmp_size", MIB),
-                          ("open_files", 64), ("cpu_seconds", 1), ("output", 1024), ("message", 64 * 1024), ("wall_factor", 1)):
+                          ("open_files", 64), ("cpu_seconds", 1), ("output", 1024), ("message", 64 * 1024)):
             check_int(getattr(self, name), name, minimum=low)
+        # Bounded: the cap must stay a time a grader waits (a factor of 10**12 made a cap of millennia).
+        check_int(self.wall_factor, "wall_factor", minimum=1, maximum=MAX_WALL_FACTOR)
 
+
+#: The largest ``wall_factor``: the wall-clock cap of a time limit counted in CPU time.
+MAX_WALL_FACTOR = 100
 
 #: The kernel's start: set the limits inside the sandbox (after its user namespace exists, so that
 #: RLIMIT_NPROC counts only the sandbox's processes), then become the kernel.

@@ -172,3 +172,16 @@ def test_a_cell_that_sleeps_stops_at_the_wall_clock_cap(tmp_path: Path) -> None:
         result.notes
     options = grade.GradeOptions("sampler", tmp_path, wall_factor=3)
     assert grade._sandbox_of(options).limits.wall_factor == 3
+
+
+def test_the_wall_factor_is_bounded() -> None:
+    """The wall-clock cap is a factor of the limit, from 1 to 100: a factor of 10**12 made a cap of millennia."""
+    from dptutor.course.sandbox import MAX_WALL_FACTOR, Limits
+
+    assert Limits(wall_factor=MAX_WALL_FACTOR).wall_factor == 100
+    for bad in (0, MAX_WALL_FACTOR + 1, 10**12):
+        with pytest.raises(ValueError, match="wall_factor"):
+            Limits(wall_factor=bad)
+    out = subprocess.run([sys.executable, "-m", "dptutor", "grade", "sampler", ".", "--wall-factor", "101"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "--wall-factor" in out.stderr, out.stderr
