@@ -76,7 +76,7 @@ _MAX_ATOMS = int(1 / ATOM_FRACTION) + 2
 TAILS: tuple[str, ...] = ("flat", "linear")
 
 #: The models :func:`fit_statistic` knows.
-MODELS: tuple[str, ...] = ("auto", "logistic", "additive", "boosting")
+MODELS: tuple[str, ...] = ("auto", "logistic", "additive", "boosting", "template")
 
 
 def _as_rows(outputs: object, name: str) -> NDArray[np.float64]:
@@ -356,6 +356,71 @@ class _AdditiveScore:
         return score
 
 
+class _NoiseTemplate:
+    """The log-likelihood ratio of Laplace noise added to each output value, up to its scale: the outputs are
+    read as noisy copies of the inputs (the input difference broadcast to the output's width), and each value
+    counts ``sign(d_j) * clip(v_j - m_j, -h_j, h_j) / h_j`` with ``d = x_prime - x``, ``m`` its midpoint and
+    ``h = |d| / 2`` (0 where ``d_j = 0``; infinities clip to the ends).  A template, not a fit: nothing is
+    estimated but the calibration of :class:`_Calibrated`, so it is as good at 10^3 runs as at 10^6."""
+
+    def __init__(self, low: NDArray[np.float64], high: NDArray[np.float64]) -> None:
+        self.sign = np.sign(high - low)
+        self.mid, self.half = (low + high) / 2.0, np.abs(high - low) / 2.0
+
+    def __call__(self, rows: NDArray[np.float64]) -> NDArray[np.float64]:
+        half = np.where(self.half > 0, self.half, 1.0)
+        with np.errstate(invalid="ignore"):
+            part = np.clip(rows - self.mid, -self.half, self.half) / half
+        return np.nan_to_num(part, nan=0.0) @ self.sign
+
+
+class _Calibrated:
+    """``slope * template(rows) + intercept``: the template's log-odds after a one-variable logistic fit."""
+
+    def __init__(self, template: _NoiseTemplate, slope: float, intercept: float) -> None:
+        self.template, self.slope, self.intercept = template, float(slope), float(intercept)
+
+    def decision_function(self, rows: NDArray[np.float64]) -> NDArray[np.float64]:
+        return self.slope * self.template(rows) + self.intercept
+
+
+def _template_of(inputs: Any, width: int) -> _NoiseTemplate | None:
+    """The noise template of ``inputs = (x, x_prime)`` for outputs of ``width`` values, or None when it does
+    not apply: the inputs are not finite numbers of one shape, equal, or not broadcastable to the width (a
+    scalar input fits any width; a vector input only its own length)."""
+    if not isinstance(inputs, tuple) or len(inputs) != 2:
+        raise TypeError(f"inputs must be a pair (x, x_prime) or None, got {type(inputs).__name__}")
+    try:
+        a, b = (np.asarray(v, dtype=np.float64) for v in inputs)
+    except (TypeError, ValueError):
+        return None  # categories or other non-numeric datasets: no template
+    if a.shape != b.shape or not (np.isfinite(a).all() and np.isfinite(b).all()) or np.array_equal(a, b):
+        return None
+    if a.ndim == 0:
+        a, b = np.full(width, float(a)), np.full(width, float(b))
+    elif a.size != width:
+        return None
+    return _NoiseTemplate(a.reshape(width), b.reshape(width))
+
+
+def _fit_template(rows: NDArray[np.float64], labels: NDArray[np.int64], template: _NoiseTemplate) -> Any:
+    """The template calibrated by a one-variable logistic regression of ``labels`` on its value."""
+    import warnings
+
+    from sklearn.linear_model import LogisticRegression
+
+    values = template(rows).reshape(-1, 1)
+    if values.std() == 0:  # every output on the same level: the template tells nothing
+        return _Calibrated(template, 0.0, 0.0)
+    est = LogisticRegression(max_iter=1000)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(values, labels)
+    slope = float(np.nan_to_num(np.asarray(est.coef_, dtype=np.float64).reshape(-1)[0]))
+    intercept = float(np.nan_to_num(np.asarray(est.intercept_, dtype=np.float64).reshape(-1)[0]))
+    return _Calibrated(template, slope, intercept)
+
+
 @dataclass(frozen=True, eq=False)
 class LearnedStatistic:
     """A fitted classifier as a statistic: ``statistic(outputs)`` returns one real per output, the
@@ -401,7 +466,7 @@ class LearnedStatistic:
         rows = _as_rows(outputs, "outputs")
         if rows.shape[1] != self.width:
             raise ValueError(f"outputs must have {self.width} value(s) per output, got {rows.shape[1]}")
-        if self.kind == "additive":  # numpy only: no thread pool to limit
+        if self.kind in ("additive", "template"):  # numpy only: no thread pool to limit
             score = np.asarray(self.model.decision_function(rows), dtype=np.float64)
         else:
             with _one_thread():
@@ -421,6 +486,7 @@ def fit_statistic(
     knots: int = SPLINE_KNOTS,
     tails: str = "flat",
     rng: int | np.random.SeedSequence | np.random.Generator = 0,
+    inputs: tuple[Any, Any] | None = None,
 ) -> LearnedStatistic:
     """Fit a classifier of "``x`` or ``x_prime``" on outputs of each and return it as a statistic.
 
@@ -428,6 +494,13 @@ def fit_statistic(
     flat tails at several numbers of knots) by two-fold cross-validation on this sample: each candidate is
     fitted on one half of each dataset's outputs and scored by its log-loss on the other half, both ways;
     the best is fitted again on the whole sample.  The choice, like the fit, sees only these outputs.
+
+    With ``inputs = (x, x_prime)`` numeric (a scalar, or a vector as long as each output), ``"auto"`` also
+    tries the *noise template* (``model="template"``): the log-likelihood ratio of Laplace noise added to each
+    output value, read as a noisy copy of the input (the input difference ``d`` broadcast to the output), so
+    each value counts ``sign(d_j) clip(v_j - m_j, -|d_j|/2, |d_j|/2)`` around the midpoint ``m``, calibrated by a
+    one-variable logistic fit.  It estimates no direction, so it does not degrade at small fitting samples;
+    on a mechanism that is not of that form, cross-validation drops it.
 
     Parameters
     ----------
@@ -443,6 +516,9 @@ def fit_statistic(
     rng : int, numpy.random.SeedSequence or numpy.random.Generator, optional
         Fixes the boosting model's internal randomness: an int in [0, 2**32) is its seed; a SeedSequence
         or a Generator gives one.  (Deprecated alias: ``seed``.)
+    inputs : tuple (x, x_prime) or None, optional
+        The two datasets the outputs came from, for the noise template (ignored when they are not numeric
+        or do not fit the outputs' width; required by ``model="template"``).
 
     Returns
     -------
@@ -467,6 +543,10 @@ def fit_statistic(
     elif isinstance(rng, np.random.Generator):
         rng = int(rng.integers(0, 2**32))
     seed = check_int(rng, "rng", minimum=0, maximum=2**32 - 1)
+    template = None if inputs is None else _template_of(inputs, a.shape[1])
+    if model == "template" and template is None:
+        raise ValueError("inputs must be two distinct numeric datasets (scalars, or vectors as long as each output) "
+                         f"for model='template', got {inputs!r:.80}")
     rows = np.concatenate([a, b])
     labels = np.concatenate([np.zeros(a.shape[0], dtype=np.int64), np.ones(b.shape[0], dtype=np.int64)])
     infinite = ~np.isfinite(rows).all(axis=0)
@@ -482,8 +562,8 @@ def fit_statistic(
         return LearnedStatistic(model=est, kind="logistic", width=a.shape[1], infinite=infinite)
     with _one_thread():
         if model == "auto":
-            model, knots, tails = _choose(a, b, seed)
-        return _fit(rows, labels, model, knots, tails, seed)
+            model, knots, tails = _choose(a, b, seed, template)
+        return _fit(rows, labels, model, knots, tails, seed, template)
 
 
 #: The candidates of ``model="auto"``, in order of preference on a tie, as (model, knots, tails), the last two
@@ -502,10 +582,12 @@ AUTO_CANDIDATES: tuple[tuple[str, int, str], ...] = (
 MAX_KNOTS: int = 256
 
 
-def _choose(a: NDArray[np.float64], b: NDArray[np.float64], seed: int) -> tuple[str, int, str]:
-    """The candidate of :data:`AUTO_CANDIDATES` with the smallest two-fold cross-validated log-loss: each
-    candidate fitted on one half of each dataset's outputs and scored on the other half, both ways (ties
-    to the earlier, simpler candidate).  Logistic regression when a fold would lack a dataset."""
+def _choose(a: NDArray[np.float64], b: NDArray[np.float64], seed: int,
+            template: _NoiseTemplate | None = None) -> tuple[str, int, str]:
+    """The candidate of :data:`AUTO_CANDIDATES` (and the noise template, last, when there is one) with the
+    smallest two-fold cross-validated log-loss: each candidate fitted on one half of each dataset's outputs
+    and scored on the other half, both ways (ties to the earlier, simpler candidate).  Logistic regression
+    when a fold would lack a dataset."""
     half_a, half_b = a.shape[0] // 2, b.shape[0] // 2
     if min(half_a, half_b, a.shape[0] - half_a, b.shape[0] - half_b) < 1:
         return AUTO_CANDIDATES[0]
@@ -514,11 +596,12 @@ def _choose(a: NDArray[np.float64], b: NDArray[np.float64], seed: int) -> tuple[
                  np.concatenate([np.zeros(fa.shape[0], dtype=np.int64), np.ones(fb.shape[0], dtype=np.int64)]))
                 for fa, fb in folds]  # the same two training sets for every candidate
     best, best_loss = AUTO_CANDIDATES[0], math.inf
-    for candidate in AUTO_CANDIDATES:
+    extra = [("template", SPLINE_KNOTS, "flat")] if template is not None else []
+    for candidate in (*AUTO_CANDIDATES, *extra):
         loss = 0.0
         for k in range(2):
             va, vb = folds[1 - k]
-            stat = _fit(*training[k], *candidate, seed)
+            stat = _fit(*training[k], *candidate, seed, template)
             # log-loss: -log P[label | o] = log(1 + e^(-s)) for x_prime (label 1), log(1 + e^s) for x
             loss += float(np.logaddexp(0.0, stat(va)).sum() + np.logaddexp(0.0, -stat(vb)).sum())
         if loss < best_loss:
@@ -527,10 +610,16 @@ def _choose(a: NDArray[np.float64], b: NDArray[np.float64], seed: int) -> tuple[
 
 
 def _fit(
-    rows: NDArray[np.float64], labels: NDArray[np.int64], model: str, knots: int, tails: str, seed: int
+    rows: NDArray[np.float64], labels: NDArray[np.int64], model: str, knots: int, tails: str, seed: int,
+    template: _NoiseTemplate | None = None,
 ) -> LearnedStatistic:
-    """One model (not ``"auto"``) fitted on ``rows`` with ``labels`` (0 for ``x``, 1 for ``x_prime``)."""
+    """One model (not ``"auto"``) fitted on ``rows`` with ``labels`` (0 for ``x``, 1 for ``x_prime``); the
+    ``"template"`` model needs ``template``."""
     infinite = ~np.isfinite(rows).all(axis=0)
+    if model == "template" and template is not None:
+        with np.errstate(all="ignore"):
+            calibrated = _fit_template(rows, labels, template)
+        return LearnedStatistic(model=calibrated, kind="template", width=rows.shape[1], infinite=infinite)
     if model == "additive":  # its own features (fit_additive_map), not the dense ones below
         return _fit_additive(rows, labels, rows.shape[1], infinite, knots, tails)
     features = _features(rows, infinite)

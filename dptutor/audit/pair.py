@@ -355,7 +355,8 @@ def _learned_statistic(
     for data in (x, x_prime):
         outs = [o.reshape(o.shape[0], -1) for o in draw_outputs(mechanism, data, n_fit, rng, probe, name)]
         samples.append(np.concatenate(outs).astype(np.float64))
-    return fit_statistic(samples[0], samples[1], rng=int(fit_seq.generate_state(1)[0])), n_fit, None
+    return (fit_statistic(samples[0], samples[1], rng=int(fit_seq.generate_state(1)[0]), inputs=(x, x_prime)),
+            n_fit, None)
 
 
 def _run_pair_blocks(
