@@ -409,11 +409,14 @@ def _pool(length: Any, values: Any, adjacent: bool, candidates: Any, neighbours:
 
 def _sizes(pool: int, steps: int, keep: int, width: int, confirm: int) -> list[int]:
     """How many pairs each round audits at most: the better half survives (never fewer than ``confirm``), and
-    in the first ``steps`` rounds up to ``width`` neighbours of each of the ``keep`` best join them."""
+    in the first ``steps`` rounds up to ``width`` neighbours of each of the ``keep`` best join them.  The
+    rounds end with the one that leaves ``confirm`` pairs: those go to the confirmation unaudited."""
     sizes, alive = [pool], pool
     while alive > confirm:
         alive = max(confirm, -(-alive // 2)) + (keep * width if len(sizes) <= steps else 0)
         sizes.append(alive)
+    if len(sizes) > 1 and sizes[-1] <= confirm:
+        sizes.pop()  # the last halving leaves only pairs that are confirmed anyway: no round to audit them
     return sizes
 
 

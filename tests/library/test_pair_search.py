@@ -95,6 +95,11 @@ def test_value_search_finds_the_leaking_pair_and_spends_the_stated_budget():
     # log ratio (about 0.011 each), so it lies within 0.1 of ln 1.5 unless the search failed.
     assert math.log(1.5) - 0.1 < found.lower_bound <= math.log(1.5)
     assert "x_prime" in found.summary()
+    # 15 pairs halve to 8, 4, 2: the last round audits two pairs, never the one pair that is confirmed anyway,
+    # and the pilot spends all but a rounding remainder of its share.
+    last = int(found.stages.max())
+    assert last == 3 and int((found.stages == last).sum()) == 2
+    assert found.pilot_runs >= 0.3 * 400_000 - 2 * 4 * len(found.piloted)
 
 
 def test_local_search_reaches_the_crossing_pair():
