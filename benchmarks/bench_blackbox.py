@@ -395,15 +395,10 @@ def input_space(entry) -> dict:
 
 
 def bound_at(result, confidence_level: float) -> float:
-    """The two-bound audit's lower bound at another confidence level, from the same estimation counts (the
-    event, its direction and side were fixed by the selection half, whatever the level)."""
-    from scipy import stats
-
-    (k_num, _), (k_den, _) = result.counts
-    n, err = result.estimation_trials, (1.0 - confidence_level) / 2
-    low = stats.beta.ppf(err, k_num, n - k_num + 1) if k_num > 0 else 0.0
-    high = stats.beta.isf(err, k_den + 1, n - k_den) if k_den < n else 1.0
-    return max(0.0, math.log((low - result.delta) / high)) if low > result.delta else 0.0
+    """The audit's lower bound at another confidence level, from the same event and estimation counts
+    (:meth:`~dptutor.audit.pair.PairAudit.bound_at`: the event, its direction and side were fixed by the
+    selection half, whatever the level)."""
+    return result.bound_at(confidence_level)
 
 
 def _pair_facts(entry, pair: tuple, trials: int) -> tuple:
@@ -420,8 +415,6 @@ def inputs_run(entries: dict, runs: int, seeds: list[int], settings: dict, index
     """Audit every entry with every base seed, no pair handed in; append one JSON line per audit to ``out``."""
     import json
 
-    if settings.get("bounds", "four") != "two":
-        raise SystemExit("--inputs reports a 90% column recomputed from the two-bound counts: drop --classic/--bounds")
     print(f"bench_blackbox --inputs: {len(entries)} entries x seeds {seeds}, {runs:,} runs per mechanism in all "
           f"({PAIR_SEARCH_SHARE:.0%} pilot), settings {settings}; appending to {out}")
     for seed in seeds:

@@ -11,7 +11,15 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dptutor._validate import check_float_array, check_int, check_positive, check_probability, check_real, check_seed
+from dptutor._validate import (
+    check_choice,
+    check_float_array,
+    check_int,
+    check_positive,
+    check_probability,
+    check_real,
+    check_seed,
+)
 from dptutor.audit._pair_cells import Layout, callable_name
 from dptutor.audit._sanity_result import format_loss
 
@@ -121,6 +129,8 @@ class PairAudit:
         Read-only arrays: the empirical trade-off points (type I error ``P[M(x) in E]``, type II
         error ``P[M(x') not in E]``) of every candidate event E on the estimation half, for a test
         that rejects "the data is x" when the output lands in E (see :meth:`tradeoff`).
+    bounds : {"four", "two", "joint"}, optional
+        How the event's probabilities were bounded (``audit_pair``'s ``bounds``), for :meth:`bound_at`.
 
     Raises
     ------
@@ -143,6 +153,7 @@ class PairAudit:
     threshold: float | None = None
     false_positive_rates: Any = None
     false_negative_rates: Any = None
+    bounds: str = "four"
 
     def __post_init__(self) -> None:
         check_real(self.lower_bound, "lower_bound", low=0.0)
@@ -173,6 +184,41 @@ class PairAudit:
             object.__setattr__(self, field, arr)
         if self.false_positive_rates.shape != self.false_negative_rates.shape:
             raise ValueError("false_positive_rates and false_negative_rates must have the same length")
+        check_choice(self.bounds, "bounds", PAIR_BOUNDS)
+
+    def bound_at(self, confidence_level: float) -> float:
+        """The lower bound at another confidence level, from the same event and estimation counts.
+
+        The event, its direction and its side were fixed by the selection half whatever the level, so only
+        the last step changes: the two exact one-sided bounds (``"two"``: each at ``(1 - confidence_level) / 2``;
+        ``"four"``: the reported combination's, each at a quarter of the error), or the joint bound on the
+        numerator's share after the same seeded Poisson thinning (``"joint"``).  At :attr:`confidence` it is
+        :attr:`lower_bound` (for ``"four"``, when that is positive).
+
+        Parameters
+        ----------
+        confidence_level : float
+            The probability, in (0, 1), with which the new bound holds.
+
+        Returns
+        -------
+        float
+            The lower bound on epsilon at ``confidence_level``, never negative.
+
+        Raises
+        ------
+        TypeError, ValueError
+            Naming the bad parameter.
+        """
+        alpha = 1.0 - check_probability(confidence_level, "confidence_level")
+        (k_num, _), (k_den, _) = (int(v) for v in self.counts[0]), (int(v) for v in self.counts[1])
+        n = self.estimation_trials or int(self.counts[0].sum())
+        if self.bounds == "joint":
+            return _joint_bound(k_num, k_den, n, alpha, self.seed)
+        each = alpha / 4.0 if self.bounds == "four" else alpha / 2.0
+        low = _exact_one_sided(k_num, n, each, lower=True)
+        high = _exact_one_sided(k_den, n, each, lower=False)
+        return max(0.0, float(_log_ratio(low - self.delta, high))) if low > self.delta else 0.0
 
     def is_violation(self) -> bool:
         """True when the lower bound exceeds the claimed ``epsilon``: the mechanism is not
@@ -273,6 +319,7 @@ def bound_from_counts(
             lower_bound=0.0, estimate=0.0, event="none (every output was the same value)", counts=counts,
             trials=trials, epsilon=epsilon, delta=delta, confidence=confidence, seed=seed, mechanism=name,
             selection_trials=n_sel + n_fit, estimation_trials=n_est, false_positive_rates=fpr, false_negative_rates=fnr,
+            bounds=bounds,
         )
 
     each = alpha / 4.0 if bounds == "four" else alpha / 2.0
@@ -304,7 +351,7 @@ def bound_from_counts(
         lower_bound=lower, estimate=estimate, event=f"{event} (more likely under {more_likely})", counts=counts,
         trials=trials, epsilon=epsilon, delta=delta, confidence=confidence, seed=seed, mechanism=name,
         selection_trials=n_sel + n_fit, estimation_trials=n_est, threshold=threshold,
-        false_positive_rates=fpr, false_negative_rates=fnr,
+        false_positive_rates=fpr, false_negative_rates=fnr, bounds=bounds,
     )
 
 

@@ -7,22 +7,20 @@ and uses the fitted :class:`LearnedStatistic` as the statistic.  The classifier 
 estimation half, so the soundness argument of the split-sample audit is untouched: the event is
 still a function of the selection half only.
 
-Three models (DP-Sniper, Bichsel et al., IEEE S&P 2021, uses a classifier for the same purpose):
+Models (DP-Sniper, Bichsel et al., IEEE S&P 2021, uses a classifier for the same purpose):
 
-- ``"logistic"``: logistic regression on the standardised output coordinates.  Its score is linear in
-  the output, which is the exact log-likelihood ratio for shifted exponential-family noise on each
-  coordinate, and a monotone stand-in for shifted Laplace noise;
-- ``"additive"``: logistic regression on a richer, generic feature map (:class:`AdditiveMap`): per output
-  value, a piecewise-linear function with knots at quantiles of the fitting sample, plus one indicator
-  per atom (a value many outputs share, such as a sentinel, or each value of a bit).  Its score is a sum of
-  one function per coordinate, which can represent the exact log-likelihood ratio of independent
-  Laplace noise on each coordinate (a clipped linear function of each value);
-- ``"boosting"``: gradient-boosted trees (scikit-learn's histogram gradient boosting), for outputs that
-  mix real values with sentinels (a released value or "not answered"), where no linear score fits.
+- ``"logistic"``: logistic regression on the standardised output coordinates, a score linear in the output
+  (the exact log-likelihood ratio for shifted exponential-family noise on each coordinate);
+- ``"additive"``: logistic regression on a generic feature map (:class:`AdditiveMap`): per output value, a
+  piecewise-linear function with knots at quantiles of the fitting sample, plus one indicator per atom (a
+  value many outputs share, such as a sentinel).  It can represent the clipped linear log-likelihood ratio
+  of independent Laplace noise on each coordinate;
+- ``"boosting"``: gradient-boosted trees, for outputs that mix real values with sentinels;
+- ``"template"``: the noise template of :mod:`dptutor.audit.template`, which needs the two inputs.
 
-``"auto"`` (the default) chooses between logistic regression and the additive model at a few numbers of
-knots (:data:`AUTO_CANDIDATES`) by two-fold cross-validated log-loss on the fitting sample, so the choice
-too is a function of the selection half only.
+``"auto"`` (the default) chooses among logistic regression, the additive model at a few numbers of knots
+(:data:`AUTO_CANDIDATES`) and the template (when the inputs are given and fit) by two-fold cross-validated
+log-loss on the fitting sample, so the choice too is a function of the selection half only.
 """
 
 from __future__ import annotations
@@ -35,21 +33,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dptutor._validate import check_choice, check_float_array, check_int, renamed_parameters
+from dptutor.audit.template import NoiseTemplate, fit_template, template_of
 
-__all__ = [
-    "LearnedStatistic",
-    "fit_statistic",
-    "AdditiveMap",
-    "fit_additive_map",
-    "LEARN_TRIALS",
-    "LEARN_MAX_TRIALS",
-    "ATOM_FRACTION",
-    "SPLINE_KNOTS",
-    "MAX_KNOTS",
-    "TAILS",
-    "AUTO_CANDIDATES",
-    "MODELS",
-]
+__all__ = ["LearnedStatistic", "fit_statistic", "AdditiveMap", "fit_additive_map", "LEARN_TRIALS", "LEARN_MAX_TRIALS",
+           "ATOM_FRACTION", "SPLINE_KNOTS", "MAX_KNOTS", "TAILS", "AUTO_CANDIDATES", "MODELS"]
 
 #: Runs per dataset that :func:`dptutor.audit.audit_pair` spends on fitting a statistic, a sixteenth of its
 #: selection half, at least LEARN_TRIALS (2^15 per dataset fits in about a second on one core) and at most
@@ -356,71 +343,6 @@ class _AdditiveScore:
         return score
 
 
-class _NoiseTemplate:
-    """The log-likelihood ratio of Laplace noise added to each output value, up to its scale: the outputs are
-    read as noisy copies of the inputs (the input difference broadcast to the output's width), and each value
-    counts ``sign(d_j) * clip(v_j - m_j, -h_j, h_j) / h_j`` with ``d = x_prime - x``, ``m`` its midpoint and
-    ``h = |d| / 2`` (0 where ``d_j = 0``; infinities clip to the ends).  A template, not a fit: nothing is
-    estimated but the calibration of :class:`_Calibrated`, so it is as good at 10^3 runs as at 10^6."""
-
-    def __init__(self, low: NDArray[np.float64], high: NDArray[np.float64]) -> None:
-        self.sign = np.sign(high - low)
-        self.mid, self.half = (low + high) / 2.0, np.abs(high - low) / 2.0
-
-    def __call__(self, rows: NDArray[np.float64]) -> NDArray[np.float64]:
-        half = np.where(self.half > 0, self.half, 1.0)
-        with np.errstate(invalid="ignore"):
-            part = np.clip(rows - self.mid, -self.half, self.half) / half
-        return np.nan_to_num(part, nan=0.0) @ self.sign
-
-
-class _Calibrated:
-    """``slope * template(rows) + intercept``: the template's log-odds after a one-variable logistic fit."""
-
-    def __init__(self, template: _NoiseTemplate, slope: float, intercept: float) -> None:
-        self.template, self.slope, self.intercept = template, float(slope), float(intercept)
-
-    def decision_function(self, rows: NDArray[np.float64]) -> NDArray[np.float64]:
-        return self.slope * self.template(rows) + self.intercept
-
-
-def _template_of(inputs: Any, width: int) -> _NoiseTemplate | None:
-    """The noise template of ``inputs = (x, x_prime)`` for outputs of ``width`` values, or None when it does
-    not apply: the inputs are not finite numbers of one shape, equal, or not broadcastable to the width (a
-    scalar input fits any width; a vector input only its own length)."""
-    if not isinstance(inputs, tuple) or len(inputs) != 2:
-        raise TypeError(f"inputs must be a pair (x, x_prime) or None, got {type(inputs).__name__}")
-    try:
-        a, b = (np.asarray(v, dtype=np.float64) for v in inputs)
-    except (TypeError, ValueError):
-        return None  # categories or other non-numeric datasets: no template
-    if a.shape != b.shape or not (np.isfinite(a).all() and np.isfinite(b).all()) or np.array_equal(a, b):
-        return None
-    if a.ndim == 0:
-        a, b = np.full(width, float(a)), np.full(width, float(b))
-    elif a.size != width:
-        return None
-    return _NoiseTemplate(a.reshape(width), b.reshape(width))
-
-
-def _fit_template(rows: NDArray[np.float64], labels: NDArray[np.int64], template: _NoiseTemplate) -> Any:
-    """The template calibrated by a one-variable logistic regression of ``labels`` on its value."""
-    import warnings
-
-    from sklearn.linear_model import LogisticRegression
-
-    values = template(rows).reshape(-1, 1)
-    if values.std() == 0:  # every output on the same level: the template tells nothing
-        return _Calibrated(template, 0.0, 0.0)
-    est = LogisticRegression(max_iter=1000)
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        est.fit(values, labels)
-    slope = float(np.nan_to_num(np.asarray(est.coef_, dtype=np.float64).reshape(-1)[0]))
-    intercept = float(np.nan_to_num(np.asarray(est.intercept_, dtype=np.float64).reshape(-1)[0]))
-    return _Calibrated(template, slope, intercept)
-
-
 @dataclass(frozen=True, eq=False)
 class LearnedStatistic:
     """A fitted classifier as a statistic: ``statistic(outputs)`` returns one real per output, the
@@ -495,12 +417,8 @@ def fit_statistic(
     fitted on one half of each dataset's outputs and scored by its log-loss on the other half, both ways;
     the best is fitted again on the whole sample.  The choice, like the fit, sees only these outputs.
 
-    With ``inputs = (x, x_prime)`` numeric (a scalar, or a vector as long as each output), ``"auto"`` also
-    tries the *noise template* (``model="template"``): the log-likelihood ratio of Laplace noise added to each
-    output value, read as a noisy copy of the input (the input difference ``d`` broadcast to the output), so
-    each value counts ``sign(d_j) clip(v_j - m_j, -|d_j|/2, |d_j|/2)`` around the midpoint ``m``, calibrated by a
-    one-variable logistic fit.  It estimates no direction, so it does not degrade at small fitting samples;
-    on a mechanism that is not of that form, cross-validation drops it.
+    With numeric ``inputs``, ``"auto"`` also tries the noise template (:mod:`dptutor.audit.template`: the
+    log-likelihood ratio of Laplace noise on outputs that copy the inputs), which fits only a scale.
 
     Parameters
     ----------
@@ -517,8 +435,7 @@ def fit_statistic(
         Fixes the boosting model's internal randomness: an int in [0, 2**32) is its seed; a SeedSequence
         or a Generator gives one.  (Deprecated alias: ``seed``.)
     inputs : tuple (x, x_prime) or None, optional
-        The two datasets the outputs came from, for the noise template (ignored when they are not numeric
-        or do not fit the outputs' width; required by ``model="template"``).
+        The two datasets, for the noise template (ignored unless numeric and fitting the outputs' width).
 
     Returns
     -------
@@ -543,7 +460,7 @@ def fit_statistic(
     elif isinstance(rng, np.random.Generator):
         rng = int(rng.integers(0, 2**32))
     seed = check_int(rng, "rng", minimum=0, maximum=2**32 - 1)
-    template = None if inputs is None else _template_of(inputs, a.shape[1])
+    template = None if inputs is None else template_of(inputs, a.shape[1])
     if model == "template" and template is None:
         raise ValueError("inputs must be two distinct numeric datasets (scalars, or vectors as long as each output) "
                          f"for model='template', got {inputs!r:.80}")
@@ -583,7 +500,7 @@ MAX_KNOTS: int = 256
 
 
 def _choose(a: NDArray[np.float64], b: NDArray[np.float64], seed: int,
-            template: _NoiseTemplate | None = None) -> tuple[str, int, str]:
+            template: NoiseTemplate | None = None) -> tuple[str, int, str]:
     """The candidate of :data:`AUTO_CANDIDATES` (and the noise template, last, when there is one) with the
     smallest two-fold cross-validated log-loss: each candidate fitted on one half of each dataset's outputs
     and scored on the other half, both ways (ties to the earlier, simpler candidate).  Logistic regression
@@ -611,15 +528,14 @@ def _choose(a: NDArray[np.float64], b: NDArray[np.float64], seed: int,
 
 def _fit(
     rows: NDArray[np.float64], labels: NDArray[np.int64], model: str, knots: int, tails: str, seed: int,
-    template: _NoiseTemplate | None = None,
+    template: NoiseTemplate | None = None,
 ) -> LearnedStatistic:
     """One model (not ``"auto"``) fitted on ``rows`` with ``labels`` (0 for ``x``, 1 for ``x_prime``); the
     ``"template"`` model needs ``template``."""
     infinite = ~np.isfinite(rows).all(axis=0)
     if model == "template" and template is not None:
-        with np.errstate(all="ignore"):
-            calibrated = _fit_template(rows, labels, template)
-        return LearnedStatistic(model=calibrated, kind="template", width=rows.shape[1], infinite=infinite)
+        return LearnedStatistic(model=fit_template(rows, labels, template), kind="template", width=rows.shape[1],
+                                infinite=infinite)
     if model == "additive":  # its own features (fit_additive_map), not the dense ones below
         return _fit_additive(rows, labels, rows.shape[1], infinite, knots, tails)
     features = _features(rows, infinite)

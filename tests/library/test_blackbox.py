@@ -20,6 +20,7 @@ from dptutor.audit import (
     AUTO_CANDIDATES,
     AdditiveMap,
     LearnedStatistic,
+    PairAudit,
     audit_pair,
     candidate_pairs,
     fit_additive_map,
@@ -357,6 +358,30 @@ def test_two_bounds_are_one_sided_clopper_pearson_at_half_the_error():
     # The same counts under the default four bounds (gamma/4 each) give a smaller bound.
     four = max(0.0, math.log(stats.beta.ppf(0.0125, k_num, n - k_num + 1) / stats.beta.isf(0.0125, k_den + 1, n - k_den)))
     assert four < r.lower_bound
+
+
+def test_bound_at_recomputes_the_last_step_only():
+    from scipy import stats
+
+    rr = ZOO["randomized_response"]
+    mech = functools.partial(rr.mechanism, epsilon=1.0)
+    for bounds in ("four", "two", "joint"):
+        r = audit_pair(mech, 1, 0, epsilon=1.0, trials=20_000, rng=5, selection=0.3, bounds=bounds)
+        assert r.bounds == bounds and r.lower_bound > 0
+        assert r.bound_at(0.95) == pytest.approx(r.lower_bound, rel=1e-12)
+        levels = [r.bound_at(c) for c in (0.99, 0.95, 0.9, 0.5)]
+        assert levels == sorted(levels) and levels[0] < levels[-1]  # a lower level, a higher bound
+    # "two" at 90%: the same counts, each one-sided bound at 5%
+    two = audit_pair(mech, 1, 0, epsilon=1.0, trials=20_000, rng=5, selection=0.3, bounds="two")
+    n = two.estimation_trials
+    (k_num, _), (k_den, _) = two.counts.tolist()
+    expected = math.log(stats.beta.ppf(0.05, k_num, n - k_num + 1) / stats.beta.isf(0.05, k_den + 1, n - k_den))
+    assert two.bound_at(0.9) == pytest.approx(expected, rel=1e-12)
+    for bad, error in ((1.0, ValueError), (0.0, ValueError), (float("nan"), ValueError), ("0.9", TypeError)):
+        with pytest.raises(error, match="confidence_level"):
+            two.bound_at(bad)
+    with pytest.raises(ValueError, match="bounds"):
+        PairAudit(lower_bound=0.1, estimate=0.2, event="S", counts=[[1, 1], [1, 1]], trials=2, epsilon=1.0, bounds="six")
 
 
 def test_the_default_split_is_unchanged_by_the_new_options():

@@ -359,6 +359,7 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
                       "negative": _const(np.array([True, False]))},
     "snapping.log_ratio": {"p": _const(fractions.Fraction(1, 3)), "q": _const(fractions.Fraction(1, 4))},
     "audit.pair.audit_pair": {"mechanism": lambda ctx: _zoo_count(), "x": _const(0.0), "x_prime": _const(1.0)},
+    "audit.pair.PairAudit.bound_at": {"confidence_level": _const(0.9)},
     "audit.learned.fit_statistic": {"outputs_x": _const(np.zeros((4, 2))), "outputs_x_prime": _const(np.ones((4, 2)))},
     "audit.learned.fit_additive_map": {"outputs": _const(np.array([[0.0, 1.0], [0.0, 2.0], [1.0, 3.0], [0.0, 4.0]]))},
     "audit.learned.AdditiveMap": {"knots": _const((np.array([0.0, 1.0]), np.empty(0))),
