@@ -29,8 +29,9 @@ its learned statistic, its pilot and confirmation runs, and the joint bound's Po
 
 With ``--inputs`` no pair is handed in either: :func:`dptutor.audit.audit_mechanism` searches the inputs (a
 vector of the entry's length, or the values 0-5 of the entries whose input is a bounded count or a category) on
-``PAIR_SEARCH_SHARE`` of ``--runs`` total runs (pilot and confirmation, both inputs, counted together;
-2*10^7 by default, the equivalent of 10^7 per dataset) and confirms the best pair on fresh runs.  Each
+``--share`` (``PAIR_SEARCH_SHARE`` by default) of ``--runs`` total runs (pilot and confirmation, both inputs,
+counted together; 2*10^7 by default, the equivalent of 10^7 per dataset) and confirms the best pair on fresh
+runs, with the joint bound (``INPUTS_BOUNDS``) unless ``--bounds`` says otherwise.  Each
 (entry, seed) audit appends one JSON line to ``--out``, so a run may be split into parts (per seed with
 ``--seeds``, per mechanism with ``--only``) that accumulate in one file; ``--report`` summarises the file:
 each entry's reach rate at 95% and at 90% (DP-Sniper's own level, recomputed from the same counts),
@@ -70,6 +71,12 @@ from dptutor.selection import max_log_ratio  # noqa: E402
 #: the estimation part needs two one-sided bounds at error gamma/2 instead of four at gamma/4 (the chapter's
 #: two-bound variant).  ``--classic`` uses audit_pair's defaults (halves, four bounds) instead.
 SETTINGS: dict = {"selection": 0.3, "bounds": "two"}
+
+#: ``--inputs`` bounds the event jointly instead (one Clopper-Pearson bound at the whole error on the
+#: numerator's share of the event's runs): it is the bound whose margin is that of the Neyman-Pearson test
+#: behind the reach limit (one test at gamma, not two at gamma/2), measured before the pre-registered
+#: re-run on seeds 201-204 (benchmarks/README.md).  ``--bounds`` overrides it.
+INPUTS_BOUNDS: str = "joint"
 
 #: Mechanisms whose neighbourhood changes one entry by at most 1 (the others: every answer by at most 1).
 _ONE_ENTRY = {"NoisyHist1", "NoisyHist2"}
@@ -147,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="instead: no pair handed in, search the inputs (audit_mechanism); needs --out")
     parser.add_argument("--runs", type=int, default=2 * 10**7,
                         help="with --inputs: total runs per mechanism, pilot and confirmation (default 2*10^7)")
+    parser.add_argument("--share", type=float, default=PAIR_SEARCH_SHARE,
+                        help=f"with --inputs: the pilot's share of --runs (default {PAIR_SEARCH_SHARE})")
     parser.add_argument("--out", type=Path, default=None, help="with --inputs: the JSON-lines file to append to")
     parser.add_argument("--report", type=Path, default=None, help="instead: summarise a file written by --inputs")
     args = parser.parse_args(argv)
@@ -167,8 +176,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.inputs:
         if args.out is None:
             parser.error("--inputs needs --out FILE (its results are appended there)")
+        if args.bounds is None and not args.classic:
+            settings["bounds"] = INPUTS_BOUNDS
         return inputs_run({n: entries[n] for n in names}, args.runs, args.seeds or [args.seed], settings, index,
-                          args.out)
+                          args.out, args.share)
     if args.soundness:
         return soundness({n: entries[n] for n in names}, trials, args.soundness, settings, args.search, args.rounds,
                          index)
@@ -411,21 +422,23 @@ def _pair_facts(entry, pair: tuple, trials: int) -> tuple:
     return (exact if math.isfinite(exact) else "inf"), *limits
 
 
-def inputs_run(entries: dict, runs: int, seeds: list[int], settings: dict, index: dict, out: Path) -> int:
+def inputs_run(entries: dict, runs: int, seeds: list[int], settings: dict, index: dict, out: Path,
+               share: float = PAIR_SEARCH_SHARE) -> int:
     """Audit every entry with every base seed, no pair handed in; append one JSON line per audit to ``out``."""
     import json
 
     print(f"bench_blackbox --inputs: {len(entries)} entries x seeds {seeds}, {runs:,} runs per mechanism in all "
-          f"({PAIR_SEARCH_SHARE:.0%} pilot), settings {settings}; appending to {out}")
+          f"({share:.0%} pilot), settings {settings}; appending to {out}")
     for seed in seeds:
         for name, entry in entries.items():
             start = time.process_time()
             found = audit_mechanism(entry.release(), epsilon=entry.epsilon, runs=runs, rng=entry_seed(seed, index[name]),
-                                    **input_space(entry), **settings)
+                                    share=share, **input_space(entry), **settings)
             cpu = time.process_time() - start
             best = found.best
             exact, limit, limit90 = _pair_facts(entry, found.pair, best.trials)
             row = {"name": name, "index": index[name], "seed": seed, "runs": found.runs, "pilot_runs": found.pilot_runs,
+                   "bounds": settings.get("bounds", "four"), "share": share,
                    "trials": best.trials, "bound": best.lower_bound, "bound90": bound_at(best, 0.90),
                    "published": entry.dpsniper, "pair": [list(np.atleast_1d(v).tolist()) for v in found.pair],
                    "exact": exact, "limit": limit, "limit90": limit90, "piloted": len(found.piloted), "cpu": cpu}
