@@ -17,7 +17,7 @@ class NoiseTemplate:
     read as noisy copies of the inputs (the input difference broadcast to the output's width), and each value
     counts ``sign(d_j) * clip(v_j - m_j, -h_j, h_j) / h_j`` with ``d = x_prime - x``, ``m`` its midpoint and
     ``h = |d| / 2`` (0 where ``d_j = 0``; infinities clip to the ends).  A template, not a fit: nothing is
-    estimated but the calibration of :class:`CalibratedTemplate`, so it is as good at 10^3 runs as at 10^6."""
+    estimated but the calibration of :class:`CalibratedTemplate` (a scale and an offset), so it needs few fitting runs."""
 
     def __init__(self, low: NDArray[np.float64], high: NDArray[np.float64]) -> None:
         self.sign = np.sign(high - low)
