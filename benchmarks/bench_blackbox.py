@@ -405,13 +405,6 @@ def input_space(entry) -> dict:
     return {"length": length, "neighbours": "one" if entry.name in _ONE_ENTRY else "componentwise"}
 
 
-def bound_at(result, confidence_level: float) -> float:
-    """The audit's lower bound at another confidence level, from the same event and estimation counts
-    (:meth:`~dptutor.audit.pair.PairAudit.bound_at`: the event, its direction and side were fixed by the
-    selection half, whatever the level)."""
-    return result.bound_at(confidence_level)
-
-
 def _pair_facts(entry, pair: tuple, trials: int) -> tuple:
     """``(exact epsilon, 95% reach limit, 90% reach limit)`` on the pair found, where its laws are computed."""
     laws = exact_output_laws(entry.name, *pair)
@@ -439,7 +432,7 @@ def inputs_run(entries: dict, runs: int, seeds: list[int], settings: dict, index
             exact, limit, limit90 = _pair_facts(entry, found.pair, best.trials)
             row = {"name": name, "index": index[name], "seed": seed, "runs": found.runs, "pilot_runs": found.pilot_runs,
                    "bounds": settings.get("bounds", "four"), "share": share,
-                   "trials": best.trials, "bound": best.lower_bound, "bound90": bound_at(best, 0.90),
+                   "trials": best.trials, "bound": best.lower_bound, "bound90": best.bound_at(0.90),
                    "published": entry.dpsniper, "pair": [list(np.atleast_1d(v).tolist()) for v in found.pair],
                    "exact": exact, "limit": limit, "limit90": limit90, "piloted": len(found.piloted), "cpu": cpu}
             with open(out, "a", encoding="utf-8") as fh:

@@ -211,14 +211,9 @@ class PairAudit:
             Naming the bad parameter.
         """
         alpha = 1.0 - check_probability(confidence_level, "confidence_level")
-        (k_num, _), (k_den, _) = (int(v) for v in self.counts[0]), (int(v) for v in self.counts[1])
         n = self.estimation_trials or int(self.counts[0].sum())
-        if self.bounds == "joint":
-            return _joint_bound(k_num, k_den, n, alpha, self.seed)
-        each = alpha / 4.0 if self.bounds == "four" else alpha / 2.0
-        low = _exact_one_sided(k_num, n, each, lower=True)
-        high = _exact_one_sided(k_den, n, each, lower=False)
-        return max(0.0, float(_log_ratio(low - self.delta, high))) if low > self.delta else 0.0
+        return _fixed_event_bound(int(self.counts[0, 0]), int(self.counts[1, 0]), n, alpha, self.delta, self.bounds,
+                                  self.seed)
 
     def is_violation(self) -> bool:
         """True when the lower bound exceeds the claimed ``epsilon``: the mechanism is not
@@ -428,10 +423,18 @@ def _estimate(
         combo = combo_sel
         complement, num = _COMBOS[combo]
         k_c = [n_est - k[d] if complement else k[d] for d in (0, 1)]
-        if bounds == "joint":
-            lower = _joint_bound(k_c[num], k_c[1 - num], n_est, alpha, seed)
-        else:
-            p_low = _exact_one_sided(k_c[num], n_est, each, lower=True)
-            p_high = _exact_one_sided(k_c[1 - num], n_est, each, lower=False)
-            lower = max(0.0, float(_log_ratio(p_low - delta, p_high)))
+        lower = _fixed_event_bound(k_c[num], k_c[1 - num], n_est, alpha, delta, bounds, seed)
     return combo, lower
+
+
+def _fixed_event_bound(k_num: int, k_den: int, n: int, alpha: float, delta: float, bounds: str, seed: Any) -> float:
+    """The lower bound on ``ln((p_num - delta) / p_den)`` for an event, direction and side fixed in advance,
+    from its counts ``k_num`` and ``k_den`` among ``n`` runs of each dataset at total error ``alpha``: the joint
+    bound (``"joint"``), or an exact lower bound on the numerator and upper bound on the denominator, each at
+    ``alpha / 2`` (``"two"``) or ``alpha / 4`` (``"four"``, the reported combination of the four)."""
+    if bounds == "joint":
+        return _joint_bound(k_num, k_den, n, alpha, seed)
+    each = alpha / 4.0 if bounds == "four" else alpha / 2.0
+    low = _exact_one_sided(k_num, n, each, lower=True)
+    high = _exact_one_sided(k_den, n, each, lower=False)
+    return max(0.0, float(_log_ratio(low - delta, high)))

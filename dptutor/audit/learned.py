@@ -533,7 +533,7 @@ def _fit(
     """One model (not ``"auto"``) fitted on ``rows`` with ``labels`` (0 for ``x``, 1 for ``x_prime``); the
     ``"template"`` model needs ``template``."""
     infinite = ~np.isfinite(rows).all(axis=0)
-    if model == "template" and template is not None:
+    if model == "template":  # fit_statistic has checked that the inputs give a template
         return LearnedStatistic(model=fit_template(rows, labels, template), kind="template", width=rows.shape[1],
                                 infinite=infinite)
     if model == "additive":  # its own features (fit_additive_map), not the dense ones below
