@@ -195,6 +195,11 @@ def _counts_cpu(box: Sandbox) -> bool:
     return box.kind == "bwrap"
 
 
+def _wall_factor(box: Sandbox) -> int:
+    """The wall-clock cap of ``box``'s time limits, in multiples of each limit (1 where they are wall-clock time)."""
+    return box.limits.wall_factor if _counts_cpu(box) else 1
+
+
 def _cell_cap(client: Any, limit: float) -> int:
     """The kernel client's time-out (whole seconds of wall-clock time) of a cell limited to ``limit``."""
     watchdog = getattr(client, "watchdog", None)
@@ -368,7 +373,7 @@ def _run_in_sandbox(run_nb: Any, student: list[Any], job: _Job, sandbox: Sandbox
         limits = dataclasses.replace(limits, cpu_seconds=int(job.total_timeout) + 30)
     box = Sandbox(sandbox.kind, sandbox.executable, limits, sandbox.image)
     client: Any = None
-    factor = limits.wall_factor if _counts_cpu(box) else 1
+    factor = _wall_factor(box)
     try:
         client_class = capped_client(box.limits.output)
         client = (wall_capped_client(client_class) if _counts_cpu(box) else client_class)(
@@ -429,7 +434,7 @@ async def _execute_all(client: Any, run_nb: Any, student: list[Any], job: _Job, 
                        box_name: str, run: _Run) -> None:
     """The student's cells, then each question's check, within the total time limit (no extra task:
     Ctrl-C reaches this coroutine directly, and the CPU time watchdog only reschedules the time-out)."""
-    factor = box.limits.wall_factor if _counts_cpu(box) else 1
+    factor = _wall_factor(box)
     async with asyncio.timeout(job.total_timeout * factor) as deadline:
         # The kernel's own stderr (start-up chatter) is not the student's output: that comes
         # through the kernel's messages.

@@ -339,36 +339,34 @@ def grade_plan(plan: GradingPlan) -> int:
     previous_term = signal.getsignal(signal.SIGTERM)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, raise_interrupt)  # `kill` stops grading as Ctrl-C does
-    kept = kept_interrupts()
-    kept.__enter__()
-    try:
-        # Several submissions in flight when a run died: grade those alone first (one of them may
-        # kill the grader; alone, it is found and scored 0 on the next run).
-        first = [n for n in crashed if len(crashed) > 1]
-        for names, workers in ((first, 1), ([n for n in todo if n not in first], options.workers)):
+    with kept_interrupts():  # a Ctrl-C that Python drops while grading is kept and raised below
+        try:
+            # Several submissions in flight when a run died: grade those alone first (one of them may
+            # kill the grader; alone, it is found and scored 0 on the next run).
+            first = [n for n in crashed if len(crashed) > 1]
+            for names, workers in ((first, 1), ([n for n in todo if n not in first], options.workers)):
+                raise_kept_interrupt()
+                if names:
+                    # the course's mysteries and answers (forked workers inherit them)
+                    with course_scope(plan.folder.key) if plan.folder is not None else contextlib.nullcontext():
+                        grade_folder(a.name, options.submissions, timeout=plan.timeout, total_timeout=plan.total_timeout,
+                                     progress=book.progress, on_result=book.save, only=names, sandbox=plan.sandbox,
+                                     workers=workers, grading_seeds={n: saved[n] for n in names if n in saved},
+                                     carry_forward=plan.config.carry_forward)
             raise_kept_interrupt()
-            if names:
-                # the course's mysteries and answers (forked workers inherit them)
-                with course_scope(plan.folder.key) if plan.folder is not None else contextlib.nullcontext():
-                    grade_folder(a.name, options.submissions, timeout=plan.timeout, total_timeout=plan.total_timeout,
-                                 progress=book.progress, on_result=book.save, only=names, sandbox=plan.sandbox,
-                                 workers=workers, grading_seeds={n: saved[n] for n in names if n in saved},
-                                 carry_forward=plan.config.carry_forward)
-        raise_kept_interrupt()
-    except EnvironmentFailure as exc:  # a kernel could not start: not the submissions' fault, none scored 0 for it
-        _unlink(book.marker)
-        print(f"error: {exc}", file=sys.stderr, flush=True)
-        return 2
-    except KeyboardInterrupt:
-        _unlink(book.marker)
-        print(f"\ninterrupted: {len(plan.finished)} submission(s) graded in this run, {len(plan.records)} in "
-              f"{plan.csv_path} in all; the submission(s) in flight were not scored. Rerun the same command to grade "
-              "the rest.", file=sys.stderr, flush=True)
-        return 130
-    finally:
-        kept.__exit__()
-        if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, previous_term)
+        except EnvironmentFailure as exc:  # a kernel could not start: not the submissions' fault, none scored 0 for it
+            _unlink(book.marker)
+            print(f"error: {exc}", file=sys.stderr, flush=True)
+            return 2
+        except KeyboardInterrupt:
+            _unlink(book.marker)
+            print(f"\ninterrupted: {len(plan.finished)} submission(s) graded in this run, {len(plan.records)} in "
+                  f"{plan.csv_path} in all; the submission(s) in flight were not scored. Rerun the same command to grade "
+                  "the rest.", file=sys.stderr, flush=True)
+            return 130
+        finally:
+            if threading.current_thread() is threading.main_thread():
+                signal.signal(signal.SIGTERM, previous_term)
     _unlink(book.marker)
     print(f"{len(plan.finished)} submission(s) graded -> {plan.csv_path} ({len(plan.records)} rows)")
     _print_summary(plan.records, plan.finished, time.monotonic() - book.started)
