@@ -13,6 +13,7 @@
     .venv/bin/python benchmarks/bench_blackbox.py --full --seeds 1 2 3 4 5   # reach rates over five base seeds
     .venv/bin/python benchmarks/bench_blackbox.py --inputs --seeds 1 --only SVT1 --out runs.jsonl   # no pair handed in
     .venv/bin/python benchmarks/bench_blackbox.py --report runs.jsonl   # summarise what the parts appended
+    .venv/bin/python benchmarks/bench_blackbox.py --ceiling --inputs   # the best an --inputs search could reach
 
 Every audit uses no hand-written statistic: ``audit_pair`` counts discrete outputs one by one, thresholds real
 scalars, and learns a statistic (a classifier fitted on its selection half) for vectors.  For each mechanism
@@ -62,6 +63,8 @@ from dptutor.audit import (  # noqa: E402
     reach_count_probability,
     reach_probability,
     search_pairs,
+    value_pairs,
+    vector_pairs,
 )
 from dptutor.dpsniper import benchmark, exact_output_laws  # noqa: E402
 from dptutor.selection import max_log_ratio  # noqa: E402
@@ -149,7 +152,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="instead: audit every entry with a known exact epsilon with SEEDS seeds, count bounds above it "
                              "(with --search: above that of the pair found)")
     parser.add_argument("--ceiling", action="store_true",
-                        help="instead: the largest bound any event could give, from the exact output distributions")
+                        help="instead: the largest bound any event could give, from the exact output distributions "
+                             "(with --inputs: the best reach limit over the search's starting pool, at --runs and --share)")
     parser.add_argument("--inputs", action="store_true",
                         help="instead: no pair handed in, search the inputs (audit_mechanism); needs --out")
     parser.add_argument("--runs", type=int, default=2 * 10**7,
@@ -170,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [n for n in names if n not in entries]
     if unknown:
         parser.error(f"unknown mechanism(s) {unknown}; known: {list(entries)}")
+    if args.ceiling and args.inputs:
+        return search_ceiling({n: entries[n] for n in names}, args.runs, args.share, settings.get("selection", 0.5))
     if args.ceiling:
         return ceiling({n: entries[n] for n in names}, trials, settings, args.search)
     index = {n: i for i, n in enumerate(entries)}
@@ -388,6 +394,54 @@ def ceiling(entries: dict, trials: int, settings: dict, search: bool = False) ->
         print(f"any valid 95% audit reaches DP-Sniper's bound on at least {k} of these {len(entries)} with probability "
               f"at most {top:.3f} (the {free} without computed laws counted as reached)")
     print(f"the expected number it reaches is at most {sum(reaches) + free:.2f} of {len(entries)}")
+    return 0
+
+
+def _search_pool(entry) -> list:
+    """The starting pool :func:`dptutor.audit.audit_mechanism` builds for the entry from :func:`input_space`."""
+    space = input_space(entry)
+    if "values" in space:
+        return value_pairs(space["values"], adjacent=space["adjacent"])
+    return vector_pairs(space["length"], neighbours=space["neighbours"])
+
+
+def search_ceiling(entries: dict, runs: int, share: float, selection: float) -> int:
+    """What an ``--inputs`` search could reach at best: for the entries with computed laws, the largest
+    Neyman-Pearson reach limit over the search's starting pool, as if the pilot always confirmed the pool's best
+    pair and the confirmation always measured the best event, at three sizes (runs per input): the whole budget,
+    what the pilot leaves, and what the selection split leaves of that.  The entries without computed laws count
+    as reached; the chances of 16 of 20 per seed and of 8 of 10 seeds follow."""
+    from scipy import stats
+
+    sizes = {"all runs": runs // 2, "after the pilot": int(runs * (1 - share)) // 2,
+             "after pilot and split": int(int(runs * (1 - share)) // 2 * (1 - selection))}
+    print(f"bench_blackbox --ceiling --inputs: {runs:,} total runs, pilot {share:.0%}, selection {selection:.0%}; "
+          "largest reach limit over the search's starting pool, at " + ", ".join(f"{n:,} ({k})" for k, n in sizes.items())
+          + " runs per input")
+    limits: dict[str, list[float]] = {k: [] for k in sizes}
+    for entry in entries.values():
+        if exact_output_laws(entry.name) is None:
+            continue
+        best = dict.fromkeys(sizes, 0.0)
+        top_eps = 0.0
+        for pair in _search_pool(entry):
+            laws = exact_output_laws(entry.name, *pair)
+            if laws is None:
+                continue
+            top_eps = max(top_eps, max_log_ratio(*laws))
+            for k, n in sizes.items():
+                best[k] = max(best[k], reach_probability(*laws, n, entry.dpsniper))
+        for k in sizes:
+            limits[k].append(best[k])
+        print(f"{entry.name:20s} best exact eps in pool {top_eps:.4f}  DP-Sniper {entry.dpsniper:.4f}  limit "
+              + "  ".join(f"{best[k]:.3f}" for k in sizes), flush=True)
+    free = len(entries) - len(limits["all runs"])
+    k16 = min(16, len(entries))
+    for k, chances in limits.items():
+        top = reach_count_probability(chances, k16, unlimited=free)
+        print(f"{k:22s}: expected number reached at most {sum(chances) + free:.2f}; at least {k16} of {len(entries)} "
+              f"with probability at most {top:.3f}; in at least 8 of 10 seeds at most {stats.binom.sf(7, 10, top):.3f} "
+              f"({free} without computed laws counted as reached)")
     return 0
 
 
