@@ -173,3 +173,36 @@ def test_adjacent_values_pair_only_neighbouring_counts():
         value_pairs(range(4), adjacent=1)
     found = audit_mechanism(leaky, epsilon=0.1, runs=100_000, values=range(6), adjacent=True, rng=2)
     assert all(abs(a - b) == 1 for a, b in found.piloted)
+
+
+def patterns(data, size, rng):
+    """Ten bits, each 1 with probability 0.5, except under the value 3, where each is 1 with probability 0.56:
+    1,024 output patterns, and the pairs with 3 leak through all ten bits at once (epsilon 10 ln 1.12 on the
+    all-ones pattern)."""
+    p = 0.56 if int(data) == 3 else 0.5
+    return (rng.random((size, 10)) < p).astype(np.int64)
+
+
+def test_a_pilot_on_many_valued_outputs_learns_a_statistic_and_keeps_to_its_share():
+    from dptutor.audit import pair_search
+
+    # The first pilot audit (15 value pairs, 4 rounds: about 1,000 runs per input) sees each of ~1,000 patterns
+    # about once, so the pilot switches to a learned statistic and audits that pair again.
+    pilot = pair_search._Pilot(patterns, {"epsilon": 0.1}, 10_000, np.random.SeedSequence(1))
+    pilot.audit([(0, 3), (1, 2)], 1_000)
+    assert pilot.learned and pilot.options["statistic"] == "learned" and pilot.spent == 2 * 3 * 1_000
+    assert pilot.scores[0] > pilot.scores[1]  # the leaking pair ranks first through the learned statistic
+    # Few values (two outputs), a statistic given, or a pilot large enough for every pattern: no switch.
+    ones = lambda out: out.sum(axis=1).astype(np.float64)  # noqa: E731
+    for mechanism, options, trials in ((leaky, {}, 1_000), (patterns, {"statistic": ones}, 1_000),
+                                       (patterns, {}, 200_000)):
+        pilot = pair_search._Pilot(mechanism, {"epsilon": 0.1, **options}, 10_000, np.random.SeedSequence(1))
+        pilot.audit([(0, 3)], trials)
+        assert not pilot.learned and pilot.options.get("statistic") is options.get("statistic")
+        assert pilot.spent == 2 * trials
+    # End to end: the pair found holds the value 3, the pilot stays within its share, the bound is below epsilon.
+    runs = 400_000
+    found = audit_mechanism(patterns, epsilon=0.1, runs=runs, values=range(6), rng=4, bounds="joint", selection=0.3)
+    assert 3 in found.pair
+    assert found.pilot_runs <= 0.3 * runs + 2 * len(found.piloted)
+    assert 0.0 < found.lower_bound <= 10 * math.log(1.12)
