@@ -349,7 +349,10 @@ async def _drive(session: _Remote, run_cell: RunCell, workdir: str, timeout: flo
         except BaseException as exc:  # noqa: BLE001 -- reported by the caller
             outcome["crash"] = exc
         finally:
-            loop.call_soon_threadsafe(queue.put_nowait, None)
+            try:
+                loop.call_soon_threadsafe(queue.put_nowait, None)
+            except RuntimeError:  # the loop has closed (the kernel died): nobody is waiting for the signal
+                pass
 
     thread = threading.Thread(target=work, name=thread_name, daemon=True)
     thread.start()
