@@ -356,16 +356,19 @@ class _Pilot:
         points = result.false_positive_rates
         return points is not None and trials < _PILOT_RUNS_PER_VALUE * (len(points) // 2 - 1)
 
-    def audit(self, pairs: list[tuple[Any, Any]], trials: int) -> None:
+    def audit(self, pairs: list[tuple[Any, Any]], trials: int, *, last: bool = False) -> None:
         """One round: audit every pair with ``trials`` runs per input on fresh seeds, and record its score.  The
         very first audit may switch the pilot to a learned statistic (:meth:`_too_many_values`); its pair is then
-        audited again on fresh runs."""
+        audited again on fresh runs, paid for by the later rounds, or in the ``last`` round by this round's other
+        audits (each then gets ``trials * (n - 1) // n`` runs, so that the round spends ``n * trials``)."""
         base = np.random.SeedSequence(self.seq.entropy, spawn_key=self.seq.spawn_key + (self.rounds,))
         for pair, seed in zip(pairs, base.spawn(len(pairs))):
             first = self.spent == 0
             result = self._one(pair, trials, seed)
             if first and self._too_many_values(result, trials):
                 self.options["statistic"], self.learned = "learned", True
+                if last:
+                    trials = max(2, trials * (len(pairs) - 1) // len(pairs))
                 result = self._one(pair, trials, base.spawn(1)[0])  # a child the round's pairs do not use
             i = self.index.setdefault(_key(pair), len(self.pairs))
             if i == len(self.pairs):
@@ -456,7 +459,7 @@ def _halving(pilot: _Pilot, pool: list, budget: int, steps: int, keep: int, widt
     per_round = budget // len(sizes)
     alive = list(pool)
     for r in range(len(sizes)):
-        pilot.audit(alive, max(2, per_round // len(alive)))
+        pilot.audit(alive, max(2, per_round // len(alive)), last=len(sizes) == 1)
         if r == 0 and pilot.learned and len(sizes) > 1:  # the later rounds pay for the first pair's second audit
             per_round = max(0, budget - pilot.spent // 2) // (len(sizes) - 1)
         ranked = sorted(alive, key=lambda p: -pilot.scores[pilot.index[_key(p)]])

@@ -206,3 +206,6 @@ def test_a_pilot_on_many_valued_outputs_learns_a_statistic_and_keeps_to_its_shar
     assert 3 in found.pair
     assert found.pilot_runs <= 0.3 * runs + 2 * len(found.piloted)
     assert 0.0 < found.lower_bound <= 10 * math.log(1.12)
+    # A pilot of one round (two pairs) pays for the second audit within that round: it keeps to its share too.
+    two = audit_mechanism(patterns, epsilon=0.1, runs=200_000, candidates=[(0, 3), (1, 2)], rng=1)
+    assert two.stages.max() == 0 and two.pilot_runs <= 0.3 * 200_000 + 2 * len(two.piloted)
