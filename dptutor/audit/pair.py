@@ -24,7 +24,7 @@ from dptutor._validate import (
     renamed_parameters,
     seed_entropy,
 )
-from dptutor.audit._pair_bounds import PAIR_BOUNDS, POISSON_MARGIN, PairAudit, bound_from_counts
+from dptutor.audit._pair_bounds import BACKUP_SHARE, BACKUP_Z, PAIR_BOUNDS, POISSON_MARGIN, PairAudit, bound_from_counts
 from dptutor.audit._pair_cells import (
     PAIR_CALL_ELEMENTS,
     PAIR_CENTRAL_BINS,
@@ -67,6 +67,8 @@ PAIR_IN_FLIGHT: int = 64
 SELECTION_RANGE = (0.01, 0.99)
 
 __all__ = [
+    "BACKUP_SHARE",
+    "BACKUP_Z",
     "PAIR_BOUNDS",
     "POISSON_MARGIN",
     "SELECTION_RANGE",
@@ -183,7 +185,10 @@ def audit_pair(
     ``1 - confidence_level`` on the numerator's share of the event's runs bounds the ratio itself, after a Poisson
     thinning of each dataset's estimation runs that makes that share exactly binomial (its own seeded draw;
     ``counts`` still reports the whole estimation half).  It is tighter, and where the event's loss is
-    exactly epsilon it errs upward more often, up to ``1 - confidence_level``.  With a smaller
+    exactly epsilon it errs upward more often, up to ``1 - confidence_level``.  The selection half also proposes a
+    cautious cut, whose score counts its own noise at ``BACKUP_Z`` standard errors; when that cut differs, the two
+    events are bounded at errors ``(1 - BACKUP_SHARE)`` and ``BACKUP_SHARE`` times ``1 - confidence_level``, the larger
+    bound is reported and ``candidates`` holds both tables (a union bound, so the level holds).  With a smaller
     ``selection`` (e.g. 0.2) more runs measure the event; the bound is sound for any fraction in
     :data:`SELECTION_RANGE`.
 
