@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dptutor.audit import MechanismAudit, audit_mechanism, pair_moves, value_pairs, vector_pairs
+from dptutor.audit import MechanismAudit, PairAudit, audit_mechanism, pair_moves, value_pairs, vector_pairs
 
 #: P(output 1 | value): the pair (3, 4) leaks most, ln(0.6 / 0.4).
 LEAK = np.array([0.5, 0.52, 0.5, 0.6, 0.4, 0.5])
@@ -209,3 +209,29 @@ def test_a_pilot_on_many_valued_outputs_learns_a_statistic_and_keeps_to_its_shar
     # A pilot of one round (two pairs) pays for the second audit within that round: it keeps to its share too.
     two = audit_mechanism(patterns, epsilon=0.1, runs=200_000, candidates=[(0, 3), (1, 2)], rng=1)
     assert two.stages.max() == 0 and two.pilot_runs <= 0.3 * 200_000 + 2 * len(two.piloted)
+
+
+def _pilot_audit(counts_x: np.ndarray, counts_xp: np.ndarray, n: int) -> PairAudit:
+    """A pilot audit whose estimation half saw the nested events with these counts (of x, of x') in n runs each."""
+    return PairAudit(lower_bound=0.0, estimate=0.0, event="S", counts=[[counts_x[-1], n - counts_x[-1]],
+                     [counts_xp[-1], n - counts_xp[-1]]], trials=n * 10 // 7, epsilon=0.1, estimation_trials=n,
+                     false_positive_rates=counts_x / n, false_negative_rates=1.0 - counts_xp / n, bounds="joint")
+
+
+def test_the_pilot_score_discounts_a_thin_tail_among_many_cuts():
+    from dptutor.audit import pair_search
+
+    # RAPPOR's case: among thousands of nested cuts of a learned statistic, a tail of 17 runs against 3 (plug-in
+    # log-ratio 1.73) beside a solid event of loss 0.3 seen 2,000 times.  Scored with one pilot standard error,
+    # the tail decides; with the many-points margin the solid event does.
+    n, confirm = 262_500, 7_000_000
+    solid = np.round(np.linspace(2_000, 60_000, 400))
+    counts_x = np.concatenate([[17.0], solid])
+    counts_xp = np.concatenate([[3.0], np.round(solid * math.exp(-0.3))])
+    many = pair_search._score(_pilot_audit(counts_x, counts_xp, n), confirm)
+    assert counts_x.size > pair_search._MANY_POINTS
+    solid_only = pair_search._score(_pilot_audit(counts_x[1:], counts_xp[1:], n), confirm)
+    assert many == pytest.approx(solid_only) and 0.2 < many < 0.3
+    # Few cuts (discrete outputs of a handful of values): one standard error, and the tail wins.
+    few = pair_search._score(_pilot_audit(counts_x[:100], counts_xp[:100], n), confirm)
+    assert few > 0.5
