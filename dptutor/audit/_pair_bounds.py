@@ -289,7 +289,9 @@ class PairAudit:
             [
                 f"Pair audit of {self.mechanism or 'mechanism'}: claimed epsilon={self.epsilon:g}, delta={self.delta:g}, "
                 f"trials={self.trials} per dataset ({self.selection_trials} to choose S, {n} to estimate), seed={self.seed}",
-                f"event S: {self.event}",
+                f"event S: {self.event}" + ("" if self.candidates is None else
+                                            f" (the larger bound of two candidate events, at {1 - BACKUP_SHARE:g} and "
+                                            f"{BACKUP_SHARE:g} of the error)"),
                 f"in S: {self.counts[0, 0]} of {n} (numerator dataset), {self.counts[1, 0]} of {n} (other)",
                 f"estimated loss {format_loss(self.estimate)}; {pct} lower bound {self.lower_bound:.4g}",
                 verdict,

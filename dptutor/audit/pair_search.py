@@ -68,12 +68,9 @@ _SCALES = (2.0, 5.0)  # base levels of the scaled variants of StatDP's patterns 
 #: Counted one value at a time, hundreds of rare output values rank pairs by noise at a pilot's size (SVT6, 1,024
 #: patterns: DP-Sniper's bound reached in 2 of 10 development seeds, in 10 of 10 with a learned pilot statistic).
 _PILOT_RUNS_PER_VALUE = 100
-#: A pilot audit with more trade-off points than this (a real output or a learned statistic: thousands of nested
-#: cuts) scores its pair with _MANY_POINTS_SE pilot standard errors instead of one: over so many events the largest
-#: plug-in ratio is a tail of a few runs, whose noise is several standard errors (RAPPOR: a pair of exact
-#: epsilon 0.30 scored 0.82 on an event of 17 runs against 3, and was chosen over pairs of 0.40).
-_MANY_POINTS = 256
-_MANY_POINTS_SE = 3.0
+#: Beyond _MANY_POINTS trade-off points (a real output, a learned statistic) the pilot's score subtracts _MANY_POINTS_SE
+#: pilot standard errors, not 1: the best of thousands of nested events is a tail of a few runs (benchmarks/README.md).
+_MANY_POINTS, _MANY_POINTS_SE = 256, 3.0
 _HEIGHTS = (-10.0, 0.0, 6.0)  # where the crossing answer starts, above the others (all 2)
 _STEPS = (1.0, 4.0)  # how far one answer moves in a local-search step
 
@@ -389,9 +386,8 @@ def _score(result: PairAudit, confirm_trials: int) -> float:
     """The bound ``result``'s pair projects at ``confirm_trials`` runs per input: over every candidate event
     of its estimation half (its trade-off points) and both directions, the largest ``ln(p / p')`` minus the
     normal margin of a bound at the confirmation's estimation size (``z`` at the audit's error split over two
-    bounds) and one standard error at the pilot's (so that rare events, whose estimated ratio is mostly noise,
-    score low), or ``_MANY_POINTS_SE`` of them when the points number more than ``_MANY_POINTS``.  Never clipped at
-    0, so that pairs still rank when no bound would be positive.
+    bounds) and one pilot standard error (``_MANY_POINTS_SE`` beyond ``_MANY_POINTS`` points), so that rare events,
+    whose estimated ratio is mostly noise, score low.  Never clipped at 0, so that pairs still rank when no bound would be positive.
 
     The pilot's own bound would not do: at a pilot's size its cut favours large, uninformative events."""
     from scipy import stats

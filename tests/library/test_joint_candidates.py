@@ -49,8 +49,9 @@ def test_the_reported_bound_is_the_larger_of_the_two_at_their_shares(plateau_run
         assert any((t == r.counts).all() for t in r.candidates)
         assert r.bound_at(0.95) == r.lower_bound
         assert r.bound_at(0.9) >= r.lower_bound  # a lower level, the same events and shares
+        assert "two candidate events" in r.summary() and len(r.summary().splitlines()) == 5
     one = next(r for r in plateau_runs if r.candidates is None)
-    assert one.bound_at(0.95) == one.lower_bound
+    assert one.bound_at(0.95) == one.lower_bound and "candidate" not in one.summary()
 
 
 def test_other_bounds_never_split_their_error():
