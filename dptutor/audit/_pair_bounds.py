@@ -41,6 +41,18 @@ BACKUP_SHARE: float = 0.1
 __all__ = ["BACKUP_SHARE", "BACKUP_Z", "PAIR_BOUNDS", "POISSON_MARGIN", "PairAudit"]
 
 
+def _count_tables(value: Any, name: str, shape: tuple[int, ...], what: str) -> NDArray[np.int64]:
+    """``value`` as a read-only int64 array of ``shape`` holding non-negative integer counts, else a ValueError
+    naming ``name`` (the counts of :class:`PairAudit` and its candidates)."""
+    table = check_float_array(value, name, finite=True)
+    if table.shape != shape or (table < 0).any() or (table != np.round(table)).any() or table.max() >= 2.0**62:
+        shown = table.tolist() if table.size <= 8 else f"an array of shape {table.shape}"
+        raise ValueError(f"{name} must be {what} of non-negative integers, got {shown}")
+    out = table.astype(np.int64)
+    out.setflags(write=False)
+    return out
+
+
 def _wilson(p: NDArray[np.float64], n: int, z: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Wilson score bounds for proportions ``p`` at sample size ``n``: a cheap, vectorised
     stand-in for Clopper-Pearson, used only to *choose* the event on the selection half."""
@@ -184,11 +196,7 @@ class PairAudit:
         check_int(self.estimation_trials, "estimation_trials", minimum=0)
         if self.threshold is not None:
             check_real(self.threshold, "threshold", allow_inf=True)
-        table = check_float_array(self.counts, "counts", finite=True)
-        if table.shape != (2, 2) or (table < 0).any() or (table != np.round(table)).any() or table.max() >= 2.0**62:
-            raise ValueError(f"counts must be a 2x2 table of non-negative integers, got {table.tolist()}")
-        counts = table.astype(np.int64)
-        counts.setflags(write=False)
+        counts = _count_tables(self.counts, "counts", (2, 2), "a 2x2 table")
         object.__setattr__(self, "counts", counts)
         for field in ("false_positive_rates", "false_negative_rates"):
             value = getattr(self, field)
@@ -199,15 +207,11 @@ class PairAudit:
             raise ValueError("false_positive_rates and false_negative_rates must have the same length")
         check_choice(self.bounds, "bounds", PAIR_BOUNDS)
         if self.candidates is not None:
-            both = check_float_array(self.candidates, "candidates", finite=True)
-            if both.shape != (2, 2, 2) or (both < 0).any() or (both != np.round(both)).any() or both.max() >= 2.0**62:
-                raise ValueError(f"candidates must be two 2x2 tables of non-negative integers, got shape {both.shape}")
+            both = _count_tables(self.candidates, "candidates", (2, 2, 2), "two 2x2 tables")
             if self.bounds != "joint":
                 raise ValueError(f"candidates go with bounds='joint' only, got bounds={self.bounds!r}")
             if not any((table == counts).all() for table in both):
                 raise ValueError("counts must be one of the candidates' tables")
-            both = both.astype(np.int64)
-            both.setflags(write=False)
             object.__setattr__(self, "candidates", both)
 
     def bound_at(self, confidence_level: float) -> float:
@@ -239,9 +243,8 @@ class PairAudit:
         if self.candidates is None:
             return _fixed_event_bound(int(self.counts[0, 0]), int(self.counts[1, 0]), n, alpha, self.delta, self.bounds,
                                       self.seed)
-        shares = (1.0 - BACKUP_SHARE, BACKUP_SHARE)
         return max(_fixed_event_bound(int(t[0, 0]), int(t[1, 0]), n, share * alpha, self.delta, self.bounds, self.seed)
-                   for t, share in zip(self.candidates, shares))
+                   for t, share in zip(self.candidates, _candidate_shares()))
 
     def is_violation(self) -> bool:
         """True when the lower bound exceeds the claimed ``epsilon``: the mechanism is not
@@ -290,8 +293,8 @@ class PairAudit:
                 f"Pair audit of {self.mechanism or 'mechanism'}: claimed epsilon={self.epsilon:g}, delta={self.delta:g}, "
                 f"trials={self.trials} per dataset ({self.selection_trials} to choose S, {n} to estimate), seed={self.seed}",
                 f"event S: {self.event}" + ("" if self.candidates is None else
-                                            f" (the larger bound of two candidate events, at {1 - BACKUP_SHARE:g} and "
-                                            f"{BACKUP_SHARE:g} of the error)"),
+                                            " (the larger bound of two candidate events, at {:g} and {:g} of the error)"
+                                            .format(*_candidate_shares())),
                 f"in S: {self.counts[0, 0]} of {n} (numerator dataset), {self.counts[1, 0]} of {n} (other)",
                 f"estimated loss {format_loss(self.estimate)}; {pct} lower bound {self.lower_bound:.4g}",
                 verdict,
@@ -357,11 +360,12 @@ def bound_from_counts(
         combo, lower = _estimate(k, n_est, each, alpha_i, delta, bounds, combo_sel, seed)
         complement, num = _COMBOS[combo]
         k_in = [n_est - k[d] if complement else k[d] for d in (0, 1)]
-        found.append((lower, cut, combo, k_in))
+        table = np.array([[k_in[num], n_est - k_in[num]], [k_in[1 - num], n_est - k_in[1 - num]]])  # numerator first
+        found.append((lower, cut, combo, table))
     won = int(np.argmax([f[0] for f in found]))  # the first cut's on a tie
-    lower, cut, combo, k_in = found[won]
+    lower, cut, combo, counts = found[won]
     complement, num = _COMBOS[combo]
-    p_num, p_den = k_in[num] / n_est, k_in[1 - num] / n_est
+    p_num, p_den = counts[0, 0] / n_est, counts[1, 0] / n_est
     if p_num - delta <= 0:
         estimate = 0.0
     elif p_den == 0:
@@ -377,15 +381,12 @@ def bound_from_counts(
         event = f"{label} {'>=' if complement else '<'} {threshold:.6g}"
     else:
         event = _describe_set(keys[cut:] if complement else keys[:cut])
-    tables = [np.array([[k[c[1]], n_est - k[c[1]]], [k[1 - c[1]], n_est - k[1 - c[1]]]])
-              for c, k in ((_COMBOS[f[2]], f[3]) for f in found)]
-    counts = tables[won]
     return PairAudit(
         lower_bound=lower, estimate=estimate, event=f"{event} (more likely under {more_likely})", counts=counts,
         trials=trials, epsilon=epsilon, delta=delta, confidence=confidence, seed=seed, mechanism=name,
         selection_trials=n_sel + n_fit, estimation_trials=n_est, threshold=threshold,
         false_positive_rates=fpr, false_negative_rates=fnr, bounds=bounds,
-        candidates=np.stack(tables) if len(tables) == 2 else None,
+        candidates=np.stack([f[3] for f in found]) if len(found) == 2 else None,
     )
 
 
@@ -399,8 +400,13 @@ def _candidate_cuts(
     if bounds == "joint" and BACKUP_SHARE > 0:  # 0: no cautious candidate (how the benchmarks compare the two)
         backup = _choose_cut(cum_sel, n_sel, n_est, each, delta, bounds, selection, z_sel=BACKUP_Z)
         if backup != first:
-            return [(*first, (1.0 - BACKUP_SHARE) * alpha), (*backup, BACKUP_SHARE * alpha)]
+            return [(*cut, share * alpha) for cut, share in zip((first, backup), _candidate_shares())]
     return [(*first, alpha)]
+
+
+def _candidate_shares() -> tuple[float, float]:
+    """The error shares of the first and the cautious event (read at call time: BACKUP_SHARE may be changed)."""
+    return (1.0 - BACKUP_SHARE, BACKUP_SHARE)
 
 
 def _choose_cut(

@@ -356,8 +356,7 @@ class _Pilot:
         on average: the trade-off points of ``c`` cells number ``2 (c + 1)``."""
         if self.options.get("statistic") is not None or result.threshold is not None:
             return False
-        points = result.false_positive_rates
-        return points is not None and trials < _PILOT_RUNS_PER_VALUE * (len(points) // 2 - 1)
+        return trials < _PILOT_RUNS_PER_VALUE * (len(result.false_positive_rates) // 2 - 1)
 
     def audit(self, pairs: list[tuple[Any, Any]], trials: int, *, last: bool = False) -> None:
         """One round: audit every pair with ``trials`` runs per input on fresh seeds, and record its score.  The
@@ -392,7 +391,7 @@ def _score(result: PairAudit, confirm_trials: int) -> float:
     The pilot's own bound would not do: at a pilot's size its cut favours large, uninformative events."""
     from scipy import stats
 
-    if result.false_positive_rates is None:
+    if result.false_positive_rates.size == 0:  # no trade-off points recorded (PairAudit stores an empty array)
         return result.lower_bound
     n = result.estimation_trials
     big = max(1.0, confirm_trials * n / result.trials)
