@@ -16,7 +16,8 @@ Models (DP-Sniper, Bichsel et al., IEEE S&P 2021, uses a classifier for the same
   value many outputs share, such as a sentinel).  It can represent the clipped linear log-likelihood ratio
   of independent Laplace noise on each coordinate;
 - ``"boosting"``: gradient-boosted trees, for outputs that mix real values with sentinels;
-- ``"template"``: the noise template of :mod:`dptutor.audit.template`, which needs the two inputs.
+- ``"template"``: the noise template of :mod:`dptutor.audit.template`, which needs the two inputs;
+- ``"running"``: the same template on the outputs' first differences, for running totals (prefix sums).
 
 ``"auto"`` (the default) chooses among logistic regression, the additive model at a few numbers of knots
 (:data:`AUTO_CANDIDATES`) and the template (when the inputs are given and fit) by two-fold cross-validated
@@ -63,7 +64,7 @@ _MAX_ATOMS = int(1 / ATOM_FRACTION) + 2
 TAILS: tuple[str, ...] = ("flat", "linear")
 
 #: The models :func:`fit_statistic` knows.
-MODELS: tuple[str, ...] = ("auto", "logistic", "additive", "boosting", "template")
+MODELS: tuple[str, ...] = ("auto", "logistic", "additive", "boosting", "template", "running")
 
 
 def _as_rows(outputs: object, name: str) -> NDArray[np.float64]:
@@ -388,7 +389,7 @@ class LearnedStatistic:
         rows = _as_rows(outputs, "outputs")
         if rows.shape[1] != self.width:
             raise ValueError(f"outputs must have {self.width} value(s) per output, got {rows.shape[1]}")
-        if self.kind in ("additive", "template"):  # numpy only: no thread pool to limit
+        if self.kind in ("additive", "template", "running"):  # numpy only: no thread pool to limit
             score = np.asarray(self.model.decision_function(rows), dtype=np.float64)
         else:
             with _one_thread():
@@ -418,7 +419,8 @@ def fit_statistic(
     the best is fitted again on the whole sample.  The choice, like the fit, sees only these outputs.
 
     With numeric ``inputs``, ``"auto"`` also tries the noise template (:mod:`dptutor.audit.template`: the
-    log-likelihood ratio of Laplace noise on outputs that copy the inputs), which fits only a scale.
+    log-likelihood ratio of Laplace noise on outputs that copy the inputs), which fits only a scale, and on
+    outputs of several values the template of their running totals (``"running"``: on first differences).
 
     Parameters
     ----------
@@ -461,9 +463,9 @@ def fit_statistic(
         rng = int(rng.integers(0, 2**32))
     seed = check_int(rng, "rng", minimum=0, maximum=2**32 - 1)
     template = None if inputs is None else template_of(inputs, a.shape[1])
-    if model == "template" and template is None:
+    if model in ("template", "running") and template is None:
         raise ValueError("inputs must be two distinct numeric datasets (scalars, or vectors as long as each output) "
-                         f"for model='template', got {inputs!r:.80}")
+                         f"for model={model!r}, got {inputs!r:.80}")
     rows = np.concatenate([a, b])
     labels = np.concatenate([np.zeros(a.shape[0], dtype=np.int64), np.ones(b.shape[0], dtype=np.int64)])
     infinite = ~np.isfinite(rows).all(axis=0)
@@ -501,7 +503,7 @@ MAX_KNOTS: int = 256
 
 def _choose(a: NDArray[np.float64], b: NDArray[np.float64], seed: int,
             template: NoiseTemplate | None = None) -> tuple[str, int, str]:
-    """The candidate of :data:`AUTO_CANDIDATES` (and the noise template, last, when there is one) with the
+    """The candidate of :data:`AUTO_CANDIDATES` (and the noise templates, last, when there are any) with the
     smallest two-fold cross-validated log-loss: each candidate fitted on one half of each dataset's outputs
     and scored on the other half, both ways (ties to the earlier, simpler candidate).  Logistic regression
     when a fold would lack a dataset."""
@@ -513,7 +515,7 @@ def _choose(a: NDArray[np.float64], b: NDArray[np.float64], seed: int,
                  np.concatenate([np.zeros(fa.shape[0], dtype=np.int64), np.ones(fb.shape[0], dtype=np.int64)]))
                 for fa, fb in folds]  # the same two training sets for every candidate
     best, best_loss = AUTO_CANDIDATES[0], math.inf
-    extra = [("template", SPLINE_KNOTS, "flat")] if template is not None else []
+    extra = [] if template is None else [(m, SPLINE_KNOTS, "flat") for m in ("template", "running")[:1 + (a.shape[1] > 1)]]
     for candidate in (*AUTO_CANDIDATES, *extra):
         loss = 0.0
         for k in range(2):
@@ -531,10 +533,11 @@ def _fit(
     template: NoiseTemplate | None = None,
 ) -> LearnedStatistic:
     """One model (not ``"auto"``) fitted on ``rows`` with ``labels`` (0 for ``x``, 1 for ``x_prime``); the
-    ``"template"`` model needs ``template``."""
+    templates need ``template``."""
     infinite = ~np.isfinite(rows).all(axis=0)
-    if model == "template":  # fit_statistic has checked that the inputs give a template
-        return LearnedStatistic(model=fit_template(rows, labels, template), kind="template", width=rows.shape[1],
+    if model in ("template", "running"):  # fit_statistic has checked that the inputs give a template
+        used = template.of_running_totals() if model == "running" else template
+        return LearnedStatistic(model=fit_template(rows, labels, used), kind=model, width=rows.shape[1],
                                 infinite=infinite)
     if model == "additive":  # its own features (fit_additive_map), not the dense ones below
         return _fit_additive(rows, labels, rows.shape[1], infinite, knots, tails)

@@ -1,6 +1,7 @@
 """The noise template: the log-likelihood ratio of Laplace noise added to each output value, for outputs that
-are noisy copies of numeric inputs.  One of the candidates of :func:`dptutor.audit.learned.fit_statistic`
-(``model="template"``, and tried by ``"auto"`` when the inputs are given); internal, reached through it."""
+are noisy copies of numeric inputs, or running totals of such copies (prefix sums, as a continual counter
+releases them).  Candidates of :func:`dptutor.audit.learned.fit_statistic` (``model="template"`` and
+``model="running"``, tried by ``"auto"`` when the inputs are given); internal, reached through it."""
 
 from __future__ import annotations
 
@@ -17,15 +18,26 @@ class NoiseTemplate:
     read as noisy copies of the inputs (the input difference broadcast to the output's width), and each value
     counts ``sign(d_j) * clip(v_j - m_j, -h_j, h_j) / h_j`` with ``d = x_prime - x``, ``m`` its midpoint and
     ``h = |d| / 2`` (0 where ``d_j = 0``; infinities clip to the ends).  A template, not a fit: nothing is
-    estimated but the calibration of :class:`CalibratedTemplate` (a scale and an offset), so it needs few fitting runs."""
+    estimated but the calibration of :class:`CalibratedTemplate` (a scale and an offset), so it needs few fitting runs.
 
-    def __init__(self, low: NDArray[np.float64], high: NDArray[np.float64]) -> None:
+    With ``running=True`` it reads each output's first differences instead (its first value, then each value
+    minus the one before): the exact log-likelihood ratio, up to scale, when the outputs are running totals of
+    noisy copies, whose coordinates are all correlated and which no sum of one function per coordinate fits."""
+
+    def __init__(self, low: NDArray[np.float64], high: NDArray[np.float64], running: bool = False) -> None:
+        self.low, self.high, self.running = low, high, bool(running)
         self.sign = np.sign(high - low)
         self.mid, self.half = (low + high) / 2.0, np.abs(high - low) / 2.0
+
+    def of_running_totals(self) -> NoiseTemplate:
+        """The same template read on the outputs' first differences."""
+        return NoiseTemplate(self.low, self.high, running=True)
 
     def __call__(self, rows: NDArray[np.float64]) -> NDArray[np.float64]:
         half = np.where(self.half > 0, self.half, 1.0)
         with np.errstate(invalid="ignore"):
+            if self.running:  # inf - inf is NaN, counted 0 below as any NaN
+                rows = np.diff(rows, axis=1, prepend=0.0)
             part = np.clip(rows - self.mid, -self.half, self.half) / half
         return np.nan_to_num(part, nan=0.0) @ self.sign
 

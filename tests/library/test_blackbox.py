@@ -672,6 +672,34 @@ def test_noise_template_only_where_it_applies():
     assert np.unique(flat(np.full((4, 3), 9.0))).size == 1
 
 
+def test_running_template_reads_prefix_sums_and_auto_picks_it():
+    # Prefix sums of ten noisy answers (DP-Sniper's PrefixSum shape, scale 10): every coordinate moves, and
+    # they are correlated, so no sum of one function per coordinate is the log-likelihood ratio; the running
+    # template, the noise template on first differences, is (up to scale), and "auto" chooses it.
+    rng = np.random.default_rng(44)
+    n, m, b = 4000, 50_000, 10.0
+    x, xp = np.ones(10), np.zeros(10)
+    a, c = (np.cumsum(v + rng.laplace(0.0, b, (n, 10)), axis=1) for v in (x, xp))
+    stat = fit_statistic(a, c, inputs=(x, xp))
+    assert stat.kind == "running"
+    ta = np.cumsum(x + rng.laplace(0.0, b, (m, 10)), axis=1)
+    d = np.diff(ta, axis=1, prepend=0.0)
+    exact = (np.abs(d - 1.0) - np.abs(d)).sum(axis=1) / b  # ln p_x'(o) / p_x(o)
+    order = np.argsort(exact, kind="stable")
+    assert np.all(np.diff(stat(ta)[order]) >= -1e-9)  # the same order as the exact ratio
+    # the copy template on the same outputs orders them otherwise (it reads the totals as copies)
+    copy = fit_statistic(a, c, model="template", inputs=(x, xp))
+    assert np.any(np.diff(copy(ta)[order]) < -1e-6)
+    # infinities in a total difference to NaN or infinity: a finite score; pickled, the same scores
+    edge = stat(np.array([[np.inf] * 10, [-np.inf] + [np.inf] * 9, [0.0] * 10]))
+    assert np.isfinite(edge).all()
+    assert pickle.loads(pickle.dumps(stat))(ta[:5]).tolist() == stat(ta[:5]).tolist()
+    # one value per output: its first difference is itself, so "auto" does not try it twice
+    assert fit_statistic(a[:, :1], c[:, :1], inputs=(1.0, 0.0)).kind != "running"
+    with pytest.raises(ValueError, match="inputs"):
+        fit_statistic(a, c, model="running")
+
+
 def test_audit_pair_uses_the_template_for_noisy_copies():
     # LaplaceParallel's shape at a small budget: the audit learns its statistic with the inputs in hand, and
     # the bound stays below the exact epsilon (20 copies at scale 200: 0.1).
