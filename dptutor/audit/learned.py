@@ -20,7 +20,7 @@ Models (DP-Sniper, Bichsel et al., IEEE S&P 2021, uses a classifier for the same
 - ``"running"``: the same template on the outputs' first differences, for running totals (prefix sums).
 
 ``"auto"`` (the default) chooses among logistic regression, the additive model at a few numbers of knots
-(:data:`AUTO_CANDIDATES`) and the template (when the inputs are given and fit) by two-fold cross-validated
+(:data:`AUTO_CANDIDATES`) and the two templates (when the inputs are given and fit) by two-fold cross-validated
 log-loss on the fitting sample, so the choice too is a function of the selection half only.
 """
 
