@@ -470,7 +470,8 @@ def fit_statistic(
     labels = np.concatenate([np.zeros(a.shape[0], dtype=np.int64), np.ones(b.shape[0], dtype=np.int64)])
     infinite = ~np.isfinite(rows).all(axis=0)
     features = _features(rows, infinite)
-    spread = features.std(axis=0)
+    with np.errstate(over="ignore", invalid="ignore"):  # values near the float range: an infinite spread is still > 0
+        spread = features.std(axis=0)
     if features.shape[0] < 2 or not (spread > 0).any():
         # Every output identical (or one output): nothing to learn; a constant score.
         from sklearn.dummy import DummyClassifier
@@ -545,9 +546,9 @@ def _fit(
     if model == "logistic":
         from sklearn.linear_model import LogisticRegression
         from sklearn.pipeline import make_pipeline
-        from sklearn.preprocessing import StandardScaler
+        from sklearn.preprocessing import MaxAbsScaler, StandardScaler
 
-        est: Any = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
+        est: Any = make_pipeline(MaxAbsScaler(), StandardScaler(), LogisticRegression(max_iter=1000))  # first: no overflow
     else:
         from sklearn.ensemble import HistGradientBoostingClassifier
 

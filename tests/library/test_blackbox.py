@@ -700,6 +700,18 @@ def test_running_template_reads_prefix_sums_and_auto_picks_it():
         fit_statistic(a, c, model="running")
 
 
+@pytest.mark.parametrize("model", ["auto", "logistic", "additive", "template", "running"])
+def test_outputs_near_the_float_range_fit_without_overflow(model):
+    # Values of 10^300: their squares overflow, so a spread or a standardisation computed naively is
+    # infinite or NaN. Every model fits, scores finitely, and no warning escapes (warnings are errors here).
+    rng = np.random.default_rng(46)
+    a, c = rng.normal(0.0, 1.0, (300, 4)) * 1e300, rng.normal(0.5, 1.0, (300, 4)) * 1e300
+    stat = fit_statistic(a, c, model=model, inputs=(np.zeros(4), np.full(4, 1e300)))
+    scores = stat(np.vstack([a[:5], c[:5], np.full((1, 4), np.inf)]))
+    assert np.isfinite(scores).all()
+    assert scores[5:10].mean() > scores[:5].mean()  # it learned the direction: c sits 0.5e300 above a
+
+
 def test_audit_pair_uses_the_template_for_noisy_copies():
     # LaplaceParallel's shape at a small budget: the audit learns its statistic with the inputs in hand, and
     # the bound stays below the exact epsilon (20 copies at scale 200: 0.1).
