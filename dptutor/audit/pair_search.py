@@ -346,8 +346,8 @@ class _Pilot:
             result = audit_pair(self.mechanism, pair[0], pair[1], trials=trials,
                                 rng=tuple(int(v) for v in seed.generate_state(4)), **self.options)
         except (TypeError, ValueError) as exc:
-            raise type(exc)(f"the mechanism refused the pair {pair!r} made from length, values, candidates or "
-                            f"moves: {exc}") from exc
+            raise type(exc)(f"auditing the pair {pair!r} (made from length, values, candidates or moves) failed: "
+                            f"{exc}") from exc
         self.spent += 2 * trials
         return result
 

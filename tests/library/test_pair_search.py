@@ -159,6 +159,10 @@ def test_the_same_seed_repeats_the_search():
         ({"confidence_level": 1.0}, ValueError, "confidence_level"),
         ({"epsilon": -1.0}, ValueError, "epsilon"),
         ({"window": 3}, TypeError, "window"),
+        ({"bounds": "x"}, ValueError, "bounds"),  # audit_pair's options: its own checks, reached in the pilot
+        ({"statistic": 5}, TypeError, "statistic"),
+        ({"selection": 2.0}, ValueError, "selection"),
+        ({"delta": -0.5}, ValueError, "delta"),
     ],
 )
 def test_bad_inputs_name_the_parameter(kwargs, error, name):
