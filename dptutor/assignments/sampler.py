@@ -272,16 +272,18 @@ def _speed_finding(f: Callable, u_spy: NDArray[np.float64], spied: Any, draw: np
     # each repeat is a cell of its own, timed from outside the kernel, and the reference runs in the
     # grader's process.  A vectorised answer is within a small factor of the reference; a Python
     # loop (or np.vectorize) is 10-1000 times slower (see SAMPLER_TIMING_RATIO).
-    inputs, places = [], []
-    for _ in range(3):
-        u = uniforms(int(draw.integers(2**62)), SAMPLER_TIMING_SIZE)
-        where = np.sort(draw.choice(SAMPLER_TIMING_SIZE, size=u_spy.size, replace=False))
-        u[where] = u_spy
-        inputs.append(u)
-        places.append(where)
+    inputs, places = _timed_inputs(u_spy, draw)
     results, t_f = measure(f, inputs, 0.0, 1.0, cap=SAMPLER_TIMING_CAP)
     t_ref = reference_seconds(laplace_ppf, inputs, 0.0, 1.0)
     exc = next((e for _, e in results if e is not None), None)
+    if exc is None and SAMPLER_TIMING_RATIO * t_ref < t_f < SAMPLER_TIMING_CAP:
+        # Slow but under the cap: a busy grading machine can slow one series of one side, so before failing
+        # time both again, on fresh uniforms, and keep each side's best (a loop stays 10-1000 times slower).
+        more, more_places = _timed_inputs(u_spy, draw)
+        again, t_again = measure(f, more, 0.0, 1.0, cap=SAMPLER_TIMING_CAP)
+        t_f, t_ref = min(t_f, t_again), min(t_ref, reference_seconds(laplace_ppf, more, 0.0, 1.0))
+        results, inputs, places = results + again, inputs + more, places + more_places
+        exc = next((e for _, e in again if e is not None), None)
     if exc is not None:
         return Finding(False, f"laplace_inverse_cdf on many uniforms raised {describe(exc)}", "speed")
     if not t_f <= SAMPLER_TIMING_RATIO * t_ref:
@@ -294,6 +296,18 @@ def _speed_finding(f: Callable, u_spy: NDArray[np.float64], spied: Any, draw: np
         return Finding(False, "laplace_inverse_cdf on 10^6 uniforms did not return the values it "
                               "returns for the same uniforms in a smaller array", "speed")
     return Finding(True, f"fast on 10^6 uniforms ({t_f / t_ref:.1f} x the reference)", "speed")
+
+
+def _timed_inputs(u_spy: NDArray[np.float64], draw: np.random.Generator) -> tuple[list, list]:
+    """Three fresh arrays of SAMPLER_TIMING_SIZE uniforms with ``u_spy`` mixed in at random places, and the places."""
+    inputs, places = [], []
+    for _ in range(3):
+        u = uniforms(int(draw.integers(2**62)), SAMPLER_TIMING_SIZE)
+        where = np.sort(draw.choice(SAMPLER_TIMING_SIZE, size=u_spy.size, replace=False))
+        u[where] = u_spy
+        inputs.append(u)
+        places.append(where)
+    return inputs, places
 
 
 def _timed_values_agree(results: list, inputs: list[NDArray[np.float64]], places: list[NDArray[np.int64]],
