@@ -200,10 +200,11 @@ class SlowFor:
     uniforms: how a busy grading machine looks to the timing."""
 
     def __init__(self, calls: int, pause: float = 0.5) -> None:
-        self.calls, self.pause = calls, pause
+        self.calls, self.pause, self.large = calls, pause, 0
 
     def __call__(self, u, mu, b):
         u = np.asarray(u, dtype=float)
+        self.large += u.size >= 500_000
         if u.size >= 500_000 and self.calls > 0:
             self.calls -= 1
             time.sleep(self.pause)
@@ -217,9 +218,12 @@ def test_one_slow_series_gets_a_second_look_and_a_slow_function_still_fails() ->
     passed = check("sampler", "q3", SlowFor(calls=3), grading_seed=TEST_GRADING_SEED)
     speed = [f for f in passed.findings if f.check == "speed"]
     assert speed and speed[0].passed, passed.report()
-    failed = check("sampler", "q3", SlowFor(calls=6), grading_seed=TEST_GRADING_SEED)
+    slow = SlowFor(calls=6)
+    failed = check("sampler", "q3", slow, grading_seed=TEST_GRADING_SEED)
     speed = [f for f in failed.findings if f.check == "speed"]
     assert speed and not speed[0].passed and "times the reference" in speed[0].message, failed.report()
+    # the second series stops at its first repeat over twice the passing time: 3 + 1 timed calls, not 3 + 3
+    assert slow.large == 4
 
 
 # ---------------------------------------------------------------------------------------------
