@@ -464,7 +464,7 @@ def fit_statistic(
     seed = check_int(rng, "rng", minimum=0, maximum=2**32 - 1)
     template = None if inputs is None else template_of(inputs, a.shape[1])
     if model in ("template", "running") and template is None:
-        raise ValueError("inputs must be two distinct numeric datasets (scalars, or vectors as long as each output) "
+        raise ValueError("inputs must be two distinct numeric datasets (scalars, or vectors whose length divides the output's) "
                          f"for model={model!r}, got {inputs!r:.80}")
     rows = np.concatenate([a, b])
     labels = np.concatenate([np.zeros(a.shape[0], dtype=np.int64), np.ones(b.shape[0], dtype=np.int64)])

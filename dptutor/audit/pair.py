@@ -41,7 +41,8 @@ from dptutor.audit._pair_cells import (
     probe_block,
 )
 from dptutor.audit._sanity_runs import BLOCK_TRIALS
-from dptutor.audit.learned import LEARN_MAX_TRIALS, LEARN_TRIALS, fit_statistic
+from dptutor.audit.learned import LEARN_MAX_TRIALS, LEARN_TRIALS, LearnedStatistic, fit_statistic
+from dptutor.audit.template import CalibratedTemplate, template_of
 
 # =============================================================================================
 # audit_pair: a general auditor for one pair of neighbouring datasets
@@ -65,6 +66,8 @@ PAIR_IN_FLIGHT: int = 64
 #: The fractions of the runs that may choose the event (``selection``); outside it one of the two parts
 #: is too small to be worth its runs, and the cut's score (which widens by their ratio) degenerates.
 SELECTION_RANGE = (0.01, 0.99)
+#: The named statistics: a classifier fitted on part of the selection half, or the noise template (no fit).
+STATISTIC_NAMES = ("learned", "template")
 
 __all__ = [
     "BACKUP_SHARE",
@@ -121,10 +124,13 @@ def audit_pair(
         entropy, recorded in ``result.seed``.  (Deprecated alias: ``seed``.)
     confidence_level : float, optional
         The probability, in (0, 1), with which the bound holds.  (Deprecated alias: ``confidence``.)
-    statistic : callable, "learned" or None, optional
+    statistic : callable, "learned", "template" or None, optional
         A function from an array of outputs to one real per output (the events threshold it), or
         ``"learned"``; ``None`` audits the outputs themselves (learning a statistic when they are real
-        vectors or too many integer values).
+        vectors or too many integer values); ``"template"`` as ``None``, but where real outputs need a
+        statistic and the datasets are numeric, the noise template (:mod:`dptutor.audit.template`) with nothing
+        fitted, which ranks pairs from few runs (how :func:`~dptutor.audit.pair_search.audit_mechanism`'s
+        pilot uses it).
     delta : float, optional
         The delta of the bound, in [0, 1).
     workers : int, optional
@@ -233,7 +239,8 @@ def audit_pair(
         # third child of the seed sequence, so the two halves' seeds are those of an audit without it).
         fit_seq = np.random.SeedSequence(seed_seq.entropy, spawn_key=seed_seq.spawn_key + (2,),
                                          pool_size=seed_seq.pool_size)
-        statistic, n_fit, probed = _learned_statistic(mechanism, name, x, x_prime, n_sel, trials, fit_seq, learn)
+        statistic, n_fit, probed = _learned_statistic(mechanism, name, x, x_prime, n_sel, trials, fit_seq,
+                                                      statistic == "learned", statistic == "template")
     n_sel_blocks = n_sel - n_fit
     n_tasks = -(-n_sel_blocks // BLOCK_TRIALS) - 1 + -(-n_est // BLOCK_TRIALS)
     workers = check_workers(workers, "workers", tasks=max(1, n_tasks))
@@ -260,9 +267,9 @@ def _check_audit_args(
     conf = check_probability(confidence_level, "confidence_level")
     learn = isinstance(statistic, str)
     if learn:
-        check_choice(statistic, "statistic", ("learned",))
+        check_choice(statistic, "statistic", STATISTIC_NAMES)
     elif statistic is not None:
-        check_callable(statistic, "statistic", "statistic(outputs) -> one real per output, or 'learned'")
+        check_callable(statistic, "statistic", "statistic(outputs) -> one real per output, 'learned' or 'template'")
     dlt = check_real(delta, "delta", low=0.0, high=1.0, high_open=True)
     frac = check_real(selection, "selection", low=SELECTION_RANGE[0], high=SELECTION_RANGE[1])
     check_choice(bounds, "bounds", PAIR_BOUNDS)
@@ -327,14 +334,16 @@ class _Counts:
 
 def _learned_statistic(
     mechanism: Any, name: str, x: Any, x_prime: Any, n_sel: int, trials: int, fit_seq: np.random.SeedSequence,
-    force: bool,
+    force: bool, template: bool = False,
 ) -> tuple[Any, int, Any]:
     """``(statistic, runs per dataset spent, None)``: a :class:`~dptutor.audit.learned.LearnedStatistic` fitted on
     ``min(n_sel // 2, max(LEARN_TRIALS, trials // 32), LEARN_MAX_TRIALS)`` runs of each dataset (a sixteenth of
     the selection half when it is half of the runs), or ``(None, 0)`` when the outputs need none
     (unless ``force``): a scalar, or an integer vector whose output space (distinct values per coordinate
     in at most 64 probe outputs, multiplied) has at most PAIR_MAX_CATEGORIES cells.  Then the third item
-    holds the probe's outputs (of ``x``), which the caller counts as the first runs of the selection half."""
+    holds the probe's outputs (of ``x``), which the caller counts as the first runs of the selection half.
+    With ``template``, real outputs that need a statistic get the noise template of the inputs instead, when it
+    applies (:func:`~dptutor.audit.template.template_of`): nothing is fitted, and the probe's outputs are kept."""
     rng = np.random.Generator(np.random.PCG64(fit_seq))
     m = min(64, n_sel)
     first = checked_outputs(first_call(mechanism, x, m, rng, "x", name), m, None, None, name)
@@ -352,6 +361,10 @@ def _learned_statistic(
             space = math.prod(np.unique(col).size for col in rows.T)
             if space <= PAIR_MAX_CATEGORIES:
                 return None, 0, first
+    fixed = template_of((x, x_prime), width) if template and floating else None  # a template reads real values
+    if fixed is not None:
+        return (LearnedStatistic(model=CalibratedTemplate(fixed, 1.0, 0.0), kind="template", width=width,
+                                 infinite=np.zeros(width, dtype=bool)), 0, first)
     n_fit = min(n_sel // 2, max(LEARN_TRIALS, trials // 32), LEARN_MAX_TRIALS)
     if n_fit < 1:
         raise ValueError(f"trials must be at least 4 to learn a statistic, got {trials}")

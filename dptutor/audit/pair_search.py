@@ -1,33 +1,33 @@
 """A search over the input space for the pair of neighbouring inputs on which a mechanism leaks most.
 
-:func:`audit_mechanism` audits a mechanism with no pair handed in: it spends a stated share of a total run
-budget on a *pilot* that searches the inputs, and the rest on one fresh confirmation audit of the pair the
-pilot liked best (:func:`dptutor.audit.pair.audit_pair`).  The pilot
+:func:`audit_mechanism` audits a mechanism with no pair handed in: it spends a stated share of a total run budget on a *pilot*
+that searches the inputs, and the rest on one fresh confirmation audit of the pair the pilot liked best
+(:func:`dptutor.audit.pair.audit_pair`). The pilot
 
 1. starts from a pool of pairs: for numeric query vectors, :func:`vector_pairs` (StatDP's patterns, as
-   :func:`dptutor.audit.search.candidate_pairs` lists them, and *crossing* pairs: one answer moves by 1 one
-   way while every other answer moves by 1 the other way, so that it overtakes them or crosses a threshold);
-   for categorical or bounded inputs, :func:`value_pairs` (every pair of distinct values); or the user's own ``candidates``;
-2. runs rounds of successive halving that share the pilot's runs equally: each round audits the surviving
-   pairs on fresh runs and keeps the better half;
-3. searches locally in the first ``steps`` rounds: a random sample of untried neighbours of the best few
-   (:func:`pair_moves`: one answer's change turned, one answer moved, every answer moved) joins the survivors.
-   Off by default (``steps = 0``): measured on DP-Sniper's benchmark at 2*10^7 runs, the neighbours it adds
-   share the pilot's runs and cost more in ranking noise than they find (benchmarks/README.md).
+   :func:`dptutor.audit.search.candidate_pairs` lists them, and *crossing* pairs: one answer moves by 1 one way while every other
+   answer moves by 1 the other way, so that it overtakes them or crosses a threshold); for categorical or bounded inputs,
+   :func:`value_pairs` (every pair of distinct values); or the user's own ``candidates``;
+2. runs rounds of successive halving that share the pilot's runs equally: each round audits the surviving pairs on fresh runs and
+   keeps the better half;
+3. searches locally in the first ``steps`` rounds: a random sample of untried neighbours of the best few (:func:`pair_moves`: one
+   answer's change turned, one answer moved, every answer moved) joins the survivors. Off by default (``steps = 0``): measured on
+   DP-Sniper's benchmark at 2*10^7 runs, the neighbours it adds share the pilot's runs and cost more in ranking noise than they
+   find (benchmarks/README.md).
 
-Every pilot audit is scored by the bound its pair projects for the confirmation's budget: the largest, over
-the audit's candidate events (its trade-off points on the estimation half), of the estimated log-ratio
-minus a normal margin at the confirmation's size.  If the first audit finds discrete outputs with so many
-values that it saw each fewer than ``_PILOT_RUNS_PER_VALUE`` times on average, that pair is audited again and
-the whole pilot ranks through a learned statistic (the later rounds pay for the extra audit; the
-confirmation still counts the outputs one by one).
+Every pilot audit is scored by the bound its pair projects for the confirmation's budget: the largest, over the audit's candidate
+events (its trade-off points on the estimation half), of the estimated log-ratio minus a normal margin at the confirmation's size.
+If the first audit finds discrete outputs with so many values that it saw each fewer than ``_PILOT_RUNS_PER_VALUE`` times on
+average, that pair is audited again and the whole pilot ranks through a learned statistic (the later rounds pay for the extra
+audit; the confirmation still counts the outputs one by one). Where the outputs need a statistic and the user gave none, pilot
+audits of fewer than ``_PILOT_TEMPLATE_TRIALS`` runs per input use the noise template (``statistic="template"``), which fits
+nothing: a learned statistic overfits at that size and ranks the pairs by noise.
 
-The multiple-testing correction.  The pilot's choice, however adaptive, is a function of the pilot's runs
-only, which are independent of the confirmation's.  Conditioned on the pilot, the confirmation audits one
-fixed pair at ``confidence_level``, so no correction is needed for the pairs the pilot tried; with
-``confirm = J > 1`` pairs confirmed, each at error ``(1 - confidence_level) / J`` (Bonferroni), their
-maximum holds at ``confidence_level`` by the union bound.  The bound is on the mechanism's epsilon over
-every pair the search could return, so the pool and the moves must only make pairs that are neighbours.
+The multiple-testing correction. The pilot's choice, however adaptive, is a function of the pilot's runs only, which are
+independent of the confirmation's. Conditioned on the pilot, the confirmation audits one fixed pair at ``confidence_level``, so no
+correction is needed for the pairs the pilot tried; with ``confirm = J > 1`` pairs confirmed, each at error
+``(1 - confidence_level) / J`` (Bonferroni), their maximum holds at ``confidence_level`` by the union bound. The bound is on the
+mechanism's epsilon over every pair the search could return, so the pool and the moves must only make pairs that are neighbours.
 """
 
 from __future__ import annotations
@@ -57,8 +57,7 @@ from dptutor._validate import (
 from dptutor.audit.pair import PairAudit, audit_pair
 from dptutor.audit.search import candidate_pairs
 
-__all__ = ["PAIR_SEARCH_SHARE", "MechanismAudit", "vector_pairs", "value_pairs", "pair_moves",
-           "audit_mechanism"]
+__all__ = ["PAIR_SEARCH_SHARE", "MechanismAudit", "vector_pairs", "value_pairs", "pair_moves", "audit_mechanism"]
 
 #: The default share of the total runs that the pilot spends (the rest goes to the confirmation).
 PAIR_SEARCH_SHARE: float = 0.3
@@ -68,6 +67,8 @@ _SCALES = (2.0, 5.0)  # base levels of the scaled variants of StatDP's patterns 
 #: Counted one value at a time, hundreds of rare output values rank pairs by noise at a pilot's size (SVT6, 1,024
 #: patterns: DP-Sniper's bound reached in 2 of 10 development seeds, in 10 of 10 with a learned pilot statistic).
 _PILOT_RUNS_PER_VALUE = 100
+#: Pilot audits of fewer runs per input use statistic="template" (module docstring; measured in benchmarks/README.md).
+_PILOT_TEMPLATE_TRIALS = 100_000
 #: Beyond _MANY_POINTS trade-off points (a real output, a learned statistic) the pilot's score subtracts _MANY_POINTS_SE
 #: pilot standard errors, not 1: the best of thousands of nested events is a tail of a few runs (benchmarks/README.md).
 _MANY_POINTS, _MANY_POINTS_SE = 256, 3.0
@@ -342,12 +343,13 @@ class _Pilot:
         self.learned = False  # the first audit switched the pilot to a learned statistic
 
     def _one(self, pair: tuple[Any, Any], trials: int, seed: np.random.SeedSequence) -> PairAudit:
+        small = trials < _PILOT_TEMPLATE_TRIALS and self.options.get("statistic") is None
+        options = {**self.options, "statistic": "template"} if small else self.options  # see _PILOT_TEMPLATE_TRIALS
         try:
             result = audit_pair(self.mechanism, pair[0], pair[1], trials=trials,
-                                rng=tuple(int(v) for v in seed.generate_state(4)), **self.options)
+                                rng=tuple(int(v) for v in seed.generate_state(4)), **options)
         except (TypeError, ValueError) as exc:
-            raise type(exc)(f"auditing the pair {pair!r} (made from length, values, candidates or moves) failed: "
-                            f"{exc}") from exc
+            raise type(exc)(f"auditing the pair {pair!r} (made from length, values, candidates or moves) failed: {exc}") from exc
         self.spent += 2 * trials
         return result
 
@@ -382,11 +384,11 @@ class _Pilot:
 
 
 def _score(result: PairAudit, confirm_trials: int) -> float:
-    """The bound ``result``'s pair projects at ``confirm_trials`` runs per input: over every candidate event
-    of its estimation half (its trade-off points) and both directions, the largest ``ln(p / p')`` minus the
-    normal margin of a bound at the confirmation's estimation size (``z`` at the audit's error split over two
-    bounds) and one pilot standard error (``_MANY_POINTS_SE`` beyond ``_MANY_POINTS`` points), so that rare events,
-    whose estimated ratio is mostly noise, score low.  Never clipped at 0, so that pairs still rank when no bound would be positive.
+    """The bound ``result``'s pair projects at ``confirm_trials`` runs per input: over every candidate event of its estimation
+    half (its trade-off points) and both directions, the largest ``ln(p / p')`` minus the normal margin of a bound at the
+    confirmation's estimation size (``z`` at the audit's error split over two bounds) and one pilot standard error
+    (``_MANY_POINTS_SE`` beyond ``_MANY_POINTS`` points), so that rare events, whose estimated ratio is mostly noise, score low.
+    Never clipped at 0, so that pairs still rank when no bound would be positive.
 
     The pilot's own bound would not do: at a pilot's size its cut favours large, uninformative events."""
     from scipy import stats
@@ -424,8 +426,8 @@ def _moves_of(moves: Any, pair: tuple[Any, Any], neighbours: str) -> list[tuple[
 
 
 def _pool(length: Any, values: Any, adjacent: bool, candidates: Any, neighbours: str, rng: np.random.Generator) -> list:
-    """The starting pairs: :func:`vector_pairs`, :func:`value_pairs` and the user's ``candidates`` (a sequence
-    of pairs, or a callable ``candidates(rng)`` returning one), deduplicated."""
+    """The starting pairs: :func:`vector_pairs`, :func:`value_pairs` and the user's ``candidates`` (a sequence of pairs, or a
+    callable ``candidates(rng)`` returning one), deduplicated."""
     if length is None and values is None and candidates is None:
         raise ValueError("candidates must be given when neither length nor values is (the search needs a starting pool)")
     pool: list = []
@@ -439,9 +441,9 @@ def _pool(length: Any, values: Any, adjacent: bool, candidates: Any, neighbours:
 
 
 def _sizes(pool: int, steps: int, keep: int, width: int, confirm: int) -> list[int]:
-    """How many pairs each round audits at most: the better half survives (never fewer than ``confirm``), and
-    in the first ``steps`` rounds up to ``width`` neighbours of each of the ``keep`` best join them.  The
-    rounds end with the one that leaves ``confirm`` pairs: those go to the confirmation unaudited."""
+    """How many pairs each round audits at most: the better half survives (never fewer than ``confirm``), and in the first
+    ``steps`` rounds up to ``width`` neighbours of each of the ``keep`` best join them.  The rounds end with the one that
+    leaves ``confirm`` pairs: those go to the confirmation unaudited."""
     sizes, alive = [pool], pool
     while alive > confirm:
         alive = max(confirm, -(-alive // 2)) + (keep * width if len(sizes) <= steps else 0)
@@ -453,9 +455,8 @@ def _sizes(pool: int, steps: int, keep: int, width: int, confirm: int) -> list[i
 
 def _halving(pilot: _Pilot, pool: list, budget: int, steps: int, keep: int, width: int, confirm: int, moves: Any,
              neighbours: str, rng: np.random.Generator) -> list:
-    """The pilot: rounds of successive halving that share ``budget`` runs per input equally, the first
-    ``steps`` of them also trying untried neighbours of the best (the local search); returns the ``confirm``
-    best pairs of the last round."""
+    """The pilot: rounds of successive halving that share ``budget`` runs per input equally, the first ``steps`` of them also
+    trying untried neighbours of the best (the local search); returns the ``confirm`` best pairs of the last round."""
     if moves is None and not _moves_of(None, pool[0], neighbours):
         steps = 0  # no local search on pairs without moves (values): the rounds halve from the start
     sizes = _sizes(len(pool), steps, keep, width, confirm)

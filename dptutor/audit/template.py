@@ -55,7 +55,8 @@ class CalibratedTemplate:
 def template_of(inputs: Any, width: int) -> NoiseTemplate | None:
     """The noise template of ``inputs = (x, x_prime)`` for outputs of ``width`` values, or None when it does
     not apply: the inputs are not finite numbers of one shape, equal, or not broadcastable to the width (a
-    scalar input fits any width; a vector input only its own length)."""
+    scalar input fits any width; a vector input a multiple of its length, repeated: outputs that release the
+    same queries several times side by side)."""
     if not isinstance(inputs, tuple) or len(inputs) != 2:
         raise TypeError(f"inputs must be a pair (x, x_prime) or None, got {type(inputs).__name__}")
     try:
@@ -66,8 +67,10 @@ def template_of(inputs: Any, width: int) -> NoiseTemplate | None:
         return None
     if a.ndim == 0:
         a, b = np.full(width, float(a)), np.full(width, float(b))
-    elif a.size != width:
+    elif width % a.size:
         return None
+    else:  # several releases of the same queries side by side (e.g. two sparse vectors in parallel): tiled
+        a, b = np.tile(a.reshape(-1), width // a.size), np.tile(b.reshape(-1), width // b.size)
     return NoiseTemplate(a.reshape(width), b.reshape(width))
 
 

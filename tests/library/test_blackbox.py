@@ -672,6 +672,20 @@ def test_noise_template_only_where_it_applies():
     assert np.unique(flat(np.full((4, 3), 9.0))).size == 1
 
 
+
+def test_the_template_repeats_a_vector_input_over_outputs_that_release_it_several_times():
+    from dptutor.audit.template import template_of
+
+    # Two releases of the same three queries side by side (as SVT34Parallel releases them): the template of
+    # (x, x_prime) is that of the inputs tiled, so each copy counts; a width the length does not divide has none.
+    x, xp = np.zeros(3), np.array([0.0, 2.0, -2.0])
+    once, twice = template_of((x, xp), 3), template_of((x, xp), 6)
+    rows = np.array([xp, x, [5.0, 1.0, -1.0]])  # the last: every changed answer at its midpoint
+    assert once(rows).tolist() == [2.0, -2.0, 0.0]
+    assert twice(np.tile(rows, 2)).tolist() == [4.0, -4.0, 0.0]
+    assert twice(np.hstack([rows[:1], rows[1:2]])).tolist() == [0.0]  # one copy says x_prime, the other x
+    assert template_of((x, xp), 4) is None and template_of((x, xp), 2) is None
+
 def test_running_template_reads_prefix_sums_and_auto_picks_it():
     # Prefix sums of ten noisy answers (DP-Sniper's PrefixSum shape, scale 10): every coordinate moves, and
     # they are correlated, so no sum of one function per coordinate is the log-likelihood ratio; the running

@@ -479,3 +479,35 @@ def test_rng_takes_an_int_a_seed_sequence_or_a_generator_reproducibly():
     assert _key(audit_pair(randomized_response, 1, 0, epsilon=1.0, trials=2000, rng=spawned.seed)) == _key(spawned)
     with pytest.raises(TypeError, match="rng"):
         audit_pair(randomized_response, 1, 0, epsilon=1.0, trials=100, rng="seed")
+
+
+def _noisy_copies(data, size, rng):
+    """Each output copies the three inputs, plus Laplace noise of scale 1 on each."""
+    return np.asarray(data, dtype=np.float64) + rng.laplace(0.0, 1.0, size=(size, 3))
+
+
+def test_the_template_statistic_fits_nothing_and_falls_back_where_it_does_not_apply(monkeypatch):
+    from dptutor.audit import pair as pair_module
+
+    fits = []
+    real_fit = pair_module.fit_statistic
+    monkeypatch.setattr(pair_module, "fit_statistic", lambda *a, **k: fits.append(1) or real_fit(*a, **k))
+    x, xp = (0.0, 0.0, 0.0), (1.0, 1.0, 1.0)
+    templ = audit_pair(_noisy_copies, x, xp, epsilon=3.0, trials=40_000, rng=3, statistic="template")
+    assert not fits and templ.threshold is not None
+    # The template is the exact log-likelihood ratio here (3 coordinates, shift 1, scale 1: epsilon 3), so its
+    # bound is near 3 and sound; the learned statistic spends part of the selection half on fitting.
+    assert 2.0 < templ.lower_bound <= 3.0
+    audit_pair(_noisy_copies, x, xp, epsilon=3.0, trials=40_000, rng=3)
+    assert len(fits) == 1
+    # Inputs that are not numbers: no template, the statistic is learned as with None.
+    labels = {"a": (0.0, 0.0, 0.0), "b": (1.0, 1.0, 1.0)}
+    by_label = lambda data, size, rng: _noisy_copies(labels[data], size, rng)  # noqa: E731
+    audit_pair(by_label, "a", "b", epsilon=3.0, trials=40_000, rng=3, statistic="template")
+    assert len(fits) == 2
+    # Outputs that need no statistic (a scalar): exactly the audit with None.
+    first = lambda data, size, rng: _noisy_copies(data, size, rng)[:, 0]  # noqa: E731
+    same = [audit_pair(first, x, xp, epsilon=1.0, trials=20_000, rng=5, statistic=s) for s in ("template", None)]
+    assert same[0].lower_bound == same[1].lower_bound and same[0].event == same[1].event and len(fits) == 2
+    with pytest.raises(ValueError, match="statistic"):
+        audit_pair(first, x, xp, epsilon=1.0, trials=1_000, statistic="templates")

@@ -215,6 +215,32 @@ def test_a_pilot_on_many_valued_outputs_learns_a_statistic_and_keeps_to_its_shar
     assert two.stages.max() == 0 and two.pilot_runs <= 0.3 * 200_000 + 2 * len(two.piloted)
 
 
+
+def test_small_pilot_audits_of_real_vectors_use_the_template_and_keep_a_given_statistic(monkeypatch):
+    from dptutor.audit import pair_search
+
+    def copies(data, size, rng):
+        return np.asarray(data, dtype=np.float64) + rng.laplace(0.0, 1.0, size=(size, 3))
+
+    asked = []
+    real_audit = pair_search.audit_pair
+    monkeypatch.setattr(pair_search, "audit_pair",
+                        lambda *a, **k: asked.append((k["trials"], k.get("statistic"))) or real_audit(*a, **k))
+    big = pair_search._PILOT_TEMPLATE_TRIALS
+    pair = ((0.0, 0.0, 0.0), (1.0, 0.0, 0.0))
+    pilot = pair_search._Pilot(copies, {"epsilon": 1.0}, 10_000, np.random.SeedSequence(1))
+    pilot.audit([pair], 2_000)
+    pilot.audit([pair], big)
+    assert asked == [(2_000, "template"), (big, None)] and pilot.options.get("statistic") is None
+    # The template ranks from few runs: the pair that changes all three answers scores above the one that changes one.
+    pilot.audit([((0.0, 0.0, 0.0), (1.0, 1.0, 1.0)), pair], 2_000)
+    assert pilot.scores[pilot.index[pair_search._key(((0.0, 0.0, 0.0), (1.0, 1.0, 1.0)))]] > pilot.scores[0]
+    total = lambda out: out.sum(axis=1)  # noqa: E731
+    asked.clear()
+    given = pair_search._Pilot(copies, {"epsilon": 1.0, "statistic": total}, 10_000, np.random.SeedSequence(1))
+    given.audit([pair], 2_000)
+    assert asked == [(2_000, total)]
+
 def _pilot_audit(counts_x: np.ndarray, counts_xp: np.ndarray, n: int) -> PairAudit:
     """A pilot audit whose estimation half saw the nested events with these counts (of x, of x') in n runs each."""
     return PairAudit(lower_bound=0.0, estimate=0.0, event="S", counts=[[counts_x[-1], n - counts_x[-1]],
