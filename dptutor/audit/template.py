@@ -61,7 +61,7 @@ def template_of(inputs: Any, width: int) -> NoiseTemplate | None:
         raise TypeError(f"inputs must be a pair (x, x_prime) or None, got {type(inputs).__name__}")
     try:
         a, b = (np.asarray(v, dtype=np.float64) for v in inputs)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # an integer beyond the float range has no template either
         return None  # categories or other non-numeric datasets: no template
     if a.shape != b.shape or not (np.isfinite(a).all() and np.isfinite(b).all()) or np.array_equal(a, b):
         return None

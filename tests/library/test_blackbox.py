@@ -659,7 +659,7 @@ def test_noise_template_only_where_it_applies():
     rng = np.random.default_rng(42)
     a, c = rng.normal(0.0, 1.0, (2000, 3)), rng.normal(0.5, 1.0, (2000, 3))
     # inputs that do not fit the outputs (another length, categories, equal) leave "auto" to the fitted models
-    for inputs in ((np.zeros(4), np.ones(4)), ("u", "v"), (1.0, 1.0), (np.zeros(3), np.ones(2))):
+    for inputs in ((np.zeros(4), np.ones(4)), ("u", "v"), (1.0, 1.0), (np.zeros(3), np.ones(2)), (10**400, 1)):
         assert fit_statistic(a, c, inputs=inputs).kind in {mod for mod, _, _ in AUTO_CANDIDATES}
     with pytest.raises(ValueError, match="inputs"):
         fit_statistic(a, c, model="template")

@@ -505,9 +505,13 @@ def test_the_template_statistic_fits_nothing_and_falls_back_where_it_does_not_ap
     by_label = lambda data, size, rng: _noisy_copies(labels[data], size, rng)  # noqa: E731
     audit_pair(by_label, "a", "b", epsilon=3.0, trials=40_000, rng=3, statistic="template")
     assert len(fits) == 2
+    # An integer beyond the float range is no template's input either: learned, not an OverflowError.
+    huge = lambda data, size, rng: _noisy_copies((0.0, 0.0, float(data > 1)), size, rng)  # noqa: E731
+    audit_pair(huge, 10**400, 1, epsilon=3.0, trials=40_000, rng=3, statistic="template")
+    assert len(fits) == 3
     # Outputs that need no statistic (a scalar): exactly the audit with None.
     first = lambda data, size, rng: _noisy_copies(data, size, rng)[:, 0]  # noqa: E731
     same = [audit_pair(first, x, xp, epsilon=1.0, trials=20_000, rng=5, statistic=s) for s in ("template", None)]
-    assert same[0].lower_bound == same[1].lower_bound and same[0].event == same[1].event and len(fits) == 2
+    assert same[0].lower_bound == same[1].lower_bound and same[0].event == same[1].event and len(fits) == 3
     with pytest.raises(ValueError, match="statistic"):
         audit_pair(first, x, xp, epsilon=1.0, trials=1_000, statistic="templates")
