@@ -224,7 +224,7 @@ def audit_pair(
     >>> bool(result.lower_bound <= 1.0)
     True
     """
-    eps, trials, conf, dlt, frac, learn = _check_audit_args(
+    eps, trials, conf, dlt, frac, named = _check_audit_args(
         mechanism, epsilon, trials, confidence_level, statistic, delta, selection, bounds, executor)
     name = callable_name(mechanism)
     x, x_prime = (_read_only(value) for value in (x, x_prime))
@@ -234,7 +234,7 @@ def audit_pair(
     sel_seq, est_seq = seed_seq.spawn(2)
     n_fit = 0
     probed: Any = None
-    if statistic is None or learn:
+    if statistic is None or named:
         # A statistic learned on a fitting sample that is part of the selection half (its own seed, the
         # third child of the seed sequence, so the two halves' seeds are those of an audit without it).
         fit_seq = np.random.SeedSequence(seed_seq.entropy, spawn_key=seed_seq.spawn_key + (2,),
@@ -260,13 +260,14 @@ def _check_audit_args(
     mechanism: Any, epsilon: object, trials: object, confidence_level: object, statistic: Any, delta: object,
     selection: object, bounds: object, executor: object,
 ) -> tuple[float, int, float, float, float, bool]:
-    """:func:`audit_pair`'s checks: ``(epsilon, trials, confidence_level, delta, selection, learn)``."""
+    """:func:`audit_pair`'s checks: ``(epsilon, trials, confidence_level, delta, selection, named)``, the last
+    whether ``statistic`` is one of :data:`STATISTIC_NAMES`."""
     check_callable(mechanism, "mechanism", "mechanism(data, size, rng)")
     eps = check_positive(epsilon, "epsilon")
     n = check_int(trials, "trials", minimum=2, maximum=10**12)
     conf = check_probability(confidence_level, "confidence_level")
-    learn = isinstance(statistic, str)
-    if learn:
+    named = isinstance(statistic, str)
+    if named:
         check_choice(statistic, "statistic", STATISTIC_NAMES)
     elif statistic is not None:
         check_callable(statistic, "statistic", "statistic(outputs) -> one real per output, 'learned' or 'template'")
@@ -277,7 +278,7 @@ def _check_audit_args(
         raise ValueError("bounds='joint' bounds a ratio of probabilities and needs delta = 0; use bounds='two' with delta > 0")
     if executor is not None and not isinstance(executor, concurrent.futures.Executor):
         raise TypeError(f"executor must be a concurrent.futures.Executor, got {type(executor).__name__}")
-    return eps, n, conf, dlt, frac, learn
+    return eps, n, conf, dlt, frac, named
 
 
 def _read_only(value: Any) -> Any:
