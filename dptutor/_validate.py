@@ -485,17 +485,14 @@ def recordable_seed(value: object, name: str = "rng") -> int | tuple[int, ...]:
     return seed_entropy(check_seed_sequence(value, name))
 
 
-
 # ---------------------------------------------------------------------------------------------
 # (learning) checks for dptutor.learning: a design matrix and its class labels
 # ---------------------------------------------------------------------------------------------
 
 
 def check_labels(value: object, name: str, n: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """Class labels: a 1-d array of ``n`` integer-valued reals with at least two distinct values.
-
-    Returns ``(classes, index)``: the sorted distinct labels and each label's position among them.
-    """
+    """Class labels: a 1-d array of ``n`` integer-valued reals with at least two distinct values, as
+    ``(classes, index)``: the sorted distinct labels and each label's position among them."""
     arr = check_float_array(value, name, finite=True, ndim=1)
     if arr.size != n:
         raise ValueError(f"{name} must have one label per row of X ({n}), got {arr.size}")
@@ -584,3 +581,20 @@ def check_pair_list(value: object, name: str) -> list[tuple[Any, Any]]:
             if isinstance(item, float) and not math.isfinite(item):
                 raise ValueError(f"{name}[{i}] must hold finite inputs, got {item!r}")
     return [tuple(pair) for pair in items]
+
+
+def check_tallies(value: object, name: str) -> dict[Any, tuple[int, int]]:
+    """Output values (ints or int tuples) mapped to counts under ``x`` and ``x_prime``, as many of each: a dict."""
+    out: dict[Any, tuple[int, int]] = {}
+    for key, pair in check_mapping(value, name, min_len=0).items():
+        parts = key if isinstance(key, tuple) else (key,)
+        if not all(isinstance(k, numbers.Integral) for k in parts):
+            raise TypeError(f"{name} must map output values (ints or tuples of ints) to counts, got the key {key!r}")
+        if isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence) or len(pair) != 2:
+            raise TypeError(f"{name}[{key!r}] must be a pair of counts (under x, under x_prime), got {pair!r}")
+        counts = tuple(check_int(c, f"{name}[{key!r}]", minimum=0) for c in pair)
+        out[tuple(int(k) for k in parts) if isinstance(key, tuple) else int(key)] = counts  # type: ignore[assignment]
+    total = sum(a for a, _ in out.values())
+    if total != sum(b for _, b in out.values()) or total > 10**13:
+        raise ValueError(f"{name} must count as many runs of x as of x_prime, at most 10**13 of each")
+    return out

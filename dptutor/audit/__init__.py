@@ -12,6 +12,8 @@ One module per idea:
   and confirms the best on fresh runs;
 - :mod:`dptutor.audit.pair_search`: :func:`audit_mechanism`, the audit with no pair handed in: a search over
   the inputs (starting pairs, a local search) on a stated share of a total run budget, then a fresh confirmation;
+- :mod:`dptutor.audit.pair_pool`: the pairs that search starts from (:func:`vector_pairs`, :func:`value_pairs`) and
+  the local moves it may try (:func:`pair_moves`);
 - :mod:`dptutor.audit.limits`: :func:`reach_probability`, a Neyman-Pearson limit on what any valid audit
   can report from a given number of runs, and :func:`reach_count_probability`, the same for how many of
   several independent audits reach their targets;
@@ -23,14 +25,15 @@ Every public name of these modules is importable from ``dptutor.audit``.
 
 from __future__ import annotations
 
-from dptutor.audit import learned, limits, one_run, pair, pair_search, sanity, search
+from dptutor.audit import learned, limits, one_run, pair, pair_pool, pair_search, sanity, search
 from dptutor.audit.learned import *  # noqa: F401,F403
 from dptutor.audit.limits import *  # noqa: F401,F403
 from dptutor.audit.one_run import *  # noqa: F401,F403
 from dptutor.audit.pair import *  # noqa: F401,F403
+from dptutor.audit.pair_pool import *  # noqa: F401,F403
 from dptutor.audit.pair_search import *  # noqa: F401,F403
 from dptutor.audit.sanity import *  # noqa: F401,F403
 from dptutor.audit.search import *  # noqa: F401,F403
 
-__all__ = [*sanity.__all__, *pair.__all__, *learned.__all__, *search.__all__, *pair_search.__all__, *limits.__all__,
-           *one_run.__all__]
+__all__ = [*sanity.__all__, *pair.__all__, *learned.__all__, *search.__all__, *pair_pool.__all__, *pair_search.__all__,
+           *limits.__all__, *one_run.__all__]

@@ -19,6 +19,7 @@ from dptutor._validate import (
     check_probability,
     check_real,
     check_seed,
+    check_tallies,
 )
 from dptutor.audit._pair_cells import Layout, callable_name
 from dptutor.audit._sanity_result import format_loss
@@ -155,6 +156,11 @@ class PairAudit:
         ``bounds="joint"`` with two candidate events (the first cut and a different cautious one): their
         estimation counts, shape ``(2, 2, 2)``, each table oriented like ``counts``, the first cut's first;
         ``counts`` is one of the two.  None when one event was bounded.
+    tallies : mapping or None, optional
+        For outputs counted value by value: each output value seen (an int, or a tuple of ints) mapped to how
+        often it came out under ``x`` and under ``x_prime`` over all the audit's runs, both halves (a new dict;
+        ``audit_pair(..., prior=result.tallies)`` lets a later audit of the same pair choose its event with them).
+        None for real outputs, counted in histogram cells.
 
     Raises
     ------
@@ -179,6 +185,7 @@ class PairAudit:
     false_negative_rates: Any = None
     bounds: str = "four"
     candidates: Any = None
+    tallies: Any = None
 
     def __post_init__(self) -> None:
         check_real(self.lower_bound, "lower_bound", low=0.0)
@@ -213,6 +220,8 @@ class PairAudit:
             if not any((table == counts).all() for table in both):
                 raise ValueError("counts must be one of the candidates' tables")
             object.__setattr__(self, "candidates", both)
+        if self.tallies is not None:
+            object.__setattr__(self, "tallies", check_tallies(self.tallies, "tallies"))
 
     def bound_at(self, confidence_level: float) -> float:
         """The lower bound at another confidence level, from the same event and estimation counts.
@@ -322,7 +331,7 @@ def _describe_set(keys: list[Any]) -> str:
 def bound_from_counts(
     sel: NDArray[np.int64], est: NDArray[np.int64], n_sel: int, n_est: int, layout: Layout, keys: list[Any],
     epsilon: float, delta: float, confidence: float, trials: int, seed: Any, name: str, n_fit: int = 0,
-    bounds: str = "four", selection: float = 0.5,
+    bounds: str = "four", selection: float = 0.5, prior_runs: int = 0, tallies: Any = None,
 ) -> PairAudit:
     """Choose the cut on the selection counts, bound its probabilities on the estimation counts.
 
@@ -332,6 +341,8 @@ def bound_from_counts(
     ``gamma / 4``) and takes the best of the four (direction, S or its complement); ``"two"``: the
     selection half also chooses the direction and the side, and the estimation half needs only a lower
     bound on the numerator and an upper bound on the denominator, each at error ``gamma / 2``.
+    ``sel`` may include ``prior_runs`` earlier runs of each dataset (``audit_pair``'s ``prior``): they choose the cut
+    with the rest of ``sel``; ``tallies`` (this audit's own counts, discrete outputs) is stored in the result.
     """
     alpha = 1.0 - confidence
     cells = sel.shape[1]
@@ -347,11 +358,11 @@ def bound_from_counts(
             lower_bound=0.0, estimate=0.0, event="none (every output was the same value)", counts=counts,
             trials=trials, epsilon=epsilon, delta=delta, confidence=confidence, seed=seed, mechanism=name,
             selection_trials=n_sel + n_fit, estimation_trials=n_est, false_positive_rates=fpr, false_negative_rates=fnr,
-            bounds=bounds,
+            bounds=bounds, tallies=tallies,
         )
 
     each = alpha / 4.0 if bounds == "four" else alpha / 2.0
-    picks = _candidate_cuts(cum_sel, n_sel, n_est, each, alpha, delta, bounds, selection)
+    picks = _candidate_cuts(cum_sel, n_sel + prior_runs, n_est, each, alpha, delta, bounds, selection)
 
     # 2. Estimation: exact (Clopper-Pearson) bounds on the estimation half's counts; the larger of two candidates.
     found = []
@@ -386,7 +397,7 @@ def bound_from_counts(
         trials=trials, epsilon=epsilon, delta=delta, confidence=confidence, seed=seed, mechanism=name,
         selection_trials=n_sel + n_fit, estimation_trials=n_est, threshold=threshold,
         false_positive_rates=fpr, false_negative_rates=fnr, bounds=bounds,
-        candidates=np.stack([f[3] for f in found]) if len(found) == 2 else None,
+        candidates=np.stack([f[3] for f in found]) if len(found) == 2 else None, tallies=tallies,
     )
 
 

@@ -6,7 +6,7 @@ import concurrent.futures
 import itertools
 import math
 import pickle
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -20,6 +20,7 @@ from dptutor._validate import (
     check_probability,
     check_real,
     check_seed_sequence,
+    check_tallies,
     check_workers,
     renamed_parameters,
     seed_entropy,
@@ -104,6 +105,7 @@ def audit_pair(
     executor: concurrent.futures.Executor | None = None,
     selection: float = 0.5,
     bounds: str = "four",
+    prior: Mapping[Any, tuple[int, int]] | None = None,
 ) -> PairAudit:
     """A sound lower bound on the (epsilon, delta) of ``mechanism`` from the pair ``x``, ``x_prime``.
 
@@ -141,6 +143,12 @@ def audit_pair(
         The fraction of the runs that chooses the event, in :data:`SELECTION_RANGE`.
     bounds : {"four", "two", "joint"}, optional
         How the chosen event's probabilities are bounded (see Notes).
+    prior : mapping or None, optional
+        Counts from earlier runs of the same pair, made apart from this audit's, as ``{value: (count under x,
+        count under x_prime)}`` (such as an earlier result's :attr:`~dptutor.audit.pair.PairAudit.tallies`).  Where
+        the outputs are counted value by value, they join the selection half's counts to choose the event, so a
+        smaller ``selection`` leaves more runs to measure it; they are ignored for real outputs.  They never
+        touch the estimation half, so the bound is sound whatever they hold.
 
     Returns
     -------
@@ -227,6 +235,7 @@ def audit_pair(
     eps, trials, conf, dlt, frac, named = _check_audit_args(
         mechanism, epsilon, trials, confidence_level, statistic, delta, selection, bounds, executor)
     name = callable_name(mechanism)
+    prior = None if prior is None else check_tallies(prior, "prior")
     x, x_prime = (_read_only(value) for value in (x, x_prime))
     seed_seq = check_seed_sequence(rng, "rng")
     n_sel = min(trials - 1, max(1, int(trials * frac)))
@@ -251,9 +260,11 @@ def audit_pair(
     layout, probe = probe_block(mechanism, name, x, x_prime, first_size, first_seed, statistic, probed)
     counter = _Counts(layout, probe, name)
     _run_pair_blocks(mechanism, name, x, x_prime, layout, tasks, workers, executor, counter.add, statistic)
+    tallies = counter.tallies()
+    extra = counter.add_prior(prior)
     keys, sel, est = counter.ordered()
     return bound_from_counts(sel, est, n_sel_blocks, n_est, layout, keys, eps, dlt, conf, trials,
-                             seed_entropy(seed_seq), name, n_fit, bounds, frac)
+                             seed_entropy(seed_seq), name, n_fit, bounds, frac, extra, tallies)
 
 
 def _check_audit_args(
@@ -325,6 +336,24 @@ class _Counts:
                         )
                     row = self.table[key] = np.zeros(4, dtype=np.int64)
                 row[2 * half + d] += c
+
+    def tallies(self) -> dict[Any, tuple[int, int]] | None:
+        """Each output value's counts under x and x_prime over both halves; None for real outputs."""
+        return None if self.real else {k: (int(r[0] + r[2]), int(r[1] + r[3])) for k, r in self.table.items()}
+
+    def add_prior(self, prior: dict[Any, tuple[int, int]] | None) -> int:
+        """Add earlier runs' counts (checked) to the selection half's, for discrete outputs; the runs per dataset added."""
+        if self.real or not prior:
+            return 0
+        for key, (a, b) in prior.items():
+            row = self.table.get(key)
+            if row is None:
+                if len(self.table) >= PAIR_MAX_CATEGORIES:
+                    raise ValueError(f"prior and the audit's outputs hold more than {PAIR_MAX_CATEGORIES} distinct values")
+                row = self.table[key] = np.zeros(4, dtype=np.int64)
+            row[0] += a
+            row[1] += b
+        return sum(a for a, _ in prior.values())
 
     def ordered(self) -> tuple[list[Any], NDArray[np.int64], NDArray[np.int64]]:
         """``(keys, selection counts, estimation counts)``, the cells in the order of the candidate events."""

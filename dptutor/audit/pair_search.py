@@ -1,33 +1,42 @@
 """A search over the input space for the pair of neighbouring inputs on which a mechanism leaks most.
 
-:func:`audit_mechanism` audits a mechanism with no pair handed in: it spends a stated share of a total run budget on a *pilot*
-that searches the inputs, and the rest on one fresh confirmation audit of the pair the pilot liked best
-(:func:`dptutor.audit.pair.audit_pair`). The pilot
+:func:`audit_mechanism` audits a mechanism with no pair handed in: it spends a stated share of a total run budget
+on a *pilot* that searches the inputs, and the rest on one fresh confirmation audit of the pair the pilot liked
+best (:func:`dptutor.audit.pair.audit_pair`). The pilot
 
-1. starts from a pool of pairs: for numeric query vectors, :func:`vector_pairs` (StatDP's patterns, as
-   :func:`dptutor.audit.search.candidate_pairs` lists them, and *crossing* pairs: one answer moves by 1 one way while every other
-   answer moves by 1 the other way, so that it overtakes them or crosses a threshold); for categorical or bounded inputs,
-   :func:`value_pairs` (every pair of distinct values); or the user's own ``candidates``;
-2. runs rounds of successive halving that share the pilot's runs equally: each round audits the surviving pairs on fresh runs and
-   keeps the better half;
-3. searches locally in the first ``steps`` rounds: a random sample of untried neighbours of the best few (:func:`pair_moves`: one
-   answer's change turned, one answer moved, every answer moved) joins the survivors. Off by default (``steps = 0``): measured on
-   DP-Sniper's benchmark at 2*10^7 runs, the neighbours it adds share the pilot's runs and cost more in ranking noise than they
-   find (benchmarks/README.md).
+1. starts from a pool of pairs (:mod:`dptutor.audit.pair_pool`): for numeric query vectors,
+   :func:`~dptutor.audit.pair_pool.vector_pairs` (StatDP's patterns, as :func:`dptutor.audit.search.candidate_pairs`
+   lists them, and *crossing* pairs: one answer moves by 1 one way while every other answer moves by 1 the other
+   way, so that it overtakes them or crosses a threshold); for categorical or bounded inputs,
+   :func:`~dptutor.audit.pair_pool.value_pairs` (every pair of distinct values); or the user's own ``candidates``;
+2. runs rounds of successive halving that share the pilot's runs equally: each round audits the surviving pairs on
+   fresh runs and keeps the better half;
+3. searches locally in the first ``steps`` rounds: a random sample of untried neighbours of the best few
+   (:func:`~dptutor.audit.pair_pool.pair_moves`: one answer's change turned, one answer moved, every answer moved)
+   joins the survivors. Off by default (``steps = 0``): measured on DP-Sniper's benchmark at 2*10^7 runs, the
+   neighbours it adds share the pilot's runs and cost more in ranking noise than they find (benchmarks/README.md).
 
-Every pilot audit is scored by the bound its pair projects for the confirmation's budget: the largest, over the audit's candidate
-events (its trade-off points on the estimation half), of the estimated log-ratio minus a normal margin at the confirmation's size.
-If the first audit finds discrete outputs with so many values that it saw each fewer than ``_PILOT_RUNS_PER_VALUE`` times on
-average, that pair is audited again and the whole pilot ranks through a learned statistic (the later rounds pay for the extra
-audit; the confirmation still counts the outputs one by one). Where the outputs need a statistic and the user gave none, pilot
-audits of fewer than ``_PILOT_TEMPLATE_TRIALS`` runs per input use the noise template (``statistic="template"``), which fits
-nothing: a learned statistic overfits at that size and ranks the pairs by noise.
+Every pilot audit is scored by the bound its pair projects for the confirmation's budget: the largest, over the
+audit's candidate events (its trade-off points on the estimation half), of the estimated log-ratio minus a normal
+margin at the confirmation's size. If the first audit finds discrete outputs with so many values that it saw each
+fewer than ``_PILOT_RUNS_PER_VALUE`` times on average, that pair is audited again and the whole pilot ranks through a
+learned statistic (the later rounds pay for the extra audit; the confirmation still counts the outputs one by one).
+Where the outputs need a statistic and the user gave none, pilot audits of fewer than ``_PILOT_TEMPLATE_TRIALS`` runs
+per input use the noise template (``statistic="template"``), which fits nothing: a learned statistic overfits at that
+size and ranks the pairs by noise.
 
-The multiple-testing correction. The pilot's choice, however adaptive, is a function of the pilot's runs only, which are
-independent of the confirmation's. Conditioned on the pilot, the confirmation audits one fixed pair at ``confidence_level``, so no
-correction is needed for the pairs the pilot tried; with ``confirm = J > 1`` pairs confirmed, each at error
-``(1 - confidence_level) / J`` (Bonferroni), their maximum holds at ``confidence_level`` by the union bound. The bound is on the
-mechanism's epsilon over every pair the search could return, so the pool and the moves must only make pairs that are neighbours.
+The pilot's runs of the chosen pair are not thrown away. Where its outputs are counted value by value, the pilot
+pools their counts over the rounds (each audit's :attr:`~dptutor.audit.pair.PairAudit.tallies`) and hands them to the
+confirmation as ``prior``: they help choose the event, and the confirmation chooses it on ``_PRIOR_SELECTION`` of its
+own runs (or on the ``selection`` asked, if smaller), so that more of them measure it.
+
+The multiple-testing correction. The pilot's choice, however adaptive, is a function of the pilot's runs only, which
+are independent of the confirmation's. Conditioned on the pilot, the confirmation audits one fixed pair at
+``confidence_level``, and its event is fixed by the pilot's counts and the confirmation's selection runs, never by the
+runs that measure it, so no correction is needed for the pairs the pilot tried; with ``confirm = J > 1`` pairs
+confirmed, each at error ``(1 - confidence_level) / J`` (Bonferroni), their maximum holds at ``confidence_level`` by
+the union bound. The bound is on the mechanism's epsilon over every pair the search could return, so the pool and
+the moves must only make pairs that are neighbours.
 """
 
 from __future__ import annotations
@@ -41,7 +50,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dptutor._validate import (
-    check_bool,
     check_callable,
     check_choice,
     check_float_array,
@@ -51,19 +59,15 @@ from dptutor._validate import (
     check_probability,
     check_real,
     check_seed_sequence,
-    check_sequence,
     renamed_parameters,
 )
 from dptutor.audit.pair import PairAudit, audit_pair
-from dptutor.audit.search import candidate_pairs
+from dptutor.audit.pair_pool import NEIGHBOURS, pair_key, pair_moves, unique_pairs, value_pairs, vector_pairs
 
-__all__ = ["PAIR_SEARCH_SHARE", "MechanismAudit", "vector_pairs", "value_pairs", "pair_moves", "audit_mechanism"]
+__all__ = ["PAIR_SEARCH_SHARE", "MechanismAudit", "audit_mechanism"]
 
 #: The default share of the total runs that the pilot spends (the rest goes to the confirmation).
 PAIR_SEARCH_SHARE: float = 0.3
-#: Neighbour relations of numeric query vectors: every answer may change by at most 1, or one answer only.
-NEIGHBOURS = ("componentwise", "one")
-_SCALES = (2.0, 5.0)  # base levels of the scaled variants of StatDP's patterns (one answer only)
 #: Counted one value at a time, hundreds of rare output values rank pairs by noise at a pilot's size (SVT6, 1,024
 #: patterns: DP-Sniper's bound reached in 2 of 10 development seeds, in 10 of 10 with a learned pilot statistic).
 _PILOT_RUNS_PER_VALUE = 100
@@ -72,181 +76,8 @@ _PILOT_TEMPLATE_TRIALS = 100_000
 #: Beyond _MANY_POINTS trade-off points (a real output, a learned statistic) the pilot's score subtracts _MANY_POINTS_SE
 #: pilot standard errors, not 1: the best of thousands of nested events is a tail of a few runs (benchmarks/README.md).
 _MANY_POINTS, _MANY_POINTS_SE = 256, 3.0
-_HEIGHTS = (-10.0, 0.0, 6.0)  # where the crossing answer starts, above the others (all 2)
-_STEPS = (1.0, 4.0)  # how far one answer moves in a local-search step
-
-
-def _canonical(x: Any, x_prime: Any) -> tuple[Any, Any]:
-    """Vectors as tuples of floats (scalars as floats), so that pairs can be compared and deduplicated."""
-    def one(v: Any) -> Any:
-        arr = np.asarray(v, dtype=np.float64)
-        return float(arr) if arr.ndim == 0 else tuple(float(t) for t in arr.ravel())
-    return one(x), one(x_prime)
-
-
-def _key(pair: tuple[Any, Any]) -> Any:
-    """The same key for a pair and its reverse (an audit covers both directions)."""
-    a, b = repr(pair[0]), repr(pair[1])
-    return (a, b) if a <= b else (b, a)
-
-
-def _unique(pairs: Sequence[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
-    seen: set = set()
-    out = []
-    for pair in pairs:
-        k = _key(pair)
-        if pair[0] != pair[1] and k not in seen:
-            seen.add(k)
-            out.append(pair)
-    return out
-
-
-def vector_pairs(k: int, *, neighbours: str = "componentwise") -> list[tuple[Any, Any]]:
-    """Starting pairs for ``k`` numeric query answers (floats when ``k = 1``), each pair once in one order.
-
-    StatDP's patterns (:func:`~dptutor.audit.search.candidate_pairs`; for ``k = 1`` also their scaled and
-    signed variants: the input multiplied by 2 or 5, the change added or subtracted), and *crossing* pairs:
-    one answer (the first, the middle or one of the last two), level with the others (all 2), 6 above them or
-    10 below, moves by 1 one way while every other answer moves by 1 the other way (``componentwise``), or
-    moves by 1 alone (``one``).  The pool is kept short on purpose: the pilot's runs are shared among its
-    pairs, and at a budget of 10^7 runs it can rank only a few dozen pairs whose epsilon differ by a hundredth.
-
-    Parameters
-    ----------
-    k : int
-        The number of answers, 1 to 4,096.
-    neighbours : {"componentwise", "one"}, optional
-        Every answer may change by at most 1, or only one answer may.
-
-    Returns
-    -------
-    list of (x, x_prime)
-        Distinct pairs of neighbouring inputs.
-
-    Raises
-    ------
-    TypeError, ValueError
-        Naming the bad parameter.
-
-    Examples
-    --------
-    >>> vector_pairs(1)[:2]
-    [(1.0, 0.0), (1.0, 2.0)]
-    """
-    k = check_int(k, "k", minimum=1, maximum=1 << 12)
-    check_choice(neighbours, "neighbours", NEIGHBOURS)
-    wide = neighbours == "componentwise"
-    base = [(np.array(a), np.array(b)) for a, b in candidate_pairs(k, componentwise=wide and k > 1)]
-    pairs = [(a, b) for a, b in base]
-    if k == 1:
-        for scale in _SCALES:
-            pairs += [(scale * a, scale * a + sign * (b - a)) for a, b in base for sign in (1.0, -1.0)]
-    for j in sorted({0, k // 2, k - 2, k - 1}) if k > 1 else ():
-        for h in _HEIGHTS:
-            x = np.full(k, 2.0)
-            x[j] += h
-            if wide:
-                pairs += [(x, x - d + 2 * d * np.eye(k)[j]) for d in (1.0, -1.0)]
-            else:
-                pairs += [(x, x + np.eye(k)[j])]
-    if k == 1:
-        pairs = [(a[0], b[0]) for a, b in pairs]
-    return _unique([_canonical(a, b) for a, b in pairs])
-
-
-def value_pairs(values: Sequence[Any], *, adjacent: bool = False) -> list[tuple[Any, Any]]:
-    """Every pair of distinct values, each once: the starting pairs for categorical or bounded inputs.
-
-    Parameters
-    ----------
-    values : sequence
-        The possible inputs (at least 2, at most 1,000), passed to the mechanism as they are.
-    adjacent : bool, optional
-        Only the pairs of values next to each other in ``values`` (a bounded count, whose neighbours
-        differ by 1), instead of every pair (a category, which a neighbouring input may change to any other).
-
-    Returns
-    -------
-    list of (x, x_prime)
-        The ``n (n - 1) / 2`` pairs (``n - 1`` with ``adjacent``).
-
-    Raises
-    ------
-    TypeError, ValueError
-        Naming the bad parameter.
-
-    Examples
-    --------
-    >>> value_pairs([0, 1, 2])
-    [(0, 1), (0, 2), (1, 2)]
-    """
-    items = check_sequence(values, "values", min_len=2)
-    check_bool(adjacent, "adjacent")
-    if len(items) > 1000:
-        raise ValueError(f"values must list at most 1000 inputs, got {len(items)}")
-    if any(isinstance(a, float) and not math.isfinite(a) for a in items):
-        raise ValueError("values must be finite")
-    out = []
-    for i, a in enumerate(items):
-        for j, b in enumerate(items[i + 1:], start=i + 1):
-            if repr(a) == repr(b):
-                raise ValueError(f"values must be distinct, got {a!r} twice")
-            if not adjacent or j == i + 1:
-                out.append((a, b))
-    return out
-
-
-def pair_moves(x: Any, x_prime: Any, *, neighbours: str = "componentwise") -> list[tuple[Any, Any]]:
-    """The local-search neighbours of a numeric pair: every pair one step away that is still a pair of neighbours.
-
-    A step turns one answer's change to another allowed value (``componentwise``: -1, 0 or 1; ``one``: the
-    change moves to another answer or flips its sign), moves one answer of both inputs by 1 or 4 up or down,
-    or moves every answer by 1 up or down.
-
-    Parameters
-    ----------
-    x, x_prime : float or array_like of float
-        The pair, of the same length, finite.
-    neighbours : {"componentwise", "one"}, optional
-        The neighbour relation (see :func:`vector_pairs`).
-
-    Returns
-    -------
-    list of (x, x_prime)
-        The distinct neighbouring pairs (vectors as tuples, scalars as floats).
-
-    Raises
-    ------
-    TypeError, ValueError
-        Naming the bad parameter.
-
-    Examples
-    --------
-    >>> len(pair_moves(1.0, 0.0))
-    4
-    """
-    a = check_float_array(x, "x", finite=True)
-    b = check_float_array(x_prime, "x_prime", finite=True)
-    if a.shape != b.shape or a.ndim > 1:
-        raise ValueError(f"x and x_prime must be scalars or vectors of the same length, got shapes {a.shape} and {b.shape}")
-    check_choice(neighbours, "neighbours", NEIGHBOURS)
-    a, b = np.atleast_1d(a), np.atleast_1d(b)
-    k, d = a.size, b - a
-    out = []
-    for i in range(k):
-        for step in _STEPS:
-            for sign in (1.0, -1.0):
-                shift = np.where(np.arange(k) == i, sign * step, 0.0)
-                out.append((a + shift, b + shift))
-        if neighbours == "componentwise":
-            out += [(a, a + np.where(np.arange(k) == i, c, d)) for c in (-1.0, 0.0, 1.0) if c != d[i]]
-        elif d[i] == 0 and np.any(d != 0):
-            out.append((a, a + np.roll(d, i - int(np.flatnonzero(d)[0]))))
-    if neighbours == "one":
-        out.append((a, a - d))
-    out += [(a + s, b + s) for s in (1.0, -1.0)]
-    scalar = np.ndim(x) == 0
-    return _unique([_canonical(p[0] if scalar else p, q[0] if scalar else q) for p, q in out])
+#: The confirmation's own selection share when the pilot hands it counts of the pair's outputs (``prior``).
+_PRIOR_SELECTION = 0.05
 
 
 @dataclass(frozen=True, eq=False)
@@ -341,6 +172,7 @@ class _Pilot:
         self.stages: list[int] = []
         self.spent = 0
         self.learned = False  # the first audit switched the pilot to a learned statistic
+        self.tallies: dict[tuple[str, str], dict[Any, tuple[int, int]]] = {}  # per ordered pair: counts of its outputs
 
     def _one(self, pair: tuple[Any, Any], trials: int, seed: np.random.SeedSequence) -> PairAudit:
         small = trials < _PILOT_TEMPLATE_TRIALS and self.options.get("statistic") is None
@@ -374,7 +206,12 @@ class _Pilot:
                 if last:
                     trials = max(2, trials * (len(pairs) - 1) // len(pairs))
                 result = self._one(pair, trials, base.spawn(1)[0])  # a child the round's pairs do not use
-            i = self.index.setdefault(_key(pair), len(self.pairs))
+            if result.tallies is not None:  # outputs counted value by value: pooled over the pair's audits
+                acc = self.tallies.setdefault((repr(pair[0]), repr(pair[1])), {})
+                for value, (a, b) in result.tallies.items():
+                    old = acc.get(value, (0, 0))
+                    acc[value] = (old[0] + a, old[1] + b)
+            i = self.index.setdefault(pair_key(pair), len(self.pairs))
             if i == len(self.pairs):
                 self.pairs.append(pair)
                 self.scores.append(0.0)
@@ -415,7 +252,7 @@ def _score(result: PairAudit, confirm_trials: int) -> float:
 
 
 def _moves_of(moves: Any, pair: tuple[Any, Any], neighbours: str) -> list[tuple[Any, Any]]:
-    """The local-search neighbours of ``pair``: the user's ``moves(x, x_prime)``, else :func:`pair_moves` on
+    """The local-search neighbours of ``pair``: the user's ``moves(x, x_prime)``, else :func:`~dptutor.audit.pair_pool.pair_moves` on
     numeric pairs, else none."""
     if moves is not None:
         return check_pair_list(moves(*pair), "moves")
@@ -426,7 +263,7 @@ def _moves_of(moves: Any, pair: tuple[Any, Any], neighbours: str) -> list[tuple[
 
 
 def _pool(length: Any, values: Any, adjacent: bool, candidates: Any, neighbours: str, rng: np.random.Generator) -> list:
-    """The starting pairs: :func:`vector_pairs`, :func:`value_pairs` and the user's ``candidates`` (a sequence of pairs, or a
+    """The starting pairs: ``vector_pairs``, ``value_pairs`` and the user's ``candidates`` (a sequence of pairs, or a
     callable ``candidates(rng)`` returning one), deduplicated."""
     if length is None and values is None and candidates is None:
         raise ValueError("candidates must be given when neither length nor values is (the search needs a starting pool)")
@@ -437,7 +274,7 @@ def _pool(length: Any, values: Any, adjacent: bool, candidates: Any, neighbours:
         pool += value_pairs(values, adjacent=adjacent)
     if candidates is not None:
         pool += check_pair_list(candidates(rng) if callable(candidates) else candidates, "candidates")
-    return _unique(pool)
+    return unique_pairs(pool)
 
 
 def _sizes(pool: int, steps: int, keep: int, width: int, confirm: int) -> list[int]:
@@ -466,18 +303,26 @@ def _halving(pilot: _Pilot, pool: list, budget: int, steps: int, keep: int, widt
         pilot.audit(alive, max(2, per_round // len(alive)), last=len(sizes) == 1)
         if r == 0 and pilot.learned and len(sizes) > 1:  # the later rounds pay for the first pair's second audit
             per_round = max(0, budget - pilot.spent // 2) // (len(sizes) - 1)
-        ranked = sorted(alive, key=lambda p: -pilot.scores[pilot.index[_key(p)]])
+        ranked = sorted(alive, key=lambda p: -pilot.scores[pilot.index[pair_key(p)]])
         if r == len(sizes) - 1 or len(ranked) <= confirm:
             return ranked[:confirm]
         alive = ranked[:max(confirm, -(-len(ranked) // 2))]
         if r < steps:
             tried = set(pilot.index)
             for pair in ranked[:keep]:
-                near = [p for p in _unique(_moves_of(moves, pair, neighbours)) if _key(p) not in tried]
+                near = [p for p in unique_pairs(_moves_of(moves, pair, neighbours)) if pair_key(p) not in tried]
                 picked = [near[int(i)] for i in np.sort(rng.permutation(len(near))[:width])]
-                tried.update(_key(p) for p in picked)
+                tried.update(pair_key(p) for p in picked)
                 alive += picked
     return alive[:confirm]
+
+
+def _confirm_options(options: dict[str, Any], prior: dict[Any, tuple[int, int]] | None) -> dict[str, Any]:
+    """``audit_pair``'s options for a confirmation: with the pilot's counts of the pair's outputs (``prior``), they join
+    its selection half, which shrinks to ``_PRIOR_SELECTION`` of its runs (or the share asked, if smaller)."""
+    if not prior:
+        return options
+    return {**options, "prior": prior, "selection": min(options.get("selection", 0.5), _PRIOR_SELECTION)}
 
 
 @renamed_parameters(seed="rng", confidence="confidence_level")
@@ -518,19 +363,19 @@ def audit_mechanism(
     runs : int
         The total runs, at least 1,000: the sum over every audit of its runs of both inputs.
     length : int or None, optional
-        Numeric query vectors of this length (floats when 1): start from :func:`vector_pairs`, refine by
-        :func:`pair_moves`.
+        Numeric query vectors of this length (floats when 1): start from :func:`~dptutor.audit.pair_pool.vector_pairs`, refine by
+        :func:`~dptutor.audit.pair_pool.pair_moves`.
     values : sequence or None, optional
-        Categorical or bounded inputs: start from :func:`value_pairs`.
+        Categorical or bounded inputs: start from :func:`~dptutor.audit.pair_pool.value_pairs`.
     adjacent : bool, optional
         With ``values``: only values next to each other are neighbours (a bounded count).
     candidates : sequence of (x, x_prime), callable or None, optional
         The user's own starting pairs, or ``candidates(rng)`` returning them (``rng`` a numpy Generator).
     moves : callable or None, optional
-        ``moves(x, x_prime)`` returning the local-search neighbours of a pair (default :func:`pair_moves` for
+        ``moves(x, x_prime)`` returning the local-search neighbours of a pair (default :func:`~dptutor.audit.pair_pool.pair_moves` for
         numeric pairs, none otherwise).
     neighbours : {"componentwise", "one"}, optional
-        The neighbour relation of numeric vectors (see :func:`vector_pairs`).
+        The neighbour relation of numeric vectors (see :func:`~dptutor.audit.pair_pool.vector_pairs`).
     share : float, optional
         The pilot's share of ``runs``, in [0.01, 0.9].
     steps, keep, width : int, optional
@@ -592,7 +437,8 @@ def audit_mechanism(
     confirm_trials = max(2, (runs - pilot.spent) // (2 * len(chosen)))
     each = 1.0 - (1.0 - conf) / len(chosen)
     confirmed = [audit_pair(mechanism, x, x_prime, epsilon=epsilon, trials=confirm_trials, confidence_level=each,
-                            rng=tuple(int(v) for v in seed.generate_state(4)), **options)
+                            rng=tuple(int(v) for v in seed.generate_state(4)),
+                            **_confirm_options(options, pilot.tallies.get((repr(x), repr(x_prime)))))
                  for (x, x_prime), seed in zip(chosen, confirm_seq.spawn(len(chosen)))]
     k = int(np.argmax([r.lower_bound for r in confirmed]))
     return MechanismAudit(best=confirmed[k], pair=tuple(chosen[k]), piloted=tuple(pilot.pairs),

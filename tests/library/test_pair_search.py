@@ -234,7 +234,7 @@ def test_small_pilot_audits_of_real_vectors_use_the_template_and_keep_a_given_st
     assert asked == [(2_000, "template"), (big, None)] and pilot.options.get("statistic") is None
     # The template ranks from few runs: the pair that changes all three answers scores above the one that changes one.
     pilot.audit([((0.0, 0.0, 0.0), (1.0, 1.0, 1.0)), pair], 2_000)
-    assert pilot.scores[pilot.index[pair_search._key(((0.0, 0.0, 0.0), (1.0, 1.0, 1.0)))]] > pilot.scores[0]
+    assert pilot.scores[pilot.index[pair_search.pair_key(((0.0, 0.0, 0.0), (1.0, 1.0, 1.0)))]] > pilot.scores[0]
     total = lambda out: out.sum(axis=1)  # noqa: E731
     asked.clear()
     given = pair_search._Pilot(copies, {"epsilon": 1.0, "statistic": total}, 10_000, np.random.SeedSequence(1))
