@@ -486,7 +486,8 @@ def inputs_run(entries: dict, runs: int, seeds: list[int], settings: dict, index
             exact, limit, limit90 = _pair_facts(entry, found.pair, best.trials)
             row = {"name": name, "index": index[name], "seed": seed, "runs": found.runs, "pilot_runs": found.pilot_runs,
                    "bounds": settings.get("bounds", "four"), "share": share,
-                   "trials": best.trials, "bound": best.lower_bound, "bound90": best.bound_at(0.90),
+                   "trials": best.trials, "selection_trials": best.selection_trials, "bound": best.lower_bound,
+                   "bound90": best.bound_at(0.90),
                    "published": entry.dpsniper, "pair": [list(np.atleast_1d(v).tolist()) for v in found.pair],
                    "exact": exact, "limit": limit, "limit90": limit90, "piloted": len(found.piloted), "cpu": cpu}
             with open(out, "a", encoding="utf-8") as fh:

@@ -362,7 +362,9 @@ def bound_from_counts(
         )
 
     each = alpha / 4.0 if bounds == "four" else alpha / 2.0
-    picks = _candidate_cuts(cum_sel, n_sel + prior_runs, n_est, each, alpha, delta, bounds, selection)
+    n_choose = n_sel + prior_runs  # with a prior, bounds="four" scores by the runs' split, not the fraction asked
+    share = selection if prior_runs == 0 else n_choose / (n_choose + n_est)
+    picks = _candidate_cuts(cum_sel, n_choose, n_est, each, alpha, delta, bounds, share)
 
     # 2. Estimation: exact (Clopper-Pearson) bounds on the estimation half's counts; the larger of two candidates.
     found = []

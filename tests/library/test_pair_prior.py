@@ -50,9 +50,11 @@ def test_tallies_count_every_run_of_discrete_outputs():
     assert audit_pair(laplace_count, 0.0, 1.0, epsilon=1.0, trials=2_000, rng=1).tallies is None
 
 
-def test_prior_chooses_the_event():
+@pytest.mark.parametrize("bounds", ["four", "two", "joint"])
+def test_prior_chooses_the_event(bounds):
     """Twenty selection runs cannot find output 2; a prior that counts it can, and the event follows it."""
-    result = audit_pair(three_way, 0, 1, epsilon=1.0, trials=2_000, rng=3, selection=0.01, prior=exact_counts(10_000))
+    result = audit_pair(three_way, 0, 1, epsilon=1.0, trials=2_000, rng=3, selection=0.01, bounds=bounds,
+                        prior=exact_counts(10_000))
     assert result.event.startswith("output in {2}") and "more likely under x_prime" in result.event
 
 
