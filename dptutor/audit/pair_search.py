@@ -351,8 +351,10 @@ def audit_mechanism(
     ``share`` of the ``runs`` (both inputs, pilot and confirmation counted together) go to the pilot
     (the module docstring: successive halving over a pool of starting pairs, joined by neighbours of the best
     in the first ``steps`` rounds); the rest to ``confirm`` fresh audits of the pilot's best pairs, each at error
-    ``(1 - confidence_level) / confirm``.  The largest confirmed bound holds at ``confidence_level`` (the
-    pilot's choice depends on its own runs only).
+    ``(1 - confidence_level) / confirm``.  Where a pair's outputs are counted value by value, its confirmation
+    chooses the event with the pilot's counts of that pair as well (``prior``), on ``_PRIOR_SELECTION`` (5%) of
+    its own runs, or on ``selection`` if smaller.  The largest confirmed bound holds at ``confidence_level`` (the
+    pilot's choice and counts depend on its own runs only).
 
     Parameters
     ----------
