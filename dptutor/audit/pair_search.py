@@ -307,6 +307,8 @@ def _halving(pilot: _Pilot, pool: list, budget: int, steps: int, keep: int, widt
         if r == len(sizes) - 1 or len(ranked) <= confirm:
             return ranked[:confirm]
         alive = ranked[:max(confirm, -(-len(ranked) // 2))]
+        kept = {(repr(p[0]), repr(p[1])) for p in alive}  # only the confirmed pairs' counts are used: free the rest
+        pilot.tallies = {k: v for k, v in pilot.tallies.items() if k in kept}
         if r < steps:
             tried = set(pilot.index)
             for pair in ranked[:keep]:

@@ -141,3 +141,20 @@ def test_search_confirms_with_the_pilots_counts():
     best = found.best
     assert best.selection_trials == max(1, int(best.trials * pair_search._PRIOR_SELECTION))
     assert 0.0 < found.lower_bound <= EXACT
+
+
+def graded(data, size, rng):
+    """Output 2 with probability 0.1 + 0.05 * data, else 0 or 1 equally: the pair (0, 3) leaks most."""
+    p2 = 0.1 + 0.05 * int(data)
+    u = rng.random(size)
+    return np.where(u < p2, 2, np.where(u < p2 + (1.0 - p2) / 2.0, 0, 1)).astype(np.int64)
+
+
+def test_the_pilot_keeps_counts_only_of_the_pairs_still_in_the_rounds():
+    pool = [(a, b) for a in range(4) for b in range(a + 1, 4)]
+    pilot = pair_search._Pilot(graded, {"epsilon": 1.0}, 10_000, np.random.SeedSequence(3))
+    chosen = pair_search._halving(pilot, pool, 60_000, 0, 3, 8, 1, None, "componentwise", np.random.default_rng(3))
+    last = max(pilot.stages)
+    in_last = {(repr(p[0]), repr(p[1])) for p, stage in zip(pilot.pairs, pilot.stages) if stage == last}
+    assert set(pilot.tallies) == in_last and len(in_last) < len(pool)
+    assert (repr(chosen[0][0]), repr(chosen[0][1])) in pilot.tallies
