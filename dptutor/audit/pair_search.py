@@ -21,7 +21,9 @@ audit's candidate events (its trade-off points on the estimation half), of the e
 margin at the confirmation's size. If the first audit finds discrete outputs with so many values that it saw each
 fewer than ``_PILOT_RUNS_PER_VALUE`` times on average, that pair is audited again and the whole pilot ranks through a
 learned statistic (the later rounds pay for the extra audit; the confirmation still counts the outputs one by one).
-Where the outputs need a statistic and the user gave none, pilot audits of fewer than ``_PILOT_TEMPLATE_TRIALS`` runs
+Where the outputs are counted value by value, a pair's score reads its counts pooled over all its rounds so far (each
+audit's :attr:`~dptutor.audit.pair.PairAudit.tallies`), so that it sharpens as the pair survives. Where the outputs
+need a statistic and the user gave none, pilot audits of fewer than ``_PILOT_TEMPLATE_TRIALS`` runs
 per input use the noise template (``statistic="template"``), which fits nothing: a learned statistic overfits at that
 size and ranks the pairs by noise.
 
@@ -216,27 +218,45 @@ class _Pilot:
                 self.pairs.append(pair)
                 self.scores.append(0.0)
                 self.stages.append(0)
-            self.scores[i], self.stages[i] = _score(result, self.confirm_trials), self.rounds
+            pooled = self.tallies.get((repr(pair[0]), repr(pair[1])))
+            self.scores[i], self.stages[i] = _score(result, self.confirm_trials, pooled), self.rounds
         self.rounds += 1
 
 
-def _score(result: PairAudit, confirm_trials: int) -> float:
+def _pooled_rates(tallies: dict[Any, tuple[int, int]]) -> tuple[NDArray[np.float64], NDArray[np.float64], int]:
+    """``(P[M(x) in E], P[M(x') in E], runs per input)`` on counts pooled over a pair's pilot audits, for every prefix E of
+    the output values in the order of their estimated likelihood ratio (``x`` over ``x'``), then for its complement."""
+    keys = sorted(tallies, key=lambda k: math.log(tallies[k][1] + 0.5) - math.log(tallies[k][0] + 0.5))
+    counts = np.array([tallies[k] for k in keys], dtype=np.float64).T
+    n = int(counts[0].sum())
+    cum = np.cumsum(counts, axis=1)
+    return np.concatenate([cum[0], n - cum[0]]) / n, np.concatenate([cum[1], n - cum[1]]) / n, n
+
+
+def _score(result: PairAudit, confirm_trials: int, pooled: dict[Any, tuple[int, int]] | None = None) -> float:
     """The bound ``result``'s pair projects at ``confirm_trials`` runs per input: over every candidate event of its estimation
     half (its trade-off points) and both directions, the largest ``ln(p / p')`` minus the normal margin of a bound at the
     confirmation's estimation size (``z`` at the audit's error split over two bounds) and one pilot standard error
     (``_MANY_POINTS_SE`` beyond ``_MANY_POINTS`` points), so that rare events, whose estimated ratio is mostly noise, score low.
-    Never clipped at 0, so that pairs still rank when no bound would be positive.
+    Never clipped at 0, so that pairs still rank when no bound would be positive.  With ``pooled`` counts of at most
+    ``_MANY_POINTS // 2`` values (the pair's runs over all its rounds so far), the same from those counts, at the size of a
+    confirmation that chooses its event on ``_PRIOR_SELECTION`` of its runs: a pair's score sharpens as it survives.
 
     The pilot's own bound would not do: at a pilot's size its cut favours large, uninformative events."""
     from scipy import stats
 
     if result.false_positive_rates.size == 0:  # no trade-off points recorded (PairAudit stores an empty array)
         return result.lower_bound
-    n = result.estimation_trials
-    big = max(1.0, confirm_trials * n / result.trials)
+    if pooled and 2 * len(pooled) <= _MANY_POINTS:
+        a, b, n = _pooled_rates(pooled)
+        big = max(1.0, confirm_trials * (1.0 - _PRIOR_SELECTION))
+    else:
+        n = result.estimation_trials
+        big = max(1.0, confirm_trials * n / result.trials)
+        a = np.asarray(result.false_positive_rates, dtype=np.float64)
+        b = 1.0 - np.asarray(result.false_negative_rates, dtype=np.float64)
     floor = 0.5 / n  # an event never seen under one input: as if seen half a time
-    a = np.maximum(np.asarray(result.false_positive_rates, dtype=np.float64), floor)
-    b = np.maximum(1.0 - np.asarray(result.false_negative_rates, dtype=np.float64), floor)
+    a, b = np.maximum(a, floor), np.maximum(b, floor)
     z = float(stats.norm.isf((1.0 - result.confidence) / 2.0))
     pilot_se = _MANY_POINTS_SE if a.size > _MANY_POINTS else 1.0
     useful = (np.minimum(a, b) < 1.0) & (np.maximum(a, b) > floor)  # not every output, nor none seen

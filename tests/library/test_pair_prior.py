@@ -158,3 +158,22 @@ def test_the_pilot_keeps_counts_only_of_the_pairs_still_in_the_rounds():
     in_last = {(repr(p[0]), repr(p[1])) for p, stage in zip(pilot.pairs, pilot.stages) if stage == last}
     assert set(pilot.tallies) == in_last and len(in_last) < len(pool)
     assert (repr(chosen[0][0]), repr(chosen[0][1])) in pilot.tallies
+
+
+def test_pooled_rates_order_the_values_by_their_ratio():
+    a, b, n = pair_search._pooled_rates({0: (10, 30), 1: (30, 10)})
+    assert n == 40
+    np.testing.assert_allclose(a, [0.75, 1.0, 0.25, 0.0])  # P[M(x) in E]: {1}, {1, 0}, then the complements
+    np.testing.assert_allclose(b, [0.25, 1.0, 0.75, 0.0])
+
+
+def test_the_pilot_score_reads_the_pooled_counts():
+    """A pair whose own last audit shows nothing scores by the counts pooled over its rounds, unless they hold too many
+    values to rank (then the last audit's estimation half, as before)."""
+    flat = audit_pair(lambda d, s, r: r.integers(0, 2, s), 0, 1, epsilon=1.0, trials=2_000, rng=1, selection=0.3)
+    alone = pair_search._score(flat, 10**6)
+    leak = {0: (6_000, 3_000), 1: (4_000, 7_000)}  # ln(6 / 3) on {0}
+    pooled = pair_search._score(flat, 10**6, leak)
+    assert alone < 0.2 < pooled < math.log(2.0)
+    many = {v: (1, 1) for v in range(pair_search._MANY_POINTS)}
+    assert pair_search._score(flat, 10**6, many) == alone
