@@ -327,15 +327,22 @@ class _Counts:
             return
         for d in (0, 1):
             for key, c in block[d].items():
-                row = self.table.get(key)
-                if row is None:
-                    if len(self.table) >= PAIR_MAX_CATEGORIES:
-                        raise ValueError(
-                            f"mechanism {self.name!r} returned more than {PAIR_MAX_CATEGORIES} distinct outputs; "
-                            "audit it through statistic=... (a function from outputs to reals) or statistic='learned'"
-                        )
-                    row = self.table[key] = np.zeros(4, dtype=np.int64)
-                row[2 * half + d] += c
+                self._row(key)[2 * half + d] += c
+
+    def _row(self, key: Any, prior: bool = False) -> NDArray[np.int64]:
+        """The counts of the output value ``key``: a new row of zeros the first time, unless the table already holds
+        ``PAIR_MAX_CATEGORIES`` values (an error naming the mechanism, or ``prior`` for a value it brought)."""
+        row = self.table.get(key)
+        if row is None:
+            if len(self.table) >= PAIR_MAX_CATEGORIES:
+                if prior:
+                    raise ValueError(f"prior and the audit's outputs hold more than {PAIR_MAX_CATEGORIES} distinct values")
+                raise ValueError(
+                    f"mechanism {self.name!r} returned more than {PAIR_MAX_CATEGORIES} distinct outputs; "
+                    "audit it through statistic=... (a function from outputs to reals) or statistic='learned'"
+                )
+            row = self.table[key] = np.zeros(4, dtype=np.int64)
+        return row
 
     def tallies(self) -> dict[Any, tuple[int, int]] | None:
         """Each output value's counts under x and x_prime over both halves; None for real outputs."""
@@ -346,11 +353,7 @@ class _Counts:
         if self.real or not prior:
             return 0
         for key, (a, b) in prior.items():
-            row = self.table.get(key)
-            if row is None:
-                if len(self.table) >= PAIR_MAX_CATEGORIES:
-                    raise ValueError(f"prior and the audit's outputs hold more than {PAIR_MAX_CATEGORIES} distinct values")
-                row = self.table[key] = np.zeros(4, dtype=np.int64)
+            row = self._row(key, prior=True)
             row[0] += a
             row[1] += b
         return sum(a for a, _ in prior.values())
