@@ -34,9 +34,14 @@ def canonical_pair(x: Any, x_prime: Any) -> tuple[Any, Any]:
     return one(x), one(x_prime)
 
 
+def oriented_key(pair: tuple[Any, Any]) -> tuple[str, str]:
+    """A key for a pair in its order: its reverse has another (counts under ``x`` and ``x_prime`` swap with it)."""
+    return repr(pair[0]), repr(pair[1])
+
+
 def pair_key(pair: tuple[Any, Any]) -> Any:
     """The same key for a pair and its reverse (an audit covers both directions)."""
-    a, b = repr(pair[0]), repr(pair[1])
+    a, b = oriented_key(pair)
     return (a, b) if a <= b else (b, a)
 
 

@@ -63,8 +63,9 @@ from dptutor._validate import (
     check_seed_sequence,
     renamed_parameters,
 )
+from dptutor.audit._pair_cells import discrete_order
 from dptutor.audit.pair import PairAudit, audit_pair
-from dptutor.audit.pair_pool import NEIGHBOURS, pair_key, pair_moves, unique_pairs, value_pairs, vector_pairs
+from dptutor.audit.pair_pool import NEIGHBOURS, oriented_key, pair_key, pair_moves, unique_pairs, value_pairs, vector_pairs
 
 __all__ = ["PAIR_SEARCH_SHARE", "MechanismAudit", "audit_mechanism"]
 
@@ -209,7 +210,7 @@ class _Pilot:
                     trials = max(2, trials * (len(pairs) - 1) // len(pairs))
                 result = self._one(pair, trials, base.spawn(1)[0])  # a child the round's pairs do not use
             if result.tallies is not None:  # outputs counted value by value: pooled over the pair's audits
-                acc = self.tallies.setdefault((repr(pair[0]), repr(pair[1])), {})
+                acc = self.tallies.setdefault(oriented_key(pair), {})
                 for value, (a, b) in result.tallies.items():
                     old = acc.get(value, (0, 0))
                     acc[value] = (old[0] + a, old[1] + b)
@@ -218,16 +219,16 @@ class _Pilot:
                 self.pairs.append(pair)
                 self.scores.append(0.0)
                 self.stages.append(0)
-            pooled = self.tallies.get((repr(pair[0]), repr(pair[1])))
+            pooled = self.tallies.get(oriented_key(pair))
             self.scores[i], self.stages[i] = _score(result, self.confirm_trials, pooled), self.rounds
         self.rounds += 1
 
 
 def _pooled_rates(tallies: dict[Any, tuple[int, int]]) -> tuple[NDArray[np.float64], NDArray[np.float64], int]:
     """``(P[M(x) in E], P[M(x') in E], runs per input)`` on counts pooled over a pair's pilot audits, for every prefix E of
-    the output values in the order of their estimated likelihood ratio (``x`` over ``x'``), then for its complement."""
-    keys = sorted(tallies, key=lambda k: math.log(tallies[k][1] + 0.5) - math.log(tallies[k][0] + 0.5))
-    counts = np.array([tallies[k] for k in keys], dtype=np.float64).T
+    the output values in the audit's own order (:func:`discrete_order`: by estimated likelihood ratio), then for its
+    complement."""
+    _, counts, _ = discrete_order({k: np.array([a, b, 0, 0], dtype=np.int64) for k, (a, b) in tallies.items()})
     n = int(counts[0].sum())
     cum = np.cumsum(counts, axis=1)
     return np.concatenate([cum[0], n - cum[0]]) / n, np.concatenate([cum[1], n - cum[1]]) / n, n
@@ -327,7 +328,7 @@ def _halving(pilot: _Pilot, pool: list, budget: int, steps: int, keep: int, widt
         if r == len(sizes) - 1 or len(ranked) <= confirm:
             return ranked[:confirm]
         alive = ranked[:max(confirm, -(-len(ranked) // 2))]
-        kept = {(repr(p[0]), repr(p[1])) for p in alive}  # only the confirmed pairs' counts are used: free the rest
+        kept = {oriented_key(p) for p in alive}  # only the confirmed pairs' counts are used: free the rest
         pilot.tallies = {k: v for k, v in pilot.tallies.items() if k in kept}
         if r < steps:
             tried = set(pilot.index)
@@ -462,7 +463,7 @@ def audit_mechanism(
     each = 1.0 - (1.0 - conf) / len(chosen)
     confirmed = [audit_pair(mechanism, x, x_prime, epsilon=epsilon, trials=confirm_trials, confidence_level=each,
                             rng=tuple(int(v) for v in seed.generate_state(4)),
-                            **_confirm_options(options, pilot.tallies.get((repr(x), repr(x_prime)))))
+                            **_confirm_options(options, pilot.tallies.get(oriented_key((x, x_prime)))))
                  for (x, x_prime), seed in zip(chosen, confirm_seq.spawn(len(chosen)))]
     k = int(np.argmax([r.lower_bound for r in confirmed]))
     return MechanismAudit(best=confirmed[k], pair=tuple(chosen[k]), piloted=tuple(pilot.pairs),
