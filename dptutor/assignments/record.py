@@ -11,8 +11,8 @@ model; the kernel's side: :mod:`dptutor.assignments.kernel`; the data format:
 
 - :func:`call_many` sends many independent calls in one kernel cell;
 - :func:`measure` times a function, each repeat on fresh inputs (when grading, a cell of its own
-  timed by the grader's clock from outside the kernel); :func:`reference_seconds` times trusted code
-  with the same harness here;
+  timed from outside the kernel); :func:`reference_seconds` times trusted code with the same harness
+  here, by the same kind of clock (:attr:`GradingSession.clock`);
 - :func:`flag_for_review` notes what a human should look at; :func:`grading` tells a check which of
   the two situations it is in.
 """
@@ -56,6 +56,13 @@ class GradingSession:
     The grader's session (``dptutor.course.remote``) subclasses it and sends each batch of calls
     to the kernel; here it only defines what the helpers call.
     """
+
+    #: How the seconds of :meth:`timed` are counted: ``"wall"`` (wall-clock time) or ``"cpu"`` (the CPU
+    #: time the kernel's sandbox used).  :func:`reference_seconds` counts the reference's time the same
+    #: way (``"cpu"``: the CPU time of the thread running it), so that a busy machine slows both sides
+    #: alike: on the wall clock, a sandbox in a cgroup of its own keeps its share of the CPU while the
+    #: grader's process shares the rest, and a loop 20 times slower than the reference measured 7 times.
+    clock: str = "wall"
 
     def __init__(self) -> None:
         #: What :func:`flag_for_review` noted for the instructor during this session.
@@ -161,8 +168,8 @@ def measure(f: Callable, inputs: Sequence[np.ndarray], *args: Any,
 
     Each ``u`` is one timed repeat: give fresh inputs to each (identical inputs let a memoising
     function look fast).  When grading, each repeat is a cell of its own, timed from outside the
-    kernel, and stops counting at ``cap`` seconds; in the feedback, it runs here (a first run on
-    1 % of the input, scaled up, stops a hopeless case early).  A repeat that raises ends the
+    kernel (on the session's :attr:`~GradingSession.clock`), and stops counting at ``cap`` seconds; in
+    the feedback, it runs here (a first run on 1 % of the input, scaled up, stops a hopeless case early).  A repeat that raises ends the
     series.
     """
     check_callable(f, "f")
@@ -194,18 +201,22 @@ def measure(f: Callable, inputs: Sequence[np.ndarray], *args: Any,
 
 
 def reference_seconds(reference: Callable, inputs: Sequence[np.ndarray], *args: Any) -> float:
-    """Best time of the same _harness as :func:`measure` with ``reference`` (trusted code), here."""
+    """Best time of the same _harness as :func:`measure` with ``reference`` (trusted code), here: on the
+    clock the grading session's timed cells use (:attr:`GradingSession.clock`; the CPU time of this
+    thread for ``"cpu"``), else the wall clock, as :func:`measure` uses in the notebook."""
     check_callable(reference, "reference")
     inputs = _timing_inputs(inputs)
     args = tuple(_plain(args))
+    session = _SESSION.get()
+    now = time.thread_time if isinstance(session, GradingSession) and session.clock == "cpu" else time.perf_counter
     best = math.inf
     with tempfile.TemporaryDirectory(prefix="dptutor-time-") as tmp:
         src, out = os.path.join(tmp, "in.npz"), os.path.join(tmp, "out.npz")
         for u in inputs:
             _input_file(src, u)
-            t0 = time.perf_counter()
+            t0 = now()
             _harness(reference, src, out, args)
-            best = min(best, time.perf_counter() - t0)
+            best = min(best, now() - t0)
     return best
 
 

@@ -31,11 +31,12 @@ __all__ = ["ASSIGNMENT", "SAMPLER_TIMING_SIZE", "SAMPLER_TIMING_RATIO"]
 _FEEDBACK_CASES = (((20220, 20230), 0.0, 1.0), ((20221, 20231), 2.0, 0.5))
 _SAMPLER_N = 5000
 #: Uniforms in the vectorisation check, and the allowed time ratio to dptutor's reference.  Measured
-#: in the grader (sandboxed kernel, one cell per repeat, the reference in the grader's process), a
-#: vectorised answer takes 0.9-2.2 times the reference, also with both cores busy; a loop over
-#: ``u.tolist()`` with ``math.log`` takes about 10 times, one with ``np.log`` on each element 13-18
-#: times, ``np.vectorize`` more.  The ratio is the only unforgeable evidence of a loop (the kernel
-#: can rewrite what the spy array reports), so it sits halfway between the two in log scale.
+#: in the grader (bubblewrap sandbox, one cell per repeat, each side's CPU time: the sandbox's and
+#: the grader thread's), a vectorised answer takes 1.5-2.5 times the reference and the fastest loop
+#: (``math.log`` over ``u.tolist()``) 8-12 times, quiet or with three busy processes on the two cores;
+#: a loop over ``np.ndenumerate`` takes 14-21 times (``benchmarks/README.md``).  The ratio is the only unforgeable
+#: evidence of a loop (the kernel can rewrite what the spy array reports), so it sits between the two
+#: in log scale.
 SAMPLER_TIMING_SIZE = 1_000_000
 SAMPLER_TIMING_RATIO = 5.0
 #: A timed call stops counting here (seconds): a Python loop over 10^6 uniforms takes far longer.

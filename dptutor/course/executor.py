@@ -99,7 +99,7 @@ import os
 import secrets
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -211,9 +211,17 @@ async def _execute(client: Any, nb: Any, source: str, timeout: float) -> tuple[A
 
     cell = nbformat.v4.new_code_cell(source, metadata={"tags": [_GRADING_TAG]})
     nb.cells.append(cell)
-    started = time.monotonic()
+    clock = _cell_clock(client)
+    started = clock()
     await _execute_cell(client, cell, len(nb.cells) - 1, timeout)
-    return cell, time.monotonic() - started
+    return cell, clock() - started
+
+
+def _cell_clock(client: Any) -> Callable[[], float]:
+    """The clock of a grading cell's seconds: the sandbox's CPU time where its watchdog counts it, else the
+    wall clock (the grading session's ``clock`` says which)."""
+    watchdog = getattr(client, "watchdog", None)
+    return watchdog.clock.seconds if watchdog is not None else time.monotonic
 
 
 async def _execute_cell(client: Any, cell: Any, index: int, limit: float) -> None:
@@ -237,7 +245,8 @@ async def _run_checks(client: Any, nb: Any, a: Assignment, grading_seeds: dict[s
     for q in a.questions:  # each check runs here; the kernel only answers calls (dptutor.assignments.record)
         run.records[q.name] = await grade_question(run_cell, a.name, q.name, workdir, timeout=timeout,
                                                    timed_cap=min(TIMED_CELL_CAP, timeout), grading_seed=grading_seeds[q.name],
-                                                   carry_forward=carry_forward)
+                                                   carry_forward=carry_forward,
+                                                   clock="wall" if _cell_clock(client) is time.monotonic else "cpu")
 
 
 def _student_cells(path: Path) -> list[Any]:

@@ -21,8 +21,9 @@ worker thread of :func:`grade_question`), never in the kernel:
   module or resolves a name taken from the kernel's data.  NaN and infinity are data like any
   other number: the check judges them.
 - Timing (:func:`~dptutor.assignments.record.measure`): each repeat is a cell of its own on fresh
-  inputs drawn in the grader, timed by the grader's clock from outside the kernel; the reference
-  runs the same harness in the grader's process
+  inputs drawn in the grader, timed from outside the kernel: by the sandbox's CPU time where the
+  runner counts it (the kernel cannot stop that clock, and a loop cannot use less of it), else by the
+  wall clock; the reference runs the same harness in the grader's process, timed the same way
   (:func:`~dptutor.assignments.record.reference_seconds`).
 - The grader's own work is bounded: every check makes a fixed number of cells, each under the
   runner's time limit, and replays of student evidence check their size before they start and
@@ -47,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from dptutor._validate import check_int, check_path, check_positive, is_bool, renamed_parameters
+from dptutor._validate import check_choice, check_int, check_path, check_positive, is_bool, renamed_parameters
 from dptutor.assignments.encoding import MAX_CALLS_PER_CELL, MAX_CELLS_PER_QUESTION, Writer, array_args, generator_args
 from dptutor.assignments.feedback import INSTRUCTOR_NOTE, UNSCORED, Assignment, Feedback, Finding, SpyArray
 from dptutor.assignments.record import GradingSession, RemoteFunction, session_scope
@@ -255,7 +256,7 @@ class _Deferred:
 @renamed_parameters(hidden="grading_seed")
 def grade_question(run_cell: RunCell, assignment: str, question: str, workdir: str, *,
                    timeout: float, timed_cap: float = 5.0, grading_seed: int | None = None,
-                   carry_forward: bool = False) -> Awaitable[Any]:
+                   carry_forward: bool = False, clock: str = "wall") -> Awaitable[Any]:
     """Grade one question of a submission whose kernel runs the cells ``run_cell`` is given: await it
     for the Feedback.
 
@@ -268,7 +269,9 @@ def grade_question(run_cell: RunCell, assignment: str, question: str, workdir: s
     thread has been released.  ``grading_seed`` is the seed of the grading run (an int >= 2; None:
     drawn fresh with :mod:`secrets`; ``hidden`` is its deprecated alias); a regrade passes the one
     saved in the scores CSV to reproduce the question exactly.  ``carry_forward`` (error carried forward) also hands the check the
-    earlier answers the question names in ``carried``.  The arguments are checked when this is
+    earlier answers the question names in ``carried``.  ``clock`` says how ``run_cell`` counts a cell's
+    seconds: ``"wall"`` (wall-clock time) or ``"cpu"`` (the CPU time of the kernel's sandbox); the
+    reference of a timed check is then timed the same way.  The arguments are checked when this is
     called, before anything runs.
     """
     a = get_assignment(assignment)
@@ -283,8 +286,9 @@ def grade_question(run_cell: RunCell, assignment: str, question: str, workdir: s
         grading_seed = check_int(grading_seed, "grading_seed", minimum=2, maximum=2**63 - 1)
     if not is_bool(carry_forward):
         raise TypeError(f"carry_forward must be True or False, got {type(carry_forward).__name__}")
+    clock = check_choice(clock, "clock", ("wall", "cpu"))
     return _Deferred(lambda: _grade_question(run_cell, a.name, q.name, workdir, timeout, timed_cap, grading_seed,
-                                             bool(carry_forward)))
+                                             bool(carry_forward), clock))
 
 
 def _failed(base: dict[str, Any], text: str) -> Feedback:
@@ -292,7 +296,8 @@ def _failed(base: dict[str, Any], text: str) -> Feedback:
 
 
 async def _grade_question(run_cell: RunCell, assignment: str, question: str, workdir: str, timeout: float,
-                          timed_cap: float, grading_seed: int | None = None, carry_forward: bool = False) -> Feedback:
+                          timed_cap: float, grading_seed: int | None = None, carry_forward: bool = False,
+                          clock: str = "wall") -> Feedback:
     a = get_assignment(assignment)
     q = a.question(question)
     base = dict(assignment=a.name, question=q.name, title=q.title, points=q.points)
@@ -309,6 +314,7 @@ async def _grade_question(run_cell: RunCell, assignment: str, question: str, wor
                    "check that the cell defining it runs without error"),))
     types = record_types(a.name)
     session = _Remote(asyncio.get_running_loop(), asyncio.Queue(), types)
+    session.clock = clock
 
     def rebuilt(name: str) -> Any:
         tree = found["trees"][name]

@@ -223,3 +223,33 @@ def test_the_kernel_is_told_bare_file_names_in_its_working_folder(reference: dic
             kernel.KernelCalls({}, bad, "out.npz")
         with pytest.raises(ValueError, match="answer"):
             kernel.kernel_needs({}, ["f"], bad)
+
+
+def test_the_reference_is_timed_by_the_sessions_clock() -> None:
+    """Under a session whose timed cells count CPU time, the reference counts this thread's CPU time too
+    (a reference that sleeps costs none of it); in the notebook, and under a wall-clock session, the wall clock."""
+    def sleepy(u, mu, b):
+        time.sleep(0.2)
+        return u
+
+    class Session(record.GradingSession):
+        pass
+
+    inputs = [np.full(10, 0.5), np.full(10, 0.25)]
+    assert record.reference_seconds(sleepy, inputs, 0.0, 1.0) >= 0.2
+    wall, cpu = Session(), Session()
+    cpu.clock = "cpu"
+    with record.session_scope(wall):
+        assert record.reference_seconds(sleepy, inputs, 0.0, 1.0) >= 0.2
+    with record.session_scope(cpu):
+        assert record.reference_seconds(sleepy, inputs, 0.0, 1.0) < 0.1
+
+
+def test_the_clock_of_grade_question_is_checked(tmp_path: Path) -> None:
+    async def run_cell(source, limit):
+        return {"outputs": []}, 0.0
+
+    with pytest.raises(ValueError, match="clock"):
+        grade_question(run_cell, "sampler", "q3", str(tmp_path), timeout=1.0, clock="sundial")
+    with pytest.raises(TypeError, match="clock"):
+        grade_question(run_cell, "sampler", "q3", str(tmp_path), timeout=1.0, clock=1)
