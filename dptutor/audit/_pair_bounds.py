@@ -410,16 +410,20 @@ def _candidate_cuts(
     """The events to bound, as ``(combination, cut, error)``: the selection half's cut at the whole error, or with
     ``bounds="joint"`` and a different cautious cut (:data:`BACKUP_Z`), both, the error split by :data:`BACKUP_SHARE`."""
     first = _choose_cut(cum_sel, n_sel, n_est, each, delta, bounds, selection)
-    if bounds == "joint" and BACKUP_SHARE > 0:  # 0: no cautious candidate (how the benchmarks compare the two)
-        backup = _choose_cut(cum_sel, n_sel, n_est, each, delta, bounds, selection, z_sel=BACKUP_Z)
+    shares = _candidate_shares()
+    if bounds == "joint" and shares[1] > 0:  # 0: no cautious candidate (how the benchmarks compare the two)
+        z_backup = check_real(BACKUP_Z, "BACKUP_Z", low=0.0, low_open=True)
+        backup = _choose_cut(cum_sel, n_sel, n_est, each, delta, bounds, selection, z_sel=z_backup)
         if backup != first:
-            return [(*cut, share * alpha) for cut, share in zip((first, backup), _candidate_shares())]
+            return [(*cut, share * alpha) for cut, share in zip((first, backup), shares)]
     return [(*first, alpha)]
 
 
 def _candidate_shares() -> tuple[float, float]:
-    """The error shares of the first and the cautious event (read at call time: BACKUP_SHARE may be changed)."""
-    return (1.0 - BACKUP_SHARE, BACKUP_SHARE)
+    """The error shares of the first and the cautious event (read at call time: BACKUP_SHARE may be changed, to a
+    share in [0, 1))."""
+    share = check_real(BACKUP_SHARE, "BACKUP_SHARE", low=0.0, high=1.0, high_open=True)
+    return (1.0 - share, share)
 
 
 def _choose_cut(

@@ -19,17 +19,17 @@ best (:func:`dptutor.audit.pair.audit_pair`). The pilot
 Every pilot audit is scored by the bound its pair projects for the confirmation's budget: the largest, over the
 audit's candidate events (its trade-off points on the estimation half), of the estimated log-ratio minus a normal
 margin at the confirmation's size. If the first audit finds discrete outputs with so many values that it saw each
-fewer than ``_PILOT_RUNS_PER_VALUE`` times on average, that pair is audited again and the whole pilot ranks through a
+fewer than 100 times on average, that pair is audited again and the whole pilot ranks through a
 learned statistic (the later rounds pay for the extra audit; the confirmation still counts the outputs one by one).
 Where the outputs are counted value by value, a pair's score reads its counts pooled over all its rounds so far (each
 audit's :attr:`~dptutor.audit.pair.PairAudit.tallies`), so that it sharpens as the pair survives. Where the outputs
-need a statistic and the user gave none, pilot audits of fewer than ``_PILOT_TEMPLATE_TRIALS`` runs
+need a statistic and the user gave none, pilot audits of fewer than 100,000 runs
 per input use the noise template (``statistic="template"``), which fits nothing: a learned statistic overfits at that
 size and ranks the pairs by noise.
 
 The pilot's runs of the chosen pair are not thrown away. Where its outputs are counted value by value, the pilot
 pools their counts over the rounds (each audit's :attr:`~dptutor.audit.pair.PairAudit.tallies`) and hands them to the
-confirmation as ``prior``: they help choose the event, and the confirmation chooses it on ``_PRIOR_SELECTION`` of its
+confirmation as ``prior``: they help choose the event, and the confirmation chooses it on 5% of its
 own runs (or on the ``selection`` asked, if smaller), so that more of them measure it.
 
 The multiple-testing correction. The pilot's choice, however adaptive, is a function of the pilot's runs only, which
@@ -375,8 +375,8 @@ def audit_mechanism(
     (the module docstring: successive halving over a pool of starting pairs, joined by neighbours of the best
     in the first ``steps`` rounds); the rest to ``confirm`` fresh audits of the pilot's best pairs, each at error
     ``(1 - confidence_level) / confirm``.  Where a pair's outputs are counted value by value, its confirmation
-    chooses the event with the pilot's counts of that pair as well (``prior``), on ``_PRIOR_SELECTION`` (5%) of
-    its own runs, or on ``selection`` if smaller.  The largest confirmed bound holds at ``confidence_level`` (the
+    chooses the event with the pilot's counts of that pair as well (``prior``), on 5% of its own runs, or on
+    ``selection`` if smaller.  The largest confirmed bound holds at ``confidence_level`` (the
     pilot's choice and counts depend on its own runs only).
 
     Parameters

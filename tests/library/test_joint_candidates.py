@@ -87,3 +87,17 @@ def test_the_chapter_states_the_constants_the_code_uses():
     assert f"at {words[BACKUP_Z]} standard errors" in text
     assert f"${1 - BACKUP_SHARE:g}\\gamma$" in text and f"${BACKUP_SHARE:g}\\gamma$" in text
     assert f"{POISSON_MARGIN:g}\\sqrt{{T_{{\\mathrm{{est}}}}}}" in text
+
+
+@pytest.mark.parametrize("name, value, error", [("BACKUP_SHARE", 1.5, ValueError), ("BACKUP_SHARE", -0.1, ValueError),
+                                                ("BACKUP_SHARE", "0.1", TypeError), ("BACKUP_Z", 0.0, ValueError),
+                                                ("BACKUP_Z", float("nan"), ValueError)])
+def test_a_changed_backup_constant_is_checked_when_read(monkeypatch, name, value, error):
+    """The module's BACKUP_SHARE and BACKUP_Z are read at call time; a value out of range stops the audit, naming it."""
+    from dptutor.audit import _pair_bounds
+
+    monkeypatch.setattr(_pair_bounds, name, value)
+    with pytest.raises(error, match=name):
+        audit_pair(plateau, 1, 0, epsilon=1.0, trials=2_000, rng=1, bounds="joint")
+    monkeypatch.setattr(_pair_bounds, "BACKUP_SHARE", 0.0)  # no cautious candidate: BACKUP_Z is not read
+    assert audit_pair(plateau, 1, 0, epsilon=1.0, trials=2_000, rng=1, bounds="joint").candidates is None

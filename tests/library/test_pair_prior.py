@@ -177,3 +177,12 @@ def test_the_pilot_score_reads_the_pooled_counts():
     assert alone < 0.2 < pooled < math.log(2.0)
     many = {v: (1, 1) for v in range(pair_search._MANY_POINTS)}
     assert pair_search._score(flat, 10**6, many) == alone
+
+
+def test_the_docstrings_state_the_constants_they_describe():
+    """The module and audit_mechanism's docstrings give the private constants' values in words: they must match."""
+    doc = " ".join((pair_search.__doc__ + pair_search.audit_mechanism.__doc__).split())
+    assert f"on {pair_search._PRIOR_SELECTION:.0%} of its own runs" in doc
+    assert f"fewer than {pair_search._PILOT_RUNS_PER_VALUE:,} times on average" in doc
+    assert f"fewer than {pair_search._PILOT_TEMPLATE_TRIALS:,} runs per input" in doc
+    assert doc.count(f"{pair_search._PRIOR_SELECTION:.0%} of its own runs") == 2
