@@ -74,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3, help="gradings per notebook and load (default %(default)s)")
     parser.add_argument("--busy", type=int, nargs="+", default=[0, 3], help="spinning processes (default 0 3)")
+    parser.add_argument("--notebooks", nargs="+", default=["vectorised", *LOOPS], choices=["vectorised", *LOOPS])
+    parser.add_argument("--verbose", action="store_true", help="print each speed finding")
     args = parser.parse_args(argv)
     seen: list[str] = []
     original = sampler._speed_finding
@@ -96,12 +98,16 @@ def main(argv: list[str] | None = None) -> int:
                 p.start()
             try:
                 for name, path in paths.items():
+                    if name not in args.notebooks:
+                        continue
                     ratios, verdicts = [], []
                     for _ in range(args.rounds):
                         seen.clear()
                         result = grade_notebook(path, "sampler", sandbox=box, timeout=60, total_timeout=600)
                         ratio = [float(m.group(1)) for m in map(re.compile(r"([\d.]+) ?(?:x|times) the reference").search, seen) if m]
                         ratios += ratio[-1:]
+                        if args.verbose:
+                            print("   ", seen[-1][:150], flush=True)
                         verdicts.append(dict(map(tuple, result.checks.get("q3", []))).get("speed", "-"))
                     kind = "vectorised" if name == "vectorised" else "loop"
                     worst[kind] = max(worst[kind], *ratios) if kind == "vectorised" else min(worst[kind], *ratios)

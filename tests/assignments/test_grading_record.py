@@ -253,3 +253,17 @@ def test_the_clock_of_grade_question_is_checked(tmp_path: Path) -> None:
         grade_question(run_cell, "sampler", "q3", str(tmp_path), timeout=1.0, clock="sundial")
     with pytest.raises(TypeError, match="clock"):
         grade_question(run_cell, "sampler", "q3", str(tmp_path), timeout=1.0, clock=1)
+
+
+def test_the_reference_repeats_each_input() -> None:
+    calls = []
+
+    def counted(u, mu, b):
+        calls.append(u.size)
+        return u
+
+    assert record.reference_seconds(counted, [np.full(3, 0.5), np.full(4, 0.5)], 0.0, 1.0, repeats=3) >= 0
+    assert calls == [3, 3, 3, 4, 4, 4]
+    for bad, error in ((0, ValueError), (101, ValueError), (1.5, TypeError), (True, TypeError)):
+        with pytest.raises(error, match="repeats"):
+            record.reference_seconds(counted, [np.full(3, 0.5)], 0.0, 1.0, repeats=bad)
