@@ -34,6 +34,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dptutor._validate import check_choice, check_float_array, check_int, renamed_parameters
+from dptutor.audit._threads import one_thread
 from dptutor.audit.template import NoiseTemplate, fit_template, template_of
 
 __all__ = ["LearnedStatistic", "fit_statistic", "AdditiveMap", "fit_additive_map", "LEARN_TRIALS", "LEARN_MAX_TRIALS",
@@ -392,7 +393,7 @@ class LearnedStatistic:
         if self.kind in ("additive", "template", "running"):  # numpy only: no thread pool to limit
             score = np.asarray(self.model.decision_function(rows), dtype=np.float64)
         else:
-            with _one_thread():
+            with one_thread():
                 score = np.asarray(self.model.decision_function(_features(rows, self.infinite)), dtype=np.float64)
         return np.nan_to_num(score.reshape(rows.shape[0]), nan=0.0, posinf=1e300, neginf=-1e300)
 
@@ -480,7 +481,7 @@ def fit_statistic(
         est.decision_function = _ConstantScore()
         est.fit(features, labels)
         return LearnedStatistic(model=est, kind="logistic", width=a.shape[1], infinite=infinite)
-    with _one_thread():
+    with one_thread():
         if model == "auto":
             model, knots, tails = _choose(a, b, seed, template)
         return _fit(rows, labels, model, knots, tails, seed, template)
@@ -583,14 +584,6 @@ def _fit_additive(
     intercept = float(np.nan_to_num(np.asarray(est.intercept_, dtype=np.float64).reshape(-1)[0]))
     return LearnedStatistic(model=_AdditiveScore(feature_map, coef, intercept), kind="additive", width=width,
                             infinite=infinite)
-
-
-def _one_thread() -> Any:
-    """One OpenMP/BLAS thread while fitting or scoring: the audit parallelises over blocks, and OpenMP's
-    busy-waiting threads cost many times their work on a machine whose cores are already busy."""
-    from threadpoolctl import threadpool_limits
-
-    return threadpool_limits(limits=1)
 
 
 class _ConstantScore:
