@@ -177,20 +177,21 @@ def test_a_cell_that_sleeps_stops_at_the_wall_clock_cap(tmp_path: Path) -> None:
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap to run the students' kernels")
 def test_timed_cells_count_the_sandboxs_cpu_time(tmp_path: Path) -> None:
     """In bubblewrap a timed repeat counts the CPU time the sandbox used, as the reference counts the grader
-    thread's: a vectorised sampler that waits half a second per call (no CPU time) passes the speed check,
+    thread's: a vectorised sampler that waits half a second per timed call (no CPU time) passes the speed check,
     which on the wall clock it would fail at about 20 times the reference; a loop still fails it."""
     from helpers import ROOT
     from dptutor.course.executor import grade_notebook
 
-    stub = (ROOT / "book" / "assignments" / "instructor" / "sampler.md").read_text(encoding="utf-8")
-    waits = stub.replace("import numpy as np", "import time\nimport numpy as np", 1) + (
-        "\n```{code-cell} ipython3\n_vectorised = laplace_inverse_cdf\n\n\n"
-        "def laplace_inverse_cdf(u, mu=0.0, b=1.0):\n    time.sleep(0.5)\n    return _vectorised(u, mu, b)\n```\n")
+    stub = (ROOT / "book" / "assignments" / "sampler.md").read_text(encoding="utf-8")  # the student's: no checks run
+    check = ("    u = np.asarray(u, dtype=float)\n    if not (np.isfinite(b) and b > 0) or not np.all((u > 0) & (u < 1)):\n"
+             "        raise ValueError('u must lie in (0, 1) and b > 0')\n")
+    waits = stub + (
+        "\n```{code-cell} ipython3\nimport time\n\n\ndef laplace_inverse_cdf(u, mu=0.0, b=1.0):\n"
+        "    if np.size(u) > 10**5:\n        time.sleep(0.5)\n"
+        + check + "    return mu - b * np.sign(u - 0.5) * np.log1p(-2 * np.abs(u - 0.5))\n```\n")
     loop = stub + (
-        "\n```{code-cell} ipython3\nimport math\n\n\ndef laplace_inverse_cdf(u, mu=0.0, b=1.0):\n"
-        "    u = np.asarray(u, dtype=float)\n    if not (np.isfinite(b) and b > 0) or not np.all((u > 0) & (u < 1)):\n"
-        "        raise ValueError('u must lie in (0, 1) and b > 0')\n"
-        "    out = [mu + b * math.log(2 * x) if x < 0.5 else mu - b * math.log(2 * (1 - x)) for x in u.ravel().tolist()]\n"
+        "\n```{code-cell} ipython3\nimport math\n\n\ndef laplace_inverse_cdf(u, mu=0.0, b=1.0):\n" + check
+        + "    out = [mu + b * math.log(2 * x) if x < 0.5 else mu - b * math.log(2 * (1 - x)) for x in u.ravel().tolist()]\n"
         "    return np.array(out).reshape(u.shape)[()]\n```\n")
     for name, text, passes in (("waits", waits, True), ("loop", loop, False)):
         path = tmp_path / f"{name}.md"
