@@ -59,8 +59,8 @@ class GradingSession:
 
     #: How the seconds of :meth:`timed` are counted: ``"wall"`` (wall-clock time) or ``"cpu"`` (the CPU
     #: time the kernel's sandbox used).  :func:`reference_seconds` counts the reference's time the same
-    #: way (``"cpu"``: the CPU time of the thread running it), so that a busy machine slows both sides
-    #: alike: on the wall clock, a sandbox in a cgroup of its own keeps its share of the CPU while the
+    #: way (``"cpu"``: the CPU time of the thread running it), so that neither side counts the time a busy
+    #: machine takes away: on the wall clock, a sandbox in a cgroup of its own keeps its share of the CPU while the
     #: grader's process shares the rest, and a loop 20 times slower than the reference measured 7 times.
     clock: str = "wall"
 

@@ -217,11 +217,15 @@ async def _execute(client: Any, nb: Any, source: str, timeout: float) -> tuple[A
     return cell, clock() - started
 
 
+def _clock_kind(client: Any) -> str:
+    """How a grading cell's seconds are counted: ``"cpu"`` (the sandbox's CPU time) where its watchdog counts it,
+    else ``"wall"``; the grading session times the reference the same way."""
+    return "wall" if getattr(client, "watchdog", None) is None else "cpu"
+
+
 def _cell_clock(client: Any) -> Callable[[], float]:
-    """The clock of a grading cell's seconds: the sandbox's CPU time where its watchdog counts it, else the
-    wall clock (the grading session's ``clock`` says which)."""
-    watchdog = getattr(client, "watchdog", None)
-    return watchdog.clock.seconds if watchdog is not None else time.monotonic
+    """The clock of a grading cell's seconds (:func:`_clock_kind`)."""
+    return client.watchdog.clock.seconds if _clock_kind(client) == "cpu" else time.monotonic
 
 
 async def _execute_cell(client: Any, cell: Any, index: int, limit: float) -> None:
@@ -246,7 +250,7 @@ async def _run_checks(client: Any, nb: Any, a: Assignment, grading_seeds: dict[s
         run.records[q.name] = await grade_question(run_cell, a.name, q.name, workdir, timeout=timeout,
                                                    timed_cap=min(TIMED_CELL_CAP, timeout), grading_seed=grading_seeds[q.name],
                                                    carry_forward=carry_forward,
-                                                   clock="wall" if _cell_clock(client) is time.monotonic else "cpu")
+                                                   clock=_clock_kind(client))
 
 
 def _student_cells(path: Path) -> list[Any]:

@@ -77,9 +77,10 @@ class _Abort(BaseException):
 class _Remote(GradingSession):
     """A grading session: a check thread asks, the driver (on the event loop) runs kernel cells."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, queue: "asyncio.Queue[Any]", types: Mapping[str, Callable]) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, queue: "asyncio.Queue[Any]", types: Mapping[str, Callable],
+                 clock: str = "wall") -> None:
         super().__init__()
-        self.loop, self.queue, self.types = loop, queue, types
+        self.loop, self.queue, self.types, self.clock = loop, queue, types, clock
         self.cells = 0
 
     def _ask(self, kind: str, payload: Any) -> Any:
@@ -313,8 +314,7 @@ async def _grade_question(run_cell: RunCell, assignment: str, question: str, wor
             False, f"{', '.join(missing)} is not defined in your notebook: keep the template's names, and "
                    "check that the cell defining it runs without error"),))
     types = record_types(a.name)
-    session = _Remote(asyncio.get_running_loop(), asyncio.Queue(), types)
-    session.clock = clock
+    session = _Remote(asyncio.get_running_loop(), asyncio.Queue(), types, clock)
 
     def rebuilt(name: str) -> Any:
         tree = found["trees"][name]
