@@ -22,33 +22,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = [
-    "MAX_ELEMENTS",
-    "MAX_WORKERS",
-    "is_bool",
-    "check_bool",
-    "check_real",
-    "check_positive",
-    "check_probability",
-    "check_int",
-    "check_choice",
-    "check_callable",
-    "check_rng",
-    "check_seed",
-    "check_size",
-    "check_float_array",
-    "check_workers",
-    "check_str",
-    "check_path",
-    "check_interval",
-    "check_broadcast",
-    "check_mapping",
-    "check_sequence",
-    "check_batch",
-    "immutable_finite_array",
-    "check_labels",  # (learning)
-    "check_count",  # (learning)
-]
+__all__ = ["MAX_ELEMENTS", "MAX_WORKERS", "is_bool", "check_bool", "check_real", "check_positive",
+           "check_probability", "check_int", "check_choice", "check_callable", "check_rng", "check_seed",
+           "check_size", "check_float_array", "check_workers", "check_str", "check_path", "check_interval",
+           "check_broadcast", "check_mapping", "check_sequence", "check_batch", "immutable_finite_array",
+           "check_labels", "check_count"]  # check_labels and check_count: for dptutor.learning
 
 #: The largest array (in elements) that a function allocates on a caller's behalf: 2**28 float64 is
 #: 2 GiB, a tenth of this project's 24 GB machines.  Larger requests get a ValueError naming the
@@ -572,15 +550,23 @@ def seed_entropy(seq: np.random.SeedSequence) -> int | tuple[int, ...]:
 
 
 def check_pair_list(value: object, name: str) -> list[tuple[Any, Any]]:
-    """A non-empty list or tuple of pairs ``(x, x_prime)`` (each a 2-tuple or 2-list), as a list of tuples."""
+    """A non-empty list or tuple of pairs ``(x, x_prime)`` (each a 2-tuple or 2-list), as a list of tuples; a numpy
+    array in a pair becomes its ``tolist()`` (so that pairs compare as plain values), and numbers must be finite."""
     items = check_sequence(value, name)
+    out = []
     for i, pair in enumerate(items):
         if not isinstance(pair, (tuple, list)) or len(pair) != 2:
             raise TypeError(f"{name}[{i}] must be a pair (x, x_prime), got {type(pair).__name__}")
+        pair = tuple(item.tolist() if isinstance(item, np.ndarray) else item for item in pair)
         for item in pair:
-            if isinstance(item, float) and not math.isfinite(item):
-                raise ValueError(f"{name}[{i}] must hold finite inputs, got {item!r}")
-    return [tuple(pair) for pair in items]
+            try:
+                arr = np.asarray(item)
+            except (TypeError, ValueError, OverflowError):  # ragged or exotic inputs: the mechanism judges them
+                continue
+            if arr.dtype.kind == "f" and not np.isfinite(arr).all():
+                raise ValueError(f"{name}[{i}] must hold finite inputs, got {item!r:.80}")
+        out.append(pair)
+    return out
 
 
 def check_tallies(value: object, name: str) -> dict[Any, tuple[int, int]]:

@@ -51,10 +51,19 @@ def unique_pairs(pairs: Sequence[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
     out = []
     for pair in pairs:
         k = pair_key(pair)
-        if pair[0] != pair[1] and k not in seen:
+        if _distinct(pair) and k not in seen:
             seen.add(k)
             out.append(pair)
     return out
+
+
+def _distinct(pair: tuple[Any, Any]) -> bool:
+    """Whether the pair's two inputs differ; inputs that compare elementwise (arrays, frames) are compared by key."""
+    try:
+        return bool(pair[0] != pair[1])
+    except (TypeError, ValueError):  # "the truth value of an array is ambiguous", or no comparison at all
+        a, b = oriented_key(pair)
+        return a != b
 
 
 def vector_pairs(k: int, *, neighbours: str = "componentwise") -> list[tuple[Any, Any]]:

@@ -295,7 +295,10 @@ def _pool(length: Any, values: Any, adjacent: bool, candidates: Any, neighbours:
         pool += value_pairs(values, adjacent=adjacent)
     if candidates is not None:
         pool += check_pair_list(candidates(rng) if callable(candidates) else candidates, "candidates")
-    return unique_pairs(pool)
+    pool = unique_pairs(pool)
+    if not pool:  # length and values always give distinct pairs: only the candidates can be all equal
+        raise ValueError("candidates must hold at least one pair of distinct inputs (x != x_prime), got only equal pairs")
+    return pool
 
 
 def _sizes(pool: int, steps: int, keep: int, width: int, confirm: int) -> list[int]:

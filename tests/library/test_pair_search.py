@@ -153,6 +153,10 @@ def test_the_same_seed_repeats_the_search():
         ({"values": None, "length": "3"}, TypeError, "length"),
         ({"values": None}, ValueError, "candidates"),
         ({"values": None, "candidates": [(1,)]}, TypeError, "candidates"),
+        ({"values": None, "candidates": [(2, 2), (3.0, 3.0)]}, ValueError, "candidates"),  # no distinct pair
+        ({"values": None, "candidates": [(np.array([1.0, 2.0]), np.array([1.0, 2.0]))]}, ValueError, "candidates"),
+        ({"values": None, "candidates": [(np.array([1.0, np.nan]), np.array([1.0, 2.0]))]}, ValueError, "candidates"),
+        ({"values": None, "candidates": [([1.0, np.inf], [1.0, 2.0])]}, ValueError, r"candidates\[0\]"),
         ({"neighbours": "all"}, ValueError, "neighbours"),
         ({"moves": 3}, TypeError, "moves"),
         ({"confirm": 65}, ValueError, "confirm"),
@@ -169,6 +173,17 @@ def test_bad_inputs_name_the_parameter(kwargs, error, name):
     args = {"epsilon": 0.1, "runs": 20_000, "values": range(6), "rng": 1, **kwargs}
     with pytest.raises(error, match=name):
         audit_mechanism(leaky, **args)
+
+
+def test_array_candidates_are_audited_as_plain_values():
+    """Pairs of numpy arrays (which compare elementwise) are deduplicated and audited like lists."""
+    def shifted(data, size, rng):
+        return rng.laplace(float(np.sum(data)), 10.0, size)
+
+    pairs = [(np.array([1.0, 2.0]), np.array([1.0, 3.0])), (np.array([1.0, 3.0]), np.array([1.0, 2.0])),
+             (np.zeros(2), np.zeros(2))]
+    found = audit_mechanism(shifted, epsilon=0.1, runs=20_000, candidates=pairs, rng=3)
+    assert found.pair == ([1.0, 2.0], [1.0, 3.0]) and len(found.piloted) == 1
 
 
 def test_adjacent_values_pair_only_neighbouring_counts():
