@@ -124,9 +124,9 @@ class AdditiveMap:
         if len(knots) != len(atoms) or not knots:
             raise ValueError(f"knots and atoms must hold one array per output value each, got {len(knots)} and {len(atoms)}")
         for j, (k, a) in enumerate(zip(knots, atoms)):
-            if k.size == 1 or not np.isfinite(k).all() or (k.size and not (np.diff(k) > 0).all()):
+            if k.size == 1 or not np.isfinite(k).all() or (k.size and not (k[1:] > k[:-1]).all()):
                 raise ValueError(f"knots[{j}] must be empty or at least two increasing finite values, got {k}")
-            if a.size > _MAX_ATOMS or (a.size and not (np.diff(a) > 0).all()):
+            if a.size > _MAX_ATOMS or (a.size and not (a[1:] > a[:-1]).all()):
                 raise ValueError(f"atoms[{j}] must be at most {_MAX_ATOMS} increasing values, got {a}")
         check_choice(self.tails, "tails", TAILS)
         object.__setattr__(self, "knots", knots)

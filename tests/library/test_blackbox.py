@@ -735,3 +735,15 @@ def test_audit_pair_uses_the_template_for_noisy_copies():
     # At 2*10^6 runs the bound is near 0.03 (0.025 to 0.035 over seeds 43-45, sampling error about 0.005).
     result = audit_pair(copies, 0.0, 1.0, epsilon=0.1, trials=2_000_000, rng=43, selection=0.3, bounds="two")
     assert 0.015 < result.lower_bound <= 0.1
+
+
+def test_values_at_the_ends_of_the_float_range_fit_without_warnings():
+    # Atoms at -1e308 and 1e308 are increasing; checking it by subtraction overflowed (a RuntimeWarning).
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fmap = AdditiveMap(knots=(np.empty(0),), atoms=(np.array([-1.7e308, 1.7e308]),))
+        assert fmap.n_features == 2
+        stat = fit_statistic(np.full((50, 2), 1e308), np.full((50, 2), -1e308))
+        assert np.isfinite(stat(np.array([[1.0, 1.0], [1e308, -1e308]]))).all()
