@@ -439,9 +439,13 @@ def check_mechanism_call(size: object, rng: object, epsilon: object) -> tuple[in
             check_mechanism_epsilon(epsilon))
 
 
-def check_answer_vector(value: object, name: str = "data") -> NDArray[np.float64]:
-    """A non-empty 1-D array of finite reals (query answers, a histogram, one person's vector)."""
-    return check_float_array(value, name, finite=True, ndim=1, min_size=1)
+def check_answer_vector(value: object, name: str = "data", *, summed: bool = False) -> NDArray[np.float64]:
+    """A non-empty 1-D array of finite reals (query answers, a histogram, one person's vector); with ``summed``, whose
+    absolute values also sum to less than 1e307, so that running totals of them (and their noise) stay finite."""
+    out = check_float_array(value, name, finite=True, ndim=1, min_size=1)
+    if summed and float(np.max(np.abs(out))) * out.size >= 1e307:  # a Python float: inf, not an overflow warning
+        raise ValueError(f"{name} must sum in absolute value to less than 1e307 (its running totals overflow float64)")
+    return out
 
 
 def check_output_rows(value: object, name: str = "outputs") -> NDArray[np.float64]:

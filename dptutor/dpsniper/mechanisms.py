@@ -209,7 +209,7 @@ def prefix_sum(data: Any, size: int, rng: np.random.Generator, *, epsilon: float
         If an argument is out of range (the message names it).
     """
     size, rng, eps = check_mechanism_call(size, rng, epsilon)
-    q = check_answer_vector(data)
+    q = check_answer_vector(data, summed=True)
     return np.cumsum(q + rng.laplace(0.0, 1.0 / eps, (size, q.size)), axis=1)
 
 

@@ -747,3 +747,17 @@ def test_values_at_the_ends_of_the_float_range_fit_without_warnings():
         assert fmap.n_features == 2
         stat = fit_statistic(np.full((50, 2), 1e308), np.full((50, 2), -1e308))
         assert np.isfinite(stat(np.array([[1.0, 1.0], [1e308, -1e308]]))).all()
+
+
+def test_prefix_sums_refuse_answers_whose_totals_overflow():
+    # Ten answers of 1e308 have finite values but an infinite running total (an overflow warning before).
+    import warnings
+
+    from dptutor.dpsniper.mechanisms import prefix_sum
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="data"):
+            prefix_sum(np.full(10, 1e308), 5, np.random.default_rng(0), epsilon=0.1)
+        out = prefix_sum(np.full(10, 1e305), 5, np.random.default_rng(0), epsilon=0.1)
+    assert np.isfinite(out).all() and out[0, -1] == pytest.approx(1e306)
