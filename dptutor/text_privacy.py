@@ -102,11 +102,8 @@ def generated_corpus(n_documents: int, *, words: int = 12, topic_share: float = 
     from_topic = rng.random((n, length)) < share
     topic_pick = rng.integers(0, len(TOPIC_WORDS[0]), size=(n, length))
     shared_pick = rng.integers(0, len(SHARED_WORDS), size=(n, length))
-    documents = []
-    for i in range(n):
-        row = [TOPIC_WORDS[labels[i]][topic_pick[i, j]] if from_topic[i, j] else SHARED_WORDS[shared_pick[i, j]]
-               for j in range(length)]
-        documents.append(" ".join(row))
+    documents = [" ".join(TOPIC_WORDS[labels[i]][topic_pick[i, j]] if from_topic[i, j] else SHARED_WORDS[shared_pick[i, j]]
+                          for j in range(length)) for i in range(n)]
     return documents, labels.astype(np.int64)
 
 
@@ -228,8 +225,10 @@ def clip_to_grid(vectors: ArrayLike, *, norm: str, steps: int) -> NDArray[np.int
     v = check_float_array(vectors, "vectors", finite=True, ndim=2, min_size=1)
     check_choice(norm, "norm", NORMS)
     m = check_int(steps, "steps", minimum=1, maximum=1 << 20)
-    size = np.abs(v).sum(axis=1) if norm == "l1" else np.sqrt((v * v).sum(axis=1))
-    shrink = np.minimum(1.0, 1.0 / np.where(size > 0, size, 1.0))
+    scale = np.maximum(np.abs(v).max(axis=1), 1e150) / 1e150  # exactly 1 unless the row's norm could overflow
+    unit = v / scale[:, None]
+    size = np.abs(unit).sum(axis=1) if norm == "l1" else np.sqrt((unit * unit).sum(axis=1))
+    shrink = np.minimum(1.0, 1.0 / np.where(size > 0, size, 1.0) / scale)
     k = (np.sign(v) * np.floor(np.abs(v) * shrink[:, None] * m)).astype(np.int64)
     limit = m if norm == "l1" else m * m
     for i in np.flatnonzero(_grid_norm(k, norm) > limit):

@@ -207,3 +207,14 @@ def test_bad_input_names_the_parameter():
         TextRelease("l2", "gaussian", 1.0, 3, 2, Fraction(4), 6, 1.0, 0.0)
     with pytest.raises(ValueError, match="epsilon"):
         calibrate("l1", "laplace", bound=1.0, steps=3, dimension=2, epsilon=1e-300)
+
+
+def test_clip_to_grid_takes_entries_near_the_float_limit_without_warnings():
+    # The norm of a row of 1e308 entries overflowed (an overflow warning, then every entry clipped to 0).
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        huge = clip_to_grid(np.array([[1e308, -1e308, 5e307]]), norm="l2", steps=10)
+        small = clip_to_grid(np.array([[2.0, -2.0, 1.0]]), norm="l2", steps=10)
+    assert huge.tolist() == small.tolist() == [[6, -6, 3]]
