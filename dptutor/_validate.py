@@ -276,8 +276,10 @@ def check_path(value: object, name: str = "path") -> "os.PathLike[str]":
     return Path(text)
 
 
-def check_interval(value: object, name: str, *, low: float = -math.inf, low_open: bool = False) -> tuple[float, float]:
-    """A pair ``(lo, hi)`` of finite reals with ``lo < hi`` (and ``lo > low``, or ``>=`` unless ``low_open``)."""
+def check_interval(value: object, name: str, *, low: float = -math.inf, low_open: bool = False,
+                   limit: float = math.inf) -> tuple[float, float]:
+    """A pair ``(lo, hi)`` of finite reals with ``lo < hi`` (and ``lo > low``, or ``>=`` unless ``low_open``), both at most
+    ``limit`` in absolute value."""
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, (Sequence, np.ndarray)):
         raise TypeError(f"{name} must be a pair of real numbers (low, high), got {type(value).__name__}")
     if isinstance(value, np.ndarray) and value.ndim != 1:
@@ -289,6 +291,8 @@ def check_interval(value: object, name: str, *, low: float = -math.inf, low_open
     hi = check_real(items[1], f"{name}[1]")
     if not lo < hi:
         raise ValueError(f"{name} must have low < high, got {(lo, hi)!r}")
+    if max(abs(lo), abs(hi)) > limit:
+        raise ValueError(f"{name} must lie within [-{limit:g}, {limit:g}], got {(lo, hi)!r}")
     return lo, hi
 
 

@@ -19,9 +19,8 @@ from typing import Any, Callable, Mapping
 import numpy as np
 from numpy.typing import NDArray
 
-from dptutor._validate import (check_answer_vector, check_bool, check_callable, check_choice, check_float_array,
-                               check_int, check_interval, check_mechanism_call, check_positive, check_probability,
-                               check_real, check_str, recordable_seed)
+from dptutor._validate import (check_answer_vector, check_bool, check_callable, check_choice, check_float_array, check_int, check_interval,
+                               check_mechanism_call, check_positive, check_probability, check_real, check_str, recordable_seed)
 from dptutor.accounting import advanced_composition
 from dptutor.approximate_dp import gaussian_epsilon
 from dptutor.audit import PairAudit, audit_pair
@@ -94,7 +93,7 @@ def _mean_parts(data: Any, bounds: Any) -> tuple[float, float, int]:
 
 def _clipped(data: Any, bounds: Any) -> tuple[NDArray[np.float64], float, float]:
     """``data`` (a non-empty 1-D array of reals) clipped to ``bounds``, and the bounds."""
-    lo, hi = check_interval(bounds, "bounds")
+    lo, hi = check_interval(bounds, "bounds", limit=1e150)  # squares and sums of the clipped values stay finite
     return np.clip(check_answer_vector(data), lo, hi), lo, hi
 
 
@@ -165,7 +164,7 @@ def diagonal_sensitivity(bounds: Any, *, as_coded: bool = False) -> float:
     TypeError, ValueError
         For a bad argument, named in the message.
     """
-    lo, hi = check_interval(bounds, "bounds")
+    lo, hi = check_interval(bounds, "bounds", limit=1e150)  # its square stays finite
     return max(abs(lo), abs(lo if check_bool(as_coded, "as_coded") else hi)) ** 2
 
 
@@ -271,8 +270,7 @@ def exponential_selection(data: Any, size: int, rng: Any, *, epsilon: float, sen
 
 
 def _profile_with_sign_error(epsilon: float, s: float) -> float:
-    """Balle-Wang's delta(epsilon) for sigma/sensitivity ``s`` with the sign of ``epsilon s`` flipped
-    in the second term (the bug family of smartnoise-core #316)."""
+    """Balle-Wang's delta(epsilon) at sigma/sensitivity ``s``, the sign of ``epsilon s`` flipped in the second term (#316)."""
     from scipy.stats import norm
     return float(norm.cdf(0.5 / s - epsilon * s) - math.exp(epsilon) * norm.cdf(-0.5 / s + epsilon * s))
 
@@ -303,9 +301,11 @@ def analytic_sigma_sign_error(epsilon: float, delta: float, sensitivity: float =
     """
     from scipy import optimize
     eps = check_real(epsilon, "epsilon", low=0.0, low_open=True, high=700.0)  # e^epsilon stays a float
-    dlt = check_probability(delta, "delta")
-    sens = check_positive(sensitivity, "sensitivity")
-    log_s = optimize.brentq(lambda t: _profile_with_sign_error(eps, math.exp(t)) - dlt, -30.0, 30.0, xtol=1e-14)
+    dlt, sens = check_probability(delta, "delta"), check_positive(sensitivity, "sensitivity")
+    gap = lambda t: _profile_with_sign_error(eps, math.exp(t)) - dlt  # noqa: E731
+    if gap(-30.0) * gap(30.0) > 0:  # the flipped profile does not cross delta for sigma in [e^-30, e^30] sensitivities
+        raise ValueError(f"epsilon = {eps!r} and delta = {dlt!r} are out of the range this calibration solves")
+    log_s = optimize.brentq(gap, -30.0, 30.0, xtol=1e-14)
     return _finite_sigma(math.exp(log_s) * sens)
 
 

@@ -159,3 +159,22 @@ def test_accounting_cross_check_catches_the_coded_advanced_composition():
 def test_bad_inputs_are_named(call, name):
     with pytest.raises((TypeError, ValueError), match=name):
         call()
+
+
+def test_extreme_bounds_and_budgets_are_refused_naming_the_parameter():
+    # Bounds near the float limit overflowed (an OverflowError from squaring, an overflow warning from summing,
+    # infinite noise); a budget the calibration cannot solve surfaced scipy's "f(a) and f(b) must have different signs".
+    import warnings
+
+    rng = np.random.default_rng(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for call in (lambda: diagonal_sensitivity((-1e308, 1e308)),
+                     lambda: sum_of_squares(np.array([1e200]), 3, rng, epsilon=0.1, bounds=(0.0, 1e200)),
+                     lambda: mean_sum_over_count(np.full(5, 1e308), 3, rng, epsilon=0.1, bounds=(0.0, 1e308)),
+                     lambda: mean_laplace(np.array([0.5]), 3, rng, epsilon=0.1, bounds=(-1e308, 1e308))):
+            with pytest.raises(ValueError, match="bounds"):
+                call()
+        with pytest.raises(ValueError, match="epsilon"):
+            analytic_sigma_sign_error(1e-300, 1e-300)
+        assert diagonal_sensitivity((-1e150, 1e150)) == pytest.approx(1e300)
