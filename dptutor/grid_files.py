@@ -414,13 +414,17 @@ def read_rows_csv(path: str | os.PathLike, *, on_invalid: Callable[[str], None] 
         raise ValueError(f"path {path} cannot be read ({exc.strerror or exc})") from exc
     text = raw.decode("utf-8-sig", errors="replace")  # undecodable bytes become U+FFFD: that row is refused
     reader = csv.DictReader(io.StringIO(text, newline=""))
-    missing = [c for c in CSV_COLUMNS if c not in (reader.fieldnames or ())]
+    try:
+        header = reader.fieldnames or ()
+    except csv.Error as exc:  # a header the csv module cannot parse (e.g. a field beyond its size limit)
+        invalid(f"not a readable CSV file ({exc}); no row read")
+        return []
+    missing = [c for c in CSV_COLUMNS if c not in header]
     if missing:
         invalid(f"missing column(s) {', '.join(missing)}; no row read")
         return []
     rows = []
-    for rec in reader:
-        line = reader.line_num
+    for line, rec in _records(reader, invalid):
         if None in rec or any(v is None for v in rec.values()):
             invalid(f"line {line}: {len(rec) - (None in rec)} field(s) instead of {len(reader.fieldnames or ())}; row skipped")
             continue
@@ -447,6 +451,19 @@ def read_rows_csv(path: str | os.PathLike, *, on_invalid: Callable[[str], None] 
         except (TypeError, ValueError) as exc:
             invalid(f"line {line}: {exc}; row skipped")
     return rows
+
+
+def _records(reader: csv.DictReader, invalid: Callable[[str], None]) -> Iterator[tuple[int, dict]]:
+    """``(line, record)`` for each row of ``reader``; a row the csv module cannot parse ends the file (``invalid``)."""
+    while True:
+        try:
+            rec = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            invalid(f"line {reader.line_num}: {exc}; the rest of the file is not read")
+            return
+        yield reader.line_num, rec
 
 
 def _check_rows(rows: object, name: str = "rows") -> list[GridRow]:

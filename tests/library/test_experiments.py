@@ -286,3 +286,21 @@ def test_run_grid_rng_takes_a_seed_sequence_or_a_generator():
     assert [r.seed for r in by_gen] == [cell_seed(words, "laplace", 1.0, n) for n in (1, 2)]
     with pytest.raises(ValueError, match="rng"):
         run_grid(*args, rng=-1)
+
+
+def test_a_field_beyond_the_csv_modules_limit_is_an_invalid_row_not_a_csv_error(tmp_path):
+    # csv.Error ("field larger than field limit") escaped read_rows_csv, with or without on_invalid.
+    from dptutor.grid_files import rows_to_csv_text
+
+    good = GridRow(mechanism="laplace", epsilon=0.1, n=2, trials=100, loss=0.10536051565782634, counts=(10, 90, 9, 91))
+    text = rows_to_csv_text([good])
+    body = tmp_path / "body.csv"
+    body.write_text(text + "laplace," + "9" * 200_000 + "\n" + text.splitlines()[1] + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="field larger than field limit"):
+        read_rows_csv(body)
+    seen: list[str] = []
+    assert read_rows_csv(body, on_invalid=seen.append) == [good] and len(seen) == 1
+    header = tmp_path / "header.csv"
+    header.write_text("x" * 200_000 + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="not a readable CSV file"):
+        read_rows_csv(header)
