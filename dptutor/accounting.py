@@ -69,6 +69,8 @@ def _mul(a: float, b: float) -> float:
     """``a * b`` for a, b >= 0, ``inf`` on overflow (no warning), 0 when either is 0."""
     if a == 0.0 or b == 0.0:
         return 0.0
+    if max(a, b) > 1.7976931348623157e308:  # e.g. k = 10**400, an int too large for a float: in logs
+        return _exp(math.log(a) + math.log(b))
     with np.errstate(over="ignore"):
         return float(np.float64(a) * np.float64(b))
 
@@ -143,7 +145,8 @@ def advanced_composition(epsilon: float, delta: float, k: int, delta_prime: floa
     dlt = check_real(delta, "delta", low=0.0, high=1.0)
     k = _k(k)
     dp = check_real(delta_prime, "delta_prime", low=0.0, high=1.0, low_open=True, high_open=True)
-    first = _mul(eps, math.sqrt(2.0 * k * math.log(1.0 / dp)))
+    two_log = -2.0 * math.log(dp)  # not 2 ln(1 / dp): 1 / 1e-310 overflows
+    first = _mul(eps, math.sqrt(two_log * k) if k < 10**300 else _exp(0.5 * (math.log(two_log) + math.log(k))))
     second = _mul(_mul(k, eps), math.expm1(eps) if eps < 700 else math.inf)
     return first + second, min(1.0, _mul(k, dlt) + dp)
 

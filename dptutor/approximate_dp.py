@@ -122,8 +122,8 @@ def delta_from_losses(losses: Any, epsilon: float) -> float:
     """
     arr = check_float_array(losses, "losses", ndim=1, min_size=1)
     eps = check_positive(epsilon, "epsilon")
-    gap = eps - arr
-    with np.errstate(over="ignore"):  # exp of a large gap is inf, where the term is 0 anyway
+    with np.errstate(over="ignore"):  # a gap (or its exp) overflowing to inf is where the term is 0 anyway
+        gap = eps - arr
         terms = np.where(gap < 0.0, -np.expm1(np.minimum(gap, 0.0)), 0.0)
     return float(terms.mean())
 
@@ -234,7 +234,10 @@ class GaussianRelease:
 
     def __call__(self, data: Any, size: int, rng: np.random.Generator) -> NDArray[np.float64]:
         value = check_float_array(data, "data", finite=True, ndim=(0, 1))
-        (rows,) = check_size(size, "size")
+        shape = check_size(size, "size")
+        if len(shape) != 1:
+            raise ValueError(f"size must be a non-negative int, got {size!r}")
+        (rows,) = shape
         rng = check_rng(rng)
         out = rng.standard_normal((rows,) + value.shape)
         out *= self.sigma

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Iterable
 
+import numpy as np
 import sympy as sp
 
 from dptutor._validate import check_bool, check_int, check_positive, check_real, check_sequence
@@ -315,7 +316,8 @@ def repeated_laplace_box_loss(k: int, epsilon: float, t: float = 0.0) -> tuple[f
         return k * eps, k * (eps * t - math.log(2.0))
     b = 1.0 / eps
     log_f0 = float(stats.laplace.logcdf(t, loc=0.0, scale=b))
-    log_f1 = float(stats.laplace.logcdf(t, loc=1.0, scale=b))
+    # For t <= 1 the second CDF is e^((t - 1) eps) / 2 exactly (scipy's log of it is -inf once it underflows)
+    log_f1 = (t - 1.0) * eps - math.log(2.0) if t <= 1.0 else float(stats.laplace.logcdf(t, loc=1.0, scale=b))
     return k * (log_f0 - log_f1), k * log_f0
 
 
@@ -354,9 +356,27 @@ def majority_vote_loss(k: int, epsilon: float) -> float:
     eps = check_positive(epsilon, "epsilon")
     p0 = 0.5 * math.exp(-eps / 2.0)
     cut = k // 2                                  # guess 1 iff ones > k/2, i.e. ones >= cut + 1
-    log_one = [float(stats.binom.logsf(cut, k, p)) for p in (p0, 1.0 - p0)]
-    log_zero = [float(stats.binom.logcdf(cut, k, p)) for p in (p0, 1.0 - p0)]
+    with np.errstate(divide="ignore", under="ignore"):
+        log_one = [float(stats.binom.logsf(cut, k, p)) for p in (p0, 1.0 - p0)]
+        log_zero = [float(stats.binom.logcdf(cut, k, p)) for p in (p0, 1.0 - p0)]
+    if not all(math.isfinite(v) for v in log_one + log_zero):  # a tail (or p0) underflowed: sum it in logs
+        log_one, log_zero = _log_binomial_tails(k, cut, -eps / 2.0 - math.log(2.0))
     return max(abs(log_one[0] - log_one[1]), abs(log_zero[0] - log_zero[1]))
+
+
+def _log_binomial_tails(k: int, cut: int, log_p0: float) -> tuple[list[float], list[float]]:
+    """``([ln P(B > cut) for p0, 1 - p0], [ln P(B <= cut) for p0, 1 - p0])`` for ``B ~ Bin(k, p)``, in log space."""
+    from scipy import special
+
+    i = np.arange(k + 1, dtype=np.float64)
+    log_comb = special.gammaln(k + 1.0) - special.gammaln(i + 1.0) - special.gammaln(k - i + 1.0)
+    log_q0 = math.log1p(-math.exp(log_p0))
+    one, zero = [], []
+    for lp, lq in ((log_p0, log_q0), (log_q0, log_p0)):
+        log_pmf = log_comb + i * lp + (k - i) * lq
+        one.append(float(special.logsumexp(log_pmf[cut + 1:])))
+        zero.append(float(special.logsumexp(log_pmf[:cut + 1])))
+    return one, zero
 
 
 @dataclass(frozen=True)

@@ -115,8 +115,13 @@ def posterior_bound(epsilon: ArrayLike, prior: float = 0.5) -> float | NDArray[n
     """
     eps = _epsilons(epsilon, positive=False)
     p = check_probability(prior, "prior")
-    # exp(eps) p / (exp(eps) p + 1 - p) = 1 / (1 + exp(-eps) (1 - p) / p): no overflow for a large epsilon.
-    return _scalar_or_array(1.0 / (1.0 + np.exp(-eps) * ((1.0 - p) / p)))
+    # exp(eps) p / (exp(eps) p + 1 - p) = 1 / (1 + exp(-eps) (1 - p) / p): no overflow for a large epsilon;
+    # for a prior below 1e-300, (1 - p) / p overflows: then the logistic function of the log odds instead.
+    if p >= 1e-300:
+        return _scalar_or_array(1.0 / (1.0 + np.exp(-eps) * ((1.0 - p) / p)))
+    log_odds = eps + (math.log(p) - math.log1p(-p))
+    with np.errstate(under="ignore"):
+        return _scalar_or_array(np.maximum(p, np.exp(log_odds - np.logaddexp(0.0, log_odds))))  # subnormal rounding
 
 
 def laplace_interval(sensitivity: float, epsilon: ArrayLike,

@@ -156,7 +156,7 @@ def rdp_to_dp(orders: Any, rdp: Any, delta: float, *, method: str = "improved") 
     method = check_choice(method, "method", ("classic", "improved"))
     with np.errstate(over="ignore", invalid="ignore"):
         if method == "classic":
-            eps = r + math.log(1.0 / dlt) / (a - 1.0)
+            eps = r - math.log(dlt) / (a - 1.0)  # not ln(1 / delta): 1 / 1e-310 overflows
         else:
             eps = r + np.log1p(-1.0 / a) - (math.log(dlt) + np.log(a)) / (a - 1.0)
     eps = np.where(np.isfinite(r), eps, np.inf)
@@ -213,4 +213,5 @@ def zcdp_to_dp(rho: float, delta: float) -> float:
     dlt = check_real(delta, "delta", low=0.0, high=1.0, low_open=True, high_open=True)
     if r == math.inf:
         return math.inf
-    return r + 2.0 * math.sqrt(r * math.log(1.0 / dlt))
+    log_inv = -math.log(dlt)  # not ln(1 / delta): 1 / 1e-310 overflows
+    return r + 2.0 * (math.sqrt(r * log_inv) if r < 1e300 else math.sqrt(r) * math.sqrt(log_inv))

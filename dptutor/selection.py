@@ -355,9 +355,10 @@ def report_noisy_max_probabilities(
     noise = check_choice(noise, "noise", _NOISES)
     eps = check_positive(epsilon, "epsilon")
     scale = _scale(2.0, check_positive(sensitivity, "sensitivity"), eps)
-    if q.max() - q.min() > 1e3 * scale:
-        raise ValueError("answers, epsilon and sensitivity put the answers more than 1000 noise scales apart: "
-                         "the integrals would be too costly")
+    if not q.max() / 2 - q.min() / 2 <= 500.0 * scale < 1e300:  # halves: no overflow for answers near +-1e308
+        raise ValueError("answers, epsilon and sensitivity put the answers more than 1000 noise scales apart (or the "
+                         "noise scale above 1e297): the integrals would be too costly")
+    q = q - (q.max() / 2 + q.min() / 2)  # only differences matter: centred, no precision is lost far from 0
     law = _noise_law(noise, scale)
     lo = q.min() - (60.0 * scale if noise == "laplace" else 0.0)
     hi = q.max() + 60.0 * scale
@@ -536,10 +537,10 @@ def above_threshold_probabilities(
     eps = check_positive(epsilon, "epsilon")
     sens = check_positive(sensitivity, "sensitivity")
     b_rho, b_nu = _scale(2.0, sens, eps), _scale(4.0, sens, eps)
-    shifts = q - t  # rho's kinks: r = 0, and F_nu's kinks at r = q_i - tau
-    if max(abs(shifts).max(), 0.0) > 1e3 * b_nu:
+    if not np.abs(q / 2 - t / 2).max() <= 500.0 * b_nu < 1e300:  # halves: no overflow for answers near +-1e308
         raise ValueError("answers, threshold, epsilon and sensitivity put the answers more than 1000 noise scales from "
-                         "the threshold: the integrals would be too costly")
+                         "the threshold (or the noise scale above 1e297): the integrals would be too costly")
+    shifts = q - t  # rho's kinks: r = 0, and F_nu's kinks at r = q_i - tau
     from scipy import stats
 
     rho_law, nu_law = stats.laplace(0.0, b_rho), stats.laplace(0.0, b_nu)
@@ -550,8 +551,8 @@ def above_threshold_probabilities(
     for k in range(q.size + 1):
 
         def integrand(r: NDArray, k: int = k) -> NDArray:
-            below = np.prod(nu_law.cdf(t + r[:, None] - q[None, :k]), axis=1)
-            last = nu_law.sf(t + r - q[k]) if k < q.size else 1.0
+            below = np.prod(nu_law.cdf(r[:, None] - shifts[None, :k]), axis=1)  # t + r - q_i, precise far from 0
+            last = nu_law.sf(r - shifts[k]) if k < q.size else 1.0
             return rho_law.pdf(r) * below * last
 
         out[k] = _piecewise_quadrature(integrand, points, lo, hi, b_rho / 2)
@@ -589,7 +590,7 @@ def max_log_ratio(p: Any, p_prime: Any) -> float:
     b = check_float_array(p_prime, "p_prime", finite=True, ndim=1, min_size=1, low=0.0)
     if a.shape != b.shape:
         raise ValueError(f"p and p_prime must have the same length, got {a.size} and {b.size}")
-    if not (a.sum() > 0 and b.sum() > 0):
+    if not (a.any() and b.any()):  # positive mass (the sum of huge entries would overflow)
         raise ValueError("p and p_prime must each have positive total mass")
     both = (a > 0) & (b > 0)
     if np.any((a > 0) != (b > 0)):
