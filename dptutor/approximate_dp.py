@@ -314,7 +314,7 @@ def name_and_shame(records: Any, delta: float, rng: np.random.Generator) -> NDAr
     records : array_like
         The dataset, one record per row (1-D or 2-D).
     delta : float
-        The publication probability, in [0, 1].
+        The publication probability, in (0, 1).
     rng : numpy.random.Generator
         The source of randomness.
 
