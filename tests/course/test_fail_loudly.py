@@ -34,7 +34,8 @@ def _env(**extra: str) -> dict[str, str]:
 def test_grading_from_a_folder_beside_the_clone_with_a_relative_interpreter_grades_correctly(tmp_path: Path) -> None:
     """The reported bug: `python -m dptutor grade ...` run from a folder beside the clone with the clone's interpreter
     named by a relative path (up one folder, then into the clone's .venv) made the interpreter's path run through a
-    folder the sandbox does not have, every kernel died, everyone got 0 and the command exited 0. The interpreter is resolved to an absolute path of folders the sandbox has."""
+    folder the sandbox does not have, every kernel died, everyone got 0 and the command exited 0. The interpreter is
+    resolved to an absolute path of folders the sandbox has."""
     course = tmp_path / "course"
     (course / "subs").mkdir(parents=True)
     (course / "subs" / "ref.md").write_text(notebook(REFERENCE))
