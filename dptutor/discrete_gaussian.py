@@ -296,7 +296,7 @@ class DiscreteGaussianRelease:
 
     def __call__(self, data: Any, size: int, rng: np.random.Generator) -> NDArray:
         m = self.steps(data)
-        (rows,) = check_size(size, "size")
+        (rows,) = check_size(check_int(size, "size", minimum=0), "size")  # an int, not a shape tuple
         rng = check_rng(rng)
         out = sample_discrete_gaussian(self.sigma, rows, rng)
         out += m
@@ -304,7 +304,11 @@ class DiscreteGaussianRelease:
             return out
         if out.size and not np.abs(out).max() < 2**53:  # pragma: no cover - needs a 2^52-sized draw
             raise ValueError("an output left the range of exactly representable multiples of the granularity")
-        return out.astype(np.float64) * self.granularity  # exact: a power of two times an integer below 2^53
+        with np.errstate(over="raise"):
+            try:
+                return out.astype(np.float64) * self.granularity  # exact: a power of two times an integer below 2^53
+            except FloatingPointError:
+                raise ValueError(f"granularity = {self.granularity!r} is too large: an output overflows float64") from None
 
 
 def discrete_gaussian_release(

@@ -96,7 +96,7 @@ def laplace_pdf(x: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0):
     mu_arr, b_arr = location_scale(mu, b)
     broadcast_together(x=x_arr, mu=mu_arr, b=b_arr)
     with np.errstate(over="ignore"):  # |x - mu| / b may overflow to inf: density 0, correctly
-        res = np.exp(-np.abs(x_arr - mu_arr) / b_arr) / (2.0 * b_arr)
+        res = np.exp(-np.abs(x_arr - mu_arr) / b_arr) / b_arr * 0.5  # not / (2 b): 2 b overflows for b > 9e307
     return scalar_or_array(np.asarray(res))
 
 
@@ -387,9 +387,9 @@ def sample_laplace(
             _laplace_fill_flat(out.reshape(-1), rng, float(mu_arr), float(b_arr))
             return out
         standard_laplace_fill(out, rng=rng)
-    if not (b_arr.ndim == 0 and b_arr == 1.0):
-        with np.errstate(over="ignore"):
+    with np.errstate(over="ignore"):  # b or mu near the float max: draws overflow to +-inf, as documented
+        if not (b_arr.ndim == 0 and b_arr == 1.0):
             out *= b_arr
-    if not (mu_arr.ndim == 0 and mu_arr == 0.0):
-        out += mu_arr
+        if not (mu_arr.ndim == 0 and mu_arr == 0.0):
+            out += mu_arr
     return out

@@ -142,7 +142,7 @@ def _acceptance(t: Fraction) -> float:
     """
     s = t.numerator
     keep_u = -math.expm1(-1.0) / (s * -math.expm1(-1.0 / s))
-    return keep_u * (1.0 + math.exp(-1.0 / float(t))) / 2.0
+    return keep_u * (1.0 + math.exp(-float(min(1 / t, 1000)))) / 2.0  # exp(-1/t); a tiny t would give 1/0.0
 
 
 def sample_discrete_laplace(scale: int | Fraction | float, size: int | tuple[int, ...],
@@ -408,8 +408,11 @@ def discrete_gaussian_pmf(k: ArrayLike, sigma: int | Fraction | float) -> NDArra
     arr = check_float_array(k, "k", finite=True)
     if not np.all(arr == np.round(arr)):
         raise ValueError("k must hold integers")
-    half = math.ceil(40.0 * sig) + 1
-    grid = np.arange(-half, half + 1, dtype=np.float64)
-    norm = math.fsum(np.exp(-grid * grid / (2.0 * sig * sig)))
+    if sig > 1e4:  # Poisson summation: N = sqrt(2 pi) sigma (1 + 2 exp(-2 pi^2 sigma^2) + ...), exact in double
+        norm = math.sqrt(2.0 * math.pi) * sig  # (summing 80 sigma terms would exhaust memory near 2**31)
+    else:
+        half = math.ceil(40.0 * sig) + 1
+        grid = np.arange(-half, half + 1, dtype=np.float64)
+        norm = math.fsum(np.exp(-grid * grid / (2.0 * sig * sig)))
     with np.errstate(over="ignore"):  # k^2 overflowing to inf has probability exp(-inf) = 0, correctly
         return np.exp(-arr * arr / (2.0 * sig * sig)) / norm

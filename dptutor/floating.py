@@ -273,12 +273,17 @@ def _exact_hit(f: Callable, k: NDArray[np.int64], y: NDArray[np.float64]) -> NDA
     """Whether some ``k' >= k`` with ``f(k') == y`` exists, walking forward while ``f == y`` in value.
 
     ``k`` is the first index with ``f(k) >= y``; solutions form a run starting there.  Signed zeros:
-    the run of values equal to ``y`` is walked until a matching sign bit is found.
+    the run of values equal to ``y`` is walked until a matching sign bit is found.  Only a run of
+    zeros can disagree in sign, and it can be ~2^52 long (a subnormal ``scale``): after 1024 steps its
+    last element, the first ``k`` with ``f(k) > 0`` minus one, is checked instead (the sign goes from
+    ``-0.0`` to ``+0.0`` at most once along the run, as ``f`` is non-decreasing).
     """
     res = np.zeros(k.shape, dtype=np.bool_)
     for i in range(k.size):
         kk = int(k[i])
-        while kk <= K_MAX:
+        for _ in range(1024):
+            if kk > K_MAX:
+                break
             v = f(np.array([kk], dtype=np.int64))[0]
             if v != y[i]:
                 break
@@ -286,6 +291,9 @@ def _exact_hit(f: Callable, k: NDArray[np.int64], y: NDArray[np.float64]) -> NDA
                 res[i] = True
                 break
             kk += 1
+        else:  # a long run of zeros
+            last = min(int(_first_at_least(f, np.array([5e-324]))[0]) - 1, K_MAX)
+            res[i] = bool(np.signbit(f(np.array([last], dtype=np.int64))[0]) == np.signbit(y[i]))
     return res
 
 

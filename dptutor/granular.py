@@ -105,7 +105,8 @@ def granular_parameters(epsilon: float, n: int = 1, bits: int = 40) -> GranularP
     steps = Fraction(n) / Fraction(r) + n  # l1 distance of the rounded neighbours, in units of r
     t = math.ceil(steps / Fraction(eps))  # Fraction(eps) is the exact value of the float epsilon
     if t >= MAX_SCALE_NUMERATOR:
-        raise ValueError(f"bits = {bits} makes the noise scale too large; use fewer bits")
+        hint = "a larger epsilon or fewer bits" if bits else "a larger epsilon"  # bits = 0 cannot be lowered
+        raise ValueError(f"epsilon = {eps:g} with bits = {bits} makes the noise scale t reach 2**53; use {hint}")
     return GranularParameters(epsilon=eps, n=n, r=r, t=t)
 
 

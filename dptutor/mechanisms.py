@@ -99,13 +99,25 @@ def _scale(numerator: int | float, epsilon: float) -> float:
     return b
 
 
+def _noise_added(noise: NDArray[np.float64], x: NDArray, b: float) -> NDArray[np.float64]:
+    """``noise += x`` in place; an overflow (huge ``|x|`` or ``b``) is a ValueError, not a warning or inf."""
+    with np.errstate(over="raise"):
+        try:
+            np.add(noise, x, out=noise)
+            if b > 1e300 and not np.isfinite(noise).all():  # a sampler that itself returned inf
+                raise FloatingPointError
+        except FloatingPointError:
+            raise ValueError(f"x + noise overflows float64 (noise scale b = {b:g}): |x| or b too large (epsilon too small)") from None
+    return noise
+
+
 def _laplace_noise_added(x: NDArray, b: float, rng: np.random.Generator) -> NDArray[np.float64]:
     """``x + Lap(0, b)`` elementwise, with one output allocation and in-place passes only."""
     out = np.empty(x.shape, dtype=np.float64)
     standard_laplace_fill(out, rng=rng)
-    np.multiply(out, b, out=out)
-    np.add(out, x, out=out)
-    return out
+    with np.errstate(over="ignore"):  # b * E overflowing to inf is caught by _noise_added
+        np.multiply(out, b, out=out)
+    return _noise_added(out, x, b)
 
 
 def add_laplace_noise(x: NDArray, b: float, rng: np.random.Generator) -> NDArray[np.float64]:
@@ -227,9 +239,8 @@ def dptext_mechanism(x: NDArray, epsilon: float, rng: np.random.Generator) -> ND
     x = check_batch(x)
     eps = check_positive(epsilon, "epsilon")
     rng = check_rng(rng)
-    noise = sample_dptext(x.shape, 0.0, _scale(x.shape[1], eps), rng=rng, nan="zero")
-    np.add(noise, x, out=noise)
-    return noise
+    b = _scale(x.shape[1], eps)
+    return _noise_added(sample_dptext(x.shape, 0.0, b, rng=rng, nan="zero"), x, b)
 
 
 def wrong_sensitivity_mechanism(
@@ -372,9 +383,8 @@ def numpy_laplace_mechanism(x: NDArray, epsilon: float, rng: np.random.Generator
         the noise scale overflows.
     """
     arr, eps, rng = _checked(x, epsilon, rng)
-    noise = rng.laplace(0.0, arr.shape[1] / eps, size=arr.shape)
-    np.add(noise, arr, out=noise)
-    return noise
+    b = _scale(arr.shape[1], eps)
+    return _noise_added(rng.laplace(0.0, b, size=arr.shape), arr, b)
 
 
 def snapping_mechanism(

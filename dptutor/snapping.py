@@ -142,6 +142,8 @@ class SnappingParameters:
         grid = check_positive(self.grid, "grid")
         if math.frexp(grid)[0] != 0.5:
             raise ValueError(f"grid must be a power of two, got {grid!r}")
+        if not self.lam <= grid < 2.0 * self.lam:
+            raise ValueError(f"grid must be the smallest power of two >= lam = {self.lam!r}, got {grid!r}")
 
 
 def snapping_parameters(epsilon: float, n: int = 1, bound: float | None = None) -> SnappingParameters:
@@ -229,7 +231,8 @@ def snap(x: NDArray[np.float64], u: NDArray[np.float64], negative: NDArray[np.bo
     xc = np.clip(x, -params.bound, params.bound)
     z = params.lam * np.log(u)
     y = xc + np.where(negative, -z, z)
-    return np.clip(np.rint(y / params.grid) * params.grid, -params.bound, params.bound)
+    with np.errstate(over="ignore"):  # |y| / Lambda may overflow to inf; the clamp to [-B, B] is then exact
+        return np.clip(np.rint(y / params.grid) * params.grid, -params.bound, params.bound)
 
 
 def snapping_outputs(params: SnappingParameters) -> NDArray[np.float64]:
@@ -249,9 +252,14 @@ def snapping_outputs(params: SnappingParameters) -> NDArray[np.float64]:
     ------
     TypeError
         If ``params`` is not a :class:`SnappingParameters`.
+    ValueError
+        If there are more than :data:`~dptutor._validate.MAX_ELEMENTS` outputs (``bound / grid`` huge).
     """
     params = _check_snapping(params)
-    j = math.floor(params.bound / params.grid)
+    ratio = params.bound / params.grid  # may be inf
+    if not 2.0 * ratio + 3.0 <= MAX_ELEMENTS:
+        raise ValueError(f"params give about {2.0 * ratio + 3.0:.3g} outputs (bound / grid too large), more than {MAX_ELEMENTS:,}")
+    j = math.floor(ratio)
     grid = np.arange(-j, j + 1, dtype=np.float64) * params.grid
     return np.unique(np.concatenate([[-params.bound], grid, [params.bound]]))
 
