@@ -482,8 +482,8 @@ def check_labels(value: object, name: str, n: int) -> tuple[NDArray[np.int64], N
     arr = check_float_array(value, name, finite=True, ndim=1)
     if arr.size != n:
         raise ValueError(f"{name} must have one label per row of X ({n}), got {arr.size}")
-    if np.any(arr != np.round(arr)):
-        raise ValueError(f"{name} must hold integer class labels")
+    if np.any(arr != np.round(arr)) or np.any(np.abs(arr) > 2.0**53):  # beyond 2**53: not exact integers
+        raise ValueError(f"{name} must hold integer class labels (of magnitude at most 2**53)")
     classes, index = np.unique(arr.astype(np.int64), return_inverse=True)
     if classes.size < 2:
         raise ValueError(f"{name} must hold at least two distinct classes, got {classes.size}")

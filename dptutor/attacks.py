@@ -19,9 +19,10 @@ buries the signal: the attack falls to chance.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats
 
 from dptutor._validate import check_float_array, check_int, check_real, check_rng
 from dptutor.epsilon import tpr_bound
@@ -103,7 +104,10 @@ def likelihood_ratio_scores(target_losses: object, reference_losses: object, ref
     """
     target = check_float_array(target_losses, "target_losses", finite=True, ndim=1, min_size=1, low=0.0)
     refs = check_float_array(reference_losses, "reference_losses", finite=True, ndim=2, min_size=2, low=0.0)
-    inside = np.asarray(reference_in)
+    try:
+        inside = np.asarray(reference_in)
+    except ValueError as exc:  # ragged nested lists
+        raise TypeError(f"reference_in must be a boolean array ({exc})") from exc
     if inside.dtype != np.bool_:
         raise TypeError(f"reference_in must be a boolean array, got dtype {inside.dtype}")
     if refs.shape[1] != target.size or inside.shape != refs.shape:
@@ -113,12 +117,26 @@ def likelihood_ratio_scores(target_losses: object, reference_losses: object, ref
     if not (inside.any(axis=0) & (~inside).any(axis=0)).all():
         raise ValueError("reference_in must put every example in at least one reference model and out of another")
     phi, observed = _confidence(refs), _confidence(target)
-    log_density = []
+    means, spreads = [], []
     for mask in (inside, ~inside):
-        mean = np.nansum(np.where(mask, phi, 0.0), axis=0) / mask.sum(axis=0)
-        spread = float(np.sqrt(np.sum(np.where(mask, phi - mean, 0.0) ** 2) / mask.sum()))
-        log_density.append(stats.norm.logpdf(observed, mean, max(spread, 1e-6)))
-    return log_density[0] - log_density[1]
+        mean = np.sum(np.where(mask, phi, 0.0) / mask.sum(axis=0), axis=0)  # divided first: no overflow
+        deviation = np.where(mask, phi - mean, 0.0)
+        peak = float(np.max(np.abs(deviation))) or 1.0  # squares of deviation / peak cannot overflow
+        spread = peak * float(np.sqrt(np.sum((deviation / peak) ** 2) / mask.sum()))
+        means.append(mean)
+        spreads.append(max(spread, 1e-6))
+    return _log_ratio(observed, means, spreads)
+
+
+def _log_ratio(x: NDArray[np.float64], means: list, spreads: list[float]) -> NDArray[np.float64]:
+    """``log N(x; m_in, s_in^2) - log N(x; m_out, s_out^2)``; where it leaves the double range, the
+    largest double of its sign (the sign from comparing ``|x - m| / s`` in logarithms)."""
+    (m_in, m_out), (s_in, s_out) = means, spreads
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        z_in, z_out = (x - m_in) / s_in, (x - m_out) / s_out
+        ratio = math.log(s_out) - math.log(s_in) + 0.5 * (z_out * z_out - z_in * z_in)
+        bigger = np.log(np.abs(x - m_out)) - math.log(s_out) - np.log(np.abs(x - m_in)) + math.log(s_in)
+        return np.where(np.isfinite(ratio), ratio, np.sign(bigger) * np.finfo(np.float64).max)
 
 
 def roc_curve(member_scores: object, nonmember_scores: object) -> tuple[NDArray[np.float64], NDArray[np.float64]]:

@@ -94,8 +94,8 @@ class Classifier:
             raise TypeError("weights must be a tuple of one (logistic) or two (mlp) weight matrices")
         weights = tuple(check_float_array(w, "weights", finite=True, ndim=2, min_size=2) for w in self.weights)
         labels = check_float_array(self.classes, "classes", finite=True, ndim=1, min_size=2)
-        if np.unique(labels).size != labels.size or np.any(labels != np.round(labels)):
-            raise ValueError("classes must hold distinct integer labels")
+        if np.unique(labels).size != labels.size or np.any(labels != np.round(labels)) or np.any(np.abs(labels) > 2.0**53):
+            raise ValueError("classes must hold distinct integer labels (of magnitude at most 2**53)")
         outputs = 1 if labels.size == 2 else labels.size
         if weights[-1].shape[1] != outputs or (kind == "mlp" and weights[1].shape[0] != weights[0].shape[1] + 1):
             raise ValueError("weights must have shapes (d + 1, h), (h + 1, K) matching classes")
@@ -213,7 +213,7 @@ def per_example_gradients(model: Classifier, X: object, y: object) -> NDArray[np
         raise TypeError(f"model must be a Classifier, got {type(model).__name__}")
     x = model._inputs(X)
     index = _label_index(model, y, x.shape[0])
-    blocks = [np.einsum("ni,nj->nij", a, b).reshape(len(x), -1) for a, b in model._layers(x, index)]
+    blocks = [np.einsum("ni,nj->nij", a, b).reshape(len(x), a.shape[1] * b.shape[1]) for a, b in model._layers(x, index)]
     return np.hstack(blocks)
 
 
@@ -247,8 +247,11 @@ def clipped_gradient_sum(
 
 def _clipped_sum(layers: list[Layer], c_max: float) -> tuple[list[NDArray[np.float64]], NDArray[np.float64]]:
     """:func:`clipped_gradient_sum` from the layers' ``(A, B)`` (inputs already checked)."""
-    squared = sum(np.einsum("ij,ij->i", a, a) * np.einsum("ij,ij->i", b, b) for a, b in layers)
-    norms = np.sqrt(squared)
+    with np.errstate(over="ignore"):
+        norms = np.sqrt(sum(np.einsum("ij,ij->i", a, a) * np.einsum("ij,ij->i", b, b) for a, b in layers))
+    if not np.isfinite(norms).all():  # a squared norm overflowed: recompute without squaring the large values
+        with np.errstate(over="ignore"):
+            norms = functools.reduce(np.hypot, [np.hypot.reduce(a, axis=1) * np.hypot.reduce(b, axis=1) for a, b in layers])
     scale = c_max / np.maximum(norms, c_max)  # min(1, C / norm), and 1 for a zero gradient
     return [a.T @ (b * scale[:, None]) for a, b in layers], norms
 

@@ -35,6 +35,7 @@ from dptutor._validate import (
     check_positive,
     check_real,
     check_rng,
+    check_size,
 )
 from dptutor.learning import Classifier, clipped_gradient_sum, initial_classifier, per_example_gradients
 
@@ -96,6 +97,7 @@ def noiseless_step(
     labels = check_float_array(y, "y", finite=True, ndim=1)
     width = sum(w.size for w in net.weights)
     if x.shape[0] == 0:
+        per_example_gradients(net, x, labels)  # checks X's columns and y's length even for an empty batch
         return np.zeros(width)
     if b == 1:
         sums, _ = clipped_gradient_sum(net, x, labels, c)
@@ -103,8 +105,9 @@ def noiseless_step(
     else:
         grads = per_example_gradients(net, x, labels)
         starts = np.arange(0, x.shape[0], b)
-        means = np.add.reduceat(grads, starts, axis=0) / np.diff(np.append(starts, x.shape[0]))[:, None]
-        scale = c / np.maximum(np.linalg.norm(means, axis=1), c)
+        sizes = np.diff(np.append(starts, x.shape[0]))
+        means = np.add.reduceat(grads / np.repeat(sizes, sizes)[:, None], starts, axis=0)  # divided first: no overflow
+        scale = c / np.maximum(np.hypot.reduce(means, axis=1), c)
         total = (means * scale[:, None]).sum(axis=0)
     with np.errstate(over="ignore", invalid="ignore"):
         step = total / divisor
@@ -187,6 +190,9 @@ def released_sums(
     sigma, k, q, c, gen, how = _check_schedule(noise_multiplier, steps, sampling_rate, clip, rng, batching)
     r = check_int(runs, "runs", minimum=1, maximum=MAX_RUNS)
     n, d = g.shape
+    check_size((r, k, d), "runs")  # the (runs, steps, d) output must fit the element limit
+    if not np.isfinite(sigma * c * 40.0):  # 40 standard deviations: no noise draw may overflow
+        raise ValueError(f"noise_multiplier * clip = {sigma * c:g} is too large: the noise would overflow")
     with np.errstate(over="ignore"):
         norms = np.linalg.norm(g, axis=1)
     if not np.isfinite(norms).all():
