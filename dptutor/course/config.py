@@ -203,14 +203,12 @@ def load_config(path: Path | str, assignment: Assignment) -> GradingConfig:
         raw = path.read_bytes()
     except OSError as exc:
         raise ValueError(f"path: {path} cannot be read ({exc.strerror})") from None
-    try:
-        if path.suffix == ".json":
-            data = json.loads(raw.decode("utf-8"))
-        elif path.suffix == ".toml":
-            data = tomllib.loads(raw.decode("utf-8"))
-        else:
-            raise ValueError(f"path: {path} must be a .toml or .json file")
-    except (UnicodeDecodeError, json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
+    if path.suffix not in (".json", ".toml"):
+        raise ValueError(f"path: {path} must be a .toml or .json file")
+    try:  # ValueError: also a number too long to convert; RecursionError: nesting too deep
+        text = raw.decode("utf-8")
+        data = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise ValueError(f"path: {path} is not valid {path.suffix[1:].upper()} ({exc})") from None
     data = _for_assignment(_table(data, "config", _KEYS), assignment)
     if "assignment" in data and data["assignment"] != assignment.name:

@@ -363,7 +363,7 @@ def load_course(folder: Path | str) -> CourseFolder:
     except OSError:
         raise ValueError(f"folder: {folder} is not a course folder (no {_KEY_FILE}); make one with "
                          "`python -m dptutor course new`") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:  # RecursionError: nested too deep
         raise ValueError(f"folder: {path} is not valid TOML ({exc})") from None
     name = raw.get("course")
     if not isinstance(name, str) or not COURSE_NAME.match(name):

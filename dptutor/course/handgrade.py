@@ -28,12 +28,12 @@ import ast
 import csv
 import html
 import importlib
+import io
 import math
-import os
 import re
 import sys
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from dptutor._validate import check_path
@@ -47,6 +47,7 @@ from dptutor.course.reports import check_records
 from dptutor.course.rescore import RescoreOptions, rescore
 from dptutor.course.scores import ScoreRecord, read_scores
 from dptutor.course.submissions import find_submissions
+from dptutor.grid_files import atomic_write_text
 from dptutor.course.textsafe import csv_cell, csv_text, one_line
 
 #: :func:`hand_questions`, :func:`read_answers`, :func:`rubrics`, :func:`run_collect` and :func:`run_apply` serve
@@ -200,14 +201,18 @@ def collect(assignment: str, submissions: Path | str, records: Sequence[ScoreRec
             items.append((record, q, text or "(no answer found in the notebook)"))
     out.mkdir(parents=True, exist_ok=True)
     page, table = out / f"handgrade-{a.name}.html", out / f"handgrade-{a.name}.csv"
-    page.write_text(_page(a, questions, rubric_file, rubric, items), encoding="utf-8")
-    with open(table, "w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(HANDGRADE_COLUMNS)
-        for record, q, _ in items:
-            writer.writerow([csv_cell(record.result.file), csv_cell(record.student), q,
-                             f"{record.question_points()[q]:g}", "", ""])
+    atomic_write_text(page, _page(a, questions, rubric_file, rubric, items))
+    rows = ([csv_cell(record.result.file), csv_cell(record.student), q, f"{record.question_points()[q]:g}", "", ""]
+            for record, q, _ in items)
+    atomic_write_text(table, _csv_text([HANDGRADE_COLUMNS, *rows]))
     return page, table
+
+
+def _csv_text(rows: Iterable[Sequence[str]]) -> str:
+    """``rows`` as CSV text (the csv module's dialect, ``\r\n`` line ends)."""
+    buffer = io.StringIO(newline="")
+    csv.writer(buffer).writerows(rows)
+    return buffer.getvalue()
 
 
 def _hand_row(row: dict[str, str], where: str, by_file: dict[str, ScoreRecord],
@@ -292,12 +297,8 @@ def apply(filled: Path | str, options: RescoreOptions) -> list[Override]:
     hand = read_hand_grades(filled, a.name, records)
     old = read_overrides(options.overrides, a, config_points) if options.overrides.exists() else []
     rows = _merged(old, hand, records)
-    tmp = options.overrides.with_name(f".{options.overrides.name}.tmp")
-    with open(tmp, "w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(["student", "question", "score", "reason"])
-        writer.writerows([o.student, o.question, f"{o.score:g}", o.reason] for o in rows)
-    os.replace(tmp, options.overrides)
+    table = [["student", "question", "score", "reason"], *([o.student, o.question, f"{o.score:g}", o.reason] for o in rows)]
+    atomic_write_text(options.overrides, _csv_text(table))
     rescore(options)
     return hand
 

@@ -14,7 +14,6 @@ beside the scores CSV, with the submission and the question they are about.
 from __future__ import annotations
 
 import collections
-import os
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -24,6 +23,7 @@ from dptutor.assignments.feedback import Assignment, fmt_points
 from dptutor.course.result import SubmissionResult
 from dptutor.course.scores import ScoreRecord
 from dptutor.course.textsafe import feedback_name, one_line
+from dptutor.grid_files import atomic_write_text
 
 #: :func:`is_instructor_note`, :func:`instructor_notes`, :func:`feedback_files`, :func:`write_feedback` and
 #: :func:`check_records` serve
@@ -103,9 +103,7 @@ def write_feedback(folder: Path | str, name: str, record: ScoreRecord) -> Path:
     if "/" in name or name in (".", ".."):
         raise ValueError(f"name must be a file name, got {name!r}")
     target = folder / name
-    tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_text(student_feedback(record) + "\n", encoding="utf-8")
-    os.replace(tmp, target)
+    atomic_write_text(target, student_feedback(record) + "\n")  # a link at target is replaced, never written through
     return target
 
 
@@ -142,7 +140,5 @@ def write_instructor_report(csv_path: Path | str, assignment: Assignment, record
         lines.append("")
     if not count:
         lines += ["Nothing to report: no notes and no changes.", ""]
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text("\n".join(lines), encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write_text(path, "\n".join(lines))
     return path

@@ -257,7 +257,7 @@ def read_scores(path: Path | str, assignment: Assignment, *, course: str | None 
                              f"not of {course!r}; use another --csv")
         try:
             record = _from_row(cells, assignment)
-        except (ValueError, TypeError, KeyError) as exc:
+        except (ValueError, TypeError, KeyError, RecursionError) as exc:  # RecursionError: JSON nested too deep
             raise ValueError(f"{where} ({csv_text(col['file'])}) is corrupted: {exc}") from None
         if records and record.course != records[0].course:
             raise ValueError(f"{where}: course {record.course!r} differs from line 2's {records[0].course!r}: "

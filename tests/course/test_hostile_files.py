@@ -1,0 +1,113 @@
+"""Hostile instructor-side files: nesting too deep for the parsers, and symbolic links where outputs go.
+
+A file whose JSON or TOML nests deeper than Python's recursion limit is refused with a ValueError naming
+the file (not a RecursionError, which the command line would show as a traceback), and the hand-grading
+files are written atomically: a symbolic link where an output (or its temporary file) goes is replaced,
+never written through to a file outside the folder the instructor named.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from pathlib import Path
+
+import pytest
+
+from dptutor.assignments.registry import get_assignment
+from dptutor.course.config import load_config
+from dptutor.course.folders import load_course
+from dptutor.course.handgrade import apply, collect
+from dptutor.course.reports import write_feedback, write_instructor_report
+from dptutor.course.rescore import RescoreOptions
+from dptutor.course.result import SubmissionResult
+from dptutor.course.scores import ScoreRecord, read_scores, scores_header, write_scores
+
+AUDIT = get_assignment("audit")
+MECHANISM = get_assignment("mechanism")
+DEEP = 100_000
+
+
+def _audit_record(file: str) -> ScoreRecord:
+    points = {q.name: q.points for q in AUDIT.questions}
+    return ScoreRecord(SubmissionResult(file, "audit", points | {"q4": 0.0}, points, {}), "c")
+
+
+@pytest.mark.parametrize("name, text", [
+    ("deep.json", "[" * DEEP),
+    ("deep.toml", "a = " + "[" * DEEP),
+    ("inline.toml", "a = " + "{b = " * DEEP),
+    ("digits.json", '{"points": {"q1": ' + "9" * 5000 + "}}"),
+])
+def test_a_config_nested_too_deep_is_a_value_error_naming_it(tmp_path: Path, name: str, text: str) -> None:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match=f"{name} is not valid"):
+        load_config(path, MECHANISM)
+
+
+def test_a_scores_record_nested_too_deep_is_a_value_error_naming_the_line(tmp_path: Path) -> None:
+    header = scores_header(MECHANISM)
+    cells = ["alice.ipynb"] + ["0"] * (len(header) - 2) + ["[" * DEEP]
+    cells[header.index("assignment")] = "mechanism"
+    path = tmp_path / "scores.csv"
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        csv.writer(fh).writerows([header, cells])
+    with pytest.raises(ValueError, match=r"scores\.csv line 2 \(alice\.ipynb\) is corrupted"):
+        read_scores(path, MECHANISM)
+
+
+def test_a_course_key_nested_too_deep_is_a_value_error_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "private").mkdir()
+    (tmp_path / "private" / "answer-key.toml").write_text("key = " + "[" * DEEP, encoding="utf-8")
+    with pytest.raises(ValueError, match="answer-key.toml is not valid TOML"):
+        load_course(tmp_path)
+
+
+def test_collect_replaces_a_link_where_its_outputs_go(tmp_path: Path) -> None:
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    subs.mkdir()
+    out.mkdir()
+    (subs / "alice.md").write_text("x = 1\n", encoding="utf-8")
+    outside = tmp_path / "outside.csv"
+    outside.write_text("PRECIOUS\n", encoding="utf-8")
+    (out / "handgrade-audit.csv").symlink_to(outside)
+    (out / "handgrade-audit.html").symlink_to(outside)
+    page, table = collect("audit", subs, [_audit_record("alice.md")], out)
+    assert outside.read_text(encoding="utf-8") == "PRECIOUS\n"
+    assert not table.is_symlink() and table.read_text(encoding="utf-8").startswith("file,student,question")
+    assert not page.is_symlink() and "<" in page.read_text(encoding="utf-8")
+    assert sorted(p.name for p in out.iterdir()) == ["handgrade-audit.csv", "handgrade-audit.html"]
+
+
+def test_apply_never_writes_through_a_link_at_a_temporary_name(tmp_path: Path) -> None:
+    scores = tmp_path / "scores-audit.csv"
+    write_scores(scores, AUDIT, [_audit_record("alice.md")])
+    filled = tmp_path / "filled.csv"
+    filled.write_text("file,student,question,max,points,reason\nalice.md,alice,q4,1,0.5,half\n", encoding="utf-8")
+    overrides = tmp_path / "ov.csv"
+    outside = tmp_path / "elsewhere" / "outside.csv"
+    outside.parent.mkdir()
+    outside.write_text("PRECIOUS\n", encoding="utf-8")
+    (tmp_path / ".ov.csv.tmp").symlink_to(outside)  # the temporary file's name before the fix
+    apply(filled, RescoreOptions("audit", scores, overrides=overrides))
+    assert outside.read_text(encoding="utf-8") == "PRECIOUS\n"
+    assert not overrides.is_symlink() and "alice.md,q4,0.5,half" in overrides.read_text(encoding="utf-8")
+    assert os.stat(overrides).st_mode & 0o644 == 0o644
+    assert read_scores(scores, AUDIT)[0].final_scores()["q4"] == 0.5
+
+
+def test_feedback_and_the_report_never_write_through_a_link_at_a_temporary_name(tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere" / "outside.txt"
+    outside.parent.mkdir()
+    outside.write_text("PRECIOUS\n", encoding="utf-8")
+    folder = tmp_path / "feedback"
+    folder.mkdir()
+    (folder / ".alice.txt.tmp").symlink_to(outside)  # the temporary files' names before the fix
+    (tmp_path / ".scores-audit-instructor.md.tmp").symlink_to(outside)
+    record = _audit_record("alice.md")
+    target = write_feedback(folder, "alice.txt", record)
+    report = write_instructor_report(tmp_path / "scores-audit.csv", AUDIT, [record])
+    assert outside.read_text(encoding="utf-8") == "PRECIOUS\n"
+    assert not target.is_symlink() and "alice.md" in target.read_text(encoding="utf-8")
+    assert not report.is_symlink() and report.read_text(encoding="utf-8").startswith("# For the instructor")
