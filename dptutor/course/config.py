@@ -199,7 +199,9 @@ def load_config(path: Path | str, assignment: Assignment) -> GradingConfig:
     path = Path(check_path(path, "path"))
     if not isinstance(assignment, Assignment):
         raise TypeError(f"assignment must be an Assignment, got {type(assignment).__name__}")
-    try:
+    try:  # a FIFO or a device (/dev/zero) would block or never end: only a regular file of at most 1 MiB is read
+        if path.exists() and not path.is_dir() and (not path.is_file() or path.stat().st_size > 1 << 20):
+            raise ValueError(f"path: {path} must be a regular file of at most 1 MiB")
         raw = path.read_bytes()
     except OSError as exc:
         raise ValueError(f"path: {path} cannot be read ({exc.strerror})") from None

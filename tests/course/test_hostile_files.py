@@ -111,3 +111,16 @@ def test_feedback_and_the_report_never_write_through_a_link_at_a_temporary_name(
     assert outside.read_text(encoding="utf-8") == "PRECIOUS\n"
     assert not target.is_symlink() and "alice.md" in target.read_text(encoding="utf-8")
     assert not report.is_symlink() and report.read_text(encoding="utf-8").startswith("# For the instructor")
+
+
+def test_a_config_that_is_a_fifo_or_too_large_is_refused_without_reading_it(tmp_path: Path) -> None:
+    # load_config read the whole file: a FIFO blocked forever and /dev/zero exhausted memory.
+    assignment = get_assignment("sampler")
+    fifo = tmp_path / "config.toml"
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError, match="regular file"):
+        load_config(fifo, assignment)
+    big = tmp_path / "big.toml"
+    big.write_text("# padding\n" * 200_000, encoding="utf-8")
+    with pytest.raises(ValueError, match="at most 1 MiB"):
+        load_config(big, assignment)
