@@ -562,7 +562,12 @@ def _cmd_export_otter(args: argparse.Namespace) -> int:
 def _cmd_release(args: argparse.Namespace) -> int:
     from dptutor.course.release import release
 
-    for path in release(args.folder):
+    try:
+        written = release(args.folder)
+    except (ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for path in written:
         print(f"wrote {path}")
     return 0
 

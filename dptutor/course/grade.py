@@ -474,7 +474,7 @@ def _read_inflight(marker: Path) -> list[str]:
     """The submissions in flight when a run died (either marker format), sane names only."""
     try:
         data = json.loads(marker.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):  # RecursionError: nested too deep
         return []
     if not isinstance(data, dict):
         return []

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import csv
 import os
-import tempfile
 from pathlib import Path
 
 from dptutor._validate import check_choice, check_path, check_real, check_str
@@ -37,6 +36,7 @@ from dptutor.assignments.registry import get_assignment
 from dptutor.course.textsafe import csv_cell
 from dptutor.course.scores import read_scores
 from dptutor.course.submissions import student_identity
+from dptutor.grid_files import atomic_target
 
 __all__ = ["LMS_FORMATS", "lms_rows", "export_lms"]
 
@@ -100,12 +100,12 @@ def export_lms(lms: str, assignment: str, scores: Path | str, out: Path | str, *
         raise ValueError(f"out: {out} is a folder; give a file name")
     if not out.parent.is_dir():
         raise ValueError(f"out: the folder {out.parent} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    try:
-        with os.fdopen(fd, "w", newline="", encoding="utf-8") as fh:
-            csv.writer(fh).writerows(rows)
-        os.replace(tmp, out)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    if out.exists() and not out.is_file():
+        raise ValueError(f"out: {out} is not a regular file (a FIFO, socket or device); give a file name")
+    if out.exists() and os.path.samefile(out, scores):
+        raise ValueError(f"out: {out} is the scores file itself; writing it would destroy the scores")
+    with atomic_target(out) as tmp, open(tmp, "w", newline="", encoding="utf-8") as fh:  # 0644, as other outputs
+        csv.writer(fh).writerows(rows)
+        fh.flush()
+        os.fsync(fh.fileno())
     return len(rows) - 1

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from dptutor._validate import check_str
 from dptutor.assignments.registry import ASSIGNMENTS
+from dptutor.grid_files import atomic_write_text
 
 __all__ = ["BEGIN_MARKER", "END_MARKER", "RELEASE_COMMAND", "book_assignments_folder", "student_version",
            "with_banner", "released_notebook", "release"]
@@ -94,10 +95,15 @@ def release(folder: Path | str | None = None) -> list[Path]:
     folder = Path(folder) if folder is not None else book_assignments_folder()
     if not (folder / "instructor").is_dir():
         raise ValueError(f"folder: {folder} has no instructor/ subfolder")
-    written = []
+    texts = {}  # every notebook is read and checked before any is written
     for a in ASSIGNMENTS.values():
         source = folder / "instructor" / a.notebook
-        target = folder / a.notebook
-        target.write_text(released_notebook(source.read_text(encoding="utf-8"), a.notebook), encoding="utf-8")
-        written.append(target)
-    return written
+        if not source.is_file():
+            raise ValueError(f"folder: {source} is missing or not a regular file")
+        try:
+            texts[folder / a.notebook] = released_notebook(source.read_text(encoding="utf-8"), a.notebook)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ValueError(f"folder: {source} cannot be read ({exc})") from None
+    for target, text in texts.items():
+        atomic_write_text(target, text)  # an interrupted run leaves the old notebook, never a part
+    return list(texts)

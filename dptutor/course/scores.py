@@ -27,7 +27,6 @@ import csv
 import json
 import math
 import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +37,7 @@ from dptutor.assignments.feedback import Assignment, fmt_points
 from dptutor.course.result import SubmissionResult
 from dptutor.course.textsafe import csv_cell, csv_text, one_line
 from dptutor.course.submissions import student_identity
+from dptutor.grid_files import atomic_target
 
 __all__ = ["ScoreRecord", "scores_header", "read_scores", "write_scores", "default_scores_name"]
 
@@ -227,6 +227,8 @@ def read_scores(path: Path | str, assignment: Assignment, *, course: str | None 
         raise TypeError(f"assignment must be an Assignment, got {type(assignment).__name__}")
     if course is not None:
         check_str(course, "course")
+    if path.exists() and not path.is_file() and not path.is_dir():  # a FIFO would block the open forever
+        raise ValueError(f"path: {path} is not a regular file (a FIFO, socket or device), so not a scores file")
     try:
         with open(path, newline="", encoding="utf-8") as fh:
             rows = list(csv.reader(fh))
@@ -283,20 +285,11 @@ def write_scores(path: Path | str, assignment: Assignment, records: Sequence[Sco
         raise ValueError(f"path: the folder {path.parent} does not exist")
     if path.is_dir():
         raise ValueError(f"path: {path} is a folder")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", newline="", encoding="utf-8") as fh:
-            writer = csv.writer(fh)
-            writer.writerow(scores_header(assignment))
-            writer.writerows(rows)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    with atomic_target(path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as fh:  # 0644, as other outputs
+        writer = csv.writer(fh)
+        writer.writerow(scores_header(assignment))
+        writer.writerows(rows)
+        fh.flush()
+        os.fsync(fh.fileno())
 
 
