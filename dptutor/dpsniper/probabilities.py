@@ -20,6 +20,8 @@ __all__ = ["rnm_index_probabilities", "svt_pattern_probabilities"]
 #: narrower than the quadrature can resolve), and the largest query answer in absolute value.
 MAX_EXACT_EPSILON = 50.0
 MAX_EXACT_ANSWER = 1e6
+#: The most query answers the exact-probability functions integrate over (their cost grows as its square).
+MAX_EXACT_SIZE = 64
 
 
 def exact_answers(data: object, name: str = "data") -> NDArray[np.float64]:
@@ -28,7 +30,7 @@ def exact_answers(data: object, name: str = "data") -> NDArray[np.float64]:
     Parameters
     ----------
     data : array_like of float, shape (k,)
-        Query answers.
+        Query answers, at most ``MAX_EXACT_SIZE`` (64) of them.
     name : str, default 'data'
         The parameter's name, for the messages.
 
@@ -42,9 +44,12 @@ def exact_answers(data: object, name: str = "data") -> NDArray[np.float64]:
     TypeError
         If ``data`` does not hold real numbers.
     ValueError
-        If ``data`` is empty, not 1-D, not finite or has an answer above ``MAX_EXACT_ANSWER`` in absolute value.
+        If ``data`` is empty, not 1-D, not finite, longer than ``MAX_EXACT_SIZE`` or has an answer above
+        ``MAX_EXACT_ANSWER`` in absolute value.
     """
     q = check_float_array(data, name, finite=True, ndim=1, min_size=1)
+    if q.size > MAX_EXACT_SIZE:
+        raise ValueError(f"{name} must hold at most {MAX_EXACT_SIZE} answers, got {q.size}")
     if np.abs(q).max() > MAX_EXACT_ANSWER:
         raise ValueError(f"{name} must hold answers of at most {MAX_EXACT_ANSWER:g} in absolute value")
     return q
@@ -89,7 +94,7 @@ def rnm_index_probabilities(data: Any, *, epsilon: float, noise: str = "laplace"
     Parameters
     ----------
     data : array_like of float, shape (k,)
-        The query answers, at most ``1e6`` in absolute value.
+        The query answers (at most 64), at most ``1e6`` in absolute value.
     epsilon : float
         The epsilon, in ``[1e-12, 50]``.
     noise : {'laplace', 'exponential'}, default 'laplace'
@@ -138,7 +143,7 @@ def svt_pattern_probabilities(
     Parameters
     ----------
     data : array_like of float, shape (k,)
-        The query answers, at most ``1e6`` in absolute value.
+        The query answers (at most 64), at most ``1e6`` in absolute value.
     epsilon : float
         The epsilon, in ``[1e-12, 50]``.
     algorithm : {1, 2, 4}

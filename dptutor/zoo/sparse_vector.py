@@ -270,11 +270,11 @@ def svt_log_likelihood_ratio(
     x, x_prime : array_like of float, shape (k,)
         The query answers on the two neighbouring datasets (at most ``1e12`` in absolute value).
     epsilon : float
-        The epsilon the outputs were drawn at, at least ``1e-12``.
+        The epsilon the outputs were drawn at, in ``[1e-12, 1e6]``.
     c : int, default 2
         The cut-off the outputs were drawn at.
     threshold : float, default 1.0
-        The threshold the outputs were drawn at.
+        The threshold the outputs were drawn at, at most ``1e300`` in absolute value.
     grid : int, default 1024
         The number of uniform integration nodes, in ``[2, 2**16]``.
     decimals : int or None, default 9
@@ -297,8 +297,8 @@ def svt_log_likelihood_ratio(
     if decimals is not None:
         decimals = check_int(decimals, "decimals", minimum=0, maximum=15)
     c = check_int(c, "c", minimum=1, maximum=1 << 20)
-    threshold = check_real(threshold, "threshold")
-    eps = check_mechanism_epsilon(epsilon)
+    threshold = check_real(threshold, "threshold", low=-_LLR_MAX_THRESHOLD, high=_LLR_MAX_THRESHOLD)
+    eps = check_mechanism_epsilon(epsilon, high=_LLR_MAX_EPSILON)
     q, qp = check_answer_vector(x, "x"), check_answer_vector(x_prime, "x_prime")
     if q.size != arr.shape[1]:
         raise ValueError(f"x must hold one answer per column of outputs ({arr.shape[1]}), got {q.size}")
@@ -320,6 +320,9 @@ def svt_log_likelihood_ratio(
     r_lo = min(-12.0 * b_rho, float(kinks.min()) - b_nu)
     r_hi = max(12.0 * b_rho, float(kinks.max()) + 12.0 * b_nu)
     r = np.unique(np.concatenate([np.linspace(r_lo, r_hi, grid), kinks, [0.0]]))  # all inside [r_lo, r_hi]
+    # A cap below r[0] only scales both integrals by the same e^(slope (cap - r[0])), and one far above r[-1] adds
+    # mass e^-1000 = 0: clip it there, so that extreme released values neither overflow nor give inf - inf.
+    cap = np.clip(cap, r[0], r[-1] + 1000.0 * b_rho)
     # Rows with the same set of "below" answers share their integrand up to the cap: integrate once per
     # set, a bounded number of rows at a time (at most _LLR_TABLE elements per table of sets x nodes).
     llr = np.empty(arr.shape[0])
@@ -338,6 +341,11 @@ def svt_log_likelihood_ratio(
 
 #: The largest query answer (in absolute value) that :func:`svt_log_likelihood_ratio` integrates over.
 _LLR_MAX_ANSWER = 1e12
+
+#: The largest epsilon and threshold (in absolute value) of :func:`svt_log_likelihood_ratio` (beyond, its
+#: integrand's scaled arguments overflow).
+_LLR_MAX_EPSILON = 1e6
+_LLR_MAX_THRESHOLD = 1e300
 
 #: Elements of one (sets x nodes) table in :func:`svt_log_likelihood_ratio` (bounds its memory).
 _LLR_TABLE = 1 << 23
