@@ -303,6 +303,8 @@ def _read_table(path: Path, name: str, required: Sequence[str]) -> list[dict[str
     missing = [c for c in required if c not in header]
     if missing:
         raise ValueError(f"{name}: {path} needs the columns {', '.join(required)} (missing: {', '.join(missing)})")
+    if len(set(header)) < len(header):  # csv.DictReader would keep the last of them, silently
+        raise ValueError(f"{name}: {path} has the column(s) {', '.join(sorted({c for c in header if header.count(c) > 1}))} twice")
     for number, row in enumerate(rows, start=2):
         if None in row or any(v is None for v in row.values()):
             raise ValueError(f"{name}: {path} line {number} does not have {len(header)} cells")

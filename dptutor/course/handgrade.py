@@ -255,6 +255,8 @@ def read_hand_grades(path: Path | str, assignment: str, records: Sequence[ScoreR
     missing = [c for c in HANDGRADE_COLUMNS if c not in header]
     if missing:
         raise ValueError(f"path: {path} needs the columns {', '.join(HANDGRADE_COLUMNS)} (missing: {', '.join(missing)})")
+    if len(set(header)) < len(header):  # csv.DictReader would keep the last of them, silently
+        raise ValueError(f"path: {path} has the column(s) {', '.join(sorted({c for c in header if header.count(c) > 1}))} twice")
     out: list[Override] = []
     seen: set[tuple[str, str]] = set()
     for number, row in enumerate(rows, start=2):

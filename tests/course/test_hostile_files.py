@@ -124,3 +124,22 @@ def test_a_config_that_is_a_fifo_or_too_large_is_refused_without_reading_it(tmp_
     big.write_text("# padding\n" * 200_000, encoding="utf-8")
     with pytest.raises(ValueError, match="at most 1 MiB"):
         load_config(big, assignment)
+
+
+def test_a_column_given_twice_is_refused_naming_it(tmp_path: Path) -> None:
+    # csv.DictReader kept the last of two equal columns: an override's second score column silently won.
+    from dptutor.course.config import read_manifest, read_overrides
+    from dptutor.course.handgrade import read_hand_grades
+
+    overrides = tmp_path / "overrides.csv"
+    overrides.write_text("student,question,score,reason,score\nalice,q1,1,late fix,0\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="score twice"):
+        read_overrides(overrides, get_assignment("sampler"))
+    manifest = tmp_path / "manifest.csv"
+    manifest.write_text("file,submitted,file\na.md,2026-01-01T00:00:00+00:00,b.md\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="file twice"):
+        read_manifest(manifest)
+    hand = tmp_path / "handgrade-sampler.csv"
+    hand.write_text("file,student,question,max,points,reason,points\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="points twice"):
+        read_hand_grades(hand, "sampler", [])
