@@ -28,12 +28,11 @@ import ast
 import csv
 import html
 import importlib
-import io
 import math
 import re
 import sys
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from dptutor._validate import check_path
@@ -48,7 +47,7 @@ from dptutor.course.rescore import RescoreOptions, rescore
 from dptutor.course.scores import ScoreRecord, read_scores
 from dptutor.course.submissions import find_submissions
 from dptutor.grid_files import atomic_write_text
-from dptutor.course.textsafe import csv_cell, csv_text, one_line
+from dptutor.course.textsafe import csv_cell, csv_document, csv_text, one_line
 
 #: :func:`hand_questions`, :func:`read_answers`, :func:`rubrics`, :func:`run_collect` and :func:`run_apply` serve
 #: :func:`collect`, :func:`apply` and the command line (their inputs are what those checked), hence outside ``__all__``.
@@ -204,15 +203,8 @@ def collect(assignment: str, submissions: Path | str, records: Sequence[ScoreRec
     atomic_write_text(page, _page(a, questions, rubric_file, rubric, items))
     rows = ([csv_cell(record.result.file), csv_cell(record.student), q, f"{record.question_points()[q]:g}", "", ""]
             for record, q, _ in items)
-    atomic_write_text(table, _csv_text([HANDGRADE_COLUMNS, *rows]))
+    atomic_write_text(table, csv_document([HANDGRADE_COLUMNS, *rows]))
     return page, table
-
-
-def _csv_text(rows: Iterable[Sequence[str]]) -> str:
-    """``rows`` as CSV text (the csv module's dialect, ``\r\n`` line ends)."""
-    buffer = io.StringIO(newline="")
-    csv.writer(buffer).writerows(rows)
-    return buffer.getvalue()
 
 
 def _hand_row(row: dict[str, str], where: str, by_file: dict[str, ScoreRecord],
@@ -300,7 +292,7 @@ def apply(filled: Path | str, options: RescoreOptions) -> list[Override]:
     old = read_overrides(options.overrides, a, config_points) if options.overrides.exists() else []
     rows = _merged(old, hand, records)
     table = [["student", "question", "score", "reason"], *([o.student, o.question, f"{o.score:g}", o.reason] for o in rows)]
-    atomic_write_text(options.overrides, _csv_text(table))
+    atomic_write_text(options.overrides, csv_document(table))
     rescore(options)
     return hand
 

@@ -26,17 +26,16 @@ guesses which counts.
 
 from __future__ import annotations
 
-import csv
 import os
 from pathlib import Path
 
 from dptutor._validate import check_choice, check_path, check_real, check_str
 from dptutor.assignments.feedback import fmt_points
 from dptutor.assignments.registry import get_assignment
-from dptutor.course.textsafe import csv_cell
+from dptutor.course.textsafe import csv_cell, csv_document
 from dptutor.course.scores import read_scores
 from dptutor.course.submissions import student_identity
-from dptutor.grid_files import atomic_target
+from dptutor.grid_files import atomic_write_text
 
 __all__ = ["LMS_FORMATS", "lms_rows", "export_lms"]
 
@@ -104,8 +103,5 @@ def export_lms(lms: str, assignment: str, scores: Path | str, out: Path | str, *
         raise ValueError(f"out: {out} is not a regular file (a FIFO, socket or device); give a file name")
     if out.exists() and os.path.samefile(out, scores):
         raise ValueError(f"out: {out} is the scores file itself; writing it would destroy the scores")
-    with atomic_target(out) as tmp, open(tmp, "w", newline="", encoding="utf-8") as fh:  # 0644, as other outputs
-        csv.writer(fh).writerows(rows)
-        fh.flush()
-        os.fsync(fh.fileno())
+    atomic_write_text(out, csv_document(rows))  # synced, 0644 as other outputs
     return len(rows) - 1

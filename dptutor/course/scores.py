@@ -26,7 +26,6 @@ from __future__ import annotations
 import csv
 import json
 import math
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,9 +34,9 @@ from dptutor._validate import check_path, check_real, check_sequence, check_str
 from dptutor.course.config import Override
 from dptutor.assignments.feedback import Assignment, fmt_points
 from dptutor.course.result import SubmissionResult
-from dptutor.course.textsafe import csv_cell, csv_text, one_line
+from dptutor.course.textsafe import csv_cell, csv_document, csv_text, one_line
 from dptutor.course.submissions import student_identity
-from dptutor.grid_files import atomic_target
+from dptutor.grid_files import atomic_write_text
 
 __all__ = ["ScoreRecord", "scores_header", "read_scores", "write_scores", "default_scores_name"]
 
@@ -285,11 +284,6 @@ def write_scores(path: Path | str, assignment: Assignment, records: Sequence[Sco
         raise ValueError(f"path: the folder {path.parent} does not exist")
     if path.is_dir():
         raise ValueError(f"path: {path} is a folder")
-    with atomic_target(path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as fh:  # 0644, as other outputs
-        writer = csv.writer(fh)
-        writer.writerow(scores_header(assignment))
-        writer.writerows(rows)
-        fh.flush()
-        os.fsync(fh.fileno())
+    atomic_write_text(path, csv_document([scores_header(assignment), *rows]))  # synced, 0644 as other outputs
 
 

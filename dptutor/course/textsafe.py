@@ -11,13 +11,18 @@ a spreadsheet from reading a CSV cell as a formula (OWASP's CSV injection).
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
 import re
 import unicodedata
+
+from collections.abc import Iterable, Sequence
 
 from dptutor._validate import check_bool, check_str
 
 __all__ = ["safe_text", "one_line", "csv_cell", "csv_text", "display_name", "feedback_name"]
+# csv_document serves the course's CSV writers (their cells already made safe), hence outside __all__.
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
@@ -54,6 +59,14 @@ def csv_text(cell: str) -> str:
     """The text :func:`csv_cell` escaped (its inverse)."""
     cell = check_str(cell, "cell")
     return cell[1:] if cell.startswith("'") else cell
+
+
+def csv_document(rows: Iterable[Sequence[object]]) -> str:
+    """``rows`` as the text of a CSV file (the csv module's dialect, ``\r\n`` line ends), to be written whole by
+    :func:`dptutor.grid_files.atomic_write_text`."""
+    buffer = io.StringIO(newline="")
+    csv.writer(buffer).writerows(rows)
+    return buffer.getvalue()
 
 
 def display_name(name: str) -> str:
