@@ -87,6 +87,7 @@ from dptutor.assignments.feedback import Assignment
 from dptutor.assignments.registry import ASSIGNMENTS
 
 __all__ = ["GradingConfig", "Override", "load_config", "read_overrides", "read_manifest"]
+# read_csv_table serves dptutor.course.handgrade's reader of the hand grades too, hence outside __all__.
 
 _KEYS = {"assignment", "course", "points", "weights", "limits", "late", "carry_forward", "assignments"}
 #: What an ``[assignments.NAME]`` table may set (``deadline`` is short for ``late.deadline``).
@@ -292,7 +293,9 @@ def _weights(value: object, assignment: Assignment) -> dict[str, dict[str, float
     return out
 
 
-def _read_table(path: Path, name: str, required: Sequence[str]) -> list[dict[str, str]]:
+def read_csv_table(path: Path, name: str, required: Sequence[str]) -> list[dict[str, str]]:
+    """The rows of the CSV ``path`` as dicts, checked: readable UTF-8, the ``required`` columns, none of them twice, and
+    every row complete; ValueError naming ``name`` and the file (the overrides, the manifest, the hand grades)."""
     try:
         with open(path, newline="", encoding="utf-8-sig") as fh:
             reader = csv.DictReader(fh)
@@ -315,7 +318,7 @@ def read_manifest(path: Path | str) -> dict[str, dt.datetime]:
     """Submission times from a manifest CSV with columns ``file`` (or ``student``) and ``submitted``
     (ISO 8601 with a time zone): a map from each ``file``/``student`` value to its time."""
     path = Path(check_path(path, "path"))
-    with_file = _read_table(path, "path", ["submitted"])
+    with_file = read_csv_table(path, "path", ["submitted"])
     times: dict[str, dt.datetime] = {}
     for number, row in enumerate(with_file, start=2):
         key = row.get("file") or row.get("student")
@@ -355,7 +358,7 @@ def read_overrides(path: Path | str, assignment: Assignment, config: GradingConf
     points = (config or GradingConfig()).question_points(assignment)
     out: list[Override] = []
     seen: set[tuple[str, str]] = set()
-    for number, row in enumerate(_read_table(path, "path", ["student", "question", "score", "reason"]), start=2):
+    for number, row in enumerate(read_csv_table(path, "path", ["student", "question", "score", "reason"]), start=2):
         where = f"path: {path} line {number}"
         student, question = row["student"].strip(), row["question"].strip()
         if question not in points:

@@ -25,7 +25,6 @@ message of some row says "graded by hand".
 from __future__ import annotations
 
 import ast
-import csv
 import html
 import importlib
 import math
@@ -38,7 +37,7 @@ from pathlib import Path
 from dptutor._validate import check_path
 from dptutor.assignments.feedback import Assignment
 from dptutor.assignments.registry import get_assignment
-from dptutor.course.config import GradingConfig, Override, read_overrides
+from dptutor.course.config import GradingConfig, Override, read_csv_table, read_overrides
 from dptutor.course.folders import load_course
 from dptutor.course.intake import read_student_cells
 from dptutor.course.release import book_assignments_folder
@@ -238,23 +237,10 @@ def read_hand_grades(path: Path | str, assignment: str, records: Sequence[ScoreR
     path = Path(check_path(path, "path"))
     a = get_assignment(assignment)
     by_file = {r.result.file: r for r in check_records(records)}
-    try:
-        with open(path, newline="", encoding="utf-8-sig") as fh:
-            reader = csv.DictReader(fh)
-            rows, header = list(reader), reader.fieldnames or []
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise ValueError(f"path: {path} cannot be read as a CSV ({exc})") from None
-    missing = [c for c in HANDGRADE_COLUMNS if c not in header]
-    if missing:
-        raise ValueError(f"path: {path} needs the columns {', '.join(HANDGRADE_COLUMNS)} (missing: {', '.join(missing)})")
-    if len(set(header)) < len(header):  # csv.DictReader would keep the last of them, silently
-        raise ValueError(f"path: {path} has the column(s) {', '.join(sorted({c for c in header if header.count(c) > 1}))} twice")
     out: list[Override] = []
     seen: set[tuple[str, str]] = set()
-    for number, row in enumerate(rows, start=2):
+    for number, row in enumerate(read_csv_table(path, "path", HANDGRADE_COLUMNS), start=2):
         where = f"path: {path} line {number}"
-        if None in row or any(v is None for v in row.values()):
-            raise ValueError(f"{where} does not have {len(header)} cells")
         record = by_file.get(csv_text(row["file"].strip()))
         points = record.question_points() if record is not None else {q.name: q.points for q in a.questions}
         override = _hand_row(row, where, by_file, points)
