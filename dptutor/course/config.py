@@ -85,6 +85,7 @@ from typing import Any
 from dptutor._validate import check_path, check_real, check_str
 from dptutor.assignments.feedback import Assignment
 from dptutor.assignments.registry import ASSIGNMENTS
+from dptutor.course.intake import MissingFile, read_regular
 
 __all__ = ["GradingConfig", "Override", "load_config", "read_overrides", "read_manifest"]
 # read_csv_table serves dptutor.course.handgrade's reader of the hand grades too, hence outside __all__.
@@ -201,11 +202,11 @@ def load_config(path: Path | str, assignment: Assignment) -> GradingConfig:
     if not isinstance(assignment, Assignment):
         raise TypeError(f"assignment must be an Assignment, got {type(assignment).__name__}")
     try:  # a FIFO or a device (/dev/zero) would block or never end: only a regular file of at most 1 MiB is read
-        if path.exists() and not path.is_dir() and (not path.is_file() or path.stat().st_size > 1 << 20):
-            raise ValueError(f"path: {path} must be a regular file of at most 1 MiB")
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ValueError(f"path: {path} cannot be read ({exc.strerror})") from None
+        raw = read_regular(path, 1 << 20, what="the file", follow_links=True)
+    except MissingFile:
+        raise ValueError(f"path: {path} does not exist") from None
+    except ValueError as exc:
+        raise ValueError(f"path: {path} must be a regular file of at most 1 MiB ({exc})") from None
     if path.suffix not in (".json", ".toml"):
         raise ValueError(f"path: {path} must be a .toml or .json file")
     try:  # ValueError: also a number too long to convert; RecursionError: nesting too deep

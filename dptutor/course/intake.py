@@ -160,16 +160,21 @@ def _tags(cell: Any) -> list[str]:
     return [t for t in tags if isinstance(t, str)] if isinstance(tags, list) else []
 
 
-def read_regular(path: str | Path, limit: int, *, what: str = "the file") -> bytes:
-    """The bytes of the regular file ``path``, at most ``limit`` of them, opened without following a
-    link or waiting on a FIFO: :class:`MissingFile` if there is none, ``ValueError`` naming ``what``
-    if it is a link, a FIFO, a folder or a device, cannot be opened, or is (or grows) over ``limit``."""
+def read_regular(path: str | Path, limit: int, *, what: str = "the file", follow_links: bool = False) -> bytes:
+    """The bytes of the regular file ``path``, at most ``limit`` of them, opened without waiting on a
+    FIFO and, unless ``follow_links``, without following a symbolic link: :class:`MissingFile` if there
+    is none, ``ValueError`` naming ``what`` if it is a link (refused), a FIFO, a folder or a device,
+    cannot be opened, or is (or grows) over ``limit``. The type is checked on the open file, so a file
+    swapped for a FIFO after a check cannot block the reader."""
     if not isinstance(path, (str, Path)):
         raise TypeError(f"path must be a path, got {type(path).__name__}")
     limit = check_int(limit, "limit", minimum=0, maximum=1 << 30)
     what = check_str(what, "what", allow_empty=False)
+    if not isinstance(follow_links, bool):
+        raise TypeError(f"follow_links must be True or False, got {type(follow_links).__name__}")
+    flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow_links else getattr(os, "O_NOFOLLOW", 0))
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(path, flags)
     except FileNotFoundError:
         raise MissingFile(f"path: {what} does not exist ({path})") from None
     except OSError as exc:

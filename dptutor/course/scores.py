@@ -24,6 +24,7 @@ or corrupted): record changes in an override file instead (:mod:`dptutor.course.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 from collections.abc import Sequence
@@ -32,6 +33,7 @@ from pathlib import Path
 
 from dptutor._validate import check_path, check_real, check_sequence, check_str
 from dptutor.course.config import Override
+from dptutor.course.intake import MissingFile, read_regular
 from dptutor.assignments.feedback import Assignment, fmt_points
 from dptutor.course.result import SubmissionResult
 from dptutor.course.textsafe import csv_cell, csv_document, csv_text, one_line
@@ -39,6 +41,9 @@ from dptutor.course.submissions import student_identity
 from dptutor.grid_files import atomic_write_text
 
 __all__ = ["ScoreRecord", "scores_header", "read_scores", "write_scores", "default_scores_name"]
+
+# The largest scores file read: far above any class (a row is a few kilobytes), far below a memory problem.
+MAX_SCORES_BYTES = 256 << 20
 
 _EXTRA = ["student", "assignment", "course", "max", "late", "submitted", "overrides", "record"]
 #: Beyond the largest grading seed (the runner draws them below 2**62 + 2).
@@ -226,12 +231,16 @@ def read_scores(path: Path | str, assignment: Assignment, *, course: str | None 
         raise TypeError(f"assignment must be an Assignment, got {type(assignment).__name__}")
     if course is not None:
         check_str(course, "course")
-    if path.exists() and not path.is_file() and not path.is_dir():  # a FIFO would block the open forever
-        raise ValueError(f"path: {path} is not a regular file (a FIFO, socket or device), so not a scores file")
+    try:  # read_regular: a FIFO would block the open forever, a device never end
+        raw = read_regular(path, MAX_SCORES_BYTES, what="the scores file", follow_links=True)
+    except MissingFile:
+        raise ValueError(f"path: {path} does not exist") from None
+    except ValueError as exc:
+        raise ValueError(f"path: {path} must be a regular file of at most {MAX_SCORES_BYTES >> 20} MiB "
+                         f"({exc})") from None
     try:
-        with open(path, newline="", encoding="utf-8") as fh:
-            rows = list(csv.reader(fh))
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        rows = list(csv.reader(io.StringIO(raw.decode("utf-8"), newline="")))
+    except (UnicodeDecodeError, csv.Error) as exc:
         raise ValueError(f"path: {path} cannot be read as a CSV ({exc}): it is corrupted or not a scores "
                          "file") from None
     if not rows:

@@ -143,3 +143,29 @@ def test_a_column_given_twice_is_refused_naming_it(tmp_path: Path) -> None:
     hand.write_text("file,student,question,max,points,reason,points\n", encoding="utf-8")
     with pytest.raises(ValueError, match="points twice"):
         read_hand_grades(hand, "sampler", [])
+
+
+def test_config_and_scores_read_through_a_link_but_never_block(tmp_path: Path, monkeypatch) -> None:
+    # Both are read with intake.read_regular, which checks the open file: a link to a regular file is
+    # followed, a device or a folder is refused naming path, and a scores file over the cap is not read.
+    import dptutor.course.scores as scores_module
+
+    sampler = get_assignment("sampler")
+    (tmp_path / "real.toml").write_text('course = "dp"\n', encoding="utf-8")
+    (tmp_path / "link.toml").symlink_to(tmp_path / "real.toml")
+    assert load_config(tmp_path / "link.toml", sampler).course == "dp"
+    result = SubmissionResult("alice.md", "sampler", {"q1": 2.0, "q2": 1.0, "q3": 1.0},
+                              {"q1": 2.0, "q2": 1.0, "q3": 1.0}, {"q1": [], "q2": [], "q3": []})
+    write_scores(tmp_path / "real.csv", sampler, [ScoreRecord(result, "dp")])
+    (tmp_path / "link.csv").symlink_to(tmp_path / "real.csv")
+    assert [r.result.file for r in read_scores(tmp_path / "link.csv", sampler)] == ["alice.md"]
+    for bad in (Path("/dev/zero"), tmp_path):
+        with pytest.raises(ValueError, match="^path: .*regular file"):
+            read_scores(bad, sampler)
+        with pytest.raises(ValueError, match="^path: .*regular file"):
+            load_config(bad, sampler)
+    with pytest.raises(ValueError, match="^path: .* does not exist"):
+        read_scores(tmp_path / "missing.csv", sampler)
+    monkeypatch.setattr(scores_module, "MAX_SCORES_BYTES", 64)
+    with pytest.raises(ValueError, match="more than the limit"):
+        read_scores(tmp_path / "real.csv", sampler)
