@@ -151,7 +151,7 @@ def run_grade(options: GradeOptions) -> int:
     try:
         plan = plan_grading(options)
     except _Usage as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     return grade_plan(plan)
 
@@ -325,7 +325,7 @@ def grade_plan(plan: GradingPlan) -> int:
         try:  # pre-flight: a known-good notebook through the very sandbox and interpreter, before any score
             check_environment(plan.sandbox)
         except EnvironmentFailure as exc:
-            print(f"error: {exc}", file=sys.stderr, flush=True)
+            print(f"error: {one_line(str(exc))}", file=sys.stderr, flush=True)
             return 2
     book, todo, crashed = _start(plan)
     if todo and a.name in INSTANCE_ASSIGNMENTS and plan.folder is None:
@@ -356,7 +356,7 @@ def grade_plan(plan: GradingPlan) -> int:
             raise_kept_interrupt()
         except EnvironmentFailure as exc:  # a kernel could not start: not the submissions' fault, none scored 0 for it
             _unlink(book.marker)
-            print(f"error: {exc}", file=sys.stderr, flush=True)
+            print(f"error: {one_line(str(exc))}", file=sys.stderr, flush=True)
             return 2
         except KeyboardInterrupt:
             _unlink(book.marker)

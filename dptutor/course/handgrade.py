@@ -284,7 +284,7 @@ def apply(filled: Path | str, options: RescoreOptions) -> list[Override]:
 
 
 def _error(exc: BaseException) -> int:
-    print(f"error: {str(exc).replace('path: ', '', 1)}", file=sys.stderr)
+    print(f"error: {one_line(str(exc).replace('path: ', '', 1))}", file=sys.stderr)
     return 2
 
 

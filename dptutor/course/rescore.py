@@ -26,6 +26,7 @@ from dptutor.course.reports import feedback_files, write_feedback, write_instruc
 from dptutor.course.result import SubmissionResult
 from dptutor.course.scores import ScoreRecord, read_scores, write_scores
 from dptutor.course.submissions import find_submissions
+from dptutor.course.textsafe import one_line
 
 #: :func:`rescored`, :func:`submission_times` and :func:`write_reports` serve :mod:`dptutor.course.grade` too
 #: (their inputs are what it checked), hence outside ``__all__``.
@@ -164,7 +165,7 @@ def run_rescore(options: RescoreOptions) -> int:
     try:
         records = rescore(options)
     except (ValueError, TypeError, OSError) as exc:
-        print(f"error: {str(exc).replace('path: ', '', 1)}", file=sys.stderr)
+        print(f"error: {one_line(str(exc).replace('path: ', '', 1))}", file=sys.stderr)
         return 2
     changed = sum(1 for r in records if r.overrides or r.late != 1)
     print(f"rescored {len(records)} row(s) of {options.csv} ({changed} with a change or a late multiplier)"

@@ -109,3 +109,13 @@ def test_release_checks_every_notebook_before_writing_any(tmp_path: Path) -> Non
     with pytest.raises(ValueError):
         release(tmp_path)
     assert all((tmp_path / name).read_text(encoding="utf-8") == "old\n" for name in names)
+
+
+def test_a_newline_in_a_folder_name_keeps_grades_error_on_one_line(tmp_path: Path) -> None:
+    # The folder's name was printed raw: its newline split the message, and a terminal escape would run.
+    folder = tmp_path / "subs\nerror: forged\x1b[2J"
+    folder.write_text("not a folder", encoding="utf-8")
+    done = _cli("grade", "sampler", str(folder), "--no-sandbox", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and "\x1b" not in done.stderr, done.stderr
+    assert "\\n" in done.stderr and done.stderr.startswith("error: "), done.stderr
