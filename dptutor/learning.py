@@ -94,13 +94,14 @@ class Classifier:
             raise TypeError("weights must be a tuple of one (logistic) or two (mlp) weight matrices")
         weights = tuple(check_float_array(w, "weights", finite=True, ndim=2, min_size=2) for w in self.weights)
         labels = check_float_array(self.classes, "classes", finite=True, ndim=1, min_size=2)
-        if np.unique(labels).size != labels.size or np.any(labels != np.round(labels)) or np.any(np.abs(labels) > 2.0**53):
-            raise ValueError("classes must hold distinct integer labels (of magnitude at most 2**53)")
+        classes, _ = check_labels(labels, "classes", labels.size)  # integers, exact as floats
+        if classes.size != labels.size:
+            raise ValueError("classes must hold distinct integer labels")
         outputs = 1 if labels.size == 2 else labels.size
         if weights[-1].shape[1] != outputs or (kind == "mlp" and weights[1].shape[0] != weights[0].shape[1] + 1):
             raise ValueError("weights must have shapes (d + 1, h), (h + 1, K) matching classes")
         object.__setattr__(self, "weights", weights)
-        object.__setattr__(self, "classes", np.sort(labels).astype(np.int64))
+        object.__setattr__(self, "classes", classes)
 
     def scores(self, X: object) -> NDArray[np.float64]:
         """The output layer's scores (logits), shape ``(n, 1)`` or ``(n, K)``."""
