@@ -138,7 +138,7 @@ for t in targets:
         pass
 '''
     steal = f'''
-import os, glob
+import os
 places = [{str(solution)!r}, {str(home)!r}, {str(subs)!r}, {str(INSTRUCTOR_DIR)!r}, "/root", "/home", os.path.expanduser("~")]
 for pid in os.listdir("/proc"):
     if pid.isdigit():
@@ -147,10 +147,20 @@ for pid in os.listdir("/proc"):
             places.append(os.readlink(f"/proc/{{pid}}/cwd"))
         except OSError:
             pass
-stolen = None
+def markdown_under(place):  # every .md file, hidden folders included; not into /proc, /sys or /dev (endless)
+    if not os.path.isdir(place):
+        yield place
+        return
+    for root, dirs, files in os.walk(place):
+        dirs[:] = [d for d in dirs if os.path.join(root, d) not in ("/proc", "/sys", "/dev")]
+        yield from (os.path.join(root, f) for f in files if f.endswith(".md"))
+stolen, walked = None, []
 for place in places:
-    files = glob.glob(os.path.join(place, "**", "*.md"), recursive=True) if os.path.isdir(place) else [place]
-    for f in files:
+    place = os.path.abspath(place) if place else ""
+    if not place or any(place == w or place.startswith(w.rstrip("/") + "/") for w in walked):
+        continue  # already searched (the sandbox's command line names "/" among its mounts)
+    walked.append(place)
+    for f in markdown_under(place):
         try:
             text = open(f).read()
         except (OSError, UnicodeDecodeError):
