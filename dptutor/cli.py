@@ -47,6 +47,15 @@ def subcommand(name: str) -> Callable:
     return register
 
 
+def _error(prefix: str, message: object) -> int:
+    """Print ``{prefix}error: {message}`` on one line of standard error (a newline or terminal escape in a
+    path is written as ``\\n``, ``\\x1b``); the exit code 2."""
+    from dptutor.course.textsafe import one_line
+
+    print(f"{prefix}error: {one_line(str(message))}", file=sys.stderr)
+    return 2
+
+
 def _int_at_least(text: str, minimum: int, what: str) -> int:
     try:
         value = int(text)
@@ -163,8 +172,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
             on_invalid=report,
         )
     except (TypeError, ValueError) as exc:  # a bad --out, duplicate --dims, ...: no traceback
-        print(f"dptutor reproduce: error: {exc}", file=sys.stderr)
-        return 2
+        return _error("dptutor reproduce: ", exc)
     except KeyboardInterrupt:
         print(f"\ninterrupted: {len(computed)} cell(s) finished this run are saved in {args.out}/; "
               "rerun the same command to resume", file=sys.stderr)
@@ -215,8 +223,7 @@ def _cmd_repeat(args: argparse.Namespace) -> int:
             first_seed=args.first_seed, workers=args.workers, progress=not args.quiet,
         )
     except (TypeError, ValueError) as exc:
-        print(f"dptutor repeat: error: {exc}", file=sys.stderr)
-        return 2
+        return _error("dptutor repeat: ", exc)
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
         return 130
@@ -490,8 +497,7 @@ def _cmd_export_lms(args: argparse.Namespace) -> int:
     try:
         n = export_lms(args.lms, args.assignment, args.scores, args.out, column=args.column, out_of=args.out_of)
     except (ValueError, TypeError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return _error("", exc)
     print(f"wrote {args.out}: {n} student(s), {args.lms} grade import")
     return 0
 
@@ -534,8 +540,7 @@ def _cmd_course_new(args: argparse.Namespace) -> int:
     try:
         course = new_course(args.folder, secret, name=args.name, book=args.book)
     except (TypeError, ValueError) as exc:
-        print(f"dptutor course new: error: {exc}", file=sys.stderr)
-        return 2
+        return _error("dptutor course new: ", exc)
     print(f"wrote course {course.name!r} into {course.folder}: hand out {course.folder / 'release'}/*.md; keep "
           f"{course.folder / 'private'}/ private; grade with --course {course.folder}")
     return 0
@@ -545,14 +550,12 @@ def _cmd_export_otter(args: argparse.Namespace) -> int:
     from dptutor.course.otter import export_otter
 
     if args.outdir.exists() and not args.outdir.is_dir():
-        print(f"error: {args.outdir} exists and is not a folder", file=sys.stderr)
-        return 2
+        return _error("", f"{args.outdir} exists and is not a folder")
     try:
         target = export_otter(args.assignment, args.outdir, time_limit=args.time_limit, wheel=args.wheel,
                               course=args.course)
     except (ValueError, RuntimeError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return _error("", exc)
     wheels = sorted(p.name for p in target.parent.glob("dptutor-*.whl"))
     print(f"wrote {target}, {', '.join(wheels)} and requirements.txt; next: cd {args.outdir} && "
           f"otter assign {target.name} dist/")
@@ -565,8 +568,7 @@ def _cmd_release(args: argparse.Namespace) -> int:
     try:
         written = release(args.folder)
     except (ValueError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return _error("", exc)
     for path in written:
         print(f"wrote {path}")
     return 0

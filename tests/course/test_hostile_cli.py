@@ -119,3 +119,12 @@ def test_a_newline_in_a_folder_name_keeps_grades_error_on_one_line(tmp_path: Pat
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1 and "\x1b" not in done.stderr, done.stderr
     assert "\\n" in done.stderr and done.stderr.startswith("error: "), done.stderr
+
+
+def test_the_other_commands_keep_their_error_on_one_line(tmp_path: Path) -> None:
+    scores = _scores(tmp_path)
+    for args in (["export-lms", "canvas", "sampler", str(scores), str(tmp_path / "no\nsuch\x1b[2J" / "out.csv")],
+                 ["release", "--folder", str(tmp_path / "no\nsuch\x1b[2J")]):
+        done = _cli(*args, cwd=tmp_path)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.count("\n") == 1 and "\x1b" not in done.stderr and "\\n" in done.stderr, done.stderr
