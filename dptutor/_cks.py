@@ -30,6 +30,8 @@ __all__ = [
 # A geometric V above this bound has probability exp(-512): it never happens, but if it did,
 # U + s V could overflow int64, so the sampler stops with an error instead of wrapping around.
 _MAX_V: int = 512
+#: Candidates per round of :func:`sample_laplace_cks` (the memory of a round grows with it).
+_MAX_BATCH: int = 1 << 20
 
 
 # ---------------------------------------------------------------------------------------------
@@ -180,8 +182,9 @@ def sample_laplace_cks(s: int, d: int, total: int, rng: np.random.Generator, acc
     while filled < total:
         need = total - filled
         # About need / acceptance candidates finish in one round; a few per cent more makes a
-        # second round rare (and a second round costs only the missing draws).
-        batch = int(need / accept * 1.03) + 64
+        # second round rare (and a second round costs only the missing draws).  At most 2^20 candidates
+        # a round: a round holds ~8 arrays of its size, 15 GB for the 2^28 draws check_size allows.
+        batch = min(int(need / accept * 1.03) + 64, _MAX_BATCH)
         u = rng.integers(0, s, size=batch, dtype=np.int64)
         u = u[bernoulli_exp(u, s, rng)]  # keep U with probability exp(-U / s)
         v = geometric_exp_neg_one(u.size, rng)

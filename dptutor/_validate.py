@@ -16,13 +16,13 @@ import math
 import numbers
 import os
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["MAX_ELEMENTS", "MAX_WORKERS", "is_bool", "check_bool", "check_real", "check_positive",
+__all__ = ["MAX_ELEMENTS", "MAX_WORKERS", "is_bool", "shown", "check_bool", "check_real", "check_positive",
            "check_probability", "check_int", "check_choice", "check_callable", "check_rng", "check_seed",
            "check_size", "check_float_array", "check_workers", "check_str", "check_path", "check_interval",
            "check_broadcast", "check_mapping", "check_sequence", "check_batch", "immutable_finite_array",
@@ -42,8 +42,13 @@ def is_bool(value: object) -> bool:
     return isinstance(value, (bool, np.bool_))
 
 
-def _describe(value: object) -> str:
-    text = repr(value)
+def shown(value: object, printer: Callable[[object], str] = repr) -> str:
+    """``printer(value)`` for an error message, cut to 60 characters; an integer past Python's 4300-digit
+    limit for printing (an int, a Fraction, a sympy Rational) is described instead."""
+    try:
+        text = printer(value)
+    except ValueError:
+        return f"a {type(value).__name__} too long to print"
     return text if len(text) <= 60 else text[:57] + "..."
 
 
@@ -76,7 +81,7 @@ def check_real(
     try:
         x = float(value)
     except (OverflowError, ValueError) as exc:  # e.g. a huge Fraction
-        raise ValueError(f"{name} must be representable as a float, got {_describe(value)}") from exc
+        raise ValueError(f"{name} must be representable as a float, got {shown(value)}") from exc
     if math.isnan(x):
         raise ValueError(f"{name} must not be NaN")
     if math.isinf(x) and not allow_inf:
@@ -86,7 +91,7 @@ def check_real(
     if too_low or too_high:
         left = "(" if low_open else "["
         right = ")" if high_open else "]"
-        raise ValueError(f"{name} must lie in {left}{low:g}, {high:g}{right}, got {_describe(value)}")
+        raise ValueError(f"{name} must lie in {left}{low:g}, {high:g}{right}, got {shown(value)}")
     return x
 
 
@@ -123,7 +128,7 @@ def check_choice(value: object, name: str, choices: Iterable[str]) -> str:
     if not isinstance(value, str):
         raise TypeError(f"{name} must be one of {options}, got {type(value).__name__}")
     if value not in options:
-        raise ValueError(f"{name} must be one of {options}, got {_describe(value)}")
+        raise ValueError(f"{name} must be one of {options}, got {shown(value)}")
     return value
 
 
@@ -186,9 +191,9 @@ def check_size(value: object, name: str = "size", *, max_elements: int = MAX_ELE
     elif isinstance(value, tuple) and all(isinstance(s, numbers.Integral) and not is_bool(s) for s in value):
         shape = tuple(int(s) for s in value)
     else:
-        raise TypeError(f"{name} must be a non-negative int or a tuple of them, got {_describe(value)}")
+        raise TypeError(f"{name} must be a non-negative int or a tuple of them, got {shown(value)}")
     if any(s < 0 for s in shape):
-        raise ValueError(f"{name} must be non-negative, got {_describe(value)}")
+        raise ValueError(f"{name} must be non-negative, got {shown(value)}")
     if math.prod(shape) > max_elements:
         raise ValueError(f"{name} asks for {math.prod(shape):,} elements, more than the limit of {max_elements:,}")
     return shape
@@ -272,7 +277,7 @@ def check_path(value: object, name: str = "path") -> "os.PathLike[str]":
         raise TypeError(f"{name} must be a str or os.PathLike path, got {type(value).__name__}")
     text = os.fspath(value)
     if not isinstance(text, str) or not text or "\x00" in text:
-        raise ValueError(f"{name} must be a non-empty path without NUL characters, got {_describe(value)}")
+        raise ValueError(f"{name} must be a non-empty path without NUL characters, got {shown(value)}")
     return Path(text)
 
 

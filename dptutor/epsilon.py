@@ -21,7 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dptutor._validate import check_float_array, check_int, check_positive, check_probability, check_real
+from dptutor._validate import (MAX_ELEMENTS, check_float_array, check_int, check_positive, check_probability,
+                                check_real)
 
 __all__ = ["tpr_bound", "posterior_bound", "laplace_interval", "clamped_mean_bias", "rappor_epsilon", "RapporBudget"]
 
@@ -77,9 +78,12 @@ def tpr_bound(fpr: ArrayLike, epsilon: ArrayLike, delta: float = 0.0) -> float |
     eps = _epsilons(epsilon, positive=False)
     slack = check_probability(delta, "delta", closed=True)
     try:
-        rates, eps = np.broadcast_arrays(rates, eps)
+        shape = np.broadcast_shapes(rates.shape, eps.shape)
     except ValueError as exc:
         raise ValueError(f"fpr and epsilon do not broadcast: shapes {rates.shape} and {eps.shape}") from exc
+    if math.prod(shape) > MAX_ELEMENTS:  # two inputs of 2**15 values made 2**30 rates: "Unable to allocate 8 GiB"
+        raise ValueError(f"fpr and epsilon broadcast to {math.prod(shape):,} values, more than the limit of {MAX_ELEMENTS:,}")
+    rates, eps = np.broadcast_arrays(rates, eps)
     # exp(epsilon) overflows to inf beyond epsilon ~ 709; inf * 0 would be NaN, but a test that never says
     # "in" on X' (fpr = 0) can say it on X with probability at most delta, whatever epsilon is.
     with np.errstate(over="ignore", invalid="ignore"):

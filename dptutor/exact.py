@@ -50,7 +50,7 @@ from fractions import Fraction
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dptutor._validate import check_float_array, check_rng, check_size, is_bool
+from dptutor._validate import check_float_array, check_rng, check_size, is_bool, shown
 from dptutor._cks import (
     bernoulli_exp_big_python,
     discrete_laplace_one,
@@ -82,6 +82,12 @@ __all__ = [
     "granular_loss",
     "granular_reachable",
 ]
+
+
+#: The most draws one call may ask of a sampler that works one draw at a time in Python integers (the
+#: ``_python`` references, and :func:`sample_discrete_gaussian` when its acceptance table does not fit):
+#: at 30-150 us a draw, 2**20 draws take up to a few minutes, and the 2**28 of ``check_size`` would take hours.
+_MAX_SLOW_DRAWS: int = 1 << 20
 
 
 def check_scale(scale: object, name: str = "scale") -> Fraction:
@@ -122,15 +128,15 @@ def check_scale(scale: object, name: str = "scale") -> Fraction:
             f"{name} must be a positive int, fractions.Fraction or float, got {type(scale).__name__}"
         )
     if isinstance(scale, (float, np.floating)):
-        if not math.isfinite(scale):
-            raise ValueError(f"{name} must be finite, got {scale}")
-        t = Fraction(float(scale))  # exact: the value the float holds
+        if not np.isfinite(scale):
+            raise ValueError(f"{name} must be finite, got {shown(scale, str)}")
+        t = Fraction(*scale.as_integer_ratio())  # exact: the value the float holds (a longdouble's too)
     else:
         t = Fraction(int(scale)) if isinstance(scale, numbers.Integral) else scale
     if t <= 0:
-        raise ValueError(f"{name} must be > 0, got {scale}")
+        raise ValueError(f"{name} must be > 0, got {shown(scale, str)}")
     if t.numerator >= MAX_SCALE_NUMERATOR:
-        raise ValueError(f"{name} must have a numerator below 2**53, got {t}")
+        raise ValueError(f"{name} must have a numerator below 2**53, got {shown(t, str)}")
     return t
 
 
@@ -203,7 +209,7 @@ def sample_discrete_laplace_python(
     scale : int, fractions.Fraction or float
         The scale ``t > 0``, converted exactly (:func:`check_scale`).
     size : int or tuple of int
-        Output shape.
+        Output shape, at most 2**20 draws (one at a time in Python).
     rng : numpy.random.Generator
         The source of randomness.
 
@@ -218,7 +224,7 @@ def sample_discrete_laplace_python(
         For a bad ``scale``, ``size`` or ``rng``.
     """
     t = check_scale(scale)
-    shape = check_size(size)
+    shape = check_size(size, max_elements=_MAX_SLOW_DRAWS)
     rng = check_rng(rng)
     s, d = t.numerator, t.denominator
     total = math.prod(shape)
@@ -258,7 +264,7 @@ def check_sigma(sigma: object, name: str = "sigma") -> Fraction:
     """
     sig = check_scale(sigma, name)
     if not Fraction(1, 1 << 31) <= sig <= 1 << 31:
-        raise ValueError(f"{name} must lie in [2**-31, 2**31], got {sig}")
+        raise ValueError(f"{name} must lie in [2**-31, 2**31], got {shown(sig, str)}")
     return sig
 
 
@@ -286,7 +292,9 @@ def sample_discrete_gaussian(sigma: int | Fraction | float, size: int | tuple[in
     sigma : int, fractions.Fraction or float
         The scale, converted exactly (:func:`check_sigma`).
     size : int or tuple of int
-        Output shape.
+        Output shape; at most 2**20 draws when the acceptance table does not fit (then every
+        test runs in Python integers: ``sigma`` above about 1e5, or ``sigma^2`` with a large
+        numerator or denominator, e.g. a float).
     rng : numpy.random.Generator
         The source of randomness (only ``rng.integers`` is called).
 
@@ -311,9 +319,13 @@ def sample_discrete_gaussian(sigma: int | Fraction | float, size: int | tuple[in
     rng = check_rng(rng)
     p, q, t = _gauss_parameters(sig)
     total = math.prod(shape)
+    table = gauss_table(p, q, t)
+    if table is None and total > _MAX_SLOW_DRAWS:
+        raise ValueError(f"size asks for {total:,} draws, more than the limit of {_MAX_SLOW_DRAWS:,} for sigma = {sig}, "
+                         "whose draws are tested in Python integers (a sigma up to about 1e5 with a small numerator "
+                         "and denominator, such as Fraction(23, 10) for 2.3, takes the fast path)")
     # A float is fine here: the acceptance probability only sizes the batches, never decides a draw.
     accept = _gauss_acceptance(float(sig), t)
-    table = gauss_table(p, q, t)
     if table is not None:
         per_candidate = accept * (1.0 + math.exp(-1.0 / t)) / 2.0  # the proposal's own (negative, 0) rejection
         return sample_gaussian_fast(p, q, t, total, table, rng, per_candidate).reshape(shape)
@@ -332,9 +344,12 @@ def sample_discrete_gaussian(sigma: int | Fraction | float, size: int | tuple[in
 
 def _gauss_acceptance(sig: float, t: int) -> float:
     """The acceptance probability of Algorithm 3, from the two normalisers (batch sizing only)."""
-    half = int(min(40.0 * max(sig, float(t)), 1e6)) + 1
-    k = np.arange(-half, half + 1, dtype=np.float64)
-    gauss = np.exp(-k * k / (2.0 * sig * sig)).sum()
+    if sig > 1e4:  # Poisson summation, exact in double (the sum below, cut at 1e6 terms, was 20x short at 2**31)
+        gauss = math.sqrt(2.0 * math.pi) * sig
+    else:
+        half = int(40.0 * max(sig, float(t))) + 1
+        k = np.arange(-half, half + 1, dtype=np.float64)
+        gauss = np.exp(-k * k / (2.0 * sig * sig)).sum()
     lap_norm = (1.0 + math.exp(-1.0 / t)) / -math.expm1(-1.0 / t)
     # P(accept) = sum_k Lap(k) exp(-(|k| - s^2/t)^2 / 2 s^2) = gauss * exp(-s^2 / (2 t^2)) / lap_norm
     return float(max(0.05, min(1.0, gauss * math.exp(-sig * sig / (2.0 * t * t)) / lap_norm)))
@@ -350,7 +365,7 @@ def sample_discrete_gaussian_python(
     sigma : int, fractions.Fraction or float
         The scale, converted exactly (:func:`check_sigma`).
     size : int or tuple of int
-        Output shape.
+        Output shape, at most 2**20 draws (one at a time in Python).
     rng : numpy.random.Generator
         The source of randomness.
 
@@ -365,7 +380,7 @@ def sample_discrete_gaussian_python(
         For a bad ``sigma``, ``size`` or ``rng``.
     """
     sig = check_sigma(sigma)
-    shape = check_size(size)
+    shape = check_size(size, max_elements=_MAX_SLOW_DRAWS)
     rng = check_rng(rng)
     p, q, t = _gauss_parameters(sig)
     den = 2 * p * q * t * t

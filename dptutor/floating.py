@@ -42,6 +42,7 @@ from numpy.typing import ArrayLike, NDArray
 from dptutor._validate import (
     MAX_ELEMENTS,
     check_choice,
+    check_count,
     check_float_array,
     check_int,
     check_positive,
@@ -49,7 +50,7 @@ from dptutor._validate import (
     check_real,
     check_rng,
 )
-from dptutor.distributions import laplace_ppf, laplace_ppf_piecewise, sample_laplace
+from dptutor.distributions import CHUNK, laplace_ppf, laplace_ppf_piecewise, sample_laplace
 from dptutor.snapping import (
     SnappingParameters,
     log_ratio,
@@ -96,6 +97,9 @@ SAMPLERS: tuple[str, ...] = EXACT_SAMPLERS + ("fast",)
 TESTS: tuple[str, ...] = ("exact", "ziggurat", "grid")
 #: The largest ``k`` (``u = k 2^-53`` runs over ``k = 1, ..., 2^53 - 1``; ``k = 0`` is redrawn).
 K_MAX: int = (1 << 53) - 1
+#: The most outputs per location :func:`attack` draws, by test; and the most :func:`reachable` decides.
+_MAX_ATTACK_SIZE: dict[str, int] = {"exact": 1 << 20, "ziggurat": 1 << 16, "grid": MAX_ELEMENTS // 2}
+_MAX_REACHABLE: int = 1 << 22
 _TWO_M53 = 2.0**-53
 
 
@@ -105,8 +109,13 @@ _TWO_M53 = 2.0**-53
 
 
 def _libm_log(a: NDArray[np.float64]) -> NDArray[np.float64]:
-    """The C library's ``log`` (what numpy's C code calls), elementwise; ``np.log`` may differ."""
-    return np.fromiter((math.log(v) for v in a.ravel().tolist()), dtype=np.float64, count=a.size).reshape(a.shape)
+    """The C library's ``log`` (what numpy's C code calls), elementwise; ``np.log`` may differ.
+
+    In chunks of 2**14: a list of 2**28 Python floats at once would take 8 GiB."""
+    flat, out = a.ravel(), np.empty(a.size, dtype=np.float64)
+    for start in range(0, a.size, 1 << 14):
+        out[start : start + (1 << 14)] = [math.log(v) for v in flat[start : start + (1 << 14)].tolist()]
+    return out.reshape(a.shape)
 
 
 def _numpy_branches(u: NDArray[np.float64], loc: float, scale: float, log: Callable) -> NDArray[np.float64]:
@@ -222,7 +231,7 @@ def reachable(y: ArrayLike, loc: float, scale: float, sampler: str = "numpy") ->
     Parameters
     ----------
     y : array_like
-        Candidate outputs (doubles).
+        Candidate outputs (doubles), at most 2**22 of them.
     loc : float
         Location, finite.
     scale : float
@@ -243,6 +252,8 @@ def reachable(y: ArrayLike, loc: float, scale: float, sampler: str = "numpy") ->
     check_choice(sampler, "sampler", EXACT_SAMPLERS)
     loc, scale = _check_loc_scale(loc, scale)
     y_arr = check_float_array(y, "y")
+    if y_arr.size > _MAX_REACHABLE:  # a binary search of 54 steps per output: 2**22 take a minute or so
+        raise ValueError(f"y has {y_arr.size:,} outputs, more than the limit of {_MAX_REACHABLE:,}")
     shape = y_arr.shape
     y_flat = y_arr.reshape(-1)
     out = np.zeros(y_flat.shape, dtype=np.bool_)
@@ -278,6 +289,10 @@ def _exact_hit(f: Callable, k: NDArray[np.int64], y: NDArray[np.float64]) -> NDA
     last element, the first ``k`` with ``f(k) > 0`` minus one, is checked instead (the sign goes from
     ``-0.0`` to ``+0.0`` at most once along the run, as ``f`` is non-decreasing).
     """
+    bits = np.ascontiguousarray(y).view(np.int64)  # equal doubles, same sign bit: the same k and the same answer
+    uniq, first, inverse = np.unique(bits, return_index=True, return_inverse=True)
+    if uniq.size < y.size:  # walk each distinct y once (10**5 zeros took 1024 steps each: hours)
+        return _exact_hit(f, k[first], y[first])[inverse.reshape(-1)]
     res = np.zeros(k.shape, dtype=np.bool_)
     for i in range(k.size):
         kk = int(k[i])
@@ -383,7 +398,9 @@ def sample_floating_laplace(
         while zero.any():  # as numpy does: u = 0 is redrawn
             u[zero] = rng.random(int(zero.sum()))
             zero = u == 0.0
-        return np.asarray(laplace_ppf_piecewise(u, loc, scale), dtype=np.float64).reshape(size)
+        for start in range(0, size, CHUNK):  # in place: the whole array at once took 4 times its size (8 GiB)
+            u[start : start + CHUNK] = laplace_ppf_piecewise(u[start : start + CHUNK], loc, scale)
+        return u
     method = "inverse_cdf" if sampler == "inverse_cdf" else "fast"
     return sample_laplace(size, loc, scale, rng=rng, method=method)
 
@@ -432,8 +449,11 @@ class AttackResult:
         check_real(self.loc0, "loc0")
         check_real(self.loc1, "loc1")
         size = check_int(self.size, "size", minimum=1)
-        check_int(self.impossible0, "impossible0", minimum=0, maximum=size)
-        check_int(self.impossible1, "impossible1", minimum=0, maximum=0 if self.test == "grid" else size)
+        check_count(self.impossible0, "impossible0", at_most=size, bound_name="size")
+        if self.test == "grid":
+            check_int(self.impossible1, "impossible1", minimum=0, maximum=0)  # the grid test counts one way only
+        else:
+            check_count(self.impossible1, "impossible1", at_most=size, bound_name="size")
 
     @property
     def outputs(self) -> int:
@@ -529,7 +549,7 @@ def attack(
     scale : float
         Scale, ``> 0``.
     size : int
-        Outputs per location, ``>= 1``.
+        Outputs per location, ``>= 1`` and at most 2**20 (``"exact"``), 2**16 (``"ziggurat"``) or 2**27 (``"grid"``).
     rng : numpy.random.Generator
         The source of randomness.
     loc0, loc1 : float, optional
@@ -551,7 +571,8 @@ def attack(
     allowed = {"exact": EXACT_SAMPLERS, "ziggurat": ("fast",), "grid": SAMPLERS}[test]
     check_choice(sampler, "sampler", allowed)
     scale = check_positive(scale, "scale")
-    size = check_int(size, "size", minimum=1, maximum=MAX_ELEMENTS // 2)
+    # Per output, the exact test takes ~10 us and the ziggurat test ~100 us: the limits keep a call within minutes.
+    size = check_int(size, "size", minimum=1, maximum=_MAX_ATTACK_SIZE[test])
     loc0, loc1 = check_real(loc0, "loc0"), check_real(loc1, "loc1")
     rng = check_rng(rng)
     y0 = sample_floating_laplace(size, loc0, scale, rng=rng, sampler=sampler)

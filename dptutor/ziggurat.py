@@ -38,6 +38,10 @@ def same_double(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.bo
 
 #: Marsaglia and Tsang's start of the tail for the 256-layer exponential ziggurat.
 ZIGGURAT_R: float = 7.69711747013104972
+#: The largest ``chunk`` of :func:`fast_possible` (each output of a round takes 3584 doubles: 4096 of them, 117 MB).
+MAX_CHUNK: int = 1 << 12
+#: The most outputs one call of :func:`fast_possible` tests.
+MAX_OUTPUTS: int = 1 << 18
 _PCG_MULT = 0x2360ED051FC65DA44385DF649FCCF645
 _M128 = 1 << 128
 
@@ -97,13 +101,13 @@ def fast_possible(y: ArrayLike, loc: float, scale: float, *, chunk: int = 1024) 
     Parameters
     ----------
     y : array_like
-        Candidate outputs (doubles).
+        Candidate outputs (doubles), at most 2**18 of them.
     loc : float
         Location, finite.
     scale : float
         Scale, ``> 0`` and finite.
     chunk : int, optional
-        Outputs processed per vectorised round (default 1024; memory only).
+        Outputs processed per vectorised round, in ``[1, 4096]`` (default 1024; memory only).
 
     Returns
     -------
@@ -116,8 +120,10 @@ def fast_possible(y: ArrayLike, loc: float, scale: float, *, chunk: int = 1024) 
         For a bad ``y``, ``loc``, ``scale`` or ``chunk``.
     """
     loc, scale = check_real(loc, "loc"), check_positive(scale, "scale")
-    chunk = check_int(chunk, "chunk", minimum=1)
+    chunk = check_int(chunk, "chunk", minimum=1, maximum=MAX_CHUNK)  # a round holds 3584 doubles per output
     y_arr = check_float_array(y, "y")
+    if y_arr.size > MAX_OUTPUTS:  # about 80 us an output: 2**18 of them take 20 s or more
+        raise ValueError(f"y has {y_arr.size:,} outputs, more than the limit of {MAX_OUTPUTS:,}")
     flat = y_arr.reshape(-1)
     widths = ziggurat_widths()
     hi_ri = float(2**53 - 1)

@@ -9,7 +9,7 @@ from functools import lru_cache
 
 import sympy as sp
 
-from dptutor._validate import check_real, is_bool
+from dptutor._validate import check_real, is_bool, shown
 
 __all__ = [
     "Symbols",
@@ -23,6 +23,7 @@ __all__ = [
     "check_ppf_equivalences",
     "verify_inverse",
 ]
+
 
 HALF = sp.Rational(1, 2)
 
@@ -160,7 +161,7 @@ def laplace_pdf_expr(x: sp.Expr | None = None) -> sp.Expr:
     TypeError
         If ``x`` is neither a sympy expression nor a real number.
     ValueError
-        If ``x`` is NaN or infinite.
+        If ``x`` is NaN or infinite, or a sympy expression that is not real (``nan``, ``oo``, ``zoo``, ``I``).
 
     Examples
     --------
@@ -173,6 +174,8 @@ def laplace_pdf_expr(x: sp.Expr | None = None) -> sp.Expr:
         x = s.x
     elif not isinstance(x, sp.Expr):
         x = sp.Float(check_real(x, "x")) if not isinstance(x, numbers.Integral) or is_bool(x) else sp.Integer(int(x))
+    elif x.has(sp.nan, sp.zoo, sp.oo, -sp.oo) or x.is_extended_real is False or (x.is_number and not x.is_finite):
+        raise ValueError(f"x must be a finite real number or a real expression, got {shown(x, str)}")
     return sp.exp(-sp.Abs(x - s.mu) / s.b) / (2 * s.b)
 
 

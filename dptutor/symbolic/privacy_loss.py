@@ -9,11 +9,12 @@ from functools import lru_cache
 
 import sympy as sp
 
-from dptutor._validate import check_real, is_bool
+from dptutor._validate import check_real, is_bool, shown
 from dptutor.symbolic.dptext import dptext_law
 from dptutor.symbolic.laplace import nonnegative_symbol, positive_symbol, symbols
 
 __all__ = ["privacy_loss_expr", "laplace_mechanism_privacy_loss", "theorem_3_2"]
+
 
 # ---------------------------------------------------------------------------------------------
 # the Laplace mechanism's privacy loss (recitation's "sliding property")
@@ -228,18 +229,31 @@ def theorem_3_2(z: sp.Expr | float = sp.Rational(1, 10)) -> Theorem32:
     return _theorem_3_2(_check_z(z))
 
 
+#: The most bits of a number in ``z`` (a float of 10**6 digits took minutes, 1 / 10**100000 failed to print).
+_MAX_Z_BITS: int = 4096
+
+
+def _too_long(n: sp.Number) -> bool:
+    if isinstance(n, sp.Float):
+        return n._prec > _MAX_Z_BITS
+    return isinstance(n, sp.Rational) and max(abs(n.p), n.q).bit_length() > _MAX_Z_BITS
+
+
 def _check_z(z: object) -> sp.Expr:
     """``z`` as a sympy number in the open interval (0, 1)."""
     if isinstance(z, sp.Basic):
         if not (isinstance(z, sp.Expr) and z.is_number and z.is_extended_real):
-            raise TypeError(f"z must be a real number, got {z!r}")
+            raise TypeError(f"z must be a real number, got {shown(z, str)}")
         value = z
+        if any(_too_long(n) for n in z.atoms(sp.Number)):  # sympy takes minutes, or cannot print, beyond
+            raise ValueError(f"z must be built of numbers of at most {_MAX_Z_BITS} bits (numerators, denominators, "
+                             "float precisions)")  # (not printed: a float of 10**6 digits takes 10 s to print)
     elif isinstance(z, numbers.Integral) and not is_bool(z):
         value = sp.Integer(int(z))
     else:
         value = sp.sympify(check_real(z, "z"))
     if not (bool(value.is_positive) and bool((value - 1).is_negative)):
-        raise ValueError(f"z must lie in the open interval (0, 1), where Theorem 3.2 applies, got {z!r}")
+        raise ValueError(f"z must lie in the open interval (0, 1), where Theorem 3.2 applies, got {shown(z, str)}")
     return value
 
 
