@@ -21,8 +21,8 @@ from dptutor._validate import check_probability, check_real
 
 __all__ = ["subsampled_epsilon", "subsampled_delta", "subsampled_dp"]
 
-#: Above this epsilon, ``e^epsilon`` would overflow a double; the formula is then rewritten as
-#: ``epsilon + ln(theta + (1 - theta) e^-epsilon)``, which is the same number in real arithmetic.
+#: Above this epsilon, ``e^epsilon`` would overflow a double; the formula is then rewritten as the
+#: log-sum-exp ``ln((1 - theta) + e^(ln theta + epsilon))``, which is the same number in real arithmetic.
 _LARGE_EPSILON = 700.0
 
 
@@ -64,7 +64,11 @@ def subsampled_epsilon(epsilon: float, sampling_rate: float) -> float:
         return eps
     if eps <= _LARGE_EPSILON:
         return math.log1p(theta * math.expm1(eps))
-    return eps + math.log(theta + (1.0 - theta) * math.exp(-eps))
+    # ln((1 - theta) + theta e^eps) as a log-sum-exp: eps + ln(theta + (1 - theta) e^-eps) cancelled to 0 for a
+    # tiny theta (5e-324 at eps = 700.1 gave 0, not 5e-20)
+    a, b = math.log1p(-theta), math.log(theta) + eps
+    hi, lo = max(a, b), min(a, b)
+    return hi + math.log1p(math.exp(lo - hi))
 
 
 def subsampled_delta(delta: float, sampling_rate: float) -> float:

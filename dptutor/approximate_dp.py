@@ -24,6 +24,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,8 +92,8 @@ def gaussian_privacy_loss(sigma: float, sensitivity: float = 1.0) -> Any:
     from scipy import stats
 
     mu = check_positive(sensitivity, "sensitivity") / check_positive(sigma, "sigma")
-    if not math.isfinite(mu) or mu == 0.0:
-        raise ValueError(f"sensitivity / sigma must be a positive finite number, got {mu!r}")
+    if not math.isfinite(mu) or mu < sys.float_info.min:  # a subnormal scale overflows scipy's (x - loc) / scale
+        raise ValueError(f"sensitivity / sigma must be a positive finite (normal) number, got {mu!r}")
     return stats.norm(loc=mu * mu / 2, scale=mu)
 
 
@@ -158,20 +159,26 @@ def gaussian_epsilon(delta: float, sigma: float, sensitivity: float = 1.0) -> fl
     dlt = check_probability(delta, "delta")
     sig = check_positive(sigma, "sigma")
     sens = check_positive(sensitivity, "sensitivity")
-    # delta(0+) = Phi(mu/2) - Phi(-mu/2), the total variation distance
-    from scipy import stats
+    # delta(0+) = Phi(mu/2) - Phi(-mu/2) = erf(mu / (2 sqrt 2)), the total variation distance
+    from scipy import special
 
     mu = sens / sig
     if not math.isfinite(mu) or mu == 0.0:
         raise ValueError(f"sensitivity / sigma must be a positive finite number, got {mu!r}")
-    if float(stats.norm.cdf(mu / 2) - stats.norm.cdf(-mu / 2)) <= dlt:
+    if float(special.erf(mu / (2.0 * math.sqrt(2.0)))) <= dlt:
         return 0.0
-    hi = 1.0
+    lo, hi = 1e-12, 1.0
+    if gaussian_delta(lo, sig, sens) <= dlt:  # the least epsilon is below 1e-12: 1e-12 is a valid (upper) value
+        return lo
     while gaussian_delta(hi, sig, sens) > dlt:
         hi *= 2.0
         if hi > 1e6:
             raise ValueError(f"delta={delta!r} needs an epsilon above 1e6 for sigma/sensitivity={1 / mu!r}")
-    return float(optimize.brentq(lambda e: gaussian_delta(e, sig, sens) - dlt, 1e-12, hi, xtol=1e-13, rtol=1e-13))
+    eps = float(optimize.brentq(lambda e: gaussian_delta(e, sig, sens) - dlt, lo, hi, xtol=1e-13, rtol=1e-13))
+    step = 1e-13 * (1.0 + eps)
+    while gaussian_delta(eps, sig, sens) > dlt and eps < hi:  # the root's last bits on the wrong side
+        eps, step = min(hi, eps + step), 2.0 * step
+    return eps
 
 
 def gaussian_tradeoff(alpha: Any, mu: float) -> NDArray[np.float64]:
@@ -201,7 +208,7 @@ def gaussian_tradeoff(alpha: Any, mu: float) -> NDArray[np.float64]:
     if np.any((a < 0) | (a > 1)):
         raise ValueError("alpha must lie in [0, 1]")
     m = check_real(mu, "mu", low=0.0)  # mu = 0: perfect privacy, G_0(alpha) = 1 - alpha
-    return special.ndtr(special.ndtri(1.0 - a) - m)
+    return special.ndtr(-special.ndtri(a) - m)  # Phi^-1(1 - a) = -Phi^-1(a), exact for tiny a (1 - a rounds to 1)
 
 
 @dataclass(frozen=True)
@@ -240,8 +247,11 @@ class GaussianRelease:
         (rows,) = shape
         rng = check_rng(rng)
         out = rng.standard_normal((rows,) + value.shape)
-        out *= self.sigma
-        out += value
+        with np.errstate(over="ignore"):  # an overflow is reported below, as a ValueError
+            out *= self.sigma
+            out += value
+        if not np.isfinite(out).all():
+            raise ValueError(f"data + noise overflows: |data| too large for sigma={self.sigma:g}")
         return out
 
 

@@ -278,7 +278,7 @@ def repeated_laplace_box_loss(k: int, epsilon: float, t: float = 0.0) -> tuple[f
     event has probability ``F(t)^k`` on ``D`` and ``F(t - 1)^k`` on ``D'`` (``F`` the Laplace CDF),
     and ``loss = k (ln F(t) - ln F(t - 1))``, which is exactly ``k * epsilon`` for ``t <= 0``:
     the composition bound is attained.  ``log_prob = k ln F(t)`` is the event's log-probability on
-    ``D`` (how rarely an attacker sees it).  Computed with ``scipy.stats.laplace.logcdf``.
+    ``D`` (how rarely an attacker sees it).  Computed in closed form (log1p, expm1).
 
     Parameters
     ----------
@@ -307,18 +307,21 @@ def repeated_laplace_box_loss(k: int, epsilon: float, t: float = 0.0) -> tuple[f
     >>> repeated_laplace_box_loss(3, 0.5)[0]
     1.5
     """
-    from scipy import stats
-
     k = check_int(k, "k", minimum=1, maximum=10**15)
     eps = check_positive(epsilon, "epsilon")
     t = check_real(t, "t")
     if t <= 0.0:  # both CDFs are e^((t - loc) eps) / 2: the ratio is e^eps exactly, even far in the tail
         return k * eps, k * (eps * t - math.log(2.0))
-    b = 1.0 / eps
-    log_f0 = float(stats.laplace.logcdf(t, loc=0.0, scale=b))
-    # For t <= 1 the second CDF is e^((t - 1) eps) / 2 exactly (scipy's log of it is -inf once it underflows)
-    log_f1 = (t - 1.0) * eps - math.log(2.0) if t <= 1.0 else float(stats.laplace.logcdf(t, loc=1.0, scale=b))
-    return k * (log_f0 - log_f1), k * log_f0
+    # F(t) = 1 - e^(-t eps) / 2; F(t - 1) = e^((t - 1) eps) / 2 for t <= 1, else 1 - e^(-(t - 1) eps) / 2.
+    # Their log-ratio in closed forms free of cancellation (scipy's two log-CDFs lost it all for tiny
+    # epsilon or large t, giving a loss of 0) and of overflow.
+    log_f0 = math.log1p(-0.5 * math.exp(-t * eps))
+    if t <= 1.0:  # ln(2 - e^(-t eps)) + (1 - t) eps
+        loss = math.log1p(-math.expm1(-t * eps)) + (1.0 - t) * eps
+    else:  # ln(1 + (e^(-(t - 1) eps) - e^(-t eps)) / (2 - e^(-(t - 1) eps)))
+        shifted = math.exp(-(t - 1.0) * eps)
+        loss = math.log1p(shifted * -math.expm1(-eps) / (2.0 - shifted))
+    return k * loss, k * log_f0
 
 
 def majority_vote_loss(k: int, epsilon: float) -> float:
@@ -356,12 +359,28 @@ def majority_vote_loss(k: int, epsilon: float) -> float:
     eps = check_positive(epsilon, "epsilon")
     p0 = 0.5 * math.exp(-eps / 2.0)
     cut = k // 2                                  # guess 1 iff ones > k/2, i.e. ones >= cut + 1
+    if -math.expm1(-eps / 2.0) * math.sqrt(k) < 1e-3:  # p0 and 1 - p0 too close: the logs' difference cancels
+        return _close_tails_loss(k, cut, eps)
     with np.errstate(divide="ignore", under="ignore"):
         log_one = [float(stats.binom.logsf(cut, k, p)) for p in (p0, 1.0 - p0)]
         log_zero = [float(stats.binom.logcdf(cut, k, p)) for p in (p0, 1.0 - p0)]
     if not all(math.isfinite(v) for v in log_one + log_zero):  # a tail (or p0) underflowed: sum it in logs
         log_one, log_zero = _log_binomial_tails(k, cut, -eps / 2.0 - math.log(2.0))
     return max(abs(log_one[0] - log_one[1]), abs(log_zero[0] - log_zero[1]))
+
+
+def _close_tails_loss(k: int, cut: int, eps: float) -> float:
+    """The vote's loss when ``w = (1 - p0) - p0 = 1 - e^(-eps/2)`` is small (``w sqrt(k) < 1e-3``): the gap
+    ``P(B > cut | 1 - p0) - P(B > cut | p0)`` is the integral over [p0, 1 - p0] of the Beta(cut + 1, k - cut)
+    density (the derivative of the binomial tail in p), by 5-point Gauss-Legendre (error ~(w sqrt(k))^10), and
+    each loss is ``ln(1 + gap / tail)``, with no difference of logs (which cancelled to 0 for eps = 1e-300)."""
+    from scipy import stats
+
+    w = -math.expm1(-eps / 2.0)
+    nodes, weights = np.polynomial.legendre.leggauss(5)
+    gap = 0.5 * w * float(np.dot(weights, stats.beta.pdf(0.5 + 0.5 * w * nodes, cut + 1, k - cut)))
+    tail0 = float(stats.binom.sf(cut, k, 0.5 * math.exp(-eps / 2.0)))  # P(B > cut | p0), near 1/2: no underflow
+    return max(math.log1p(gap / tail0), math.log1p(gap / (1.0 - tail0 - gap)))
 
 
 def _log_binomial_tails(k: int, cut: int, log_p0: float) -> tuple[list[float], list[float]]:
@@ -373,7 +392,8 @@ def _log_binomial_tails(k: int, cut: int, log_p0: float) -> tuple[list[float], l
     log_q0 = math.log1p(-math.exp(log_p0))
     one, zero = [], []
     for lp, lq in ((log_p0, log_q0), (log_q0, log_p0)):
-        log_pmf = log_comb + i * lp + (k - i) * lq
+        with np.errstate(over="ignore"):  # i ln p0 below -1e308 for a huge epsilon: -inf, a zero term
+            log_pmf = log_comb + i * lp + (k - i) * lq
         one.append(float(special.logsumexp(log_pmf[cut + 1:])))
         zero.append(float(special.logsumexp(log_pmf[:cut + 1])))
     return one, zero

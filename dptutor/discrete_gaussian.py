@@ -37,6 +37,8 @@ _WEIGHT_RTOL: float = 1e-12
 #: ``e^-750`` (under a double's smallest subnormal), and their sum below ``e^-750 sigma^2`` (a geometric
 #: tail bound), which the returned bound adds.
 _LOG_TAIL: float = 750.0
+#: The most terms on each side of 0 that a delta sums (2^21: ~0.3 s and ~100 MB per delta; 5e7 took GiBs).
+_MAX_HALF: int = 1 << 21
 
 
 def _sensitivity_steps(sensitivity: object) -> int:
@@ -48,8 +50,9 @@ def _dg_profile(epsilon: float, sig: Fraction, steps: int) -> tuple[float, float
     var = sig * sig
     var_f = float(var)
     half = math.ceil(math.sqrt(2.0 * _LOG_TAIL * var_f)) + steps + 1
-    if half > 50_000_000:
-        raise ValueError(f"sigma = {sig} is too large for the exact sum (more than 10^8 terms)")
+    if half > _MAX_HALF:
+        raise ValueError(f"sigma = {float(sig):g} with sensitivity = {steps} is too large for the exact sum "
+                         f"(more than {2 * _MAX_HALF:,} terms)")
     xs = np.arange(-half, half + 1, dtype=np.float64)
     with np.errstate(under="ignore"):
         w = np.exp(-(xs * xs) / (2.0 * var_f))
@@ -98,7 +101,7 @@ def discrete_gaussian_delta(epsilon: float, sigma: int | Fraction, sensitivity: 
     Raises
     ------
     TypeError, ValueError
-        For a bad argument, or a ``sigma`` that needs more than 10^8 terms.
+        For a bad argument, or a ``sigma`` and ``sensitivity`` that need more than 2^22 terms (sigma above ~54000).
     """
     eps = check_real(epsilon, "epsilon", low=0.0)
     sig = check_sigma(sigma)
@@ -191,20 +194,22 @@ def discrete_gaussian_sigma(epsilon: float, delta: float, sensitivity: int = 1) 
     Raises
     ------
     TypeError, ValueError
-        For a bad argument, or a target that needs ``sigma`` outside [1e-3, 1e6] (or above 4e6).
+        For a bad argument, or a target that needs ``sigma`` outside [1e-3, ~49000] (the sums of delta).
     """
     eps = check_positive(epsilon, "epsilon")
     dlt = check_probability(delta, "delta")
     steps = _sensitivity_steps(sensitivity)
     start = gaussian_sigma_analytic(eps, dlt, float(steps))
     ok = lambda s: discrete_gaussian_delta(eps, _sigma_on_grid(s), steps) <= dlt  # noqa: E731
-    if not 1e-3 <= start <= 1e6:
-        raise ValueError(f"epsilon={epsilon!r}, delta={delta!r} need sigma={start:g}: outside [1e-3, 1e6] steps")
+    top = min(4e6, (_MAX_HALF - steps - 2) / math.sqrt(2.0 * _LOG_TAIL) / 1.01)  # the largest sigma summed
+    if not 1e-3 <= start <= top / 1.1:
+        raise ValueError(f"epsilon={epsilon!r}, delta={delta!r} need sigma={start:g}: outside [1e-3, {top / 1.1:g}] "
+                         "steps (sensitivity)")
     lo, hi = start * 0.9, start * 1.1  # the discrete and continuous profiles are close (start's bracket)
     while not ok(hi):
         lo, hi = hi, hi * 1.5
-        if hi > 4e6:
-            raise ValueError(f"no sigma below 4e6 reaches delta={delta!r} at epsilon={epsilon!r}")
+        if hi > top:
+            raise ValueError(f"no sigma below {top:g} reaches delta={delta!r} at epsilon={epsilon!r}")
     while ok(lo):
         lo, hi = lo / 1.5, lo
         if lo < 1e-4:

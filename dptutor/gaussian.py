@@ -13,7 +13,7 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from dptutor._validate import check_choice, check_float_array, check_positive, check_probability, check_rng
+from dptutor._validate import check_choice, check_float_array, check_positive, check_probability, check_real, check_rng
 
 __all__ = [
     "gaussian_delta",
@@ -70,6 +70,7 @@ def _inverse_mills(t: float, log_cdf: float) -> float:
 #: Largest relative rounding error of delta (estimated by ``_gaussian_log_delta``) that the
 #: Gaussian calibrations accept; beyond it they raise instead of returning an inaccurate sigma.
 _GAUSSIAN_RTOL: float = 1e-9
+_ULP: float = float(np.finfo(float).eps)
 
 
 def gaussian_delta(epsilon: float, sigma: float, sensitivity: float = 1.0) -> float:
@@ -104,7 +105,7 @@ def gaussian_delta(epsilon: float, sigma: float, sensitivity: float = 1.0) -> fl
     >>> 0.0 < gaussian_delta(1.0, 4.0) < 1e-3
     True
     """
-    eps = check_positive(epsilon, "epsilon")
+    eps = check_real(epsilon, "epsilon", low=0.0)  # epsilon = 0: the total variation distance, as documented
     sig = check_positive(sigma, "sigma")
     sens = check_positive(sensitivity, "sensitivity")
     s = sig / sens
@@ -235,16 +236,24 @@ def gaussian_sigma_analytic(epsilon: float, delta: float, sensitivity: float) ->
             "double precision"
         )
     log_s = optimize.brentq(gap, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500)
-    if not _gaussian_log_delta(eps, math.exp(log_s))[1] <= _GAUSSIAN_RTOL:
+    s, step, u = math.exp(log_s), 4.0 * _ULP, 4.0 * _ULP
+    for _ in range(60):  # the root may sit a few ulps on the wrong side: raise s until delta <= the target, with
+        log_d, err = _gaussian_log_delta(eps, s * (1.0 - u))  # room for delta's rounding and sigma / sensitivity's
+        if not err <= _GAUSSIAN_RTOL or log_d + err <= target:
+            break
+        s, step = s * (1.0 + step), 2.0 * step
+    if not err <= _GAUSSIAN_RTOL:
         raise ValueError(
             f"epsilon={epsilon!r} with delta={delta!r} is outside the range where the analytic calibration "
             "can be computed accurately in double precision"
         )
-    sigma = math.exp(log_s) * sens
+    sigma = s * sens
     if not math.isfinite(sigma) or sigma == 0.0:
         raise ValueError(
             f"sensitivity={sensitivity!r} with epsilon={epsilon!r} gives a sigma outside the float range"
         )
+    if sigma / sens < s * (1.0 - u):  # a subnormal sigma rounded down
+        sigma = math.nextafter(sigma, math.inf)
     return sigma
 
 

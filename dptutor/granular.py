@@ -203,6 +203,6 @@ def granular_reachable(y: ArrayLike, params: GranularParameters) -> NDArray[np.b
     """
     y_arr = check_float_array(y, "y")
     params = _check_granular(params)
-    with np.errstate(over="ignore"):  # |y| / r beyond the float range is not reachable: inf, refused below
-        steps = y_arr / params.r  # exact: r is a power of two
-    return np.isfinite(steps) & (np.abs(steps) < 2.0**53) & (steps == np.round(steps))
+    with np.errstate(over="ignore", under="ignore"):  # |y| / r beyond the float range: inf, refused below
+        steps = y_arr / params.r  # exact (r is a power of two) unless it underflows: to 0 for a y of 5e-324, r >= 2
+    return np.isfinite(steps) & (np.abs(steps) < 2.0**53) & (steps == np.round(steps)) & ((steps != 0) | (y_arr == 0))

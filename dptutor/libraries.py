@@ -28,7 +28,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dptutor._validate import (
-    MAX_ELEMENTS,
     as_generator,
     check_batch,
     check_choice,
@@ -117,9 +116,24 @@ def _opendp_measurement(scale: float, integer: bool, name: str) -> Any:
         raise ValueError(f"{name}: OpenDP refuses the Laplace scale {scale!r} ({exc})") from exc
 
 
+#: The most draws one call asks a library for: OpenDP takes ~20 us a draw and diffprivlib is called once per
+#: draw from Python, so 2^28 (MAX_ELEMENTS) draws ran for hours; 2^20 take seconds.
+MAX_LIBRARY_DRAWS: int = 1 << 20
+
+
+def _rows(size: object) -> int:
+    """A mechanism's ``size``: an int (or a 1-tuple) in ``[0, MAX_LIBRARY_DRAWS]``."""
+    shape = check_size(size, "size", max_elements=MAX_LIBRARY_DRAWS)
+    if len(shape) != 1:
+        raise ValueError(f"size must be a non-negative int, got {size!r}")
+    return shape[0]
+
+
 def _checked(x: object, epsilon: object, rng: object) -> tuple[NDArray[np.float64], float, np.random.Generator]:
     """A mechanism's three arguments, checked; ``x`` as float64, and a scale ``n / epsilon`` that is finite."""
     arr = check_batch(x).astype(np.float64, copy=False)
+    if arr.size > MAX_LIBRARY_DRAWS:
+        raise ValueError(f"x has {arr.size:,} values, more than the {MAX_LIBRARY_DRAWS:,} draws a library call may take")
     eps = check_positive(epsilon, "epsilon")
     if not np.isfinite(arr.shape[1] / eps):
         raise ValueError(f"epsilon = {eps!r} is too small: the noise scale n / epsilon overflows")
@@ -170,7 +184,7 @@ def opendp_integer_laplace(scale: float, size: int) -> NDArray[np.int64]:
     scale : float
         The noise scale (positive).
     size : int
-        The number of draws, at least 0.
+        The number of draws, 0 to :data:`MAX_LIBRARY_DRAWS` (2^20).
 
     Returns
     -------
@@ -187,7 +201,7 @@ def opendp_integer_laplace(scale: float, size: int) -> NDArray[np.int64]:
         If OpenDP is not installed (the message says ``pip install "dptutor[libraries]"``).
     """
     scale = check_positive(scale, "scale")
-    size = check_int(size, "size", minimum=0, maximum=MAX_ELEMENTS)
+    size = check_int(size, "size", minimum=0, maximum=MAX_LIBRARY_DRAWS)
     meas = _opendp_measurement(scale, True, "scale")
     return np.asarray(meas([0] * size), dtype=np.int64)
 
@@ -259,7 +273,7 @@ def opendp_integer_gaussian(scale: float, size: int) -> NDArray[np.int64]:
     scale : float
         The noise scale (positive).
     size : int
-        The number of draws, at least 0.
+        The number of draws, 0 to :data:`MAX_LIBRARY_DRAWS` (2^20).
 
     Returns
     -------
@@ -276,7 +290,7 @@ def opendp_integer_gaussian(scale: float, size: int) -> NDArray[np.int64]:
         If OpenDP is not installed (the message says ``pip install "dptutor[libraries]"``).
     """
     scale = check_positive(scale, "scale")
-    size = check_int(size, "size", minimum=0, maximum=MAX_ELEMENTS)
+    size = check_int(size, "size", minimum=0, maximum=MAX_LIBRARY_DRAWS)
     meas = _opendp_gaussian(scale)
     return np.asarray(meas([0] * size), dtype=np.int64)
 
@@ -331,7 +345,7 @@ class OpenDPGaussian:
         value = check_real(data, "data")
         if value != round(value) or abs(value) >= 2**52:
             raise ValueError(f"data must be an integer below 2**52 in magnitude, got {data!r}")
-        (rows,) = check_size(size, "size")
+        rows = _rows(size)
         as_generator(rng)
         return opendp_integer_gaussian(self.scale, rows) + int(value)
 
@@ -422,7 +436,7 @@ class DiffprivlibGaussian:
 
     def __call__(self, data: Any, size: int, rng: np.random.Generator) -> NDArray:
         value = check_real(data, "data")
-        (rows,) = check_size(size, "size")
+        rows = _rows(size)
         rng = as_generator(rng)
         mech = self._mechanism(int(rng.integers(0, 2**32 - 1)))
         if self.kind == "GaussianDiscrete":

@@ -30,6 +30,9 @@ __all__ = [
 #: The most releases a PLD is composed over (binary powers: log2(k) convolutions).
 MAX_PLD_K: int = 10**6
 
+#: The most grid cells a PLD is built or composed on (2^23 float64: 64 MiB, a few seconds of FFT); more is refused.
+MAX_PLD_CELLS: int = 1 << 23
+
 
 def smallest_epsilon(delta_of: Callable[[float], float], target: float, hi: float) -> float:
     """Bisection for the smallest epsilon in (0, ``hi``] with ``delta_of(epsilon) <= target``, for a
@@ -61,7 +64,7 @@ class PrivacyLossDistribution:
     offset : int
         The index of ``pmf[0]`` on the grid.
     pmf : array_like
-        Non-negative probabilities, 1-D, at most 10^8 entries.
+        Non-negative probabilities, 1-D, at most 2^23 entries (:data:`MAX_PLD_CELLS`).
     infinity_mass : float, optional
         Probability of an infinite loss (default 0); with ``pmf`` it sums to 1 (within 1e-6).
     pessimistic : bool, optional
@@ -83,8 +86,8 @@ class PrivacyLossDistribution:
         check_real(self.grid, "grid", low=1e-8, high=1.0)
         check_int(self.offset, "offset", minimum=-(10**9), maximum=10**9)
         pmf = check_float_array(self.pmf, "pmf", finite=True, ndim=1, min_size=1, low=0.0)
-        if pmf.size > 10**8:
-            raise ValueError(f"pmf has {pmf.size:,} entries, more than the limit of 10^8")
+        if pmf.size > MAX_PLD_CELLS:  # each delta allocates a few copies; epsilon calls delta ~40 times
+            raise ValueError(f"pmf has {pmf.size:,} entries, more than the limit of {MAX_PLD_CELLS:,}")
         mass = check_real(self.infinity_mass, "infinity_mass", low=0.0, high=1.0)
         check_bool(self.pessimistic, "pessimistic")
         if not abs(pmf.sum() + mass - 1.0) <= 1e-6:
@@ -179,18 +182,19 @@ class PrivacyLossDistribution:
         Raises
         ------
         TypeError, ValueError
-            For a bad ``k`` or ``tail``.
+            For a bad ``k`` or ``tail``, or a composed PLD of more than 2^23 cells (a coarser grid is needed).
         """
         k = check_int(k, "k", minimum=1, maximum=MAX_PLD_K)
         t = check_real(tail, "tail", low=0.0, high=1e-3)
         result: PrivacyLossDistribution | None = None
         base: PrivacyLossDistribution = self
+        releases = k
         while k:
             if k & 1:
-                result = base if result is None else _convolve(result, base, t)
+                result = base if result is None else _convolve(result, base, t, releases)
             k >>= 1
             if k:
-                base = _convolve(base, base, t)
+                base = _convolve(base, base, t, releases)
         assert result is not None
         return result
 
@@ -213,15 +217,21 @@ def _truncate(pmf: NDArray[np.float64], tail: float, pessimistic: bool) -> tuple
     return first, kept, float(upper[last])
 
 
-def _convolve(a: PrivacyLossDistribution, b: PrivacyLossDistribution, tail: float) -> PrivacyLossDistribution:
+def _convolve(a: PrivacyLossDistribution, b: PrivacyLossDistribution, tail: float, k: int) -> PrivacyLossDistribution:
     if a.grid != b.grid or a.pessimistic != b.pessimistic:
         raise ValueError("the two PLDs must share their grid and their rounding")
+    if a.pmf.size + b.pmf.size - 1 > MAX_PLD_CELLS:
+        raise ValueError(f"k = {k} releases need a PLD of more than {MAX_PLD_CELLS:,} cells on grid {a.grid:g}: "
+                         "use a coarser grid or fewer releases")
     pmf = np.clip(signal.fftconvolve(a.pmf, b.pmf), 0.0, None)
     first, kept, upper = _truncate(pmf, tail, a.pessimistic)
     inf_mass = 1.0 - (1.0 - a.infinity_mass) * (1.0 - b.infinity_mass) + upper
     inf_mass = min(1.0, inf_mass)
     kept = kept * ((1.0 - inf_mass) / kept.sum()) if kept.sum() > 0 else kept
-    return PrivacyLossDistribution(a.grid, a.offset + b.offset + first, kept, inf_mass, a.pessimistic)
+    offset = a.offset + b.offset + first
+    if abs(offset) > 10**9:
+        raise ValueError(f"k = {k} releases move the losses beyond the offsets of the grid (|offset| <= 10^9)")
+    return PrivacyLossDistribution(a.grid, offset, kept, inf_mass, a.pessimistic)
 
 
 def pld_gaussian(
@@ -266,7 +276,7 @@ def pld_gaussian(
     Raises
     ------
     TypeError, ValueError
-        For an argument of the wrong type or out of range, or a grid too fine (more than 5e7 cells).
+        For an argument of the wrong type or out of range, or a grid too fine (more than 2^23 cells).
     """
     s = check_real(sigma, "sigma", low=1e-3, high=1e6)
     q = check_real(sampling_probability, "sampling_probability", low=0.0, high=1.0, low_open=True)
@@ -279,8 +289,8 @@ def pld_gaussian(
     l_top = _loss_edge(above, 0.5 * h + 1e-3, l_hi, t)
     l_bottom = _loss_edge(below, -(0.5 * h + 1e-3), l_lo, t)
     m_lo, m_hi = math.floor(l_bottom / h) - 1, math.ceil(l_top / h) + 1
-    if m_hi - m_lo > 5 * 10**7:
-        raise ValueError("grid is too fine for this sigma: more than 5e7 cells")
+    if m_hi - m_lo > MAX_PLD_CELLS:
+        raise ValueError(f"grid is too fine for this sigma: more than {MAX_PLD_CELLS:,} cells")
     l = np.arange(m_lo, m_hi + 1) * h
     with np.errstate(under="ignore", over="ignore", invalid="ignore", divide="ignore"):
         cdf = below(l)
@@ -332,8 +342,11 @@ def _gaussian_loss_law(s: float, q: float, direction: str) -> tuple[Callable, Ca
         def y_of(l: NDArray) -> NDArray:
             x = l if direction == "remove" else -l
             with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-                # e^x - (1 - q) > 0, computed as e^{log(1-q)} expm1(x - log(1-q))
-                inner = np.log(np.expm1(x - log1mq)) + log1mq - math.log(q)
+                # e^x - (1 - q) > 0, computed as e^{log(1-q)} expm1(x - log(1-q)); ln(expm1(z)) as
+                # z + ln(1 - e^-z) for large z, where expm1 overflows (losses above ~709).
+                z = np.asarray(x - log1mq, dtype=float)
+                log_expm1 = np.where(z > 30.0, z + np.log1p(-np.exp(-z)), np.log(np.expm1(np.minimum(z, 30.0))))
+                inner = log_expm1 + log1mq - math.log(q)
             return 0.5 + s2 * inner
 
         l_lo, l_hi = (log1mq, math.inf) if direction == "remove" else (-math.inf, -log1mq)
@@ -402,20 +415,20 @@ def gaussian_composition_epsilon(
     Raises
     ------
     TypeError, ValueError
-        For an argument of the wrong type or out of range.
+        For an argument of the wrong type or out of range, or a PLD of more than 2^23 cells (a coarser grid is needed).
     """
     s = check_real(sigma, "sigma", low=1e-3, high=1e6)
     k = check_int(k, "k", minimum=1, maximum=MAX_PLD_K)
     dlt = check_real(delta, "delta", low=0.0, high=1.0, low_open=True, high_open=True)
     q = check_real(sampling_probability, "sampling_probability", low=0.0, high=1.0, low_open=True)
     method = check_choice(method, "method", ("pld", "rdp"))
+    h = check_real(grid, "grid", low=1e-6, high=1.0)  # checked for "rdp" too, where they are not used
+    pes = check_bool(pessimistic, "pessimistic")
     if method == "rdp":
         rdp = np.array([rdp_subsampled_gaussian(a, s, q) for a in ORDERS], dtype=float)
         with np.errstate(over="ignore"):
             total = rdp * k
         return rdp_to_dp(ORDERS, total, dlt)[0]
-    h = check_real(grid, "grid", low=1e-6, high=1.0)
-    pes = check_bool(pessimistic, "pessimistic")
     directions = ("remove", "add") if q < 1.0 else ("remove",)
     return max(pld_gaussian(s, sampling_probability=q, direction=d, grid=h, pessimistic=pes).compose(k).epsilon(dlt)
                for d in directions)

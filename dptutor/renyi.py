@@ -101,17 +101,21 @@ def rdp_subsampled_gaussian(order: int, sigma: float, sampling_probability: floa
     q = check_real(sampling_probability, "sampling_probability", low=0.0, high=1.0, low_open=True)
     if q == 1.0:
         return rdp_gaussian(a, s)
-    j = np.arange(a + 1, dtype=np.float64)
+    # The binomial weights sum to 1, so the sum is 1 + S with S = sum_{j >= 2} C(order, j) (1 - q)^{order - j}
+    # q^j expm1((j^2 - j) / (2 sigma^2)), all terms positive: ln(1 + S) from ln S has no cancellation
+    # (summing the order + 1 terms directly lost most digits when the RDP is tiny, and could round it down).
+    j = np.arange(2, a + 1, dtype=np.float64)
     log_comb = special.gammaln(a + 1.0) - special.gammaln(j + 1.0) - special.gammaln(a - j + 1.0)
     with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
-        log_q = math.log(q)
-        log_1mq = math.log1p(-q)
-        inv = np.float64(1.0) / (np.float64(2.0) * s * s)
-        coef = j * j - j
-        terms = log_comb + (a - j) * log_1mq + j * log_q + np.where(coef == 0, 0.0, coef * inv)
-    if not np.all(np.isfinite(terms) | (terms == -np.inf)) or np.any(terms == np.inf):
+        x = (j * j - j) * (np.float64(1.0) / (np.float64(2.0) * s * s))
+        log_expm1 = np.where(x > 30.0, x + np.log1p(-np.exp(-x)), np.log(np.expm1(np.minimum(x, 30.0))))
+        terms = log_comb + (a - j) * math.log1p(-q) + j * math.log(q) + log_expm1
+    if np.any(np.isnan(terms)) or np.any(terms == np.inf):
         return math.inf
-    value = float(special.logsumexp(terms)) / (a - 1)
+    log_s = float(special.logsumexp(terms))
+    if log_s == -math.inf:
+        return 0.0
+    value = (log_s + math.log1p(math.exp(-log_s)) if log_s > 0.0 else math.log1p(math.exp(log_s))) / (a - 1)
     return max(0.0, value) if math.isfinite(value) else math.inf
 
 
