@@ -63,9 +63,12 @@ def broadcast_to_size(shape: tuple[int, ...], mu: np.ndarray, b: np.ndarray) -> 
 
 
 def standardize(x: np.ndarray, mu: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``(x - mu) / b``; overflow to +-inf is the right answer for every use below, so not a warning."""
+    """``(x - mu) / b``, also where ``x - mu`` overflows but the quotient does not (x = 1e308, mu = -1e308,
+    b = 1e308: z = 2, not inf): there x and mu have opposite signs, and ``x / b - mu / b`` has no
+    cancellation. Overflow of the quotient itself to +-inf is the right answer for every use, so not a warning."""
     with np.errstate(over="ignore"):
-        return np.asarray((x - mu) / b)
+        z = np.asarray((x - mu) / b)
+        return np.asarray(np.where(np.isinf(z), x / b - mu / b, z)) if np.isinf(z).any() else z
 
 
 def scalar_or_array(arr: np.ndarray):

@@ -95,8 +95,9 @@ def laplace_pdf(x: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0):
     x_arr = finite(x, "x")
     mu_arr, b_arr = location_scale(mu, b)
     broadcast_together(x=x_arr, mu=mu_arr, b=b_arr)
-    with np.errstate(over="ignore"):  # |x - mu| / b may overflow to inf: density 0, correctly
-        res = np.exp(-np.abs(x_arr - mu_arr) / b_arr) / b_arr * 0.5  # not / (2 b): 2 b overflows for b > 9e307
+    z = standardize(x_arr, mu_arr, b_arr)  # |z| may overflow to inf: density 0, correctly
+    with np.errstate(over="ignore"):  # b near the smallest float: the density overflows to inf, correctly
+        res = np.exp(-np.abs(z)) / b_arr * 0.5  # not / (2 b): 2 b overflows for b > 9e307
     return scalar_or_array(np.asarray(res))
 
 

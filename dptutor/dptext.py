@@ -33,14 +33,6 @@ __all__ = [
 ]
 
 
-def _standardize(x: NDArray, mu: NDArray, b: NDArray) -> NDArray:
-    """``(x - mu) / b``, also where ``x - mu`` overflows but the quotient does not (x = 1e308, mu = -1e308,
-    b = 1e308: z = 2, not inf): there x and mu have opposite signs, and ``x / b - mu / b`` has no cancellation."""
-    z = standardize(x, mu, b)
-    with np.errstate(over="ignore"):
-        return np.where(np.isinf(z), x / b - mu / b, z)
-
-
 def dptext_transform(v: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0):
     """DPText's transform, Eq. 9, applied as DPText does to ``v`` in [0, 1) (Eq. 8).
 
@@ -122,7 +114,7 @@ def dptext_cdf(x: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0, nan: NanPo
     x_arr = finite(x, "x")
     mu_arr, b_arr = location_scale(mu, b)
     broadcast_together(x=x_arr, mu=mu_arr, b=b_arr)
-    z = _standardize(x_arr, mu_arr, b_arr)
+    z = standardize(x_arr, mu_arr, b_arr)
     above = z >= 0
     z_support = np.where(above, z, 0.0)  # exp(-z) is then taken on the support only: never overflows
     if nan == "zero":
@@ -163,7 +155,7 @@ def dptext_pdf(x: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0, nan: NanPo
     x_arr = finite(x, "x")
     mu_arr, b_arr = location_scale(mu, b)
     broadcast_together(x=x_arr, mu=mu_arr, b=b_arr)
-    z = _standardize(x_arr, mu_arr, b_arr)
+    z = standardize(x_arr, mu_arr, b_arr)
     above = z >= 0
     factor = 1.0 if nan == "discard" else 0.5
     with np.errstate(over="ignore"):  # b near the smallest float: the density overflows to inf, correctly

@@ -152,3 +152,16 @@ def test_snapping_parameters_grid_must_match_lam(grid):
     # made snap overflow and snapping_outputs raise OverflowError.
     with pytest.raises(ValueError, match="grid"):
         SnappingParameters(epsilon=1.0, n=1, bound=32.0, lam=1.0, grid=grid)
+
+
+def test_laplace_pdf_and_cdf_where_x_minus_mu_overflows_but_z_does_not():
+    # (x - mu) / b with x = 1e308, mu = -1e308, b = 1e308 is z = 2: x - mu overflowed, giving a CDF of 1 and a density of 0
+    import warnings
+
+    from dptutor.distributions import laplace_cdf
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert float(laplace_cdf(1e308, -1e308, 1e308)) == pytest.approx(1 - math.exp(-2) / 2, rel=1e-15)
+        assert float(laplace_cdf(-1e308, 1e308, 1e308)) == pytest.approx(math.exp(-2) / 2, rel=1e-15)
+        assert float(laplace_pdf(1e308, -1e308, 1e308)) == pytest.approx(math.exp(-2) / 1e308 / 2, rel=1e-12)
