@@ -119,7 +119,7 @@ def discrete_gaussian_epsilon(delta: float, sigma: int | Fraction, sensitivity: 
     Parameters
     ----------
     delta : float
-        In [0, 1].
+        In (0, 1).
     sigma : int, fractions.Fraction or float
         The scale, converted exactly.
     sensitivity : int, optional
@@ -182,7 +182,7 @@ def discrete_gaussian_sigma(epsilon: float, delta: float, sensitivity: int = 1) 
     epsilon : float
         ``> 0``.
     delta : float
-        In [0, 1].
+        In (0, 1).
     sensitivity : int, optional
         The integer query's sensitivity (default 1).
 
@@ -331,7 +331,7 @@ def discrete_gaussian_release(
     epsilon : float
         ``> 0``.
     delta : float
-        In [0, 1].
+        In (0, 1).
     sensitivity : float
         The query's sensitivity (an integer when ``granularity`` is None).
     granularity : float or None, optional
