@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 
 from dptutor._validate import check_int
 from dptutor.audit import AuditResult, estimate_loss
-from dptutor.assignments.feedback import Assignment, Finding, NotAnswered, Question, named
+from dptutor.assignments.feedback import Assignment, Finding, NotAnswered, Question, named, short_repr
 from dptutor.assignments.instances import (AUDIT_BUGS, SELF_STUDY, active_member, answer_member, answers_scope,
                                            audit_mystery)
 
@@ -316,7 +316,7 @@ def _audit_diagnosis(diagnosis: Any, *, grading_seed: int | None = None) -> list
         raise NotAnswered("no diagnosis yet")
     key = str(diagnosis).strip().lower()
     if key not in DIAGNOSES:
-        return [Finding(False, f"diagnosis should be one of {sorted(DIAGNOSES)}, got {diagnosis!r}")]
+        return [Finding(False, f"diagnosis should be one of {sorted(DIAGNOSES)}, got {short_repr(diagnosis)}")]
     if grading_seed is None:
         return [_pending("diagnosis", key)]
     if key == _true_diagnosis():

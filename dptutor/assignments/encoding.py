@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from dptutor.assignments.feedback import SpyArray
+from dptutor.assignments.feedback import SpyArray, student_error
 
 #: The limits are the module's API.  :class:`Writer`, :func:`float_tree`, :func:`identifier`,
 #: :func:`array_args` and :func:`generator_args` are shared by the protocol's two halves only (their
@@ -69,7 +69,9 @@ class Writer:
     def encode(self, value: Any, depth: int = 0) -> dict[str, Any]:
         try:
             return self._encode(value, depth)
-        except Exception as exc:  # a student object whose repr or conversion fails
+        except BaseException as exc:  # a student object whose repr or conversion fails (or exits)
+            if not student_error(exc):
+                raise
             return {"k": "opaque", "type": "object", "repr": f"<unreadable: {type(exc).__name__}>"}
 
     def _encode(self, value: Any, depth: int) -> dict[str, Any]:
@@ -77,6 +79,8 @@ class Writer:
             return {"k": "none"}
         if isinstance(value, (bool, np.bool_)):
             return {"k": "bool", "v": bool(value)}
+        if isinstance(value, np.ndarray) and value.size > MAX_ARRAY_ELEMENTS:  # never copied (a broadcast view is free)
+            return _too_large(value)
         if isinstance(value, SpyArray):
             return {"k": "spy", "a": self.array(value)}
         if isinstance(value, np.random.Generator):
@@ -96,7 +100,7 @@ class Writer:
             # assignment allows that name, with its own constructor; otherwise it stays opaque.
             return {"k": "object", "type": str(type(value).__name__)[:100],
                     "fields": [[f.name, self.encode(getattr(value, f.name), depth + 1)]
-                               for f in dataclasses.fields(value)][:100]}
+                               for f in dataclasses.fields(value)[:100]]}
         if depth < MAX_DEPTH - 1 and isinstance(value, (list, tuple)):
             kind = "list" if isinstance(value, list) else "tuple"
             try:
@@ -104,7 +108,7 @@ class Writer:
             except Exception:
                 arr = None
             if arr is not None and arr.dtype.kind in "iuf" and arr.ndim >= 1:
-                return {"k": kind, "a": self.array(arr)}
+                return {"k": kind, "a": self.array(arr)} if arr.size <= MAX_ARRAY_ELEMENTS else _too_large(arr)
             return {"k": kind, "items": [self.encode(v, depth + 1) for v in list(value)[:1000]]}
         if depth < MAX_DEPTH - 1 and isinstance(value, Mapping):
             items = list(value.items())[:1000]
@@ -121,6 +125,13 @@ class Writer:
         with open(tmp, "wb") as fh:
             np.savez(fh, **members)
         os.replace(tmp, path)
+
+
+def _too_large(arr: np.ndarray) -> dict[str, Any]:
+    """What an array of more than :data:`MAX_ARRAY_ELEMENTS` elements encodes to: an inert placeholder (the
+    grader refuses an answer holding such an array, so the one call fails instead of the whole answer)."""
+    text = f"<an array of shape {arr.shape}: more than {MAX_ARRAY_ELEMENTS:,} elements>"
+    return {"k": "opaque", "type": "ndarray", "repr": text if len(text) <= 200 else text[:196] + "...>"}
 
 
 def identifier(text: Any) -> str:

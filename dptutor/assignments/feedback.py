@@ -288,10 +288,13 @@ def score(findings: Sequence[Finding], points: float, weights: dict[str, float] 
     for value in weights.values():
         check_real(value, "weights", low=0.0)
     scored = [(float(weights.get(f.check, 1.0)), f.passed is True) for f in findings if f.check != UNSCORED]
-    total = sum(w for w, _ in scored)
-    if total <= 0:
+    top = max((w for w, _ in scored), default=0.0)
+    if top <= 0:
         return 0.0
-    return round(points * sum(w for w, ok in scored if ok) / total, 2)
+    # Weights relative to the largest (at most 1 each), so that sums of weights near 1e308 stay finite, and the
+    # passed share (at most 1) multiplies points last: the score never exceeds points, however large.
+    total = sum(w / top for w, _ in scored)
+    return round(points * (sum(w / top for w, ok in scored if ok) / total), 2)
 
 
 def call(fn: Callable, *args: Any, **kwargs: Any) -> tuple[Any, BaseException | None]:
@@ -307,18 +310,38 @@ def call(fn: Callable, *args: Any, **kwargs: Any) -> tuple[Any, BaseException | 
                 return fn(*args, **kwargs), None
             except NotImplementedError:
                 raise
-            except Exception as exc:  # the student's bug: reported, never fatal
+            except BaseException as exc:  # the student's bug (SystemExit too): reported, never fatal
+                if not student_error(exc):
+                    raise
                 return None, exc
+
+
+def student_error(exc: BaseException) -> bool:
+    """Whether ``exc``, raised by a student's code, is the student's failure to report: any ``Exception``,
+    ``SystemExit``, ``GeneratorExit`` or a bare ``BaseException``.  Other ``BaseException`` subclasses
+    (``KeyboardInterrupt``, the grader's time limits) stop the check."""
+    return isinstance(exc, (Exception, SystemExit, GeneratorExit)) or type(exc) is BaseException
 
 
 def describe(exc: BaseException) -> str:
     """``"TypeName: message"`` for a student's exception, with a hint for the commonest numpy slip."""
     if not isinstance(exc, BaseException):
         raise TypeError(f"exc must be an exception, got {type(exc).__name__}")
-    text = f"{type(exc).__name__}: {exc}"
-    if "truth value of an array" in str(exc):
+    message = exception_text(exc)
+    text = f"{type(exc).__name__}: {message}"
+    if "truth value of an array" in message:
         text += " (an `if` on a whole array: use (u <= 0).any() or np.where)"
     return text
+
+
+def exception_text(exc: BaseException) -> str:
+    """``str(exc)`` of a student's exception; a placeholder when its ``__str__`` fails (or exits)."""
+    try:
+        return str(exc)
+    except BaseException as failure:
+        if not student_error(failure):
+            raise
+        return "<its message could not be read>"
 
 
 def as_floats(value: Any) -> NDArray[np.float64] | None:
@@ -329,7 +352,9 @@ def as_floats(value: Any) -> NDArray[np.float64] | None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return np.asarray(value, dtype=np.float64)
-    except Exception:  # noqa: BLE001 -- a student's object whose conversion raises (or overflows) is not numbers
+    except BaseException as exc:  # a student's object whose conversion raises (or exits) is not numbers
+        if not student_error(exc):
+            raise
         return None
 
 
@@ -357,8 +382,19 @@ def expect_value_error(call: str, value: Any, exc: BaseException | None, why: st
     if isinstance(exc, ValueError):
         return Finding(True, f"{call} raises ValueError")
     if exc is not None:
-        return Finding(False, f"{call} raised {type(exc).__name__} ({exc}), expected ValueError: {why}")
-    return Finding(False, f"{call} returned {value!r} instead of raising ValueError: {why}")
+        return Finding(False, f"{call} raised {type(exc).__name__} ({exception_text(exc)}), expected ValueError: {why}")
+    return Finding(False, f"{call} returned {short_repr(value)} instead of raising ValueError: {why}")
+
+
+def short_repr(value: Any, limit: int = 200) -> str:
+    """``repr(value)`` of a student's value, cut to ``limit`` characters (a repr that fails says so)."""
+    try:
+        text = repr(value)
+    except BaseException as exc:  # a student's object whose __repr__ fails (or exits)
+        if not student_error(exc):
+            raise
+        return f"a {type(value).__name__} whose repr fails"
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 class SpyArray(np.ndarray):

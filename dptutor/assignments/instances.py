@@ -61,7 +61,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dptutor.assignments.bug_family import HUNT_BUGS, BughuntMember
-from dptutor._validate import check_batch, check_choice, check_int, check_real, check_rng, check_str
+from dptutor._validate import MAX_ELEMENTS, check_batch, check_choice, check_int, check_real, check_rng, check_str
 from dptutor.distributions import standard_laplace_fill
 
 __all__ = [
@@ -258,6 +258,8 @@ def audit_mystery(label: str, x: NDArray, epsilon: float, rng: np.random.Generat
     Every input is validated before the member is looked up, with the same rules for all members.
     """
     label = check_choice(label, "label", ("A", "B"))
+    if isinstance(x, np.ndarray) and x.size > MAX_ELEMENTS:  # before any pass over it (a broadcast view costs nothing)
+        raise ValueError(f"x has {x.size:,} elements, more than the limit of {MAX_ELEMENTS:,}")
     x = check_batch(x)
     if x.shape[1] < 1:
         raise ValueError(f"x must have at least one column (n >= 1), got shape {x.shape}")

@@ -23,7 +23,7 @@ import numpy as np
 from dptutor._validate import check_path, check_sequence
 from dptutor.assignments.encoding import (BIT_GENERATORS, FLOAT_WORDS, MAX_TEXT, Writer, array_args, generator_args,
                                           identifier)
-from dptutor.assignments.feedback import SpyArray
+from dptutor.assignments.feedback import SpyArray, exception_text
 
 __all__ = ["KernelCalls", "kernel_needs"]
 
@@ -128,7 +128,8 @@ class KernelCalls:
             if isinstance(exc, KeyboardInterrupt):
                 raise exc
             entry["raised"] = {"type": identifier(type(exc).__name__), "value_error": isinstance(exc, ValueError),
-                               "not_implemented": isinstance(exc, NotImplementedError), "message": str(exc)[:MAX_TEXT]}
+                               "not_implemented": isinstance(exc, NotImplementedError),
+                               "message": exception_text(exc)[:MAX_TEXT]}
         else:
             entry["value"] = self._writer.encode(c.value)
         changed = {}

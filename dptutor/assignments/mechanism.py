@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 
 from dptutor.distributions import standard_laplace_fill
 from dptutor.assignments.feedback import (KS_ALPHA, UNSCORED, Assignment, Finding, Question, as_floats, call, describe,
-                                      expect_value_error, grading_rng, returned)
+                                      expect_value_error, grading_rng, returned, short_repr)
 from dptutor.assignments.record import call_many, flag_for_review, grading
 
 __all__ = ["ASSIGNMENT", "NOISE_CALLS", "SENSITIVITY_CHECKS", "NOISE_CHECKS", "INTERFACE_CHECKS"]
@@ -56,7 +56,7 @@ def _mechanism_sensitivity(f: Callable, *, grading_seed: int | None = None) -> l
             continue
         got = as_floats(value)
         if got is None or got.size != 1:
-            findings.append(Finding(False, f"mean_sensitivity({m}, {k}) returned {value!r}, not a number", name))
+            findings.append(Finding(False, f"mean_sensitivity({m}, {k}) returned {short_repr(value)}, not a number", name))
             continue
         got_f = float(got.reshape(-1)[0])
         if math.isclose(got_f, want, rel_tol=1e-9):
@@ -327,6 +327,19 @@ def _noise_diagnosis(noise: NDArray[np.float64], m: int, k: int, eps: float, p: 
     return text + ". Check your sensitivity (question 1) and how b follows from it and epsilon (Eq. 3)."
 
 
+def _unchanged_finding(untouched: np.ndarray, data: np.ndarray, answer: tuple[Any, BaseException | None]) -> Finding:
+    """Whether private_mean left ``untouched`` (a copy of ``data``) unchanged; credited only when that call
+    (``answer``) returned a finite real vector of one value per column (no credit for a call that failed)."""
+    if not np.array_equal(untouched, data):
+        return Finding(False, "private_mean modified its input X in place: compute on a copy")
+    value, exc = answer
+    out = as_floats(value) if exc is None and not isinstance(value, (bool, np.bool_)) else None
+    if out is None or out.shape != (data.shape[1],) or not np.isfinite(out).all():
+        return Finding(False, "not checked whether private_mean leaves X unchanged: it failed on a valid dataset "
+                              "(see above)")
+    return Finding(True, "leaves X unchanged")
+
+
 def _mechanism_interface(f: Callable, *, grading_seed: int | None = None) -> list[Finding]:
     findings = []
     rng_grading = grading_rng(grading_seed)
@@ -367,8 +380,7 @@ def _mechanism_interface(f: Callable, *, grading_seed: int | None = None) -> lis
             break
     else:
         findings.append(Finding(True, "returns one value per coordinate, shape (k,)"))
-    findings.append(Finding(True, "leaves X unchanged") if np.array_equal(untouched, data)
-                    else Finding(False, "private_mean modified its input X in place: compute on a copy"))
+    findings.append(_unchanged_finding(untouched, data, answers[2]))
     # reproducible with the rng it is given
     calls = answers[3:6]
     a, b, c = (as_floats(value) for value, _ in calls)

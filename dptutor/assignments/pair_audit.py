@@ -102,7 +102,10 @@ def _per_output(fn: Any, outputs: NDArray[np.float64], rng: np.random.Generator,
     for (value, exc), batch in zip(answers, batches):
         if exc is not None:
             return None, Finding(False, f"{what}(outputs) raised {describe(exc)}", "form")
-        arr = np.asarray(value) if isinstance(value, (np.ndarray, list, tuple)) else None
+        try:
+            arr = np.asarray(value) if isinstance(value, (np.ndarray, list, tuple)) else None
+        except Exception:  # noqa: BLE001 -- a ragged list: not one number per output
+            arr = None
         if arr is None or arr.shape != (len(batch),) or arr.dtype.kind not in "biuf":
             got = type(value).__name__ if arr is None else f"shape {arr.shape}, dtype {arr.dtype}"
             return None, Finding(False, f"{what}(outputs) on {len(batch):,} outputs (shape {outputs[:len(batch)].shape}) must "

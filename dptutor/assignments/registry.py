@@ -15,7 +15,7 @@ from typing import Any
 
 from dptutor._validate import check_choice, check_int
 from dptutor.assignments.feedback import (Assignment, Feedback, Finding, NotAnswered, Question, describe,
-                                          grading_seed_from_hidden, score)
+                                          grading_seed_from_hidden, score, student_error)
 from dptutor.assignments.instances import INSTANCE_ASSIGNMENTS, answer_member
 
 __all__ = ["ASSIGNMENT_MODULES", "ASSIGNMENTS", "RECORD_TYPES", "get_assignment", "record_types", "check", "checker"]
@@ -115,7 +115,9 @@ def check(assignment: str, question: str, *objects: Any, grading_seed: int | Non
     except NotAnswered as exc:
         return Feedback(**base, score=0.0, status="not implemented",
                         findings=(Finding(False, f"not answered yet: {exc}"),))
-    except Exception as exc:  # a student object that breaks the check itself
+    except BaseException as exc:  # a student object that breaks the check itself (SystemExit in a __repr__, say)
+        if not student_error(exc):
+            raise
         return Feedback(**base, score=0.0, status="error",
                         findings=(Finding(False, f"could not check your answer: {describe(exc)}"),))
     return Feedback(**base, score=score(findings, q.points), findings=tuple(findings))

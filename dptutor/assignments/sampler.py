@@ -16,7 +16,8 @@ from numpy.typing import NDArray
 
 from dptutor.distributions import laplace_ppf
 from dptutor.assignments.feedback import (KS_ALPHA, Assignment, Finding, Question, as_floats, call, describe,
-                                      expect_value_error, returned, grading_rng, spy_array, uniforms)
+                                      expect_value_error, returned, grading_rng, short_repr, spy_array,
+                                      uniforms)
 from dptutor.assignments.record import call_many, flag_for_review, grading, measure, reference_seconds
 
 __all__ = ["ASSIGNMENT", "SAMPLER_TIMING_SIZE", "SAMPLER_TIMING_RATIO"]
@@ -196,7 +197,7 @@ def _sampler_domain(f: Callable, *, grading_seed: int | None = None) -> list[Fin
     if exc is not None:
         findings.append(Finding(False, f"{where} raised {describe(exc)} on valid input", "valid_input"))
     elif x is None or x.size != 1 or not np.isclose(float(x.reshape(-1)[0]), mu, rtol=0, atol=1e-12):
-        findings.append(Finding(False, f"{where} returned {value!r}, not the median mu = {mu:g}", "valid_input"))
+        findings.append(Finding(False, f"{where} returned {short_repr(value)}, not the median mu = {mu:g}", "valid_input"))
     else:
         findings.append(Finding(True, "valid input still works (u = 1/2 gives mu)", "valid_input"))
     _flag_reference(cases, answers)
@@ -230,7 +231,7 @@ def _sampler_vectorized(f: Callable, *, grading_seed: int | None = None) -> list
     seeds = [98, 99, 100] if rng is None else [int(s) for s in rng.integers(0, 2**32, size=3)]
     findings = _shape_findings(f, uniforms(seeds[0], 12).reshape(3, 4), 0.75 if rng is None else 0.2)
     u_spy = uniforms(seeds[1], 1000)
-    spy = spy_array(u_spy)
+    spy = spy_array(u_spy.copy())  # a function that writes into its input must not change u_spy
     spied, _ = call(f, spy, 0.0, 1.0)
     if spy.touched:
         findings.append(Finding(False, (
@@ -248,7 +249,7 @@ def _shape_findings(f: Callable, u2: NDArray[np.float64], x0: float) -> list[Fin
     value, exc = call(f, u2, 0.0, 1.0)
     if exc is not None:
         findings.append(Finding(False, f"laplace_inverse_cdf on a 3x4 array raised {describe(exc)}", "shape"))
-    elif not isinstance(value, np.ndarray) or value.shape != (3, 4):
+    elif not isinstance(value, np.ndarray) or value.shape != (3, 4) or value.dtype.kind not in "iuf":
         findings.append(Finding(False, f"laplace_inverse_cdf on a 3x4 array returned {returned(value)}: array in, "
                                        "an array of the same shape out", "shape"))
     else:
@@ -257,8 +258,9 @@ def _shape_findings(f: Callable, u2: NDArray[np.float64], x0: float) -> list[Fin
     # np.ndim(...) == 0 out (a Python float, a numpy scalar or a 0-d array).
     for label, number in (("a Python float", x0), ("a numpy scalar", np.float64(x0)), ("a 0-d array", np.array(x0))):
         value, exc = call(f, number, 0.0, 1.0)
-        if exc is not None or as_floats(value) is None or np.ndim(value) != 0:
-            what = describe(exc) if exc is not None else f"{type(value).__name__} of shape {np.shape(value)}"
+        out = as_floats(value) if exc is None and not isinstance(value, (bool, np.bool_)) else None
+        if out is None or out.ndim != 0 or not np.isfinite(out) or np.ndim(value) != 0:
+            what = describe(exc) if exc is not None else f"{short_repr(value, 60)} ({type(value).__name__})"
             findings.append(Finding(False, f"laplace_inverse_cdf({label} {x0:g}) should return a single number "
                                            f"(np.ndim(...) == 0), got {what}", "scalar"))
         else:

@@ -200,11 +200,13 @@ def _at_indices(value: Any, size: int, m: int, where: str) -> tuple[NDArray[np.i
     ``size`` valid AboveThreshold rows of ``m`` queries."""
     if not isinstance(value, (np.ndarray, list, tuple)):
         return None, f"{where} returned {type(value).__name__}, not an array of shape ({size}, {m})"
-    arr = np.asarray(value)
+    arr = _as_array(value)
+    if arr is None:
+        return None, f"{where} returned a ragged {type(value).__name__}, not an array of shape ({size}, {m})"
     if arr.shape != (size, m):
         return None, (f"{where} returned shape {arr.shape}, expected ({size}, {m}): one row per run, one entry per "
                       "query (0 below, 1 above, -1 not answered)")
-    if arr.dtype.kind not in "biuf" or (arr.dtype.kind == "f" and not np.isfinite(arr).all()):
+    if arr.dtype.kind not in "iuf" or (arr.dtype.kind == "f" and not np.isfinite(arr).all()):
         return None, f"{where} returned dtype {arr.dtype}: the entries must be the integers 0, 1 and -1"
     if not np.isin(arr, (-1, 0, 1)).all():
         return None, f"{where} returned entries other than 0 (below), 1 (above) and -1 (not answered)"
@@ -229,17 +231,27 @@ def _rnm_indices(value: Any, size: int, m: int, where: str) -> tuple[NDArray[np.
     """The indices of ``value`` (``size`` runs over ``m`` answers), or a message saying why not."""
     if not isinstance(value, (np.ndarray, list, tuple)):
         return None, f"{where} returned {type(value).__name__}, not an array of {size} indices"
-    arr = np.asarray(value)
+    arr = _as_array(value)
+    if arr is None:
+        return None, f"{where} returned a ragged {type(value).__name__}, not an array of {size} indices"
     if arr.shape != (size,):
         return None, f"{where} returned shape {arr.shape}, expected ({size},): one index per run"
     if arr.dtype.kind == "f" and np.isfinite(arr).all() and not np.array_equal(arr, np.round(arr)):
         return None, (f"{where} returned non-integer numbers: release the index of the largest noisy answer, not the "
                       "noisy value (the value is not private: see the theorem on report-noisy-max)")
-    if arr.dtype.kind not in "biuf" or (arr.dtype.kind == "f" and not np.isfinite(arr).all()):
+    if arr.dtype.kind not in "iuf" or (arr.dtype.kind == "f" and not np.isfinite(arr).all()):
         return None, f"{where} returned dtype {arr.dtype}: one integer index per run"
     if arr.size and (arr.min() < 0 or arr.max() > m - 1):
         return None, f"{where} returned indices outside 0..{m - 1}"
     return arr.astype(np.int64), None
+
+
+def _as_array(value: Any) -> np.ndarray | None:
+    """``np.asarray(value)`` of a student's list, tuple or array; None if it is ragged (or will not convert)."""
+    try:
+        return np.asarray(value)
+    except Exception:  # noqa: BLE001 -- a ragged list, or a student's object whose conversion fails
+        return None
 
 
 def _runs(f: Any, kind: str, cases: list[tuple[tuple, int, int]]) -> list[tuple[NDArray | None, str | None]]:
