@@ -146,7 +146,7 @@ with __dptutor_io:
     for __dptutor_c in __dptutor_io:
         try:
             __dptutor_c.value = __dptutor_c.fn(*__dptutor_c.args, **__dptutor_c.kwargs)
-        except Exception as __dptutor_e:
+        except BaseException as __dptutor_e:  # SystemExit too, as in the student's kernel; an interrupt is re-raised
             __dptutor_c.raised = __dptutor_e
 """
 NEEDS_CELL = "__import__('dptutor.assignments.kernel', fromlist=['kernel_needs']).kernel_needs(globals(), {names!r}, {answer!r})"

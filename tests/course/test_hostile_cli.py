@@ -128,3 +128,27 @@ def test_the_other_commands_keep_their_error_on_one_line(tmp_path: Path) -> None
         done = _cli(*args, cwd=tmp_path)
         assert done.returncode == 2, done.stderr
         assert done.stderr.count("\n") == 1 and "\x1b" not in done.stderr and "\\n" in done.stderr, done.stderr
+
+
+def test_a_function_that_exits_is_graded_call_by_call_as_in_the_students_kernel(tmp_path: Path) -> None:
+    # sys.exit instead of raise ValueError: the grader's call cell let SystemExit end the whole cell, so the question
+    # was "not graded" (0), while the student's own check() scores it call by call (valid input still passes)
+    from dptutor.assignments import check
+
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "book" / "assignments" / "instructor" / "sampler.md").read_text(encoding="utf-8")
+    (tmp_path / "subs").mkdir()
+    (tmp_path / "subs" / "exits.md").write_text(text.replace("raise ValueError", "import sys; sys.exit"),
+                                                 encoding="utf-8")
+    done = _cli("grade", "sampler", "subs", "--csv", "s.csv", "--no-sandbox", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    import csv
+
+    with open(tmp_path / "s.csv", newline="", encoding="utf-8") as fh:
+        row = next(csv.DictReader(fh))
+    namespace: dict = {}
+    code = text.split("def laplace_inverse_cdf", 1)[1].split("```", 1)[0]
+    exec("import numpy as np\nfrom dptutor.distributions import laplace_ppf\ndef laplace_inverse_cdf"
+         + code.replace("raise ValueError", "import sys; sys.exit"), namespace)
+    in_kernel = check("sampler", "q2", namespace["laplace_inverse_cdf"])
+    assert float(row["q2"]) == in_kernel.score > 0, (row, in_kernel)
