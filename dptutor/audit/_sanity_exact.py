@@ -11,11 +11,14 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from dptutor._validate import MAX_ELEMENTS, check_choice, check_int, check_positive
+from dptutor._validate import check_choice, check_int, check_positive
 from dptutor.audit._sanity_result import MAX_N, MAX_TRIALS, loss_from_logs
 from dptutor.mechanisms import MECHANISMS
 
 __all__ = ["exact_loss", "exact_guess_probabilities", "rounding_probabilities", "simulated_losses"]
+
+#: The most virtual audits :func:`simulated_losses` draws in one call: its work arrays take ~70 bytes per audit.
+MAX_REPS = 10**7
 
 NEG_INF = -math.inf
 LOG_HALF = -math.log(2.0)
@@ -229,7 +232,7 @@ def simulated_losses(
     trials : int
         Trials per dataset of each virtual audit, 1 to ``MAX_TRIALS``.
     reps : int, optional
-        The number of virtual audits.
+        The number of virtual audits, 1 to ``MAX_REPS`` (10^7).
     rng : int, numpy.random.SeedSequence or numpy.random.Generator
         The source of randomness (a Generator is used as it is, so its state advances; an int or a
         SeedSequence seeds a new one).
@@ -254,7 +257,7 @@ def simulated_losses(
     n = check_int(n, "n", minimum=1, maximum=MAX_N)
     epsilon = check_positive(epsilon, "epsilon")
     trials = check_int(trials, "trials", minimum=1, maximum=MAX_TRIALS)
-    reps = check_int(reps, "reps", minimum=1, maximum=MAX_ELEMENTS // 2)
+    reps = check_int(reps, "reps", minimum=1, maximum=MAX_REPS)
     if not isinstance(rng, (np.random.Generator, np.random.SeedSequence)):
         rng = check_int(rng, "rng", minimum=0)
     rng = np.random.default_rng(rng)

@@ -79,8 +79,20 @@ def _chunk_rows(n: int) -> int:
     return max(1, CHUNK_ELEMENTS // n)
 
 
+def _call(mechanism: Mechanism, x: NDArray[np.float64], epsilon: float, rng: np.random.Generator, name: str) -> object:
+    """``mechanism(x, epsilon, rng)``; an exception it raises becomes a ``TypeError`` (if it was one) or a
+    ``ValueError`` naming it, never a bare ``ZeroDivisionError`` or ``KeyError`` from the user's code."""
+    try:
+        return mechanism(x, epsilon, rng)
+    except Exception as exc:
+        kind = TypeError if isinstance(exc, TypeError) else ValueError
+        raise kind(f"mechanism {name!r} raised {type(exc).__name__} (called as mechanism(x, epsilon, rng)): {exc}") from exc
+
+
 def _check_output(out: object, shape: tuple[int, int], name: str) -> np.ndarray:
-    if not isinstance(out, np.ndarray):
+    if isinstance(out, np.ma.MaskedArray) and np.ma.getmaskarray(out).any():
+        raise ValueError(f"mechanism {name!r} returned a masked array with masked (missing) outputs")
+    if type(out) is not np.ndarray:  # subclasses (matrix, masked arrays) as plain arrays
         try:
             out = np.asarray(out)
         except Exception as exc:
@@ -162,7 +174,7 @@ def _count_block(
         m = min(rows, trials - done)
         for d, x in ((0, zeros), (1, ones)):
             xm = x[:m] if m < rows else x
-            out = _check_output(mechanism(xm, epsilon, rng), xm.shape, name)
+            out = _check_output(_call(mechanism, xm, epsilon, rng, name), xm.shape, name)
             np.greater_equal(out, 0.5, out=above[:m] if m < rows else above)
             guessed_one[d] += count(m)
         done += m

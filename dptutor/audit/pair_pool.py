@@ -8,7 +8,7 @@ under the stated relation, which the search's bound needs.
 
 from __future__ import annotations
 
-import math
+import numbers
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,6 +24,8 @@ NEIGHBOURS = ("componentwise", "one")
 _SCALES = (2.0, 5.0)  # base levels of the scaled variants of StatDP's patterns (one answer only)
 _HEIGHTS = (-10.0, 0.0, 6.0)  # where the crossing answer starts, above the others (all 2)
 _STEPS = (1.0, 4.0)  # how far one answer moves in a local-search step
+#: The longest vectors :func:`pair_moves` takes (it returns about ``6 k`` pairs of ``k`` answers).
+MAX_MOVE_LENGTH = 1024
 
 
 def canonical_pair(x: Any, x_prime: Any) -> tuple[Any, Any]:
@@ -149,8 +151,8 @@ def value_pairs(values: Sequence[Any], *, adjacent: bool = False) -> list[tuple[
     check_bool(adjacent, "adjacent")
     if len(items) > 1000:
         raise ValueError(f"values must list at most 1000 inputs, got {len(items)}")
-    if any(isinstance(a, float) and not math.isfinite(a) for a in items):
-        raise ValueError("values must be finite")
+    if not all(_finite(a) for a in items):
+        raise ValueError("values must be finite (no NaN or inf)")
     out = []
     for i, a in enumerate(items):
         for j, b in enumerate(items[i + 1:], start=i + 1):
@@ -159,6 +161,17 @@ def value_pairs(values: Sequence[Any], *, adjacent: bool = False) -> list[tuple[
             if not adjacent or j == i + 1:
                 out.append((a, b))
     return out
+
+
+def _finite(value: Any) -> bool:
+    """False for a value holding a NaN or an infinity (a number of any type, or an array or list of them)."""
+    if isinstance(value, numbers.Number) and not isinstance(value, numbers.Complex):  # Decimal
+        return not (hasattr(value, "is_finite") and not value.is_finite())
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError, OverflowError):  # ragged or exotic inputs: the mechanism judges them
+        return True
+    return not (arr.dtype.kind in "fc" and not np.isfinite(arr).all())
 
 
 def pair_moves(x: Any, x_prime: Any, *, neighbours: str = "componentwise") -> list[tuple[Any, Any]]:
@@ -171,7 +184,7 @@ def pair_moves(x: Any, x_prime: Any, *, neighbours: str = "componentwise") -> li
     Parameters
     ----------
     x, x_prime : float or array_like of float
-        The pair, of the same length, finite.
+        The pair, of the same length (at most :data:`MAX_MOVE_LENGTH`), of values at most 1e307 in absolute value.
     neighbours : {"componentwise", "one"}, optional
         The neighbour relation (see :func:`vector_pairs`).
 
@@ -194,6 +207,10 @@ def pair_moves(x: Any, x_prime: Any, *, neighbours: str = "componentwise") -> li
     b = check_float_array(x_prime, "x_prime", finite=True)
     if a.shape != b.shape or a.ndim > 1:
         raise ValueError(f"x and x_prime must be scalars or vectors of the same length, got shapes {a.shape} and {b.shape}")
+    if a.size > MAX_MOVE_LENGTH:  # the moves hold about 12 k**2 numbers
+        raise ValueError(f"x must have at most {MAX_MOVE_LENGTH} answers to list its moves, got {a.size}")
+    if max(np.abs(a).max(initial=0.0), np.abs(b).max(initial=0.0)) > 1e307:  # b - a, 2 a - b: finite below 6e307
+        raise ValueError("x and x_prime must hold values of at most 1e307 in absolute value")
     check_choice(neighbours, "neighbours", NEIGHBOURS)
     a, b = np.atleast_1d(a), np.atleast_1d(b)
     k, d = a.size, b - a

@@ -18,7 +18,6 @@ the reported bound.  The pilot bounds themselves are ranking scores, not confide
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -145,8 +144,8 @@ class PairSearch:
         if not isinstance(self.pair, tuple) or len(self.pair) != 2:
             raise TypeError(f"pair must be a tuple (x, x_prime), got {type(self.pair).__name__}")
         for item in self.pair:
-            if isinstance(item, (numbers.Real, np.ndarray, tuple, list)) and not isinstance(item, bool):
-                check_float_array(item, "pair", finite=True)
+            if not _finite_input(item):
+                raise ValueError(f"pair must hold finite inputs, got {item!r:.80}")
         check_probability(self.confidence, "confidence")
 
     @property
@@ -240,6 +239,8 @@ def search_pairs(
     for i, pair in enumerate(pairs):
         if not isinstance(pair, (tuple, list)) or len(pair) != 2:
             raise TypeError(f"candidates[{i}] must be a pair (x, x_prime), got {type(pair).__name__}")
+        if not all(_finite_input(item) for item in pair):
+            raise ValueError(f"candidates[{i}] must hold finite inputs (no NaN or inf), got {pair!r:.80}")
     trials = check_int(trials, "trials", minimum=4, maximum=10**12)
     if pilot_trials is None:
         pilot_trials = max(2000, trials // (2 * len(pairs)))
@@ -259,9 +260,7 @@ def search_pairs(
     confirm_seeds = confirm_seq.spawn(confirm)
     confirmed = []
     for j, i in enumerate(chosen):
-        x, x_prime = pairs[int(i)]
-        confirmed.append(audit_pair(mechanism, x, x_prime, trials=trials, confidence_level=each,
-                                    rng=_entropy(confirm_seeds[j]), **options))
+        confirmed.append(_audit(mechanism, pairs, int(i), trials, each, confirm_seeds[j], options))
     k = int(np.argmax([r.lower_bound for r in confirmed]))
     return PairSearch(best=confirmed[k], index=int(chosen[k]), pair=tuple(pairs[int(chosen[k])]),
                       pilot_bounds=pilots, confirmed=tuple(confirmed), confidence=conf)
@@ -280,18 +279,36 @@ def _pilot(
         size = pilot_trials if rounds == 1 else max(4, budget // (rounds * alive.size))
         seeds = round_seq.spawn(len(pairs))
         for i in alive:
-            x, x_prime = pairs[int(i)]
-            try:
-                result = audit_pair(mechanism, x, x_prime, trials=size, confidence_level=conf,
-                                    rng=_entropy(seeds[int(i)]), **options)
-            except (TypeError, ValueError) as exc:
-                raise type(exc)(f"candidates[{i}]: {exc}") from exc
+            result = _audit(mechanism, pairs, int(i), size, conf, seeds[int(i)], options)
             pilots[i] = result.lower_bound
             estimates[i] = min(result.estimate, 1e300)
         if r < rounds - 1:
             ranked = alive[np.lexsort((-estimates[alive], -pilots[alive]))]
             alive = np.sort(ranked[:max(confirm, -(-alive.size // 2))])
     return pilots, alive, estimates
+
+
+def _audit(mechanism: Any, pairs: list, i: int, trials: int, conf: float, seq: np.random.SeedSequence,
+           options: dict[str, Any]) -> PairAudit:
+    """``audit_pair`` of candidate ``i``; any exception (the mechanism's own included, whatever its class)
+    becomes a ``TypeError`` (if it was one) or a ``ValueError`` naming the candidate."""
+    x, x_prime = pairs[i]
+    try:
+        return audit_pair(mechanism, x, x_prime, trials=trials, confidence_level=conf, rng=_entropy(seq), **options)
+    except Exception as exc:
+        kind = TypeError if isinstance(exc, TypeError) else ValueError
+        detail = str(exc) if isinstance(exc, (TypeError, ValueError)) else f"mechanism raised {type(exc).__name__}: {exc}"
+        raise kind(f"candidates[{i}]: {detail}") from exc
+
+
+def _finite_input(item: Any) -> bool:
+    """False for an input holding a NaN or an infinity (a number, or an array or list of them); other inputs
+    (strings, ragged lists, objects) are the mechanism's to judge."""
+    try:
+        arr = np.asarray(item)
+    except (TypeError, ValueError, OverflowError):
+        return True
+    return not (arr.dtype.kind in "fc" and not np.isfinite(arr).all())
 
 
 def _entropy(seq: np.random.SeedSequence) -> tuple[int, ...]:

@@ -78,8 +78,9 @@ def _integrate(fn: Any, kinks: list[float], scale: float) -> float:
     """``int fn(r) dr`` over the real line with :func:`scipy.integrate.quad`, split at ``kinks``."""
     from scipy import integrate
 
-    pts = sorted(set(kinks))
-    edges = [pts[0] - 60.0 * scale, *pts, pts[-1] + 60.0 * scale]
+    # Also split 60 scales either side of every kink: the mass lies there, and quad on one long piece (a kink
+    # far from the others) can miss a spike at its end.
+    edges = sorted({p + s * 60.0 * scale for p in kinks for s in (-1.0, 0.0, 1.0)})
     total = 0.0
     for a, b in zip(edges[:-1], edges[1:]):
         if b > a:
@@ -114,6 +115,7 @@ def rnm_index_probabilities(data: Any, *, epsilon: float, noise: str = "laplace"
     """
     q, eps = _exact_inputs(data, epsilon)
     noise = check_choice(noise, "noise", ("laplace", "exponential"))
+    q = q - q.max()  # the probabilities depend on differences only; near 0, the quadrature loses no digits to roundoff
     b = 2.0 / eps
     cdf = _laplace_cdf if noise == "laplace" else _exp_cdf
 
@@ -172,15 +174,15 @@ def svt_pattern_probabilities(
     b_rho = 1.0 / eps1
     b_nu = 1.0 / (eps - eps1) if algorithm == 4 else 2.0 / (eps - eps1)
     kinks = [0.0, *[float(v) - t for v in q]]
-    ql = q.tolist()
+    gaps = [t - v for v in q.tolist()]  # t + r - q_i as (t - q_i) + r: no digits of r lost to a large t
     out: dict[tuple[int, ...], float] = {}
     for k in range(q.size + 1):
         def fn(r: float, k: int = k) -> float:
             value = math.exp(-abs(r) / b_rho) / (2 * b_rho)
-            for v in ql[:k]:
-                value *= _lcdf(t + r - v, b_nu)
-            if k < len(ql):
-                value *= 1.0 - _lcdf(t + r - ql[k], b_nu)
+            for g in gaps[:k]:
+                value *= _lcdf(g + r, b_nu)
+            if k < len(gaps):
+                value *= 1.0 - _lcdf(gaps[k] + r, b_nu)
             return value
 
         pattern = tuple([0] * k + ([1] + [-1] * (q.size - k - 1) if k < q.size else []))

@@ -20,7 +20,7 @@ from dptutor._validate import (
     check_sequence,
     check_str,
 )
-from dptutor.plotting._checks import MAX_DRAWN, MIN_LOG_DRAWN, drawn_values, positive_array
+from dptutor.plotting._checks import MAX_DRAWN, MIN_LOG_DRAWN, drawn_values, positive_array, user_call
 
 __all__ = ["plot_attack_comparison", "plot_composition", "plot_gaussian_sigmas", "plot_pure_epsilon_growth", "plot_tradeoff",
            "fp_plot_impossible_fractions", "FP_COLOURS"]
@@ -129,7 +129,7 @@ def _true_ratios(true_ratio: Mapping[str, Callable[[int], float]], mech: str, di
     """``true_ratio[mech](n)`` for each of ``dims``, checked: positive values that a log axis can draw."""
     name = f"true_ratio[{mech!r}]"
     ratio = check_callable(true_ratio[mech], name, f"{name}(n)")
-    return positive_array([ratio(n) for n in dims], f"{name}(n)", positive=True, log=True)
+    return positive_array([user_call(ratio, n, f"{name}(n)") for n in dims], f"{name}(n)", positive=True, log=True)
 
 
 def _attack_rows(rows: object) -> list[tuple[str, int, float, float, float]]:

@@ -21,9 +21,13 @@ MAX_DRAWN: float = 1e100
 MIN_LOG_DRAWN: float = 1.0 / MAX_DRAWN
 
 
-def samples_array(values: object, name: str) -> np.ndarray:
-    """Samples to histogram, flattened; NaN and inf allowed (they are counted, not drawn)."""
-    return check_float_array(values, name, allow_nan=True, min_size=1).reshape(-1)
+def samples_array(values: object, name: str, *, some_finite: bool = True) -> np.ndarray:
+    """Samples to histogram, flattened; NaN and inf allowed (they are counted, not drawn), but with
+    ``some_finite`` at least one finite sample (else there is nothing to draw)."""
+    arr = check_float_array(values, name, allow_nan=True, min_size=1).reshape(-1)
+    if some_finite and not np.isfinite(arr).any():
+        raise ValueError(f"{name} must hold at least one finite value to draw, got only NaN or infinities")
+    return arr
 
 
 def losses_array(values: object, name: str) -> np.ndarray:
@@ -32,11 +36,23 @@ def losses_array(values: object, name: str) -> np.ndarray:
 
 
 def curve_values(fn: Callable, grid: np.ndarray, name: str) -> np.ndarray:
-    """``fn(grid)`` as float64 values, one per grid point (a user function's output, checked by name)."""
-    values = check_float_array(fn(grid), f"{name}(x)", allow_nan=True)
+    """``fn(grid)`` as float64 values, one per grid point (a user function's output, checked by name): finite
+    or NaN (not drawn), not all NaN, and drawable; an exception ``fn`` raises becomes one naming it."""
+    values = check_float_array(user_call(fn, grid, name), f"{name}(x)", allow_nan=True, finite=True)
     if values.shape != grid.shape:
         raise ValueError(f"{name} must return one value per point of its input, got shape {values.shape}")
-    return values
+    if np.isnan(values).all():
+        raise ValueError(f"{name} must return at least one value that is not NaN")
+    return drawn_values(values, f"{name}(x)")
+
+
+def user_call(fn: Callable, arg: object, name: str) -> object:
+    """``fn(arg)``; any exception becomes a ``TypeError`` (if it was one) or a ``ValueError`` naming ``name``."""
+    try:
+        return fn(arg)
+    except Exception as exc:
+        kind = TypeError if isinstance(exc, TypeError) else ValueError
+        raise kind(f"{name} raised {type(exc).__name__}: {exc}") from exc
 
 
 def positive_array(

@@ -148,7 +148,7 @@ def plot_sampling_strategies(
         if not isinstance(panel, tuple) or len(panel) not in (2, 3) or not isinstance(panel[0], str):
             raise ValueError(f"panels[{i}] must be (title, samples) or (title, samples, (low, high))")
         rng_ = drawn_interval(panel[2], f"panels[{i}] range") if len(panel) == 3 else default
-        specs.append((panel[0], samples_array(panel[1], f"panels[{i}] samples"), rng_))
+        specs.append((panel[0], samples_array(panel[1], f"panels[{i}] samples", some_finite=False), rng_))
 
     ncols = min(int(ncols), len(specs))
     nrows = -(-len(specs) // ncols)

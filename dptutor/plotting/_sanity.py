@@ -234,6 +234,9 @@ def plot_sanity_check(
                 if exact:
                     grid = np.geomspace(e_lo, e_hi, 41)
                     curves.append((p, mech, n, grid, np.array([exact_loss(mech, n, e) for e in grid]), True))
+    if not curves:  # nothing but the bound to draw
+        raise ValueError("results must hold at least one loss of a mechanism in panels at a dimension in dims "
+                         "(or pass exact=True)")
 
     finite = np.concatenate([c[4][np.isfinite(c[4]) & (c[4] > 0)] for c in curves] + [np.array([e_lo, e_hi])])
     # The ∞ row is kept even when empty, so panels and figures line up.

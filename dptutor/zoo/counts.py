@@ -21,6 +21,7 @@ from dptutor._validate import (
     check_probability,
     check_real,
 )
+from dptutor.zoo._sizes import check_output_elements
 from dptutor.exact import granular_parameters, granular_round, sample_discrete_gaussian, sample_discrete_laplace
 
 __all__ = [
@@ -108,7 +109,7 @@ def gaussian_count(
     """
     size, rng, eps = check_mechanism_call(size, rng, epsilon)
     dlt = check_probability(delta, "delta")
-    sigma = math.sqrt(2.0 * math.log(1.25 / dlt)) / eps
+    sigma = math.sqrt(2.0 * (math.log(1.25) - math.log(dlt))) / eps  # 1.25 / dlt overflows for a subnormal dlt
     return check_real(data, "data") + rng.normal(0.0, sigma, size)
 
 
@@ -275,7 +276,7 @@ def exact_noisy_histogram(data: Any, size: int, rng: np.random.Generator, *, eps
     counts = check_answer_vector(data)
     if not (np.all(counts == np.round(counts)) and np.all(np.abs(counts) < 2**52)):
         raise ValueError("data must hold integer counts (below 2**52 in magnitude)")
-    noise = sample_discrete_laplace(exact_scale(eps), (size, counts.size), rng)
+    noise = sample_discrete_laplace(exact_scale(eps), check_output_elements(size, counts.size), rng)
     return (noise + counts.astype(np.int64)).astype(np.float64)
 
 
@@ -315,7 +316,7 @@ def granular_laplace_vector(data: Any, size: int, rng: np.random.Generator, *, e
         rounded = granular_round(x, params)
     except ValueError as exc:
         raise ValueError(f"epsilon = {eps!r} makes the granularity r = {params.r:g} too fine for data ({exc})") from exc
-    steps = rounded + sample_discrete_laplace(params.t, (size, x.size), rng)
+    steps = rounded + sample_discrete_laplace(params.t, check_output_elements(size, x.size), rng)
     return steps.astype(np.float64) * params.r  # exact: |steps| < 2^53, r a power of two
 
 
@@ -382,7 +383,7 @@ def noisy_histogram(data: Any, size: int, rng: np.random.Generator, *, epsilon: 
     """
     size, rng, eps = check_mechanism_call(size, rng, epsilon)
     counts = check_answer_vector(data)
-    return counts + rng.laplace(0.0, 1.0 / eps, (size, counts.size))
+    return counts + rng.laplace(0.0, 1.0 / eps, check_output_elements(size, counts.size))
 
 
 def histogram_eps(data: Any, size: int, rng: np.random.Generator, *, epsilon: float) -> NDArray[np.float64]:
@@ -399,7 +400,7 @@ def histogram_eps(data: Any, size: int, rng: np.random.Generator, *, epsilon: fl
         The source of randomness.  A Generator is used (its state advances); a SeedSequence or a
         non-negative int seed gives the draws of ``np.random.default_rng(rng)``.
     epsilon : float
-        The claimed privacy budget, at least ``1e-12``.
+        The claimed privacy budget, in ``[1e-12, 1e300]``.
 
     Returns
     -------
@@ -414,5 +415,7 @@ def histogram_eps(data: Any, size: int, rng: np.random.Generator, *, epsilon: fl
         If an argument is out of range (the message names it).
     """
     size, rng, eps = check_mechanism_call(size, rng, epsilon)
-    counts = check_answer_vector(data)
-    return counts + rng.laplace(0.0, eps, (size, counts.size))
+    if eps > 1e300:  # the noise's scale is epsilon itself: beyond this, counts + noise overflow to inf
+        raise ValueError(f"epsilon must be at most 1e300 for histogram_eps (its noise scale), got {eps!r}")
+    counts = check_answer_vector(data, summed=True)
+    return counts + rng.laplace(0.0, eps, check_output_elements(size, counts.size))

@@ -24,6 +24,7 @@ from dptutor._validate import (
     check_output_rows,
     check_real,
 )
+from dptutor.zoo._sizes import check_output_elements
 
 __all__ = ["SVT_ALGORITHMS", "svt", "svt_numerical_value", "svt_pattern", "svt_log_likelihood_ratio"]
 
@@ -104,7 +105,7 @@ def svt(
     algorithm : {1, 2, 4, 5, 6}, default 1
         Lyu, Su and Li's algorithm (3 is :func:`svt_numerical_value`).
     c : int, default 2
-        The cut-off: the number of answers "above" after which the algorithm stops (at least 1).
+        The cut-off: the number of answers "above" after which the algorithm stops, in ``[1, 2**20]``.
     threshold : float, default 1.0
         The threshold ``tau``.
 
@@ -130,10 +131,10 @@ def svt(
     algorithm = check_int(algorithm, "algorithm", minimum=1, maximum=6)
     if algorithm == 3:
         raise ValueError("algorithm 3 releases noisy values: use svt_numerical_value")
-    c = check_int(c, "c", minimum=1)
+    c = check_int(c, "c", minimum=1, maximum=1 << 20)
     t = check_real(threshold, "threshold")
     q = check_answer_vector(data)
-    shape = (size, q.size)
+    shape = check_output_elements(size, q.size)
     eps1 = eps / 4.0 if algorithm == 4 else eps / 2.0
     eps2 = eps - eps1
     if algorithm == 2:
@@ -175,7 +176,7 @@ def svt_numerical_value(
     epsilon : float
         The claimed privacy budget, at least ``1e-12``.
     c : int, default 2
-        The cut-off: the number of answers "above" after which the algorithm stops (at least 1).
+        The cut-off: the number of answers "above" after which the algorithm stops, in ``[1, 2**20]``.
     threshold : float, default 1.0
         The threshold ``tau``.
 
@@ -192,12 +193,13 @@ def svt_numerical_value(
         If an argument is out of range (the message names it).
     """
     size, rng, eps = check_mechanism_call(size, rng, epsilon)
-    c = check_int(c, "c", minimum=1)
+    c = check_int(c, "c", minimum=1, maximum=1 << 20)
     t = check_real(threshold, "threshold")
     q = check_answer_vector(data)
     eps1 = eps / 2.0
+    shape = check_output_elements(size, q.size)
     rho = rng.laplace(0.0, 1.0 / eps1, (size, 1))
-    noisy = q + rng.laplace(0.0, c / (eps - eps1), (size, q.size))
+    noisy = q + rng.laplace(0.0, c / (eps - eps1), shape)
     above = noisy >= t + rho
     status = _cut_off(above, c)
     return np.where(status == 1, noisy, np.where(status == 0, -np.inf, np.inf))
