@@ -122,7 +122,7 @@ def _audit_result(fields: dict[str, Any]) -> AuditResult:
 RECORD_TYPES = {"AuditResult": _audit_result}
 
 
-class _ReplayTooLong(Exception):
+class _ReplayTooLong(BaseException):  # not an Exception: the audit's wrapping of mechanism errors lets it through
     pass
 
 

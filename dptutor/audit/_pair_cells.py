@@ -154,9 +154,15 @@ def _values(out: np.ndarray, layout: Layout, name: str) -> NDArray[np.float64]:
 def _bin_counts(values: NDArray[np.float64], layout: Layout) -> NDArray[np.int64]:
     """Counts per histogram cell; the cell index is non-decreasing in the value."""
     nl = len(layout.lower_edges) + 1
-    with np.errstate(over="ignore", invalid="ignore"):
-        t = np.subtract(values, layout.lo)
-        np.multiply(t, layout.bins / (layout.hi - layout.lo), out=t)
+    span = layout.hi - layout.lo
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        if math.isinf(span):  # a range beyond the floats: halves
+            t = (values / 2 - layout.lo / 2) / (layout.hi / 2 - layout.lo / 2) * layout.bins
+        elif math.isinf(layout.bins / span):  # a subnormal range, whose reciprocal overflows: divide first
+            t = (values - layout.lo) / span * layout.bins
+        else:
+            t = np.subtract(values, layout.lo)
+            np.multiply(t, layout.bins / span, out=t)
     np.clip(t, 0.0, layout.bins - 0.5, out=t)
     idx = t.astype(np.int64)
     idx += nl
@@ -296,8 +302,8 @@ def first_call(mechanism: Any, data: Any, size: int, rng: np.random.Generator, l
     """The very first call on ``data``: an error there is most often bad ``data`` or a wrong signature."""
     try:
         return mechanism(data, size, rng)
-    except (TypeError, ValueError) as exc:
-        raise type(exc)(
+    except (TypeError, ValueError) as exc:  # TypeError or ValueError itself: a subclass may need other arguments
+        raise (TypeError if isinstance(exc, TypeError) else ValueError)(
             f"{label}: mechanism {name!r} failed on {label} (called as mechanism(data, size, rng)): {exc}"
         ) from exc
 
@@ -343,7 +349,8 @@ def probe_block(
     try:
         first_prime = next(draws)
     except (TypeError, ValueError) as exc:
-        raise type(exc)(f"x_prime: mechanism {name!r} failed on x_prime: {exc}") from exc
+        raise (TypeError if isinstance(exc, TypeError) else ValueError)(
+            f"x_prime: mechanism {name!r} failed on x_prime: {exc}") from exc
     obs[1].append(_observe(first_prime, layout, name))
     obs[1].extend(_observe(o, layout, name) for o in draws)
 

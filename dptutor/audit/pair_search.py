@@ -184,7 +184,8 @@ class _Pilot:
             result = audit_pair(self.mechanism, pair[0], pair[1], trials=trials,
                                 rng=tuple(int(v) for v in seed.generate_state(4)), **options)
         except (TypeError, ValueError) as exc:
-            raise type(exc)(f"auditing the pair {pair!r} (made from length, values, candidates or moves) failed: {exc}") from exc
+            raise (TypeError if isinstance(exc, TypeError) else ValueError)(
+                f"auditing the pair {pair!r} (made from length, values, candidates or moves) failed: {exc}") from exc
         self.spent += 2 * trials
         return result
 
