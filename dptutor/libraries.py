@@ -184,7 +184,7 @@ def opendp_integer_laplace(scale: float, size: int) -> NDArray[np.int64]:
     scale : float
         The noise scale (positive).
     size : int
-        The number of draws, 0 to :data:`MAX_LIBRARY_DRAWS` (2^20).
+        The number of draws, 0 to ``MAX_LIBRARY_DRAWS`` (2^20).
 
     Returns
     -------
@@ -273,7 +273,7 @@ def opendp_integer_gaussian(scale: float, size: int) -> NDArray[np.int64]:
     scale : float
         The noise scale (positive).
     size : int
-        The number of draws, 0 to :data:`MAX_LIBRARY_DRAWS` (2^20).
+        The number of draws, 0 to ``MAX_LIBRARY_DRAWS`` (2^20).
 
     Returns
     -------

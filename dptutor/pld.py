@@ -64,7 +64,7 @@ class PrivacyLossDistribution:
     offset : int
         The index of ``pmf[0]`` on the grid.
     pmf : array_like
-        Non-negative probabilities, 1-D, at most 2^23 entries (:data:`MAX_PLD_CELLS`).
+        Non-negative probabilities, 1-D, at most 2^23 entries (``MAX_PLD_CELLS``).
     infinity_mass : float, optional
         Probability of an infinite loss (default 0); with ``pmf`` it sums to 1 (within 1e-6).
     pessimistic : bool, optional

@@ -294,7 +294,7 @@ def snapping_pmf(x: float, params: SnappingParameters) -> tuple[NDArray[np.float
     Raises
     ------
     TypeError, ValueError
-        For a bad ``x`` or ``params``, or more than :data:`MAX_PMF_OUTPUTS` outputs.
+        For a bad ``x`` or ``params``, or more than ``MAX_PMF_OUTPUTS`` outputs.
     """
     from fractions import Fraction
 

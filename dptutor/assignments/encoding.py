@@ -128,7 +128,7 @@ class Writer:
 
 
 def _too_large(arr: np.ndarray) -> dict[str, Any]:
-    """What an array of more than :data:`MAX_ARRAY_ELEMENTS` elements encodes to: an inert placeholder (the
+    """What an array of more than ``MAX_ARRAY_ELEMENTS`` elements encodes to: an inert placeholder (the
     grader refuses an answer holding such an array, so the one call fails instead of the whole answer)."""
     text = f"<an array of shape {arr.shape}: more than {MAX_ARRAY_ELEMENTS:,} elements>"
     return {"k": "opaque", "type": "ndarray", "repr": text if len(text) <= 200 else text[:196] + "...>"}

@@ -178,7 +178,7 @@ def reach_count_probability(limits: object, at_least: int, *, unlimited: int = 0
     Parameters
     ----------
     limits : array_like
-        Each mechanism's reach probability, in [0, 1]; at most :data:`MAX_LIMITS` of them.
+        Each mechanism's reach probability, in [0, 1]; at most ``MAX_LIMITS`` of them.
     at_least : int
         The number of mechanisms reached, non-negative.
     unlimited : int, optional

@@ -184,7 +184,7 @@ def pair_moves(x: Any, x_prime: Any, *, neighbours: str = "componentwise") -> li
     Parameters
     ----------
     x, x_prime : float or array_like of float
-        The pair, of the same length (at most :data:`MAX_MOVE_LENGTH`), of values at most 1e307 in absolute value.
+        The pair, of the same length (at most ``MAX_MOVE_LENGTH``), of values at most 1e307 in absolute value.
     neighbours : {"componentwise", "one"}, optional
         The neighbour relation (see :func:`vector_pairs`).
 
