@@ -75,6 +75,12 @@ def _mul(a: float, b: float) -> float:
         return float(np.float64(a) * np.float64(b))
 
 
+def _up(x: float, up: float) -> float:
+    """``x * up`` (``up`` > 1 covers x's relative error), two ulps up near the subnormals (where 5e-324 is no relative step)."""
+    v = x * up
+    return math.nextafter(math.nextafter(v, math.inf), math.inf) if v < 1e-300 else v
+
+
 def _exp(x: float) -> float:
     try:
         return math.exp(x)
@@ -147,7 +153,7 @@ def advanced_composition(epsilon: float, delta: float, k: int, delta_prime: floa
     dp = check_real(delta_prime, "delta_prime", low=0.0, high=1.0, low_open=True, high_open=True)
     two_log = -2.0 * math.log(dp)  # not 2 ln(1 / dp): 1 / 1e-310 overflows
     first = _mul(eps, math.sqrt(two_log * k) if k < 10**300 else _exp(0.5 * (math.log(two_log) + math.log(k))))
-    second = _mul(_mul(k, eps), math.expm1(eps) if eps < 700 else math.inf)
+    second = _mul(_mul(k, eps), math.expm1(eps) if eps < 709.78 else math.inf)  # e^709.78 is near the largest double
     return first + second, min(1.0, _mul(k, dlt) + dp)
 
 
@@ -314,11 +320,15 @@ def group_privacy(epsilon: float, k: int, delta: float = 0.0) -> tuple[float, fl
     dlt = check_real(delta, "delta", low=0.0, high=1.0)
     if dlt == 0.0:
         return _mul(k, eps), 0.0
-    if eps == 0.0:
-        return 0.0, min(1.0, _mul(k, dlt))
-    # delta * sum_{i<k} e^{i eps}, in log space: ln delta + ln(e^{k eps} - 1) - ln(e^eps - 1)
+    if eps == 0.0 or k == 1:
+        return _mul(k, eps), min(1.0, _mul(k, dlt))
+    # delta * sum_{i<k} e^{i eps} (>= k delta), rounded UP by more than its rounding error (never too small a delta)
     k_eps = _mul(k, eps)
+    up = 1.0 + 2.0**-50 * (4.0 + min(k_eps, 1e4) - math.log(dlt))
+    if k_eps < 700.0:  # directly, to a few ulps: (e^{k eps} - 1) / (e^eps - 1)
+        return k_eps, min(1.0, _up(_mul(dlt, max(float(k), math.expm1(k_eps) / math.expm1(eps))), up))
+    # in log space: ln delta + ln(e^{k eps} - 1) - ln(e^eps - 1)
     log_num = k_eps + math.log(-math.expm1(-k_eps)) if k_eps != math.inf else math.inf
     log_den = eps + math.log(-math.expm1(-eps))
     log_total = math.log(dlt) + log_num - log_den
-    return k_eps, min(1.0, _exp(log_total)) if log_total < 1.0 else 1.0
+    return k_eps, min(1.0, _up(_exp(log_total), up)) if log_total < 1.0 else 1.0

@@ -24,7 +24,7 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from dptutor._validate import check_float_array, check_int, check_real, check_rng
+from dptutor._validate import MAX_ELEMENTS, check_float_array, check_int, check_real, check_rng
 from dptutor.epsilon import tpr_bound
 from dptutor.learning import Classifier, TrainingResult
 
@@ -200,7 +200,13 @@ def subset_queries(people: int, queries: int, rng: np.random.Generator) -> NDArr
     """
     n = check_int(people, "people", minimum=1, maximum=MAX_PEOPLE)
     k = check_int(queries, "queries", minimum=1, maximum=20 * MAX_PEOPLE)
-    return (check_rng(rng).random((k, n)) < 0.5).astype(np.float64)
+    if k * n > MAX_ELEMENTS:  # refused before allocating (5000 x 100000 would take 8 GB)
+        raise ValueError(f"queries * people must be at most {MAX_ELEMENTS:,}, got {k} * {n} = {k * n:,}")
+    gen = check_rng(rng)
+    out = np.empty((k, n))
+    for start in range(0, k, 4096):  # in blocks: no full-size temporaries beside the result
+        out[start:start + 4096] = gen.random((min(4096, k - start), n)) < 0.5
+    return out
 
 
 def subset_sum_answers(
@@ -232,7 +238,10 @@ def subset_sum_answers(
     if epsilon is None:
         return exact
     eps = check_real(epsilon, "epsilon", low=0.0, low_open=True)
-    return exact + gen.laplace(0.0, q.shape[0] / eps, size=exact.shape)
+    scale = q.shape[0] / eps
+    if not scale <= 1e306:  # |Lap(b)| draws reach 37 b: beyond this some would overflow to inf
+        raise ValueError(f"epsilon = {eps!r} is too small: the noise scale queries / epsilon = {scale:g} exceeds 1e306")
+    return exact + gen.laplace(0.0, scale, size=exact.shape)
 
 
 def _bits(secret: object) -> NDArray[np.float64]:

@@ -28,6 +28,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dptutor._validate import (
+    MAX_ELEMENTS,
     check_choice,
     check_float_array,
     check_int,
@@ -198,8 +199,11 @@ def released_sums(
     if not np.isfinite(norms).all():
         raise ValueError("gradients: a row's norm overflows; scale the gradients down")
     clipped = g * (c / np.maximum(norms, c))[:, None]
+    per_run = k * n if how == "poisson" else k * max(1, round(q * n)) * d + n  # memberships, or gathered rows
+    if per_run > MAX_ELEMENTS:  # refused cheaply, not a MemoryError (or swapping) halfway through
+        raise ValueError(f"steps and gradients {g.shape} ask for {per_run:,} elements per run, more than {MAX_ELEMENTS:,}")
     out = np.empty((r, k, d))
-    chunk = max(1, SUMS_CHUNK_ELEMENTS // (k * max(n, d)))
+    chunk = max(1, SUMS_CHUNK_ELEMENTS // max(per_run, k * d))
     for start in range(0, r, chunk):
         part = out[start:start + chunk]
         if how == "poisson":
@@ -263,6 +267,8 @@ def dp_sgd_variant(
     labels = np.asarray(y, dtype=np.float64)
     sigma, k, q, c, gen, how = _check_schedule(noise_multiplier, steps, sampling_rate, clip, rng, batching)
     lr = check_positive(learning_rate, "learning_rate")
+    if k * max(1, round(q * x.shape[0])) > MAX_ELEMENTS:  # the batches' row indices, all held at once
+        raise ValueError(f"steps * batch size (sampling_rate * rows of X) must be at most {MAX_ELEMENTS:,}")
     net = initial_classifier(x.shape[1], classes, model=model, rng=gen)
     expected = q * x.shape[0]
     diverged = ValueError("training diverged to non-finite weights: lower learning_rate, clip or noise_multiplier, "

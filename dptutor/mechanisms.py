@@ -240,6 +240,8 @@ def dptext_mechanism(x: NDArray, epsilon: float, rng: np.random.Generator) -> ND
     eps = check_positive(epsilon, "epsilon")
     rng = check_rng(rng)
     b = _scale(x.shape[1], eps)
+    if x.size == 0:  # no columns: nothing to noise (and b = 0 is no Laplace scale)
+        return np.zeros(x.shape)
     return _noise_added(sample_dptext(x.shape, 0.0, b, rng=rng, nan="zero"), x, b)
 
 
@@ -421,7 +423,9 @@ def snapping_mechanism(
         the noise scale overflows.
     """
     arr, eps, rng = _checked(x, epsilon, rng)
-    params = snapping_parameters(eps, arr.shape[1], bound)
+    params = snapping_parameters(eps, max(arr.shape[1], 1), bound)  # x of shape (trials, 0): bound still checked
+    if arr.size == 0:
+        return np.zeros(arr.shape)
     u = sample_uniform_double(arr.size, rng=rng).reshape(arr.shape)
     negative = rng.integers(0, 2, size=arr.shape, dtype=np.int8) == 1
     return snap(arr, u, negative, params)
@@ -462,7 +466,9 @@ def granular_laplace_mechanism(
     """
     arr, eps, rng = _checked(x, epsilon, rng)
     bits = check_int(bits, "bits", minimum=0, maximum=48)
-    params = granular_parameters(eps, arr.shape[1], bits)
+    params = granular_parameters(eps, max(arr.shape[1], 1), bits)  # x of shape (trials, 0): no n = 0 error
+    if arr.size == 0:
+        return np.zeros(arr.shape)
     steps = granular_round(arr, params) + sample_discrete_laplace(params.t, arr.shape, rng)
     return steps.astype(np.float64) * params.r  # exact: |steps| < 2^53 and r is a power of two
 
