@@ -20,7 +20,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dptutor._validate import (check_answer_vector, check_bool, check_callable, check_choice, check_float_array, check_int, check_interval,
-                               check_mechanism_call, check_positive, check_probability, check_real, check_str, recordable_seed)
+                               check_mechanism_call, check_positive, check_probability, check_real, check_size, check_str,
+                               recordable_seed)
 from dptutor.accounting import advanced_composition
 from dptutor.approximate_dp import gaussian_epsilon
 from dptutor.audit import PairAudit, audit_pair
@@ -82,7 +83,16 @@ def histogram_default_epsilon(data: Any, size: int, rng: Any, *, epsilon: float)
     """
     size, rng, _ = check_mechanism_call(size, rng, epsilon)
     counts = check_answer_vector(data)
-    return counts + rng.laplace(0.0, 1.0 / DEFAULT_EPSILON, (size, counts.size))
+    return _finite(lambda: counts + rng.laplace(0.0, 1.0 / DEFAULT_EPSILON, check_size((size, counts.size), "size")), "data")
+
+
+def _finite(make: Callable[[], Any], names: str) -> Any:
+    """``make()`` if it is all finite (overflow silenced), else a ValueError naming the arguments behind it."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = make()
+    if not np.isfinite(out).all():
+        raise ValueError(f"{names} give(s) outputs beyond the float range")
+    return out
 
 
 def _mean_parts(data: Any, bounds: Any) -> tuple[float, float, int]:
@@ -203,7 +213,7 @@ def sum_of_squares(
     size, rng, eps = check_mechanism_call(size, rng, epsilon)
     values, lo, hi = _clipped(data, bounds)
     sens = diagonal_sensitivity(bounds, as_coded=as_coded)
-    return float(np.sum(values**2)) + rng.laplace(0.0, sens / eps, size)
+    return _finite(lambda: float(np.sum(values**2)) + rng.laplace(0.0, sens / eps, size), "bounds and epsilon")
 
 
 def exponential_probabilities(scores: Any, epsilon: float, sensitivity: float) -> NDArray[np.float64]:
@@ -230,7 +240,7 @@ def exponential_probabilities(scores: Any, epsilon: float, sensitivity: float) -
     eps = check_positive(epsilon, "epsilon")
     sens = check_positive(sensitivity, "sensitivity")
     with np.errstate(over="ignore"):
-        logits = eps * u / (2.0 * sens)
+        logits = eps * u / 2.0 / sens  # not / (2.0 * sens): 2 * 1e308 overflows to inf, and the logits to 0
     if not np.isfinite(logits).all():
         raise ValueError("epsilon * scores / (2 sensitivity) overflows: epsilon, scores or sensitivity is out of range")
     weights = np.exp(logits - logits.max())
@@ -305,7 +315,7 @@ def analytic_sigma_sign_error(epsilon: float, delta: float, sensitivity: float =
     gap = lambda t: _profile_with_sign_error(eps, math.exp(t)) - dlt  # noqa: E731
     if gap(-30.0) * gap(30.0) > 0:  # the flipped profile does not cross delta for sigma in [e^-30, e^30] sensitivities
         raise ValueError(f"epsilon = {eps!r} and delta = {dlt!r} are out of the range this calibration solves")
-    log_s = optimize.brentq(gap, -30.0, 30.0, xtol=1e-14)
+    log_s = optimize.brentq(gap, -30.0, 30.0, xtol=1e-14, maxiter=1000)
     return _finite_sigma(math.exp(log_s) * sens)
 
 
@@ -368,7 +378,7 @@ def gaussian_count(data: Any, size: int, rng: Any, *, epsilon: float, sigma: flo
         For a bad argument, named in the message.
     """
     size, rng, _ = check_mechanism_call(size, rng, epsilon)
-    return check_real(data, "data") + rng.normal(0.0, check_positive(sigma, "sigma"), size)
+    return _finite(lambda: check_real(data, "data") + rng.normal(0.0, check_positive(sigma, "sigma"), size), "data and sigma")
 
 
 def mean_sum_over_count(data: Any, size: int, rng: Any, *, epsilon: float, bounds: Any = (0.0, 1.0)) -> NDArray[np.float64]:
@@ -425,10 +435,10 @@ def advanced_composition_as_coded(epsilon: float, k: int, delta_prime: float) ->
     TypeError, ValueError
         For a bad argument, named in the message.
     """
-    eps = check_real(epsilon, "epsilon", low=0.0)
-    k = check_int(k, "k", minimum=1)
+    eps, k = check_real(epsilon, "epsilon", low=0.0), check_int(k, "k", minimum=1)
     dp = check_probability(delta_prime, "delta_prime")
-    return 2.0 * eps * math.sqrt(2.0 * k * math.log(1.0 / dp))
+    log_inv = math.log(1.0 / dp) if dp > 1e-300 else -math.log(dp)  # 1 / dp overflows for a subnormal delta_prime
+    return _finite(lambda: 2.0 * eps * math.sqrt(2.0 * (k if k < 2**1000 else math.inf) * log_inv), "epsilon, k and delta_prime")
 
 
 def _advanced_composition_epsilon(epsilon: float, k: int, delta_prime: float) -> float:
@@ -498,17 +508,7 @@ class LabBug:
             check_real(self.true_epsilon, "true_epsilon", low=0.0, allow_inf=True)
 
     def release(self, version: str) -> Callable[..., Any]:
-        """The ``"buggy"`` or ``"fixed"`` mechanism as ``release(data, size, rng)``, the claim bound in.
-
-        Parameters
-        ----------
-        version : str
-            ``"buggy"`` or ``"fixed"``.
-
-        Returns
-        -------
-        callable
-            ``release(data, size, rng)``.
+        """The ``"buggy"`` or ``"fixed"`` mechanism (``version``) as ``release(data, size, rng)``, the claim bound in.
 
         Raises
         ------

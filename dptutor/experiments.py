@@ -131,6 +131,8 @@ class RepeatResult:
 
     def __post_init__(self) -> None:
         seeds = tuple(check_int(s, "seeds", minimum=0) for s in check_sequence(self.seeds, "seeds"))
+        if any(s.bit_length() > 256 for s in seeds):
+            raise ValueError("seeds must be below 2**256")
         losses = tuple(check_real(x, "losses", low=0.0, allow_inf=True) for x in check_sequence(self.losses, "losses"))
         if len(seeds) != len(losses):
             raise ValueError(f"seeds and losses must have the same length, got {len(seeds)} and {len(losses)}")
@@ -149,7 +151,9 @@ class RepeatResult:
         if np.isinf(arr).any():
             mean = std = math.inf
         else:
-            mean, std = float(arr.mean()), float(arr.std())
+            shift = max(0, math.frexp(float(arr.max()))[1] - 480)  # an exact power of 2: the sums and squares stay finite
+            scaled = np.ldexp(arr, -shift)
+            mean, std = float(np.ldexp(scaled.mean(), shift)), float(np.ldexp(scaled.std(), shift))
         object.__setattr__(self, "mean", mean)
         object.__setattr__(self, "std", std)
 
@@ -207,8 +211,12 @@ def cell_seed(seed: int | tuple[int, ...], mechanism: str, epsilon: float, n: in
         raise TypeError("seed must be a non-negative int or a sequence of them, got None")
     mechanism = check_str(mechanism, "mechanism")
     n = check_int(n, "n", minimum=1)
-    text = f"{seed}|{mechanism}|{epsilon_key(epsilon)}|{n}"
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+    key = epsilon_key(epsilon)
+    try:
+        text = f"{seed}|{mechanism}|{key}|{n}"
+    except ValueError as exc:  # an int past Python's 4300-digit limit for printing
+        raise ValueError(f"seed and n must be integers of at most 4300 digits ({exc})") from None
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:8], "little")
 
 
 def _resolve_mechanisms(mechanisms: Iterable[str] | Mapping[str, Mechanism]) -> dict[str, Mechanism]:
@@ -217,6 +225,8 @@ def _resolve_mechanisms(mechanisms: Iterable[str] | Mapping[str, Mechanism]) -> 
         for name, fn in resolved.items():
             if not isinstance(name, str) or not name or not callable(fn):
                 raise TypeError("mechanisms mapping must map names (non-empty str) to callables")
+            if name.encode("utf-8", "replace").decode("utf-8") != name or "\r" in name:
+                raise ValueError(f"mechanisms: the name {name!r} must be UTF-8 text (no lone surrogates) without a carriage return")
     else:
         resolved = {}
         for name in check_sequence(mechanisms, "mechanisms"):
@@ -391,8 +401,11 @@ def _reusable(
     trials and cell seed), and the cells left to compute."""
     existing: dict[_Key, GridRow] = {}
     if out_path is not None and (out_path / RESULTS_CSV).exists():
-        for r in read_rows_csv(out_path / RESULTS_CSV, on_invalid=on_invalid or (lambda message: None)):
-            existing[r.key] = r
+        try:
+            rows = read_rows_csv(out_path / RESULTS_CSV, on_invalid=on_invalid or (lambda message: None))
+        except ValueError as exc:  # a folder, a FIFO or a huge file in its place: refused, not overwritten
+            raise ValueError(f"out: {exc}") from exc
+        existing.update((r.key, r) for r in rows)
     done: dict[_Key, GridRow] = {}
     todo: list[tuple[str, float, int]] = []
     for m, e, n in cells:
@@ -498,6 +511,8 @@ def repeat_loss(
     check_choice(mechanism, "mechanism", MECHANISMS)
     repeats = check_int(repeats, "repeats", minimum=1, maximum=MAX_REPEATS)
     first_seed = check_int(first_seed, "first_seed", minimum=0)
+    if first_seed.bit_length() > 128:
+        raise ValueError("first_seed must be below 2**128")
     progress = check_bool(progress, "progress")
     seeds = tuple(range(first_seed, first_seed + repeats))
     cells = [AuditCell(MECHANISMS[mechanism], n, epsilon, trials, seed=s, name=mechanism) for s in seeds]
@@ -554,12 +569,18 @@ def save_figure(fig, stem: str | os.PathLike, formats: Sequence[str] = ("png", "
         if f not in supported:
             raise ValueError(f"formats: unknown format {f!r}; choose from {sorted(supported)}")
     dpi = check_real(dpi, "dpi", low=1.0, high=MAX_DPI)
-    folder = output_folder(stem.parent)
+    try:
+        folder = output_folder(stem.parent)
+    except ValueError as exc:
+        raise ValueError(f"stem: {exc}") from exc
     paths = []
     stem = folder / stem.name
     for fmt in fmts:
         path = stem.with_name(f"{stem.name}.{fmt}")
-        with atomic_target(path) as tmp:
-            fig.savefig(tmp, format=fmt, dpi=dpi)
+        try:
+            with atomic_target(path) as tmp:
+                fig.savefig(tmp, format=fmt, dpi=dpi)
+        except OSError as exc:  # a name too long, a folder in the way, a full disk: the temporary file is gone
+            raise ValueError(f"stem: {path} cannot be written ({exc.strerror or exc})") from exc
         paths.append(path)
     return paths

@@ -14,6 +14,7 @@ import io
 import json
 import math
 import os
+import stat
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from dptutor._validate import (
     check_real,
     check_sequence,
     check_str,
+    shown,
 )
 from dptutor.audit import MAX_N, MAX_TRIALS, AuditResult, exact_loss, loss_from_counts
 from dptutor.mechanisms import MECHANISMS
@@ -47,6 +49,7 @@ __all__ = [
 RESULTS_JSON = "results.json"
 _FILE_MODE = 0o644  # mkstemp creates 0600 files; results are meant to be shared
 RESULTS_CSV = "results.csv"
+_MAX_CSV_BYTES = 16 << 20  # the paper grid's results.csv is ~50 kB (~200 bytes a row); larger files are refused unread
 
 #: The columns of ``results.csv``, in order.
 CSV_COLUMNS: tuple[str, ...] = (
@@ -136,8 +139,13 @@ class GridRow:
             value = getattr(self, key)
             v[key] = None if value is None else check_real(value, key, low=0.0, allow_inf=key != "seconds")
         v["seed"] = None if self.seed is None else check_int(self.seed, "seed", minimum=0)
+        if v["seed"] is not None and v["seed"].bit_length() > 128:
+            raise ValueError("seed must be below 2**128")
         if self.finished_at is not None:
             v["finished_at"] = check_str(self.finished_at, "finished_at")
+        for key in ("mechanism", "finished_at"):
+            if key in v and (v[key].encode("utf-8", "replace").decode("utf-8") != v[key] or "\r" in v[key]):
+                raise ValueError(f"{key} must be UTF-8 text (no lone surrogates) without a carriage return, got {shown(v[key])}")
         if self.counts is None:
             if v["trials"] != 0:
                 raise ValueError("counts must be given for a Monte Carlo row (trials > 0)")
@@ -147,7 +155,7 @@ class GridRow:
                 raise ValueError(f"counts must be 4 integers (c00, c01, c10, c11), got {len(items)}")
             counts = tuple(check_int(c, "counts", minimum=0) for c in items)
             if counts[0] + counts[1] != v["trials"] or counts[2] + counts[3] != v["trials"]:
-                raise ValueError(f"counts must sum to trials = {v['trials']} on each dataset, got {counts}")
+                raise ValueError(f"counts must sum to trials = {v['trials']} on each dataset, got {shown(counts)}")
             v["counts"] = counts
             expected = loss_from_counts([counts[:2], counts[2:]])
             if not _same(v["loss"], expected):
@@ -167,32 +175,12 @@ class GridRow:
 
     @property
     def key(self) -> tuple[str, str, int]:
-        """The tuple that identifies the cell, ``(mechanism, epsilon_key(epsilon), n)``.
-
-        Returns
-        -------
-        tuple of (str, str, int)
-            ``(mechanism, epsilon_key(epsilon), n)``.
-
-        Notes
-        -----
-        It raises no exception: the fields were checked when the row was made.
-        """
+        """The tuple that identifies the cell, ``(mechanism, epsilon_key(epsilon), n)`` (no exception: the row is checked)."""
         return self.mechanism, epsilon_key(self.epsilon), self.n
 
     @property
     def is_exact(self) -> bool:
-        """True for a row filled from the closed form (``trials == 0``).
-
-        Returns
-        -------
-        bool
-            Whether ``trials == 0``.
-
-        Notes
-        -----
-        It raises no exception: the fields were checked when the row was made.
-        """
+        """True for a row filled from the closed form (``trials == 0``; no exception: the row is checked)."""
         return self.trials == 0
 
     def audit_result(self) -> AuditResult:
@@ -304,14 +292,19 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     """
     path = check_path(path, "path")
     text = check_str(text, "text")
-    if path.is_dir():
-        raise ValueError(f"path must be a file, but {path} is a folder")
-    if not path.parent.is_dir():
-        raise ValueError(f"path must be in an existing folder, got {path}")
-    with atomic_target(path) as tmp, open(tmp, "w", encoding="utf-8", newline="") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
+    if text.encode("utf-8", "replace").decode("utf-8") != text:
+        raise ValueError("text must be UTF-8 text (no lone surrogates)")
+    try:
+        if path.is_dir():
+            raise ValueError(f"path must be a file, but {path} is a folder")
+        if not path.parent.is_dir():
+            raise ValueError(f"path must be in an existing folder, got {path}")
+        with atomic_target(path) as tmp, open(tmp, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        raise ValueError(f"path {path} cannot be written ({exc.strerror or exc})") from exc
 
 
 def _fmt_float(x: float | None) -> str:
@@ -408,11 +401,8 @@ def read_rows_csv(path: str | os.PathLike, *, on_invalid: Callable[[str], None] 
             raise ValueError(f"path {path}: {message}")
         on_invalid(f"{path}: {message}")
 
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ValueError(f"path {path} cannot be read ({exc.strerror or exc})") from exc
-    text = raw.decode("utf-8-sig", errors="replace")  # undecodable bytes become U+FFFD: that row is refused
+    raw = _read_regular(path)
+    text = raw.decode("utf-8-sig", errors="surrogateescape")  # undecodable bytes become lone surrogates: that row is refused
     reader = csv.DictReader(io.StringIO(text, newline=""))
     try:
         header = reader.fieldnames or ()
@@ -420,15 +410,16 @@ def read_rows_csv(path: str | os.PathLike, *, on_invalid: Callable[[str], None] 
         invalid(f"not a readable CSV file ({exc}); no row read")
         return []
     missing = [c for c in CSV_COLUMNS if c not in header]
-    if missing:
-        invalid(f"missing column(s) {', '.join(missing)}; no row read")
+    doubled = [c for c in CSV_COLUMNS if list(header).count(c) > 1]  # DictReader would silently keep the last one
+    if missing or doubled:
+        invalid(f"{'missing' if missing else 'duplicated'} column(s) {', '.join(missing or doubled)}; no row read")
         return []
     rows = []
     for line, rec in _records(reader, invalid):
         if None in rec or any(v is None for v in rec.values()):
             invalid(f"line {line}: {len(rec) - (None in rec)} field(s) instead of {len(reader.fieldnames or ())}; row skipped")
             continue
-        if any("\ufffd" in v for v in rec.values()):
+        if any(v.encode("utf-8", "replace").decode("utf-8") != v for v in rec.values()):
             invalid(f"line {line}: not UTF-8 text; row skipped")
             continue
         try:
@@ -451,6 +442,22 @@ def read_rows_csv(path: str | os.PathLike, *, on_invalid: Callable[[str], None] 
         except (TypeError, ValueError) as exc:
             invalid(f"line {line}: {exc}; row skipped")
     return rows
+
+
+def _read_regular(path: Path) -> bytes:
+    """The bytes of the regular file ``path`` (no FIFO, which is opened without waiting, folder or huge file)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+        with os.fdopen(fd, "rb") as fh:
+            info = os.fstat(fh.fileno())
+            if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_CSV_BYTES:
+                raise ValueError(f"path {path} must be a regular file of at most {_MAX_CSV_BYTES:,} bytes")
+            raw = fh.read(_MAX_CSV_BYTES + 1)
+    except OSError as exc:
+        raise ValueError(f"path {path} cannot be read ({exc.strerror or exc})") from exc
+    if len(raw) > _MAX_CSV_BYTES:
+        raise ValueError(f"path {path} grew beyond {_MAX_CSV_BYTES:,} bytes while being read")
+    return raw
 
 
 def _records(reader: csv.DictReader, invalid: Callable[[str], None]) -> Iterator[tuple[int, dict]]:
@@ -513,11 +520,7 @@ def sort_rows(rows: Iterable[GridRow], order: Sequence[str]) -> list[GridRow]:
     Returns
     -------
     list of GridRow
-        The sorted rows.
-
-    Notes
-    -----
-    It raises no exception: the rows are checked where they are made.
+        The sorted rows (it raises no exception: the rows are checked where they are made).
     """
     rank = {name: i for i, name in enumerate(order)}
     return sorted(rows, key=lambda r: (rank.get(r.mechanism, len(rank)), r.mechanism, r.epsilon, r.n))
@@ -544,9 +547,9 @@ def output_folder(out: object) -> Path:
         If an argument is a file, cannot be created or is not writeable (the message names ``out``).
     """
     path = check_path(out, "out")
-    if path.exists() and not path.is_dir():
-        raise ValueError(f"out must be a folder, but {path} is a file")
     try:
+        if path.exists() and not path.is_dir():
+            raise ValueError(f"out must be a folder, but {path} is a file")
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ValueError(f"out: cannot create the folder {path} ({exc.strerror or exc})") from exc
@@ -586,5 +589,8 @@ def write_results(rows: Sequence[GridRow], out: str | os.PathLike, *, json_rows:
     rows = _check_rows(rows)
     json_rows = rows if json_rows is None else _check_rows(json_rows, "json_rows")
     out = output_folder(out)
-    atomic_write_text(out / RESULTS_CSV, rows_to_csv_text(rows))
-    atomic_write_text(out / RESULTS_JSON, json.dumps(rows_to_nested(json_rows), indent=4) + "\n")
+    for name, text in ((RESULTS_CSV, rows_to_csv_text(rows)), (RESULTS_JSON, json.dumps(rows_to_nested(json_rows), indent=4) + "\n")):
+        try:
+            atomic_write_text(out / name, text)
+        except ValueError as exc:
+            raise ValueError(f"out: {exc}") from exc

@@ -11,7 +11,7 @@ import functools
 import json
 from importlib import resources
 
-from dptutor._validate import check_choice, check_int, check_positive
+from dptutor._validate import check_choice, check_int, check_positive, shown
 from dptutor.mechanisms import AUTHORS_NAMES
 
 __all__ = [
@@ -90,8 +90,8 @@ def paper_loss(name: str, epsilon: float, n: int) -> float:
     if eps_key not in cells:
         raise ValueError(f"epsilon must be one of the paper's budgets {sorted(map(float, cells))}, got {epsilon}")
     n = check_int(n, "n", minimum=1)
-    if str(n) not in cells[eps_key]:
-        raise ValueError(f"n must be one of the paper's dimensions {sorted(map(int, cells[eps_key]))}, got {n}")
+    if n.bit_length() > 64 or str(n) not in cells[eps_key]:  # str() of an int past 4300 digits raises
+        raise ValueError(f"n must be one of the paper's dimensions {sorted(map(int, cells[eps_key]))}, got {shown(n)}")
     return float(cells[eps_key][str(n)])
 
 

@@ -95,7 +95,7 @@ def generated_corpus(n_documents: int, *, words: int = 12, topic_share: float = 
         For a bad argument (the message names it).
     """
     n = check_int(n_documents, "n_documents", minimum=1, maximum=10**6)
-    length = check_int(words, "words", minimum=1, maximum=10**4)
+    length = check_int(words, "words", minimum=1, maximum=min(10**4, 2 * 10**7 // n))  # n_documents * words <= 2 * 10**7
     share = check_probability(topic_share, "topic_share", closed=True)
     rng = np.random.default_rng(check_int(seed, "seed", minimum=0))
     labels = rng.integers(0, 2, size=n)
@@ -175,11 +175,11 @@ def bag_of_words(documents: object, vocabulary: object, *, norm: str = "l1") -> 
     """
     docs = check_sequence(documents, "documents")
     vocab = [check_str(w, "vocabulary", allow_empty=False) for w in check_sequence(vocabulary, "vocabulary")]
-    if len(set(vocab)) != len(vocab):
-        raise ValueError("vocabulary must not repeat a word")
+    if len(set(vocab)) != len(vocab) or any(w.lower().split() != [w] for w in vocab):  # else no token can match it
+        raise ValueError("vocabulary must not repeat a word, and each must be one lower-case word without spaces")
     check_choice(norm, "norm", NORMS)
     index = {w: j for j, w in enumerate(vocab)}
-    counts = np.zeros((len(docs), len(vocab)))
+    counts = np.zeros(check_size((len(docs), len(vocab)), "len(documents) * len(vocabulary)"))
     for i, d in enumerate(docs):
         for w in _tokens(d, f"documents[{i}]"):
             if w in index:
@@ -228,7 +228,7 @@ def clip_to_grid(vectors: ArrayLike, *, norm: str, steps: int) -> NDArray[np.int
     scale = np.maximum(np.abs(v).max(axis=1), 1e150) / 1e150  # exactly 1 unless the row's norm could overflow
     unit = v / scale[:, None]
     size = np.abs(unit).sum(axis=1) if norm == "l1" else np.sqrt((unit * unit).sum(axis=1))
-    shrink = np.minimum(1.0, 1.0 / np.where(size > 0, size, 1.0) / scale)
+    shrink = np.minimum(1.0, 1.0 / np.maximum(size, 1e-300) / scale)  # a norm below 1e-300 is below 1: not shrunk
     k = (np.sign(v) * np.floor(np.abs(v) * shrink[:, None] * m)).astype(np.int64)
     limit = m if norm == "l1" else m * m
     for i in np.flatnonzero(_grid_norm(k, norm) > limit):
@@ -277,9 +277,9 @@ def sensitivity(norm: str, noise: str, *, bound: float, dimension: int) -> float
     8.0
     """
     norm, noise = _checked_pair(norm, noise)
-    c = check_positive(bound, "bound")
-    d = check_int(dimension, "dimension", minimum=1)
-    return 2.0 * c * (math.sqrt(d) if (norm, noise) == ("l2", "laplace") else 1.0)
+    c, d = check_positive(bound, "bound"), check_int(dimension, "dimension", minimum=1)
+    root_d = (math.sqrt(d) if d < 2**1000 else math.inf) if (norm, noise) == ("l2", "laplace") else 1.0
+    return check_real(2.0 * c * root_d, "the sensitivity 2 bound sqrt(dimension)")
 
 
 def grid_sensitivity(norm: str, noise: str, *, steps: int, dimension: int) -> int:
@@ -289,8 +289,7 @@ def grid_sensitivity(norm: str, noise: str, *, steps: int, dimension: int) -> in
     :func:`clip_to_grid`) in place of ``bound``; returns an int.
     """
     norm, noise = _checked_pair(norm, noise)
-    m = check_int(steps, "steps", minimum=1, maximum=1 << 20)
-    d = check_int(dimension, "dimension", minimum=1)
+    m, d = check_int(steps, "steps", minimum=1, maximum=1 << 20), check_int(dimension, "dimension", minimum=1)
     return math.isqrt(4 * m * m * d) if (norm, noise) == ("l2", "laplace") else 2 * m
 
 
@@ -337,6 +336,8 @@ class TextRelease:
             raise ValueError("delta must be 0 for Laplace noise and in (0, 1) for Gaussian noise")
         _set_fields(self, scale=sampler_check(self.scale, "scale"), delta=dlt,
                     used_sensitivity=check_int(self.used_sensitivity, "used_sensitivity", minimum=0))
+        if self.noise == "laplace" and Fraction(self.true_sensitivity) / self.scale > 1e300:
+            raise ValueError("scale (claimed_sensitivity / epsilon) is too small: the true epsilon is past the float range")
 
     @property
     def true_sensitivity(self) -> int:
@@ -367,16 +368,17 @@ def _checked_grid(k: ArrayLike, release: TextRelease | DPTextRelease) -> NDArray
         raise TypeError(f"k must hold integers (grid points from clip_to_grid), got dtype {arr.dtype}")
     if arr.ndim not in (1, 2) or arr.shape[-1] != release.dimension:
         raise ValueError(f"k must have shape ({release.dimension},) or (n, {release.dimension}), got {arr.shape}")
-    rows = np.atleast_2d(arr).astype(np.int64)
-    limit = release.steps if release.norm == "l1" else release.steps**2
-    if (_grid_norm(rows, release.norm) > limit).any():
+    rows, limit = np.atleast_2d(arr), release.steps if release.norm == "l1" else release.steps**2
+    if arr.size and (rows.max() > release.steps or rows.min() < -release.steps  # before the int64 cast and sums wrap
+                     or (_grid_norm(rows.astype(np.float64), release.norm) > 2 * limit).any()
+                     or (_grid_norm(rows.astype(np.int64), release.norm) > limit).any()):
         raise ValueError(f"k must be clipped: its {release.norm} norm exceeds steps={release.steps}")
-    return arr.astype(np.int64)
+    return arr.astype(np.int64)  # exact: every coordinate is within +-steps
 
 
 def _set_fields(release: TextRelease | DPTextRelease, **checked: object) -> None:
     """Check the fields common to both releases, and store them and ``checked`` in canonical form."""
-    checked.update(bound=check_positive(release.bound, "bound"),
+    checked.update(bound=check_real(release.bound, "bound", low=0.0, low_open=True, high=1e280),  # outputs stay finite
                    steps=check_int(release.steps, "steps", minimum=1, maximum=1 << 20),
                    dimension=check_int(release.dimension, "dimension", minimum=1),
                    claimed_epsilon=check_positive(release.claimed_epsilon, "claimed_epsilon"))
@@ -446,8 +448,7 @@ def calibrate(norm: str, noise: str, *, bound: float, steps: int, dimension: int
     2.0
     """
     norm, noise = _checked_pair(norm, noise)
-    c = check_positive(bound, "bound")
-    eps = check_positive(epsilon, "epsilon")
+    c, eps = check_positive(bound, "bound"), check_positive(epsilon, "epsilon")
     sens = grid_sensitivity(norm, noise, steps=steps, dimension=dimension)
     if noise == "laplace":
         if check_real(delta, "delta", low=0.0) != 0.0:
@@ -485,8 +486,7 @@ def wrong_sensitivity_release(*, bound: float, steps: int, dimension: int, epsil
     TypeError, ValueError
         For a bad argument (the message names it).
     """
-    c = check_positive(bound, "bound")
-    m = check_int(steps, "steps", minimum=1, maximum=1 << 20)
+    c, m = check_positive(bound, "bound"), check_int(steps, "steps", minimum=1, maximum=1 << 20)
     claimed = c if claimed_sensitivity is None else check_positive(claimed_sensitivity, "claimed_sensitivity")
     eps = check_positive(epsilon, "epsilon")
     grid_claim = Fraction(claimed) / Fraction(c) * m
@@ -510,6 +510,7 @@ class DPTextRelease:
 
     def __post_init__(self) -> None:
         _set_fields(self)
+        check_real(2.0 * self.bound / self.claimed_epsilon, "the noise scale 2 bound / claimed_epsilon", low=0.0, low_open=True, high=1e280)
 
     @property
     def norm(self) -> str:
@@ -586,13 +587,14 @@ def nearest_centroid_accuracy(train: ArrayLike, train_labels: ArrayLike, test: A
     xb = check_float_array(test, "test", finite=True, ndim=2, min_size=1)
     if xa.shape[1] != xb.shape[1]:
         raise ValueError(f"test must have {xa.shape[1]} columns like train, got {xb.shape[1]}")
-    ya = check_float_array(train_labels, "train_labels", ndim=1)
-    yb = check_float_array(test_labels, "test_labels", ndim=1)
+    ya, yb = check_float_array(train_labels, "train_labels", ndim=1), check_float_array(test_labels, "test_labels", ndim=1)
     for name, arr, rows in (("train_labels", ya, xa), ("test_labels", yb, xb)):
         if arr.size != rows.shape[0] or not np.isin(arr, (0.0, 1.0)).all():
             raise ValueError(f"{name} must hold one label 0 or 1 per row")
     if not (np.isin(0.0, ya) and np.isin(1.0, ya)):
         raise ValueError("train_labels must contain both labels 0 and 1")
+    top = max(float(np.abs(xa).max()), float(np.abs(xb).max()))  # scaled by an exact power of 2 past 1e150: no overflow
+    xa, xb = (xa, xb) if top <= 1e150 else (np.ldexp(xa, -math.frexp(top)[1]), np.ldexp(xb, -math.frexp(top)[1]))
     centres = np.stack([xa[ya == c].mean(axis=0) for c in (0.0, 1.0)])
     dist = ((xb[:, None, :] - centres[None, :, :]) ** 2).sum(axis=2)
     return float((np.argmin(dist, axis=1) == yb).mean())
