@@ -22,9 +22,9 @@ from dptutor._validate import (
     check_mechanism_call,
     check_mechanism_epsilon,
     check_real,
+    check_size,
 )
 from dptutor.zoo import svt, svt_numerical_value
-from dptutor.zoo._sizes import check_output_elements
 
 __all__ = [
     "truncated_geometric",
@@ -178,7 +178,7 @@ def laplace_parallel(
     """
     size, rng, eps = check_mechanism_call(size, rng, epsilon)
     copies = check_int(copies, "copies", minimum=1, maximum=1 << 12)
-    return check_real(data, "data") + rng.laplace(0.0, copies / eps, check_output_elements(size, copies, "copies"))
+    return check_real(data, "data") + rng.laplace(0.0, copies / eps, check_size((size, copies), "size * copies"))
 
 
 def prefix_sum(data: Any, size: int, rng: np.random.Generator, *, epsilon: float) -> NDArray[np.float64]:
@@ -211,7 +211,7 @@ def prefix_sum(data: Any, size: int, rng: np.random.Generator, *, epsilon: float
     """
     size, rng, eps = check_mechanism_call(size, rng, epsilon)
     q = check_answer_vector(data, summed=True)
-    return np.cumsum(q + rng.laplace(0.0, 1.0 / eps, check_output_elements(size, q.size)), axis=1)
+    return np.cumsum(q + rng.laplace(0.0, 1.0 / eps, check_size((size, q.size), "size * len(data)")), axis=1)
 
 
 def numerical_svt(
@@ -253,7 +253,7 @@ def numerical_svt(
     c = check_int(c, "c", minimum=1, maximum=1 << 20)
     t = check_real(threshold, "threshold")
     q = check_answer_vector(data)
-    check_output_elements(size, q.size)
+    check_size((size, q.size), "size * len(data)")
     rho = rng.laplace(0.0, 3.0 / eps, (size, 1))
     above = q + rng.laplace(0.0, 6.0 * c / eps, (size, q.size)) >= t + rho
     released = q + rng.laplace(0.0, 3.0 * c / eps, (size, q.size))
@@ -412,7 +412,7 @@ def one_time_rappor(
     size, rng = check_int(size, "size", minimum=0, maximum=MAX_MECHANISM_SIZE), as_generator(rng)
     f = check_real(f, "f", low=0.0, high=1.0, low_open=True)
     positions = list(bloom_bits(check_integer_value(data, -BLOOM_VALUES, BLOOM_VALUES), hashes=hashes, bits=bits))
-    filt = np.zeros(check_output_elements(size, int(bits), "bits"), dtype=bool)
+    filt = np.zeros(check_size((size, int(bits)), "size * bits"), dtype=bool)
     filt[:, positions] = True
     return _permanent(filt, rng, f).astype(np.int8)
 
@@ -461,7 +461,7 @@ def rappor(
     p = check_real(p, "p", low=0.0, high=1.0)
     q = check_real(q, "q", low=0.0, high=1.0)
     positions = list(bloom_bits(check_integer_value(data, -BLOOM_VALUES, BLOOM_VALUES), hashes=hashes, bits=bits))
-    filt = np.zeros(check_output_elements(size, int(bits), "bits"), dtype=bool)
+    filt = np.zeros(check_size((size, int(bits)), "size * bits"), dtype=bool)
     filt[:, positions] = True
     perm = _permanent(filt, rng, f)
     return (rng.random(perm.shape) < np.where(perm, q, p)).astype(np.int8)

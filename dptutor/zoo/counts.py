@@ -20,8 +20,8 @@ from dptutor._validate import (
     check_mechanism_call,
     check_probability,
     check_real,
+    check_size,
 )
-from dptutor.zoo._sizes import check_output_elements
 from dptutor.exact import granular_parameters, granular_round, sample_discrete_gaussian, sample_discrete_laplace
 
 __all__ = [
@@ -276,7 +276,7 @@ def exact_noisy_histogram(data: Any, size: int, rng: np.random.Generator, *, eps
     counts = check_answer_vector(data)
     if not (np.all(counts == np.round(counts)) and np.all(np.abs(counts) < 2**52)):
         raise ValueError("data must hold integer counts (below 2**52 in magnitude)")
-    noise = sample_discrete_laplace(exact_scale(eps), check_output_elements(size, counts.size), rng)
+    noise = sample_discrete_laplace(exact_scale(eps), check_size((size, counts.size), "size * len(data)"), rng)
     return (noise + counts.astype(np.int64)).astype(np.float64)
 
 
@@ -316,7 +316,7 @@ def granular_laplace_vector(data: Any, size: int, rng: np.random.Generator, *, e
         rounded = granular_round(x, params)
     except ValueError as exc:
         raise ValueError(f"epsilon = {eps!r} makes the granularity r = {params.r:g} too fine for data ({exc})") from exc
-    steps = rounded + sample_discrete_laplace(params.t, check_output_elements(size, x.size), rng)
+    steps = rounded + sample_discrete_laplace(params.t, check_size((size, x.size), "size * len(data)"), rng)
     return steps.astype(np.float64) * params.r  # exact: |steps| < 2^53, r a power of two
 
 
@@ -383,7 +383,7 @@ def noisy_histogram(data: Any, size: int, rng: np.random.Generator, *, epsilon: 
     """
     size, rng, eps = check_mechanism_call(size, rng, epsilon)
     counts = check_answer_vector(data)
-    return counts + rng.laplace(0.0, 1.0 / eps, check_output_elements(size, counts.size))
+    return counts + rng.laplace(0.0, 1.0 / eps, check_size((size, counts.size), "size * len(data)"))
 
 
 def histogram_eps(data: Any, size: int, rng: np.random.Generator, *, epsilon: float) -> NDArray[np.float64]:
@@ -418,4 +418,4 @@ def histogram_eps(data: Any, size: int, rng: np.random.Generator, *, epsilon: fl
     if eps > 1e300:  # the noise's scale is epsilon itself: beyond this, counts + noise overflow to inf
         raise ValueError(f"epsilon must be at most 1e300 for histogram_eps (its noise scale), got {eps!r}")
     counts = check_answer_vector(data, summed=True)
-    return counts + rng.laplace(0.0, eps, check_output_elements(size, counts.size))
+    return counts + rng.laplace(0.0, eps, check_size((size, counts.size), "size * len(data)"))

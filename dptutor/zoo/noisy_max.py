@@ -10,8 +10,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dptutor._validate import check_answer_vector, check_choice, check_mechanism_call
-from dptutor.zoo._sizes import check_output_elements
+from dptutor._validate import check_answer_vector, check_choice, check_mechanism_call, check_size
 
 __all__ = ["report_noisy_max", "report_noisy_max_value"]
 
@@ -19,7 +18,7 @@ __all__ = ["report_noisy_max", "report_noisy_max_value"]
 def _noisy_answers(data: Any, size: int, rng: np.random.Generator, epsilon: float, noise: str) -> NDArray[np.float64]:
     noise = check_choice(noise, "noise", ("laplace", "exponential"))
     answers = check_answer_vector(data)
-    shape = check_output_elements(size, answers.size)
+    shape = check_size((size, answers.size), "size * len(data)")
     if noise == "laplace":
         return answers + rng.laplace(0.0, 2.0 / epsilon, shape)
     if noise == "exponential":

@@ -23,8 +23,8 @@ from dptutor._validate import (
     check_mechanism_epsilon,
     check_output_rows,
     check_real,
+    check_size,
 )
-from dptutor.zoo._sizes import check_output_elements
 
 __all__ = ["SVT_ALGORITHMS", "svt", "svt_numerical_value", "svt_pattern", "svt_log_likelihood_ratio"]
 
@@ -134,7 +134,7 @@ def svt(
     c = check_int(c, "c", minimum=1, maximum=1 << 20)
     t = check_real(threshold, "threshold")
     q = check_answer_vector(data)
-    shape = check_output_elements(size, q.size)
+    shape = check_size((size, q.size), "size * len(data)")
     eps1 = eps / 4.0 if algorithm == 4 else eps / 2.0
     eps2 = eps - eps1
     if algorithm == 2:
@@ -197,7 +197,7 @@ def svt_numerical_value(
     t = check_real(threshold, "threshold")
     q = check_answer_vector(data)
     eps1 = eps / 2.0
-    shape = check_output_elements(size, q.size)
+    shape = check_size((size, q.size), "size * len(data)")
     rho = rng.laplace(0.0, 1.0 / eps1, (size, 1))
     noisy = q + rng.laplace(0.0, c / (eps - eps1), shape)
     above = noisy >= t + rho

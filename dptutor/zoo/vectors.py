@@ -11,9 +11,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dptutor._validate import check_answer_vector, check_mechanism_call, check_output_rows
+from dptutor._validate import check_answer_vector, check_mechanism_call, check_output_rows, check_size
 from dptutor.distributions import sample_dptext
-from dptutor.zoo._sizes import check_output_elements
 
 __all__ = ["laplace_vector", "adept_vector", "dptext_vector", "first_coordinate", "clipped_sum", "minimum"]
 
@@ -47,7 +46,7 @@ def laplace_vector(data: Any, size: int, rng: np.random.Generator, *, epsilon: f
     """
     size, rng, eps = check_mechanism_call(size, rng, epsilon)
     x = check_answer_vector(data)
-    return x + rng.laplace(0.0, x.size / eps, check_output_elements(size, x.size))
+    return x + rng.laplace(0.0, x.size / eps, check_size((size, x.size), "size * len(data)"))
 
 
 def adept_vector(data: Any, size: int, rng: np.random.Generator, *, epsilon: float) -> NDArray[np.float64]:
@@ -80,7 +79,7 @@ def adept_vector(data: Any, size: int, rng: np.random.Generator, *, epsilon: flo
     """
     size, rng, eps = check_mechanism_call(size, rng, epsilon)
     x = check_answer_vector(data)
-    return x + rng.laplace(0.0, 1.0 / eps, check_output_elements(size, x.size))
+    return x + rng.laplace(0.0, 1.0 / eps, check_size((size, x.size), "size * len(data)"))
 
 
 def dptext_vector(data: Any, size: int, rng: np.random.Generator, *, epsilon: float) -> NDArray[np.float64]:
@@ -113,7 +112,7 @@ def dptext_vector(data: Any, size: int, rng: np.random.Generator, *, epsilon: fl
     """
     size, rng, eps = check_mechanism_call(size, rng, epsilon)
     x = check_answer_vector(data)
-    return x + sample_dptext(check_output_elements(size, x.size), 0.0, x.size / eps, rng=rng, nan="zero")
+    return x + sample_dptext(check_size((size, x.size), "size * len(data)"), 0.0, x.size / eps, rng=rng, nan="zero")
 
 
 def first_coordinate(outputs: NDArray) -> NDArray[np.float64]:
