@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import warnings
 
 import numpy as np
 import pytest
@@ -22,11 +21,7 @@ from dptutor.assignments.feedback import call, describe, expect_value_error
 from dptutor.assignments.kernel import KernelCalls
 
 
-@pytest.fixture(autouse=True)
-def _warnings_are_errors():
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        yield
+pytestmark = pytest.mark.filterwarnings("error")  # every warning is an error here: none may reach a user
 
 
 class _UnreadableError(Exception):

@@ -30,11 +30,12 @@ from dptutor.audit import (  # noqa: E402
 from dptutor.distributions import laplace_cdf, laplace_pdf  # noqa: E402
 
 
+pytestmark = pytest.mark.filterwarnings("error")  # every warning is an error here: none may reach a user
+
+
 @pytest.fixture(autouse=True)
-def _warnings_are_errors():
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        yield
+def _close_figures():
+    yield
     plt.close("all")
 
 

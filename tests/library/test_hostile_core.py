@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import time
-import warnings
 from fractions import Fraction
 
 import numpy as np
@@ -31,11 +30,7 @@ from dptutor.selection import (
 )
 
 
-@pytest.fixture(autouse=True)
-def _warnings_are_errors():
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        yield
+pytestmark = pytest.mark.filterwarnings("error")  # every warning is an error here: none may reach a user
 
 
 # ---------------------------------------------------------------------------------------------

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import re
-import warnings
 from fractions import Fraction
 
 import numpy as np
@@ -29,11 +28,7 @@ def _never(*args, **kwargs):
     raise AssertionError("the call should have been refused before doing this work")
 
 
-@pytest.fixture(autouse=True)
-def _warnings_are_errors():
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        yield
+pytestmark = pytest.mark.filterwarnings("error")  # every warning is an error here: none may reach a user
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,6 +1,5 @@
 """Hostile inputs to DP-SGD, its variants and the membership attacks: extreme floats, shapes, dtypes."""
 
-import warnings
 
 import numpy as np
 import pytest
@@ -13,11 +12,7 @@ X = np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0], [0.0, 0.0]])
 Y = np.array([0, 1, 1, 0])
 
 
-@pytest.fixture(autouse=True)
-def _warnings_are_errors():
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        yield
+pytestmark = pytest.mark.filterwarnings("error")  # every warning is an error here: none may reach a user
 
 
 @pytest.mark.parametrize("big", [1e20, -1e19, 2.0**63, 1e300])
