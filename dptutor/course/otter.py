@@ -63,8 +63,34 @@ class TimeLimitExceeded(BaseException):
     """Raised in the student's code at the time limit (a BaseException: no ``except Exception`` stops it)."""
 
 
+#: Seconds to wait before trying again when the limit expires outside the code it limits.
+_RETRY = 0.01
+
+
+def _run_code_frames() -> tuple[Any, ...]:
+    """The code of IPython's ``run_code``, which runs a cell's code and catches whatever it raises."""
+    try:
+        from IPython.core.interactiveshell import InteractiveShell
+    except ImportError:
+        return ()
+    return (InteractiveShell.run_code.__code__,)
+
+
 def _expire(signum: int, frame: Any) -> None:
-    raise TimeLimitExceeded(f"this ran longer than {TIME_LIMIT:g} s (the grader's time limit)")
+    """Raise :class:`TimeLimitExceeded` where something catches it: in a cell's code (under IPython's
+    ``run_code``) or in a check under :func:`_limited`.  Raised anywhere else (in the kernel's own
+    machinery just before or after a cell, or in ``_limited``'s clean-up), it would stop the kernel
+    itself, so the alarm fires again a moment later instead; the cell's end disarms it."""
+    import signal
+
+    safe = (_call.__code__, *_run_code_frames())
+    while frame is not None:
+        if frame.f_code in safe:
+            raise TimeLimitExceeded(f"this ran longer than {TIME_LIMIT:g} s (the grader's time limit)")
+        if frame.f_code is _limited.__code__:
+            break  # in _limited but not in the call it limits
+        frame = frame.f_back
+    signal.setitimer(signal.ITIMER_REAL, _RETRY)
 
 
 def arm_time_limit(seconds: float) -> None:
@@ -82,6 +108,11 @@ def arm_time_limit(seconds: float) -> None:
     ip.events.register("post_run_cell", lambda *a: signal.setitimer(signal.ITIMER_REAL, 0))
 
 
+def _call(fn: Any, args: tuple, kwargs: dict) -> Any:
+    """The frame in which the time limit of :func:`_limited` may raise."""
+    return fn(*args, **kwargs)
+
+
 def _limited(fn: Any, *args: Any, **kwargs: Any) -> Any:
     """``fn(*args, **kwargs)`` under the time limit, which restarts for it (None if it expired)."""
     import signal
@@ -90,7 +121,7 @@ def _limited(fn: Any, *args: Any, **kwargs: Any) -> Any:
         return fn(*args, **kwargs)
     previous = signal.setitimer(signal.ITIMER_REAL, TIME_LIMIT)
     try:
-        return fn(*args, **kwargs)
+        return _call(fn, args, kwargs)
     except TimeLimitExceeded:
         return None
     finally:

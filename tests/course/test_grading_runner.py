@@ -537,12 +537,17 @@ def test_otter_export_is_self_contained_and_grades_correct_blank_and_looping_sub
         out = tmp_path / f"run-{label}"
         out.mkdir()
         shutil.copy(path, out / "submission.ipynb")
-        runs[label] = subprocess.Popen([*otter, "run", "-a", str(autograder), "-o", str(out), str(out / "submission.ipynb")],
-                                       cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        with open(tmp_path / f"otter-{label}.log", "wb") as log:
+            runs[label] = subprocess.Popen([*otter, "run", "-a", str(autograder), "-o", str(out),
+                                            str(out / "submission.ipynb")],
+                                           cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
     scores, outputs = {}, {}
     for label, proc in runs.items():
         proc.wait(timeout=300)
-        results = json.loads((tmp_path / f"run-{label}" / "results.json").read_text())
+        result_file = tmp_path / f"run-{label}" / "results.json"
+        log = (tmp_path / f"otter-{label}.log").read_text(errors="replace")
+        assert result_file.is_file(), f"otter run of the {label} submission wrote no results:\n{log[-4000:]}"
+        results = json.loads(result_file.read_text())
         scores[label] = sum(t.get("score", 0) for t in results["tests"])
         outputs[label] = "\n".join(t.get("output", "") for t in results["tests"])
     print("otter scores:", scores)
@@ -642,3 +647,34 @@ def test_otter_export_with_a_given_wheel_pins_it_and_writes_plain_markdown(tmp_p
         assert not any(line.rstrip().endswith(")=") and line.startswith("(") for line in markdown.splitlines())
     run = run_cli("export-otter", "sampler", str(tmp_path / "bad"), "--wheel", str(tmp_path / "nope.whl"))
     assert run.returncode == 2 and "wheel:" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_the_otter_time_limit_never_fires_in_the_kernels_own_machinery() -> None:
+    """The limit stops a cell's code and a limited check, but when it expires while the kernel itself runs
+    (here: a ``post_execute`` hook, where matplotlib draws a cell's figures, that outlasts the limit), it
+    waits for code
+    that catches it, instead of raising where nothing does: that hung or killed the kernel, and otter
+    then wrote no results for the submission."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    cells = [
+        "from dptutor.course.otter import arm_time_limit\narm_time_limit(0.3)",
+        "import time\ndef slow(*a):  # once, like drawing a figure after a cell\n"
+        "    get_ipython().events.unregister('post_execute', slow)\n"
+        "    time.sleep(0.6)\nget_ipython().events.register('post_execute', slow)",
+        "x = 1",  # the limit expires in the hook above, after this code ended
+        "while True:\n    pass",  # still stopped
+        "import dptutor.course.otter as o\n"
+        "print('limited:', o._limited(lambda: time.sleep(5)))\n"  # stopped, and the cell goes on
+        "print('finished:', o._limited(lambda: 7))",
+        "print('alive')",
+    ]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    NotebookClient(nb, allow_errors=True, timeout=20, kernel_name="python3").execute()
+    text = ["".join(o.get("text", "") + o.get("ename", "") + o.get("evalue", "") for o in cell.outputs)
+            for cell in nb.cells]
+    assert text[2] == "", text
+    assert "TimeLimitExceeded" in text[3] and "ran longer than 0.3 s" in text[3], text
+    assert "limited: None" in text[4] and "finished: 7" in text[4], text
+    assert text[5].strip() == "alive", text
