@@ -25,6 +25,21 @@ for _group in ("library", "book", "assignments", "course"):
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
+#: A test that ran longer than this shows its recorded ``timeline`` property in the run's summary.
+SLOW_TEST_SECONDS = 60.0
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Where a slow test spent its time: a test may record a ``timeline`` (``record_property``), such as a
+    grader's progress lines with their times; it is printed when that test ran long, so that a slow run
+    on a machine we cannot log into says which step was slow."""
+    for status in ("passed", "failed"):
+        for report in terminalreporter.stats.get(status, []):
+            timeline = [str(value) for key, value in getattr(report, "user_properties", ()) if key == "timeline"]
+            if getattr(report, "when", "") == "call" and report.duration > SLOW_TEST_SECONDS and timeline:
+                terminalreporter.write_sep("-", f"timeline of {report.nodeid} ({report.duration:.0f} s)")
+                terminalreporter.write_line("\n".join(timeline).rstrip())
+
 
 
 

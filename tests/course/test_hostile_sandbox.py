@@ -193,9 +193,10 @@ import os, subprocess, sys
 helper = """
 import os, signal, time
 end = time.time() + 90
+kernel = os.getppid()  # spared: interrupting its own kernel only costs the attacker (up to its time limit)
 while time.time() < end:
     for pid in os.listdir("/proc"):
-        if pid.isdigit() and int(pid) != os.getpid():
+        if pid.isdigit() and int(pid) not in (os.getpid(), kernel):
             try:
                 os.kill(int(pid), signal.SIGINT)
             except OSError:
@@ -255,14 +256,14 @@ for pid in (os.getppid(), 1):
         "attack_write.md": (notebook(STUB, write_everywhere), 0.0),
         "attack_steal.md": (notebook(STUB, steal), 0.0),
         "attack_startup.md": (notebook(STUB, startup), 0.0),
-        "attack_escape.md": (notebook(REFERENCE, escape), 4.0),  # its helper interrupts its own kernel too
+        "attack_escape.md": (notebook(REFERENCE, escape), 4.0),
         "attack_big_files.md": (notebook(STUB, big_files), 0.0),
         "attack_forks.md": (notebook(STUB, forks), 0.0),
         "attack_kill.md": (notebook(REFERENCE, kill), 4.0),
     }
 
 
-def test_hostile_submissions_gain_nothing_and_touch_nothing(instructor: dict[str, Path]) -> None:
+def test_hostile_submissions_gain_nothing_and_touch_nothing(instructor: dict[str, Path], record_property) -> None:
     home, subs, csv_path = instructor["home"], instructor["subs"], instructor["csv"]
     for name, (text, _) in attacks(instructor).items():
         (subs / name).write_text(text)
@@ -286,6 +287,7 @@ def test_hostile_submissions_gain_nothing_and_touch_nothing(instructor: dict[str
     out, err = attacked.communicate(timeout=900)
     alone_out, alone_err = alone.communicate(timeout=900)
     print(f"graded {len(list(subs.iterdir()))} hostile-folder notebooks in {time.monotonic() - started:.0f} s")
+    record_property("timeline", f"the attacked folder:\n{out}\nalone:\n{alone_out}")
     assert attacked.returncode == 0, out + err
     assert alone.returncode == 0, alone_out + alone_err
 
