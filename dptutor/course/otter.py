@@ -68,12 +68,12 @@ _RETRY = 0.01
 
 
 def _run_code_frames() -> tuple[Any, ...]:
-    """The code of IPython's ``run_code``, which runs a cell's code and catches whatever it raises."""
-    try:
-        from IPython.core.interactiveshell import InteractiveShell
-    except ImportError:
-        return ()
-    return (InteractiveShell.run_code.__code__,)
+    """The code of IPython's ``run_code``, which runs a cell's code and catches whatever it raises (none
+    when IPython was never imported: then no cell runs, and a signal handler should not import it)."""
+    import sys
+
+    shell = getattr(sys.modules.get("IPython.core.interactiveshell"), "InteractiveShell", None)
+    return () if shell is None else (shell.run_code.__code__,)
 
 
 def _expire(signum: int, frame: Any) -> None:
