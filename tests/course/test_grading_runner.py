@@ -457,6 +457,33 @@ def test_in_the_sandbox_killing_the_parent_kills_nothing(tmp_path: Path) -> None
 # ---------------------------------------------------------------------------------------------
 
 
+def otter_results(jobs: dict[str, tuple[Path, Path]], cwd: Path, env: dict[str, str]) -> dict[str, dict]:
+    """``otter run`` of each ``label -> (submission, autograder zip)``, side by side, each into the folder
+    ``cwd / f"run-{label}"`` (its output in ``otter-{label}.log``); label -> the results.json it wrote."""
+    def start(label: str) -> subprocess.Popen:
+        submission, autograder = jobs[label]
+        out = cwd / f"run-{label}"
+        with open(cwd / f"otter-{label}.log", "wb") as log:
+            return subprocess.Popen([sys.executable, "-m", "otter", "run", "-a", str(autograder), "-o", str(out),
+                                     str(submission)], cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
+
+    runs = {label: start(label) for label in jobs}
+    results = {}
+    for label, proc in runs.items():
+        proc.wait(timeout=600)
+        result_file = cwd / f"run-{label}" / "results.json"
+        log = (cwd / f"otter-{label}.log").read_text(errors="replace")
+        if not result_file.is_file() and "Address already in use" in log:
+            # Kernels started side by side can draw the same TCP ports (jupyter_client picks free ports, then
+            # the kernel binds them: a known race between processes, never met on Gradescope, which grades one
+            # submission per container). Only this failure is run again, alone.
+            start(label).wait(timeout=600)
+            log = (cwd / f"otter-{label}.log").read_text(errors="replace")
+        assert result_file.is_file(), f"otter run of the {label} submission wrote no results:\n{log[-4000:]}"
+        results[label] = json.loads(result_file.read_text())
+    return results
+
+
 def test_otter_export_is_self_contained_and_grades_correct_blank_and_looping_submissions(tmp_path: Path) -> None:
     """The export, through otter's own ``otter assign`` and ``otter run`` (offline): the autograder zip
     carries the dptutor wheel and its requirements install dptutor from there (no index); the grading
@@ -532,29 +559,13 @@ def test_otter_export_is_self_contained_and_grades_correct_blank_and_looping_sub
             out.writestr(item, data)
     submissions = {"correct": (tmp_path / "dist" / "autograder" / "sampler.ipynb", zips[0]),
                    "blank": (tmp_path / "dist" / "student" / "sampler.ipynb", zips[0]), "looping": (looping, quick)}
-    def start(label: str) -> subprocess.Popen:
-        path, autograder = submissions[label]
-        out = tmp_path / f"run-{label}"
-        out.mkdir(exist_ok=True)
-        shutil.copy(path, out / "submission.ipynb")
-        with open(tmp_path / f"otter-{label}.log", "wb") as log:
-            return subprocess.Popen([*otter, "run", "-a", str(autograder), "-o", str(out), str(out / "submission.ipynb")],
-                                    cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
-
-    runs = {label: start(label) for label in submissions}
+    jobs = {}
+    for label, (path, autograder) in submissions.items():
+        (tmp_path / f"run-{label}").mkdir()
+        jobs[label] = (tmp_path / f"run-{label}" / "submission.ipynb", autograder)
+        shutil.copy(path, jobs[label][0])
     scores, outputs = {}, {}
-    for label, proc in runs.items():
-        proc.wait(timeout=300)
-        result_file = tmp_path / f"run-{label}" / "results.json"
-        log = (tmp_path / f"otter-{label}.log").read_text(errors="replace")
-        if not result_file.is_file() and "Address already in use" in log:
-            # Kernels started side by side can draw the same TCP ports (jupyter_client picks free ports, then
-            # the kernel binds them: a known race between processes, never met on Gradescope, which grades one
-            # submission per container). Only this failure is run again, alone.
-            start(label).wait(timeout=300)
-            log = (tmp_path / f"otter-{label}.log").read_text(errors="replace")
-        assert result_file.is_file(), f"otter run of the {label} submission wrote no results:\n{log[-4000:]}"
-        results = json.loads(result_file.read_text())
+    for label, results in otter_results(jobs, tmp_path, env).items():
         scores[label] = sum(t.get("score", 0) for t in results["tests"])
         outputs[label] = "\n".join(t.get("output", "") for t in results["tests"])
     print("otter scores:", scores)
@@ -599,7 +610,7 @@ def test_otter_export_of_a_course_grades_with_the_course_key(tmp_path: Path) -> 
                    check=True, capture_output=True, timeout=120)
     env = {**os.environ, "PYTHONPATH": str(site)}
     reference = nbformat.read(out / "dist" / "autograder" / "pair_audit.ipynb", as_version=4)
-    runs = {}
+    jobs = {}
     for label, value in (("course", truth), ("self-study", public)):
         nb = nbformat.from_dict(json.loads(json.dumps(reference)))
         for cell in nb.cells:
@@ -612,14 +623,9 @@ def test_otter_export_of_a_course_grades_with_the_course_key(tmp_path: Path) -> 
         run_dir = tmp_path / f"run-{label}"
         run_dir.mkdir()
         nbformat.write(nb, run_dir / "submission.ipynb")
-        runs[label] = subprocess.Popen([*otter, "run", "-a", str(zipped), "-o", str(run_dir),
-                                        str(run_dir / "submission.ipynb")],
-                                       cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    scores = {}
-    for label, proc in runs.items():
-        proc.wait(timeout=600)
-        results = json.loads((tmp_path / f"run-{label}" / "results.json").read_text())
-        scores[label] = sum(t.get("score", 0) for t in results["tests"])
+        jobs[label] = (run_dir / "submission.ipynb", zipped)
+    scores = {label: sum(t.get("score", 0) for t in results["tests"])
+              for label, results in otter_results(jobs, tmp_path, env).items()}
     print("otter scores:", scores)
     assert scores["course"] == pytest.approx(5.0) and scores["self-study"] == pytest.approx(4.0), scores
 
