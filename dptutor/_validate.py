@@ -43,13 +43,18 @@ def is_bool(value: object) -> bool:
 
 
 def shown(value: object, printer: Callable[[object], str] = repr) -> str:
-    """``printer(value)`` for an error message, cut to 60 characters; an integer past Python's 4300-digit
-    limit for printing (an int, a Fraction, a sympy Rational) is described instead."""
+    """``printer(value)`` for an error message, on one line and cut to 60 characters; a value that cannot be
+    printed (an integer past Python's 4300-digit limit, an object whose ``__repr__`` raises) is described instead."""
     try:
-        text = printer(value)
-    except ValueError:
-        return f"a {type(value).__name__} too long to print"
-    return text if len(text) <= 60 else text[:57] + "..."
+        text = " ".join(str(printer(value)).split())
+    except ValueError:  # an int, a Fraction, a sympy Rational past the 4300-digit limit
+        text = "too long to print"
+    except Exception:
+        text = "that cannot be printed"
+    else:
+        return text if len(text) <= 60 else text[:57] + "..."
+    kind = type(value).__name__
+    return f"{'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind} {text}"
 
 
 def check_bool(value: object, name: str) -> bool:
@@ -89,8 +94,7 @@ def check_real(
     too_low = x <= low if low_open else x < low
     too_high = x >= high if high_open else x > high
     if too_low or too_high:
-        left = "(" if low_open else "["
-        right = ")" if high_open else "]"
+        left, right = ("(" if low_open else "["), (")" if high_open else "]")
         raise ValueError(f"{name} must lie in {left}{low:g}, {high:g}{right}, got {shown(value)}")
     return x
 
@@ -116,9 +120,9 @@ def check_int(value: object, name: str, *, minimum: int | None = None, maximum: 
         raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
     v = int(value)
     if minimum is not None and v < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {v}")
+        raise ValueError(f"{name} must be >= {shown(minimum)}, got {shown(v)}")
     if maximum is not None and v > maximum:
-        raise ValueError(f"{name} must be <= {maximum}, got {v}")
+        raise ValueError(f"{name} must be <= {shown(maximum)}, got {shown(v)}")
     return v
 
 
@@ -162,7 +166,7 @@ def check_seed(value: object, name: str = "seed") -> int | tuple[int, ...] | Non
     if isinstance(value, numbers.Integral) and not is_bool(value):
         v = int(value)
         if v < 0:
-            raise ValueError(f"{name} must be non-negative, got {v}")
+            raise ValueError(f"{name} must be non-negative, got {shown(v)}")
         return v
     if isinstance(value, (list, tuple, np.ndarray)):
         items = list(np.asarray(value, dtype=object).ravel()) if isinstance(value, np.ndarray) else list(value)
@@ -173,7 +177,7 @@ def check_seed(value: object, name: str = "seed") -> int | tuple[int, ...] | Non
             if is_bool(item) or not isinstance(item, numbers.Integral):
                 raise TypeError(f"{name} must hold only integers, got {type(item).__name__}")
             if int(item) < 0:
-                raise ValueError(f"{name} must hold only non-negative integers, got {int(item)}")
+                raise ValueError(f"{name} must hold only non-negative integers, got {shown(int(item))}")
             out.append(int(item))
         return tuple(out)
     raise TypeError(f"{name} must be None, a non-negative int or a sequence of them, got {type(value).__name__}")
@@ -195,7 +199,7 @@ def check_size(value: object, name: str = "size", *, max_elements: int = MAX_ELE
     if any(s < 0 for s in shape):
         raise ValueError(f"{name} must be non-negative, got {shown(value)}")
     if math.prod(shape) > max_elements:
-        raise ValueError(f"{name} asks for {math.prod(shape):,} elements, more than the limit of {max_elements:,}")
+        raise ValueError(f"{name} asks for {shown(math.prod(shape), '{:,}'.format)} elements, more than the limit of {max_elements:,}")
     return shape
 
 
@@ -223,7 +227,7 @@ def check_float_array(
     try:
         arr = np.asarray(value)
     except Exception as exc:  # ragged lists and other exotic objects
-        raise TypeError(f"{name} must be array-like of real numbers ({exc})") from exc
+        raise TypeError(f"{name} must be array-like of real numbers ({shown(exc, str)})") from exc
     if arr.dtype.kind not in "iuf":
         raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
     if ndim is not None:
@@ -392,17 +396,8 @@ def _known_finite(value: np.ndarray) -> bool:
 # (modC) scipy's ``rng`` and the arguments of the zoo's and DP-Sniper's mechanisms
 # ---------------------------------------------------------------------------------------------
 
-__all__ += [
-    "MIN_MECHANISM_EPSILON",
-    "MAX_MECHANISM_SIZE",
-    "as_generator",
-    "check_mechanism_epsilon",
-    "check_mechanism_call",
-    "check_answer_vector",
-    "check_output_rows",
-    "check_integer_value",
-    "recordable_seed",
-]
+__all__ += ["MIN_MECHANISM_EPSILON", "MAX_MECHANISM_SIZE", "as_generator", "check_mechanism_epsilon", "check_mechanism_call",
+            "check_answer_vector", "check_output_rows", "check_integer_value", "recordable_seed"]
 
 #: The smallest epsilon the mechanisms of :mod:`dptutor.zoo` and :mod:`dptutor.dpsniper` accept
 #: (below it, noise scales such as ``2c / epsilon`` overflow).
@@ -428,7 +423,7 @@ def as_generator(value: object, name: str = "rng") -> np.random.Generator:
         value = value[()]
     if isinstance(value, numbers.Integral) and not is_bool(value):
         if int(value) < 0:
-            raise ValueError(f"{name} must be a non-negative int seed, got {int(value)}")
+            raise ValueError(f"{name} must be a non-negative int seed, got {shown(int(value))}")
         return np.random.default_rng(int(value))
     raise TypeError(
         f"{name} must be a numpy.random.Generator, a numpy.random.SeedSequence or a non-negative int seed, "
@@ -466,7 +461,7 @@ def check_integer_value(value: object, low: int, high: int, name: str = "data") 
     """A whole number in ``[low, high]`` given as any real (``2.0`` is accepted: datasets are floats)."""
     x = check_real(value, name)
     if x != round(x) or not low <= x <= high:
-        raise ValueError(f"{name} must be an integer in [{low}, {high}], got {value!r}")
+        raise ValueError(f"{name} must be an integer in [{low}, {high}], got {shown(value)}")
     return int(x)
 
 
@@ -499,7 +494,7 @@ def check_count(value: object, name: str, *, at_most: int, bound_name: str) -> i
     """A non-negative integer no larger than another parameter's value (``correct <= guesses``)."""
     v = check_int(value, name, minimum=0)
     if v > at_most:
-        raise ValueError(f"{name} must be at most {bound_name} ({at_most}), got {v}")
+        raise ValueError(f"{name} must be at most {bound_name} ({shown(at_most)}), got {shown(v)}")
     return v
 
 
@@ -574,10 +569,10 @@ def check_pair_list(value: object, name: str) -> list[tuple[Any, Any]]:
         for item in pair:
             try:
                 arr = np.asarray(item)
-            except (TypeError, ValueError, OverflowError):  # ragged or exotic inputs: the mechanism judges them
+            except Exception:  # ragged or exotic inputs: the mechanism judges them
                 continue
             if arr.dtype.kind == "f" and not np.isfinite(arr).all():
-                raise ValueError(f"{name}[{i}] must hold finite inputs, got {item!r:.80}")
+                raise ValueError(f"{name}[{i}] must hold finite inputs, got {shown(item)}")
         out.append(pair)
     return out
 
@@ -588,10 +583,10 @@ def check_tallies(value: object, name: str) -> dict[Any, tuple[int, int]]:
     for key, pair in check_mapping(value, name, min_len=0).items():
         parts = key if isinstance(key, tuple) else (key,)
         if not all(isinstance(k, numbers.Integral) for k in parts):
-            raise TypeError(f"{name} must map output values (ints or tuples of ints) to counts, got the key {key!r}")
+            raise TypeError(f"{name} must map output values (ints or tuples of ints) to counts, got the key {shown(key)}")
         if isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence) or len(pair) != 2:
-            raise TypeError(f"{name}[{key!r}] must be a pair of counts (under x, under x_prime), got {pair!r}")
-        counts = tuple(check_int(c, f"{name}[{key!r}]", minimum=0) for c in pair)
+            raise TypeError(f"{name}[{shown(key)}] must be a pair of counts (under x, under x_prime), got {shown(pair)}")
+        counts = tuple(check_int(c, f"{name}[{shown(key)}]", minimum=0) for c in pair)
         out[tuple(int(k) for k in parts) if isinstance(key, tuple) else int(key)] = counts  # type: ignore[assignment]
     total = sum(a for a, _ in out.values())
     if total != sum(b for _, b in out.values()) or total > 10**13:

@@ -461,15 +461,23 @@ def granular_laplace_mechanism(
     Raises
     ------
     TypeError, ValueError
-        For a bad ``x``, ``epsilon`` or ``rng`` (the message names it), or an ``epsilon`` so small that
-        the noise scale overflows.
+        For a bad ``x``, ``epsilon``, ``rng`` or ``bits`` (the message names it), an ``epsilon`` so small that
+        the noise scale overflows, or one so large (for ``bits``) that the granularity ``r`` cannot represent
+        data in [0, 1] (``x / r`` reaches ``2^62``).
     """
     arr, eps, rng = _checked(x, epsilon, rng)
     bits = check_int(bits, "bits", minimum=0, maximum=48)
     params = granular_parameters(eps, max(arr.shape[1], 1), bits)  # x of shape (trials, 0): no n = 0 error
     if arr.size == 0:
         return np.zeros(arr.shape)
-    steps = granular_round(arr, params) + sample_discrete_laplace(params.t, arr.shape, rng)
+    try:
+        rounded = granular_round(arr, params)
+    except ValueError:
+        if params.r > 2.0**-62:  # values in [0, 1] fit in steps of r: x itself is too large
+            raise
+        raise ValueError(f"epsilon = {eps!r} is too large for bits = {bits} and n = {arr.shape[1]}: the granularity "
+                         f"r = {params.r!r} makes x / r reach 2**62 for data in [0, 1]; use a smaller epsilon or fewer bits") from None
+    steps = rounded + sample_discrete_laplace(params.t, arr.shape, rng)
     return steps.astype(np.float64) * params.r  # exact: |steps| < 2^53 and r is a power of two
 
 

@@ -121,8 +121,8 @@ def _statistic_values(statistic: Any, out: np.ndarray, name: str, floating: bool
     sname = callable_name(statistic)
     try:
         values = np.asarray(statistic(out))
-    except (ValueError, TypeError) as exc:
-        raise ValueError(f"statistic {sname!r} failed on the outputs of mechanism {name!r}: {exc}") from exc
+    except Exception as exc:  # whatever its class (a BaseException such as KeyboardInterrupt passes)
+        raise ValueError(f"statistic {sname!r} failed on the outputs of mechanism {name!r}: {_detail(exc)}") from exc
     if values.dtype.kind not in "biuf":
         raise ValueError(f"statistic {sname!r} must return real numbers, got dtype {values.dtype}")
     is_float = values.dtype.kind == "f"
@@ -226,13 +226,40 @@ def _unique_rows(rows: np.ndarray) -> dict[Any, int]:
     return dict(zip(map(tuple, keys.tolist()), counts.tolist()))
 
 
-def draw_outputs(mechanism: Any, data: Any, size: int, rng: np.random.Generator, layout: Layout, name: str):
-    """Yield the outputs of ``size`` runs on ``data``, in calls of at most PAIR_CALL_ELEMENTS elements."""
+def _detail(exc: BaseException) -> str:
+    """An exception's message on one line (``ZeroDivisionError: boom`` unless a TypeError or ValueError)."""
+    try:
+        text = " ".join(str(exc).split())
+    except Exception:  # a __str__ that raises (or an argument too long to print)
+        text = "(a message that cannot be printed)"
+    return text if isinstance(exc, (TypeError, ValueError)) else f"{type(exc).__name__}: {text}"
+
+
+def call_mechanism(mechanism: Any, data: Any, size: int, rng: np.random.Generator, label: str, name: str,
+                   first: bool = False) -> Any:
+    """``mechanism(data, size, rng)``, on every call; any exception it raises (an ``Exception``: KeyboardInterrupt
+    and other BaseExceptions pass through) becomes a TypeError (if it was one) or a ValueError naming the
+    mechanism and the dataset ``label`` it failed on, which a ``first`` call puts first (most often bad data
+    or a wrong signature)."""
+    try:
+        return mechanism(data, size, rng)
+    except Exception as exc:
+        kind = TypeError if isinstance(exc, TypeError) else ValueError
+        where = f"{label}: " if first else ""
+        raise kind(f"{where}mechanism {name!r} failed on {label} (called as mechanism(data, size, rng)): {_detail(exc)}"
+                   ) from exc
+
+
+def draw_outputs(mechanism: Any, data: Any, size: int, rng: np.random.Generator, layout: Layout, name: str,
+                 label: str = "data"):
+    """Yield the outputs of ``size`` runs on ``data`` (the dataset ``label``), in calls of at most
+    PAIR_CALL_ELEMENTS elements."""
     rows = max(1, PAIR_CALL_ELEMENTS // max(1, layout.width))
     done = 0
     while done < size:
         m = min(rows, size - done)
-        yield checked_outputs(mechanism(data, m, rng), m, layout.row_shape, layout.floating, name)
+        yield checked_outputs(call_mechanism(mechanism, data, m, rng, label, name), m, layout.row_shape, layout.floating,
+                              name)
         done += m
 
 
@@ -247,13 +274,13 @@ def pair_block(
     if layout.mode == "real":
         counts = np.zeros((2, layout.cells), dtype=np.int64)
         for d, data in enumerate((x, x_prime)):
-            for out in draw_outputs(mechanism, data, size, rng, layout, name):
+            for out in draw_outputs(mechanism, data, size, rng, layout, name, ("x", "x_prime")[d]):
                 counts[d] += _bin_counts(_values(out, layout, name), layout)
         return counts
     result: list[dict[Any, int]] = [{}, {}]
     for d, data in enumerate((x, x_prime)):
         acc = result[d]
-        for out in draw_outputs(mechanism, data, size, rng, layout, name):
+        for out in draw_outputs(mechanism, data, size, rng, layout, name, ("x", "x_prime")[d]):
             for key, c in _category_counts(_observe(out, layout, name)).items():
                 acc[key] = acc.get(key, 0) + c
             if len(acc) > PAIR_MAX_CATEGORIES:
@@ -300,12 +327,7 @@ def _real_layout(values: NDArray[np.float64], row_shape: tuple[int, ...], floati
 
 def first_call(mechanism: Any, data: Any, size: int, rng: np.random.Generator, label: str, name: str) -> Any:
     """The very first call on ``data``: an error there is most often bad ``data`` or a wrong signature."""
-    try:
-        return mechanism(data, size, rng)
-    except (TypeError, ValueError) as exc:  # TypeError or ValueError itself: a subclass may need other arguments
-        raise (TypeError if isinstance(exc, TypeError) else ValueError)(
-            f"{label}: mechanism {name!r} failed on {label} (called as mechanism(data, size, rng)): {exc}"
-        ) from exc
+    return call_mechanism(mechanism, data, size, rng, label, name, first=True)
 
 
 def probe_block(
@@ -344,13 +366,12 @@ def probe_block(
     obs: list[list[np.ndarray]] = [[first_obs], []]
     rest = size - first.shape[0]
     if rest:
-        obs[0].extend(_observe(o, layout, name) for o in draw_outputs(mechanism, x, rest, rng, layout, name))
-    draws = draw_outputs(mechanism, x_prime, size, rng, layout, name)
+        obs[0].extend(_observe(o, layout, name) for o in draw_outputs(mechanism, x, rest, rng, layout, name, "x"))
+    draws = draw_outputs(mechanism, x_prime, size, rng, layout, name, "x_prime")
     try:
         first_prime = next(draws)
-    except (TypeError, ValueError) as exc:
-        raise (TypeError if isinstance(exc, TypeError) else ValueError)(
-            f"x_prime: mechanism {name!r} failed on x_prime: {exc}") from exc
+    except (TypeError, ValueError) as exc:  # the first call on x_prime: as first_call, the dataset first
+        raise (TypeError if isinstance(exc, TypeError) else ValueError)(f"x_prime: {exc}") from exc.__cause__ or exc
     obs[1].append(_observe(first_prime, layout, name))
     obs[1].extend(_observe(o, layout, name) for o in draws)
 

@@ -403,8 +403,8 @@ def _learned_statistic(
         raise ValueError(f"trials must be at least 4 to learn a statistic, got {trials}")
     probe = Layout(mode="real", row_shape=row_shape, floating=floating)
     samples = []
-    for data in (x, x_prime):
-        outs = [o.reshape(o.shape[0], -1) for o in draw_outputs(mechanism, data, n_fit, rng, probe, name)]
+    for label, data in (("x", x), ("x_prime", x_prime)):
+        outs = [o.reshape(o.shape[0], -1) for o in draw_outputs(mechanism, data, n_fit, rng, probe, name, label)]
         samples.append(np.concatenate(outs).astype(np.float64))
     return (fit_statistic(samples[0], samples[1], rng=int(fit_seq.generate_state(1)[0]), inputs=(x, x_prime)),
             n_fit, None)
