@@ -15,6 +15,7 @@ privacy-loss distributions in :mod:`dptutor.pld`; their names are importable fro
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -60,19 +61,42 @@ __all__ = [
 #: The most releases :func:`optimal_composition_delta` sums over (its cost is linear in k).
 MAX_OPTIMAL_K: int = 10**5
 
+_MAX_FLOAT = Fraction(1.7976931348623157e308)
+_EPS = 2.0**-52  # one unit in the last place of 1
+
 
 def _k(k: object, maximum: int | None = None) -> int:
     return check_int(k, "k", minimum=1, maximum=maximum)
 
 
 def _mul(a: float, b: float) -> float:
-    """``a * b`` for a, b >= 0, ``inf`` on overflow (no warning), 0 when either is 0."""
-    if a == 0.0 or b == 0.0:
+    """``a * b`` for a, b >= 0 (``a`` may be an int beyond the floats) rounded UP: the smallest double at least
+    the exact product (decided in ``Fraction``s), ``inf`` on overflow, 0 only when either is 0."""
+    if a == 0 or b == 0:
         return 0.0
-    if max(a, b) > 1.7976931348623157e308:  # e.g. k = 10**400, an int too large for a float: in logs
-        return _exp(math.log(a) + math.log(b))
-    with np.errstate(over="ignore"):
-        return float(np.float64(a) * np.float64(b))
+    if a == math.inf or b == math.inf:
+        return math.inf
+    exact = Fraction(a) * Fraction(b)
+    if exact > _MAX_FLOAT:
+        return math.inf
+    v = float(exact)  # correctly rounded to nearest: at most one step below
+    return math.nextafter(v, math.inf) if Fraction(v) < exact else v
+
+
+def _add(a: float, b: float) -> float:
+    """``a + b`` for finite-or-inf a, b >= 0, rounded UP (the smallest double at least the exact sum)."""
+    v = a + b
+    if math.isfinite(v) and Fraction(v) < Fraction(a) + Fraction(b):
+        return math.nextafter(v, math.inf)
+    return v
+
+
+def _out(x: float, ulps: float) -> float:
+    """``x >= 0`` raised by ``ulps`` units of 2^-52 relative and one step more (an upper bound on a value
+    computed to within that relative error); 0 stays 0."""
+    if x == 0.0 or x == math.inf:
+        return x
+    return math.nextafter(x * (1.0 + ulps * _EPS), math.inf)
 
 
 def _up(x: float, up: float) -> float:
@@ -152,17 +176,53 @@ def advanced_composition(epsilon: float, delta: float, k: int, delta_prime: floa
     k = _k(k)
     dp = check_real(delta_prime, "delta_prime", low=0.0, high=1.0, low_open=True, high_open=True)
     two_log = -2.0 * math.log(dp)  # not 2 ln(1 / dp): 1 / 1e-310 overflows
-    first = _mul(eps, math.sqrt(two_log * k) if k < 10**300 else _exp(0.5 * (math.log(two_log) + math.log(k))))
+    if k < 10**300:
+        root, ulps = math.sqrt(two_log * k), 8.0
+    else:  # in logs: the exponent's rounding error is relative to its size
+        half_log = 0.5 * (math.log(two_log) + math.log(k))
+        root, ulps = _exp(half_log), 8.0 + 2.0 * abs(half_log)
+    first = _mul(eps, root)
     second = _mul(_mul(k, eps), math.expm1(eps) if eps < 709.78 else math.inf)  # e^709.78 is near the largest double
-    return first + second, min(1.0, _mul(k, dlt) + dp)
+    # the log, square root and expm1 are each within an ulp or two: ``ulps`` more covers them (never too small)
+    return _out(_add(first, second), ulps), min(1.0, _add(_mul(k, dlt), dp))
 
 
-def _log_binomial_pmf_terms(k: int, epsilon: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """For the k-fold randomized response at epsilon: ``ln P(i)`` and ``ln Q(i)``, i = 0..k ones."""
-    i = np.arange(k + 1, dtype=np.float64)
-    log_comb = special.gammaln(k + 1.0) - special.gammaln(i + 1.0) - special.gammaln(k - i + 1.0)
-    log_norm = k * np.logaddexp(0.0, epsilon)
-    return log_comb + i * epsilon - log_norm, log_comb + (k - i) * epsilon - log_norm
+def _first_positive_term(k: int, epsilon: float, epsilon_total: float) -> int:
+    """The smallest i in [0, k + 1] with ``(2 i - k) epsilon > epsilon_total`` (``k + 1``: none), decided exactly."""
+    if epsilon == 0.0 or epsilon_total / epsilon > 2.0 * k + 2.0:  # the ratio may be inf: no term
+        return k + 1
+
+    def positive(i: int) -> bool:
+        return (2 * i - k) * Fraction(epsilon) > Fraction(epsilon_total)
+
+    i = min(k + 1, max(0, int(0.5 * (k + epsilon_total / epsilon)) + 1))
+    while i > 0 and positive(i - 1):
+        i -= 1
+    while i <= k and not positive(i):
+        i += 1
+    return i
+
+
+def _hockey_stick_upper(k: int, epsilon: float, epsilon_total: float) -> float:
+    """``sum_i P(i) (1 - e^{epsilon_total - (2 i - k) epsilon})_+`` rounded UP: which terms count is decided
+    exactly, each log term is raised by a bound on its rounding error, and 0 only when the sum is exactly 0."""
+    start = _first_positive_term(k, epsilon, epsilon_total)
+    if start > k:
+        return 0.0
+    i = np.arange(start, k + 1, dtype=np.float64)
+    g_k, g_i, g_rest = special.gammaln(k + 1.0), special.gammaln(i + 1.0), special.gammaln(k - i + 1.0)
+    log_norm = k * float(np.logaddexp(0.0, epsilon))
+    log_p = g_k - g_i - g_rest + i * epsilon - log_norm  # ln P(i), P the k-fold randomized response's law
+    slack = 4.0 * _EPS * (g_k + g_i + g_rest + i * epsilon + log_norm + 1.0)  # its rounding error, at most
+    reach = (2.0 * i - k) * epsilon  # > epsilon_total exactly; the gap's rounding error is at most 2^-52 reach
+    gap = (reach - epsilon_total) * (1.0 + 2.0 * _EPS) + 2.0 * _EPS * reach + 5e-324
+    exact_gap = (2 * start - k) * Fraction(epsilon) - Fraction(epsilon_total)  # the first may be an ulp: exactly
+    gap[0] = min(gap[0], math.nextafter(float(exact_gap), math.inf))
+    log_factor = np.log(-np.expm1(-gap))  # ln(1 - e^-gap) < 0, with gap > 0 a little above the true one
+    log_terms = log_p + slack + log_factor * (1.0 - 4.0 * _EPS) + 2.0 * _EPS
+    total = float(special.logsumexp(log_terms))
+    total += 4.0 * _EPS * abs(total) + (k + 4.0) * _EPS  # logsumexp's own error (a sum of at most k + 1 terms)
+    return min(1.0, math.nextafter(_exp(total), math.inf))
 
 
 def optimal_composition_delta(epsilon: float, k: int, epsilon_total: float, delta: float = 0.0) -> float:
@@ -171,8 +231,10 @@ def optimal_composition_delta(epsilon: float, k: int, epsilon_total: float, delt
 
         1 - (1 - delta)^k (1 - sum_i P(i) (1 - e^{epsilon_total} Q(i) / P(i))_+)
 
-    with P, Q the laws of the number of ones in k randomized responses.  Exact up to rounding (each
-    term in log space).
+    with P, Q the laws of the number of ones in k randomized responses.  Each term is computed in log
+    space and the result is rounded UP (outward) by a bound on its rounding error (a few ulps for small k,
+    up to about 2e-9 relative at k = 10^5), so it is never below the exact delta_total; it is 0 exactly when
+    the exact value is 0 (which terms count is decided in exact rational arithmetic).
 
     Parameters
     ----------
@@ -199,19 +261,15 @@ def optimal_composition_delta(epsilon: float, k: int, epsilon_total: float, delt
     k = _k(k, MAX_OPTIMAL_K)
     eps_t = check_real(epsilon_total, "epsilon_total", low=0.0, allow_inf=True)
     dlt = check_real(delta, "delta", low=0.0, high=1.0)
-    if eps_t == math.inf:
-        hockey = 0.0
-    else:
-        log_p, log_q = _log_binomial_pmf_terms(k, eps)
-        gap = log_q + eps_t - log_p  # ln(e^{eps_t} Q / P) <= 0 where the term is positive
-        keep = gap < 0
-        with np.errstate(under="ignore"):
-            terms = np.exp(log_p[keep]) * -np.expm1(gap[keep])
-        hockey = float(min(1.0, terms.sum()))
-    if dlt == 0.0:
+    hockey = 0.0 if eps_t == math.inf else _hockey_stick_upper(k, eps, eps_t)
+    if dlt == 0.0 or hockey == 1.0:
         return hockey
-    survive = _exp(k * math.log1p(-dlt)) if dlt < 1.0 else 0.0
-    return float(min(1.0, max(0.0, 1.0 - survive * (1.0 - hockey))))
+    if dlt == 1.0:
+        return 1.0
+    # 1 - (1 - delta)^k (1 - hockey) = -expm1(k ln(1 - delta) + ln(1 - hockey)), free of cancellation (the form
+    # 1 - survive (1 - hockey) gave 0 for delta = 1e-20); the exponent is pushed down by more than its error
+    exponent = (k * math.log1p(-dlt) + math.log1p(-hockey)) * (1.0 + 4.0 * _EPS)
+    return min(1.0, math.nextafter(-math.expm1(exponent), math.inf))
 
 
 def optimal_composition_epsilon(epsilon: float, k: int, delta_total: float, delta: float = 0.0) -> float:
@@ -243,7 +301,7 @@ def optimal_composition_epsilon(epsilon: float, k: int, delta_total: float, delt
     k = _k(k, MAX_OPTIMAL_K)
     target = check_real(delta_total, "delta_total", low=0.0, high=1.0)
     dlt = check_real(delta, "delta", low=0.0, high=1.0)
-    hi = k * eps
+    hi = _mul(k, eps)  # rounded up: at hi >= k epsilon the hockey stick is exactly 0
     if optimal_composition_delta(eps, k, hi, dlt) > target:
         return math.inf
     if optimal_composition_delta(eps, k, 0.0, dlt) <= target:
@@ -256,6 +314,9 @@ def tradeoff_beta(alpha: Any, epsilon: float, delta: float = 0.0) -> NDArray[np.
     (epsilon, delta)-DP mechanism (Kairouz, Oh and Viswanath 2015, Theorem 2.1; ``acc-eq-tradeoff``):
 
         beta >= max(0, 1 - delta - e^epsilon alpha, e^-epsilon (1 - delta - alpha)).
+
+    Every step is rounded DOWN (outward for a lower bound on the attacker's error), so the result is never
+    above the exact value; it is exact where no rounding happens (epsilon = 0, or alpha = 0).
 
     Parameters
     ----------
@@ -281,10 +342,30 @@ def tradeoff_beta(alpha: Any, epsilon: float, delta: float = 0.0) -> NDArray[np.
         raise ValueError("alpha must lie in [0, 1]")
     eps = check_real(epsilon, "epsilon", low=0.0, allow_inf=True)
     dlt = check_real(delta, "delta", low=0.0, high=1.0)
+    keep = 1.0 - dlt  # 1 - delta rounded DOWN: every step below errs low (a beta too small is the safe side)
+    if Fraction(keep) > 1 - Fraction(dlt):
+        keep = math.nextafter(keep, -math.inf)
+    grow, shrink = _exp(eps), _exp(-eps)  # e^eps up, e^-eps down (exp is within an ulp); exact at eps = 0
+    if eps > 0.0:
+        grow, shrink = math.nextafter(grow, math.inf), math.nextafter(shrink, 0.0)
     with np.errstate(over="ignore", invalid="ignore"):
-        first = 1.0 - dlt - np.where(a == 0, 0.0, _exp(eps) * a)
-        second = _exp(-eps) * (1.0 - dlt - a)
+        scaled = np.where(a == 0, 0.0, grow * a)
+        if grow != 1.0:  # e^eps alpha rounded up (0 stays 0: alpha = 0 is exact)
+            scaled = np.where(scaled > 0.0, np.nextafter(scaled, math.inf), scaled)
+        first = _minus_down(np.full_like(a, keep), scaled)
+        inner = np.maximum(0.0, _minus_down(np.full_like(a, keep), a))
+        second = shrink * inner if shrink == 1.0 else np.nextafter(shrink * inner, 0.0)
     return np.maximum(0.0, np.maximum(first, second))
+
+
+def _minus_down(x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``x - y`` rounded DOWN (Knuth's two-sum gives the rounding error's sign exactly; ``inf - inf`` is ``-inf``)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        s = x - y
+        back = s - x
+        err = (x - (s - back)) + (-y - back)  # the exact x - y is s + err (for finite s)
+    low = np.where(np.isfinite(s) & (err < 0), np.nextafter(s, -np.inf), s)
+    return np.where(np.isnan(low), -np.inf, low)
 
 
 def group_privacy(epsilon: float, k: int, delta: float = 0.0) -> tuple[float, float]:
@@ -325,8 +406,9 @@ def group_privacy(epsilon: float, k: int, delta: float = 0.0) -> tuple[float, fl
     # delta * sum_{i<k} e^{i eps} (>= k delta), rounded UP by more than its rounding error (never too small a delta)
     k_eps = _mul(k, eps)
     up = 1.0 + 2.0**-50 * (4.0 + min(k_eps, 1e4) - math.log(dlt))
-    if k_eps < 700.0:  # directly, to a few ulps: (e^{k eps} - 1) / (e^eps - 1)
-        return k_eps, min(1.0, _up(_mul(dlt, max(float(k), math.expm1(k_eps) / math.expm1(eps))), up))
+    ratio = math.expm1(k_eps) / math.expm1(eps) if k_eps < 700.0 else math.inf  # no overflow: inf at worst
+    if ratio < 1e300:  # directly, to a few ulps: (e^{k eps} - 1) / (e^eps - 1) (k may be an int beyond the floats)
+        return k_eps, min(1.0, _up(max(_mul(dlt, k), _mul(dlt, ratio)), up))
     # in log space: ln delta + ln(e^{k eps} - 1) - ln(e^eps - 1)
     log_num = k_eps + math.log(-math.expm1(-k_eps)) if k_eps != math.inf else math.inf
     log_den = eps + math.log(-math.expm1(-eps))

@@ -23,6 +23,10 @@ import sympy as sp
 
 from dptutor._validate import check_bool, check_int, check_positive, check_real, check_sequence
 
+_EPS = 2.0**-52  # one unit in the last place of 1
+_MAX_FLOAT = Fraction(1.7976931348623157e308)
+_LINEAR_BELOW = 1e-100  # below this epsilon the vote's loss is slope * epsilon to far below an ulp
+
 __all__ = [
     "sequential_epsilon",
     "parallel_epsilon",
@@ -49,7 +53,7 @@ def sequential_epsilon(epsilons: Iterable[float]) -> float:
     Returns
     -------
     float
-        Their sum.
+        Their exact sum rounded UP (the smallest double at least the exact sum: never below it).
 
     Raises
     ------
@@ -66,7 +70,9 @@ def sequential_epsilon(epsilons: Iterable[float]) -> float:
     """
     values = _check_epsilons(epsilons, "epsilons")
     try:
-        total = math.fsum(values)
+        total = math.fsum(values)  # correctly rounded to nearest: possibly below the exact sum
+        if total < math.inf and math.fsum(values + [-total]) > 0.0:  # fsum is exact inside: the residual's sign
+            total = math.nextafter(total, math.inf)
     except OverflowError:
         total = math.inf
     if not math.isfinite(total):
@@ -178,18 +184,22 @@ class Budget:
 
     @property
     def used(self) -> float:
-        """The budget used so far, rounded to the nearest double.
+        """The budget used so far, rounded up to a double, so that it never understates the privacy spent.
 
         Returns
         -------
         float
-            :attr:`used_exactly` rounded to the nearest double.
+            The smallest double at least :attr:`used_exactly`.
 
         Notes
         -----
         It raises no exception: the fields were checked when the budget was made.
         """
-        return float(self.used_exactly)
+        used = self.used_exactly
+        value = float(used)
+        if Fraction(value) < used:
+            value = math.nextafter(value, math.inf)
+        return value
 
     @property
     def remaining(self) -> float:
@@ -278,7 +288,9 @@ def repeated_laplace_box_loss(k: int, epsilon: float, t: float = 0.0) -> tuple[f
     event has probability ``F(t)^k`` on ``D`` and ``F(t - 1)^k`` on ``D'`` (``F`` the Laplace CDF),
     and ``loss = k (ln F(t) - ln F(t - 1))``, which is exactly ``k * epsilon`` for ``t <= 0``:
     the composition bound is attained.  ``log_prob = k ln F(t)`` is the event's log-probability on
-    ``D`` (how rarely an attacker sees it).  Computed in closed form (log1p, expm1).
+    ``D`` (how rarely an attacker sees it).  Computed in closed form (log1p, expm1); the loss is rounded
+    UP (outward) by a few ulps, never below its exact value (it underflows to 0 only where the exact loss
+    is below ``e^-700``, with epsilon and t near the largest floats).
 
     Parameters
     ----------
@@ -311,7 +323,7 @@ def repeated_laplace_box_loss(k: int, epsilon: float, t: float = 0.0) -> tuple[f
     eps = check_positive(epsilon, "epsilon")
     t = check_real(t, "t")
     if t <= 0.0:  # both CDFs are e^((t - loc) eps) / 2: the ratio is e^eps exactly, even far in the tail
-        return k * eps, k * (eps * t - math.log(2.0))
+        return _times_up(k, eps), k * (eps * t - math.log(2.0))
     # F(t) = 1 - e^(-t eps) / 2; F(t - 1) = e^((t - 1) eps) / 2 for t <= 1, else 1 - e^(-(t - 1) eps) / 2.
     # Their log-ratio in closed forms free of cancellation (scipy's two log-CDFs lost it all for tiny
     # epsilon or large t, giving a loss of 0) and of overflow.
@@ -321,7 +333,11 @@ def repeated_laplace_box_loss(k: int, epsilon: float, t: float = 0.0) -> tuple[f
     else:  # ln(1 + (e^(-(t - 1) eps) - e^(-t eps)) / (2 - e^(-(t - 1) eps)))
         shifted = math.exp(-(t - 1.0) * eps)
         loss = math.log1p(shifted * -math.expm1(-eps) / (2.0 - shifted))
-    return k * loss, k * log_f0
+    if loss == 0.0:  # underflowed (epsilon and t near the largest floats): below every positive double
+        return 0.0, k * log_f0
+    # each closed form is good to a few ulps, plus (for t > 1) e^-(t - 1) eps's error, 2 ulps of its exponent
+    up = 1.0 + _EPS * (16.0 + (4.0 * (t - 1.0) * eps if t > 1.0 else 0.0))
+    return _times_up(k, math.nextafter(loss * up, math.inf)), k * log_f0
 
 
 def majority_vote_loss(k: int, epsilon: float) -> float:
@@ -332,7 +348,10 @@ def majority_vote_loss(k: int, epsilon: float) -> float:
     is guessed 0).  A release is rounded to 1 with probability ``p0 = e^(-epsilon/2) / 2`` on ``X``
     and ``p1 = 1 - p0`` on ``X'``, independently, so the number of ones is binomial and
     ``loss = max over the two guesses of |ln P(guess | X) - ln P(guess | X')|``, computed with
-    ``scipy.stats.binom``'s log survival and log CDF (no underflow for large k).
+    ``scipy.stats.binom``'s log survival and log CDF (no underflow for large k).  The result is rounded
+    UP (outward) by a bound on its error (about 1e-14 absolute, a few ulps relative for tiny epsilon) and
+    capped at ``k * epsilon`` rounded up: it is never below the exact loss.  For epsilon below 1e-100 the
+    loss is linear in epsilon to far below an ulp and is computed from its slope, so it is never 0.
 
     Parameters
     ----------
@@ -353,20 +372,49 @@ def majority_vote_loss(k: int, epsilon: float) -> float:
     ValueError
         If an argument is out of range (the message names it).
     """
-    from scipy import stats
-
     k = check_int(k, "k", minimum=1, maximum=10**7)
     eps = check_positive(epsilon, "epsilon")
+    cap = _times_up(k, eps)  # the exact loss is at most k epsilon (composition, then post-processing)
+    cut = k // 2  # guess 1 iff ones > k/2, i.e. ones >= cut + 1
+    if eps < _LINEAR_BELOW:  # loss = slope eps (1 + O(eps)): from the slope, free of underflow (was 0 at 5e-324)
+        slope = _close_tails_loss(k, cut, _LINEAR_BELOW) / _LINEAR_BELOW
+        return min(cap, _times_up(slope * (1.0 + 64.0 * _EPS), eps))
+    loss, error = _vote_loss(k, cut, eps)
+    return min(cap, math.nextafter(loss + error, math.inf))
+
+
+def _times_up(a: float, b: float) -> float:
+    """``a * b`` for a, b > 0 rounded UP (the smallest double at least the exact product; ``inf`` beyond)."""
+    exact = Fraction(a) * Fraction(b)
+    if exact > _MAX_FLOAT:
+        return math.inf
+    v = float(exact)
+    return math.nextafter(v, math.inf) if Fraction(v) < exact else v
+
+
+def _vote_loss(k: int, cut: int, eps: float) -> tuple[float, float]:
+    """The vote's loss as computed, and a bound on its error (scipy's tails are good to about 1e-15 relative,
+    so each log to about 1e-15 absolute; the sums in logs to a few ulps of their terms' size)."""
+    from scipy import special, stats
+
     p0 = 0.5 * math.exp(-eps / 2.0)
-    cut = k // 2                                  # guess 1 iff ones > k/2, i.e. ones >= cut + 1
     if -math.expm1(-eps / 2.0) * math.sqrt(k) < 1e-3:  # p0 and 1 - p0 too close: the logs' difference cancels
-        return _close_tails_loss(k, cut, eps)
+        loss = _close_tails_loss(k, cut, eps)
+        return loss, 64.0 * _EPS * loss
+    # under X' the number of zeros is Bin(k, p0): its tails need no 1 - (1 - p0), which lost p0's digits (for
+    # epsilon = 63.2 and k = 1 the loss was 1.6e-4 relative off, as 1 - p0 happened to round)
     with np.errstate(divide="ignore", under="ignore"):
-        log_one = [float(stats.binom.logsf(cut, k, p)) for p in (p0, 1.0 - p0)]
-        log_zero = [float(stats.binom.logcdf(cut, k, p)) for p in (p0, 1.0 - p0)]
-    if not all(math.isfinite(v) for v in log_one + log_zero):  # a tail (or p0) underflowed: sum it in logs
-        log_one, log_zero = _log_binomial_tails(k, cut, -eps / 2.0 - math.log(2.0))
-    return max(abs(log_one[0] - log_one[1]), abs(log_zero[0] - log_zero[1]))
+        log_one = [float(stats.binom.logsf(cut, k, p0)), float(stats.binom.logcdf(k - cut - 1, k, p0))]
+        log_zero = [float(stats.binom.logcdf(cut, k, p0)), float(stats.binom.logsf(k - cut - 1, k, p0))]
+    size = max(abs(v) for v in log_one + log_zero)
+    if math.isfinite(size):
+        error = 64.0 * _EPS * (1.0 + size)
+    else:  # a tail (or p0) underflowed: sum it in logs
+        log_p0 = -eps / 2.0 - math.log(2.0)
+        log_one, log_zero = _log_binomial_tails(k, cut, log_p0)
+        size = max(abs(v) for v in log_one + log_zero)
+        error = 16.0 * _EPS * (1.0 + size + 3.0 * float(special.gammaln(k + 1.0)) + k * (abs(log_p0) + 1.0))
+    return max(abs(log_one[0] - log_one[1]), abs(log_zero[0] - log_zero[1])), error
 
 
 def _close_tails_loss(k: int, cut: int, eps: float) -> float:
