@@ -41,14 +41,13 @@ from dptutor._validate import (
     renamed_parameters,
     recordable_seed,
 )
+from dptutor._safe_files import atomic_target, is_utf8_text, output_folder
 from dptutor.audit import MAX_N, MAX_TRIALS, AuditCell, AuditResult, estimate_losses, exact_loss
 from dptutor.grid_files import (  # the file layer: these names were defined here and are re-exported
     RESULTS_CSV,
     GridRow,
-    atomic_target,
     atomic_write_text,
     epsilon_key,
-    output_folder,
     read_rows_csv,
     rows_to_nested,
     sort_rows,
@@ -225,15 +224,15 @@ def _resolve_mechanisms(mechanisms: Iterable[str] | Mapping[str, Mechanism]) -> 
         for name, fn in resolved.items():
             if not isinstance(name, str) or not name or not callable(fn):
                 raise TypeError("mechanisms mapping must map names (non-empty str) to callables")
-            if name.encode("utf-8", "replace").decode("utf-8") != name or "\r" in name:
+            if not is_utf8_text(name) or "\r" in name:
                 raise ValueError(f"mechanisms: the name {name!r} must be UTF-8 text (no lone surrogates) without a carriage return")
     else:
         resolved = {}
-        for name in check_sequence(mechanisms, "mechanisms"):
+        for i, name in enumerate(check_sequence(mechanisms, "mechanisms")):
             if not isinstance(name, str):
-                raise TypeError(f"mechanisms must hold mechanism names (str), got {type(name).__name__}")
+                raise TypeError(f"mechanisms[{i}] must be a mechanism name (str), got {type(name).__name__}")
             if name not in MECHANISMS:
-                raise ValueError(f"mechanisms: unknown mechanism {name!r}; choose from {list(MECHANISMS)}")
+                raise ValueError(f"mechanisms[{i}]: unknown mechanism {name!r}; choose from {list(MECHANISMS)}")
             if name in resolved:
                 raise ValueError(f"mechanisms must not contain duplicates, got {name!r} twice")
             resolved[name] = MECHANISMS[name]
@@ -310,7 +309,8 @@ def run_grid(
     mechanisms : sequence of str or mapping of str to callable, default PAPER_MECHANISMS
         Built-in mechanism names, or names mapped to ``mechanism(x, epsilon, rng)``.
     epsilons : sequence of float, default PAPER_EPSILONS
-        The budgets (positive, no duplicates).
+        The budgets (positive, no duplicates; unless ``exact``, large enough that ``n / epsilon`` is finite
+        for every ``n`` of ``dims``).
     dims : sequence of int, default PAPER_DIMS
         The dimensions (in ``[1, MAX_N]``, no duplicates).
     trials : int, default 100_000
@@ -345,12 +345,12 @@ def run_grid(
         If an argument is out of range, has duplicates, or ``out`` is not a writeable folder (the message names it).
     """
     mechs = _resolve_mechanisms(mechanisms)
-    eps_list, dim_list = _check_axes(epsilons, dims)
+    exact = check_bool(exact, "exact")
+    eps_list, dim_list = _check_axes(epsilons, dims, exact)
     trials = check_int(trials, "trials", minimum=1, maximum=MAX_TRIALS)
     seed = recordable_seed(rng)
     seed = np.random.SeedSequence().entropy if seed is None else seed
     workers = check_workers(workers)
-    exact = check_bool(exact, "exact")
     progress = check_bool(progress, "progress")
     for cb, cb_name in ((on_row, "on_row"), (on_invalid, "on_invalid")):
         if cb is not None:
@@ -418,10 +418,17 @@ def _reusable(
     return existing, done, todo
 
 
-def _check_axes(epsilons: object, dims: object) -> tuple[list[float], list[int]]:
-    """The grid's epsilons and dimensions as lists, each without duplicates."""
-    eps_list = [check_positive(e, "epsilons") for e in check_sequence(epsilons, "epsilons")]
-    dim_list = [check_int(d, "dims", minimum=1, maximum=MAX_N) for d in check_sequence(dims, "dims")]
+def _check_axes(epsilons: object, dims: object, exact: bool) -> tuple[list[float], list[int]]:
+    """The grid's epsilons and dimensions as lists, each without duplicates; a bad item is named by its
+    index (``epsilons[2]``).  Unless ``exact``, an epsilon so small that the built-in mechanisms' noise
+    scale ``n / epsilon`` overflows for some ``n`` of ``dims`` (a subnormal one) is refused here, by
+    its name in the grid, rather than by the mechanism in the middle of the run."""
+    eps_list = [check_positive(e, f"epsilons[{i}]") for i, e in enumerate(check_sequence(epsilons, "epsilons"))]
+    dim_list = [check_int(d, f"dims[{i}]", minimum=1, maximum=MAX_N) for i, d in enumerate(check_sequence(dims, "dims"))]
+    for i, e in enumerate(eps_list):
+        if not exact and not math.isfinite(max(dim_list) / e):
+            raise ValueError(f"epsilons[{i}] = {e!r} is too small: the noise scale n / epsilon overflows "
+                             f"for n = {max(dim_list)}")
     if len(set(map(epsilon_key, eps_list))) != len(eps_list):
         raise ValueError(f"epsilons must not contain duplicates, got {[float(e) for e in eps_list]}")
     if len(set(dim_list)) != len(dim_list):

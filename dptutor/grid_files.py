@@ -3,23 +3,21 @@
 A :class:`GridRow` checks itself against its counts and cell; :func:`write_results` writes the CSV
 (every row) and the JSON (the authors' nested layout) atomically, and :func:`read_rows_csv` reads
 the CSV back, refusing rows that do not check out, so that :func:`dptutor.experiments.run_grid`
-can resume an interrupted run from its folder.
+can resume an interrupted run from its folder.  What any such file must be safe against (text that
+is not UTF-8, half-written files, FIFOs and huge files) is checked by the helpers of ``dptutor._safe_files``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import json
 import math
 import os
-import stat
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
+from dptutor._safe_files import atomic_target, is_utf8_text, output_folder, read_regular_file
 from dptutor._validate import (
     check_callable,
     check_int,
@@ -47,7 +45,6 @@ __all__ = [
 ]
 
 RESULTS_JSON = "results.json"
-_FILE_MODE = 0o644  # mkstemp creates 0600 files; results are meant to be shared
 RESULTS_CSV = "results.csv"
 _MAX_CSV_BYTES = 16 << 20  # the paper grid's results.csv is ~50 kB (~200 bytes a row); larger files are refused unread
 
@@ -144,7 +141,7 @@ class GridRow:
         if self.finished_at is not None:
             v["finished_at"] = check_str(self.finished_at, "finished_at")
         for key in ("mechanism", "finished_at"):
-            if key in v and (v[key].encode("utf-8", "replace").decode("utf-8") != v[key] or "\r" in v[key]):
+            if key in v and (not is_utf8_text(v[key]) or "\r" in v[key]):
                 raise ValueError(f"{key} must be UTF-8 text (no lone surrogates) without a carriage return, got {shown(v[key])}")
         if self.counts is None:
             if v["trials"] != 0:
@@ -238,37 +235,6 @@ def epsilon_key(epsilon: float) -> str:
     return repr(check_positive(epsilon, "epsilon"))
 
 
-@contextlib.contextmanager
-def atomic_target(path: Path) -> Iterator[str]:
-    """Yield a temporary file name beside ``path``; on success it replaces ``path``, else it is removed.
-
-    Parameters
-    ----------
-    path : pathlib.Path
-        The file to replace.
-
-    Yields
-    ------
-    str
-        The temporary file's name.
-
-    Raises
-    ------
-    OSError
-        If the temporary file cannot be made or moved (it is removed).
-    """
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        os.chmod(tmp, _FILE_MODE)
-        yield tmp
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` to ``path`` atomically: a temporary file in the same folder, then ``os.replace``.
 
@@ -292,7 +258,7 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     """
     path = check_path(path, "path")
     text = check_str(text, "text")
-    if text.encode("utf-8", "replace").decode("utf-8") != text:
+    if not is_utf8_text(text):
         raise ValueError("text must be UTF-8 text (no lone surrogates)")
     try:
         if path.is_dir():
@@ -401,7 +367,7 @@ def read_rows_csv(path: str | os.PathLike, *, on_invalid: Callable[[str], None] 
             raise ValueError(f"path {path}: {message}")
         on_invalid(f"{path}: {message}")
 
-    raw = _read_regular(path)
+    raw = read_regular_file(path, _MAX_CSV_BYTES)
     text = raw.decode("utf-8-sig", errors="surrogateescape")  # undecodable bytes become lone surrogates: that row is refused
     reader = csv.DictReader(io.StringIO(text, newline=""))
     try:
@@ -419,7 +385,7 @@ def read_rows_csv(path: str | os.PathLike, *, on_invalid: Callable[[str], None] 
         if None in rec or any(v is None for v in rec.values()):
             invalid(f"line {line}: {len(rec) - (None in rec)} field(s) instead of {len(reader.fieldnames or ())}; row skipped")
             continue
-        if any(v.encode("utf-8", "replace").decode("utf-8") != v for v in rec.values()):
+        if not all(map(is_utf8_text, rec.values())):
             invalid(f"line {line}: not UTF-8 text; row skipped")
             continue
         try:
@@ -442,22 +408,6 @@ def read_rows_csv(path: str | os.PathLike, *, on_invalid: Callable[[str], None] 
         except (TypeError, ValueError) as exc:
             invalid(f"line {line}: {exc}; row skipped")
     return rows
-
-
-def _read_regular(path: Path) -> bytes:
-    """The bytes of the regular file ``path`` (no FIFO, which is opened without waiting, folder or huge file)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
-        with os.fdopen(fd, "rb") as fh:
-            info = os.fstat(fh.fileno())
-            if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_CSV_BYTES:
-                raise ValueError(f"path {path} must be a regular file of at most {_MAX_CSV_BYTES:,} bytes")
-            raw = fh.read(_MAX_CSV_BYTES + 1)
-    except OSError as exc:
-        raise ValueError(f"path {path} cannot be read ({exc.strerror or exc})") from exc
-    if len(raw) > _MAX_CSV_BYTES:
-        raise ValueError(f"path {path} grew beyond {_MAX_CSV_BYTES:,} bytes while being read")
-    return raw
 
 
 def _records(reader: csv.DictReader, invalid: Callable[[str], None]) -> Iterator[tuple[int, dict]]:
@@ -524,38 +474,6 @@ def sort_rows(rows: Iterable[GridRow], order: Sequence[str]) -> list[GridRow]:
     """
     rank = {name: i for i, name in enumerate(order)}
     return sorted(rows, key=lambda r: (rank.get(r.mechanism, len(rank)), r.mechanism, r.epsilon, r.n))
-
-
-def output_folder(out: object) -> Path:
-    """``out`` as an existing, writeable folder (created if missing), or a ValueError naming ``out``.
-
-    Parameters
-    ----------
-    out : str or os.PathLike
-        The folder (created if missing).
-
-    Returns
-    -------
-    pathlib.Path
-        The folder.
-
-    Raises
-    ------
-    TypeError
-        If an argument is of the wrong kind (the message names it).
-    ValueError
-        If an argument is a file, cannot be created or is not writeable (the message names ``out``).
-    """
-    path = check_path(out, "out")
-    try:
-        if path.exists() and not path.is_dir():
-            raise ValueError(f"out must be a folder, but {path} is a file")
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ValueError(f"out: cannot create the folder {path} ({exc.strerror or exc})") from exc
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise ValueError(f"out: the folder {path} is not writeable")
-    return path
 
 
 def write_results(rows: Sequence[GridRow], out: str | os.PathLike, *, json_rows: Sequence[GridRow] | None = None) -> None:

@@ -36,6 +36,8 @@ Modules, one idea each:
   grader's calls); :mod:`~dptutor.assignments.encoding`: the protocol's data format;
 - :mod:`~dptutor.assignments.instances`: the families of mystery mechanisms of ``audit`` and
   ``pair_audit``, the course tokens' public rule, and their threat model;
+- ``dptutor.assignments.replay``: the deadline of the ``audit`` and ``bughunt`` checks' replays of a
+  student's evidence (``ReplayTooLong``);
 - one module per assignment (:mod:`~dptutor.assignments.sampler`, :mod:`~dptutor.assignments.mechanism`,
   :mod:`~dptutor.assignments.audit`, :mod:`~dptutor.assignments.pair_audit`,
   :mod:`~dptutor.assignments.selection`), holding its seeds, parameters and checks.

@@ -25,6 +25,7 @@ from dptutor.audit import AuditResult, estimate_loss
 from dptutor.assignments.feedback import Assignment, Finding, NotAnswered, Question, named, short_repr
 from dptutor.assignments.instances import (AUDIT_BUGS, SELF_STUDY, active_member, answer_member, answers_scope,
                                            audit_mystery)
+from dptutor.assignments.replay import ReplayTooLong, check_deadline
 
 __all__ = ["ASSIGNMENT", "AUDIT_EPSILON", "AUDIT_CONFIDENCE", "VERDICTS", "DIAGNOSES", "JUSTIFICATION_WORDS",
            "AUDIT_MAX_WORK", "AUDIT_REPLAY_SECONDS", "BY_HAND", "RECORD_TYPES", "mystery_a", "mystery_b",
@@ -122,17 +123,12 @@ def _audit_result(fields: dict[str, Any]) -> AuditResult:
 RECORD_TYPES = {"AuditResult": _audit_result}
 
 
-class _ReplayTooLong(BaseException):  # not an Exception: the audit's wrapping of mechanism errors lets it through
-    pass
-
-
 def _bounded(mechanism: Callable, deadline: float) -> Callable:
-    """``mechanism`` that stops the replay (``_ReplayTooLong``) once ``deadline`` (monotonic) has passed;
+    """``mechanism`` that stops the replay (``ReplayTooLong``) once ``deadline`` (monotonic) has passed;
     the auditor calls it once per chunk of trials, so the replay stops within one chunk."""
 
     def run(x: NDArray, epsilon: float, rng: np.random.Generator) -> NDArray[np.float64]:
-        if time.monotonic() > deadline:
-            raise _ReplayTooLong
+        check_deadline(deadline)
         return mechanism(x, epsilon, rng)
 
     run.__name__ = mechanism.__name__
@@ -169,7 +165,7 @@ def _replay(result: Any, mechanism: Callable, label: str, minimum_trials: int) -
         return findings
     try:
         counts = _replayed_counts(mechanism, result)
-    except _ReplayTooLong:
+    except ReplayTooLong:
         findings.append(Finding(False, f"replaying your audit took longer than the grader's limit of "
                                        f"{AUDIT_REPLAY_SECONDS:g} s: not replayed; use fewer trials or a smaller n"))
         return findings
@@ -189,7 +185,7 @@ def _replay(result: Any, mechanism: Callable, label: str, minimum_trials: int) -
 
 
 def _replayed_counts(mechanism: Callable, result: AuditResult) -> NDArray:
-    """The counts of ``estimate_loss`` replayed with the evidence's settings and seed (``_ReplayTooLong``
+    """The counts of ``estimate_loss`` replayed with the evidence's settings and seed (``ReplayTooLong``
     past :data:`AUDIT_REPLAY_SECONDS`)."""
     seed = list(result.seed) if isinstance(result.seed, tuple) else result.seed
     with warnings.catch_warnings():
@@ -206,7 +202,7 @@ def _self_study_audit(mechanism: Callable, result: AuditResult) -> bool:
     try:
         with answers_scope({"audit": SELF_STUDY["audit"]}):
             return bool(np.array_equal(_replayed_counts(mechanism, result), result.counts))
-    except _ReplayTooLong:
+    except ReplayTooLong:
         return False
 
 

@@ -29,6 +29,7 @@ from dptutor.assignments.feedback import (KS_ALPHA, Assignment, Finding, NotAnsw
                                           grading_rng, named)
 from dptutor.assignments.instances import active_member, answer_member
 from dptutor.assignments.record import call_many
+from dptutor.assignments.replay import ReplayTooLong, check_deadline
 from dptutor.audit import PairAudit, audit_pair
 
 __all__ = ["ASSIGNMENT", "HUNT_EPSILON", "HUNT_BOUNDS", "SCORE_SENSITIVITY", "HUNT_LABELS", "HUNT_VERDICTS",
@@ -106,15 +107,14 @@ def hunt_audit(label: str, spec: Mapping[str, Any]) -> PairAudit:
 
 
 def _run(label: str, spec: Mapping[str, Any], deadline: float) -> PairAudit:
-    """:func:`hunt_audit`, stopped with ``_ReplayTooLong`` once ``time.monotonic()`` passes ``deadline``."""
+    """:func:`hunt_audit`, stopped with ``ReplayTooLong`` once ``time.monotonic()`` passes ``deadline``."""
     problem = _spec_problem(label, spec)
     if problem:
         raise ValueError(f"spec: {problem}")
     mechanism = MECHANISMS[label]
 
     def bounded(data: Any, size: int, rng: np.random.Generator) -> NDArray:
-        if time.monotonic() > deadline:
-            raise _ReplayTooLong
+        check_deadline(deadline)
         return mechanism(data, size, rng)
 
     bounded.__name__ = mechanism.__name__
@@ -122,10 +122,6 @@ def _run(label: str, spec: Mapping[str, Any], deadline: float) -> PairAudit:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return audit_pair(bounded, x, x_prime, epsilon=HUNT_EPSILON, trials=spec["trials"], rng=spec["seed"])
-
-
-class _ReplayTooLong(BaseException):  # not an Exception: the audit's wrapping of mechanism errors lets it through
-    pass
 
 
 def _answer(answers: Any, what: str, label: str) -> str:
@@ -161,7 +157,7 @@ def _replay(label: str, evidence: Any) -> tuple[PairAudit | None, list[Finding]]
         return None, [Finding(False, problem + ": not replayed")]
     try:
         result = _run(label, spec, time.monotonic() + HUNT_REPLAY_SECONDS)
-    except _ReplayTooLong:
+    except ReplayTooLong:
         return None, [Finding(False, f"re-running your evidence took longer than {HUNT_REPLAY_SECONDS:g} s: use "
                                      "fewer trials")]
     except (TypeError, ValueError) as exc:
