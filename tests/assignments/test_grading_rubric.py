@@ -222,8 +222,9 @@ def test_one_slow_series_gets_a_second_look_and_a_slow_function_still_fails() ->
     failed = check("sampler", "q3", slow, grading_seed=TEST_GRADING_SEED)
     speed = [f for f in failed.findings if f.check == "speed"]
     assert speed and not speed[0].passed and "times the reference" in speed[0].message, failed.report()
-    # the second series stops at its first repeat over twice the passing time: 3 + 1 timed calls, not 3 + 3
-    assert slow.large == 4
+    # The second series stops at its first repeat over twice the passing time: 3 + 1 timed calls, not 3 + 3.
+    # (Or 3 + 0: its first run on 1 % of the uniforms, scaled up, may already be over that cap on a busy machine.)
+    assert slow.large in (3, 4)
 
 
 # ---------------------------------------------------------------------------------------------
