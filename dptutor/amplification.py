@@ -16,8 +16,10 @@ which is what the tests check in exact arithmetic.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 from dptutor._validate import check_probability, check_real
+from dptutor.renyi import nudge_up, round_up
 
 __all__ = ["subsampled_epsilon", "subsampled_delta", "subsampled_dp"]
 
@@ -40,7 +42,10 @@ def subsampled_epsilon(epsilon: float, sampling_rate: float) -> float:
     -------
     float
         ``ln(1 + theta (e^epsilon - 1))``: at most ``epsilon``, about ``theta (e^epsilon - 1)`` when that
-        is small, and ``0`` when ``theta = 0``.
+        is small, and ``0`` when ``theta = 0``.  Rounded up: never below the exact value, above it by a few
+        ulps (never 0 when the exact value is positive: then at least the smallest positive double); above
+        ``epsilon = 700`` (the log-sum-exp form) by up to about 1e-13 relative when ``theta`` is tiny, the
+        error of ``ln(theta)``.
 
     Raises
     ------
@@ -62,13 +67,19 @@ def subsampled_epsilon(epsilon: float, sampling_rate: float) -> float:
         return 0.0
     if theta == 1.0:
         return eps
+    # Every step is rounded up (each libm result moved two doubles up, the rest exact): rounded to nearest the
+    # result was an ulp or two low, and 0 when theta (e^eps - 1) underflowed (eps = 1e-300, theta = 1e-30).
+    # The exact value is at most eps, and at most theta (e^eps - 1).
     if eps <= _LARGE_EPSILON:
-        return math.log1p(theta * math.expm1(eps))
+        x = round_up(Fraction(theta) * Fraction(nudge_up(math.expm1(eps))))  # >= theta (e^eps - 1)
+        return min(eps, x, nudge_up(math.log1p(x)))
     # ln((1 - theta) + theta e^eps) as a log-sum-exp: eps + ln(theta + (1 - theta) e^-eps) cancelled to 0 for a
     # tiny theta (5e-324 at eps = 700.1 gave 0, not 5e-20)
-    a, b = math.log1p(-theta), math.log(theta) + eps
+    a = nudge_up(math.log1p(-theta))  # >= ln(1 - theta)
+    b = round_up(Fraction(nudge_up(math.log(theta))) + Fraction(eps))  # >= ln(theta) + eps
     hi, lo = max(a, b), min(a, b)
-    return hi + math.log1p(math.exp(lo - hi))
+    tail = nudge_up(math.log1p(nudge_up(math.exp(round_up(Fraction(lo) - Fraction(hi))))))
+    return min(eps, round_up(Fraction(hi) + Fraction(tail)))
 
 
 def subsampled_delta(delta: float, sampling_rate: float) -> float:
@@ -84,7 +95,8 @@ def subsampled_delta(delta: float, sampling_rate: float) -> float:
     Returns
     -------
     float
-        ``theta * delta``; it goes with the epsilon of :func:`subsampled_epsilon`.
+        ``theta * delta`` rounded up (the smallest double at least the exact product; 0 only when it is 0);
+        it goes with the epsilon of :func:`subsampled_epsilon`.
 
     Raises
     ------
@@ -100,7 +112,7 @@ def subsampled_delta(delta: float, sampling_rate: float) -> float:
     """
     dlt = check_probability(delta, "delta", closed=True)
     theta = check_probability(sampling_rate, "sampling_rate", closed=True)
-    return theta * dlt
+    return round_up(Fraction(theta) * Fraction(dlt))  # rounded to nearest it was an ulp low half the time, or 0
 
 
 def subsampled_dp(epsilon: float, delta: float, sampling_rate: float) -> tuple[float, float]:

@@ -276,7 +276,7 @@ def _rdp_epsilon(sigma: float, steps: int, q: float, delta: float) -> float:
     """:func:`dp_sgd_epsilon` on checked inputs (cached: the bisection and :func:`dp_sgd` repeat calls)."""
     rdp = np.array([rdp_subsampled_gaussian(a, sigma, q) for a in ORDERS], dtype=np.float64)
     with np.errstate(over="ignore"):
-        total = rdp * steps
+        total = np.nextafter(rdp * steps, np.inf)  # the product rounded to nearest, moved up: never below k * rdp
     return rdp_to_dp(np.asarray(ORDERS, dtype=np.float64), total, delta)[0]
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,7 @@ from numpy.typing import NDArray
 from scipy import signal, stats
 
 from dptutor._validate import check_bool, check_choice, check_float_array, check_int, check_real
-from dptutor.renyi import ORDERS, rdp_subsampled_gaussian, rdp_to_dp
+from dptutor.renyi import ORDERS, nudge_up, rdp_subsampled_gaussian, rdp_to_dp, round_up
 
 __all__ = [
     "PrivacyLossDistribution",
@@ -32,6 +33,13 @@ MAX_PLD_K: int = 10**6
 
 #: The most grid cells a PLD is built or composed on (2^23 float64: 64 MiB, a few seconds of FFT); more is refused.
 MAX_PLD_CELLS: int = 1 << 23
+
+_U = 2.0**-53  # the unit roundoff
+
+
+def _rounded(exact: Fraction, up: bool) -> float:
+    """``exact`` rounded up (``up``) or down to a double."""
+    return round_up(exact) if up else 0.0 - round_up(-exact)  # not -round_up: -0.0
 
 
 def smallest_epsilon(delta_of: Callable[[float], float], target: float, hi: float) -> float:
@@ -118,7 +126,9 @@ class PrivacyLossDistribution:
         Returns
         -------
         float
-            delta at ``epsilon``, in [0, 1].
+            delta at ``epsilon``, in [0, 1], with the losses ``(offset + m) * grid`` taken in real arithmetic:
+            rounded up for a pessimistic PLD (never below the exact sum; above it by a few ulps times
+            ``log2(pmf.size)``), down for an optimistic one (never above it).
 
         Raises
         ------
@@ -128,11 +138,24 @@ class PrivacyLossDistribution:
         eps = check_real(epsilon, "epsilon", allow_inf=True)
         if eps == math.inf:
             return self.infinity_mass
-        l = self.losses
-        keep = l > eps
-        with np.errstate(under="ignore"):
-            value = float(np.sum(self.pmf[keep] * -np.expm1(eps - l[keep])))
-        return min(1.0, value + self.infinity_mass)
+        eps = max(eps, -1.7976931348623157e308)  # -inf: every finite loss counts fully
+        up = self.pessimistic
+        l = self.losses  # each within _U |l| of (offset + m) grid; sorted
+        cut = eps - 4.0 * _U * (abs(eps) + max(abs(float(l[0])), abs(float(l[-1]))))  # Python floats: no warning
+        start = int(np.searchsorted(l, cut, side="right"))
+        l = l[start:]
+        with np.errstate(under="ignore", over="ignore"):
+            gap = l - eps  # the exact gap is within 2 _U (|l| + |gap|) of it: decided outward (a loss an ulp
+            slack = 2.0 * _U * (np.abs(l) + np.abs(gap)) + 5e-324  # above epsilon counted as 0 gave delta 0)
+            gap = gap + slack if up else gap - slack
+            keep = gap > 0.0
+            terms = self.pmf[start:][keep] * -np.expm1(-gap[keep])  # each within 4 units of roundoff
+        # numpy's pairwise sum is within (log2(n) + 19) units of roundoff, the terms within 4 (and a subnormal
+        # product within the smallest double), the scaling within 1
+        scale, floor = (24.0 + math.log2(terms.size + 1)) * _U, terms.size * 5e-324
+        value = float(np.sum(terms))
+        value = value * (1.0 + scale) + floor if up else max(0.0, value * (1.0 - scale) - floor)
+        return min(1.0, _rounded(Fraction(value) + Fraction(self.infinity_mass), up))
 
     def epsilon(self, delta: float) -> float:
         """The smallest epsilon >= 0 with :meth:`delta` <= ``delta`` (``math.inf`` if none), by bisection.
@@ -157,7 +180,8 @@ class PrivacyLossDistribution:
             return math.inf
         if self.delta(0.0) <= target:
             return 0.0
-        return smallest_epsilon(self.delta, target, float(self.losses[-1]))
+        top = float(self.losses[-1])  # > 0 here; above it by more than its rounding error, delta is the infinity mass
+        return smallest_epsilon(self.delta, target, nudge_up(top * (1.0 + 8.0 * _U), 1))
 
     def compose(self, k: int, *, tail: float = 1e-15) -> "PrivacyLossDistribution":
         """The PLD of k independent releases (the k-fold convolution), by FFT and binary powers.
@@ -165,7 +189,9 @@ class PrivacyLossDistribution:
         After each convolution, the lower tail of mass at most ``tail / 2`` is moved up to the first
         kept loss and the upper tail of mass at most ``tail / 2`` is moved to infinity: both are
         pessimistic, so :meth:`delta` stays an upper bound.  (An optimistic PLD moves its upper tail
-        down to the last kept loss instead.)
+        down to the last kept loss instead.)  The infinity masses combine exactly (``a + b - a b``,
+        rounded up) and the truncated tail is summed from the top and rounded up; the FFT itself has an
+        absolute round-off of about 1e-16 per cell, which is not bounded outward.
 
         Parameters
         ----------
@@ -204,17 +230,19 @@ def _truncate(pmf: NDArray[np.float64], tail: float, pessimistic: bool) -> tuple
     add to infinity): for ``pessimistic=False`` the upper tail is added to the last entry instead
     and the third value is 0."""
     cum = np.cumsum(pmf)
-    total = cum[-1]
     first = int(np.searchsorted(cum, tail / 2.0, side="right"))  # cum[first - 1] <= tail / 2
-    upper = total - cum
+    # upper[m]: the mass above index m, summed from the top (total - cum[m] cancelled: it said 4e-16 for a true
+    # 1.4e-14 above the last kept entry of pld_gaussian(5.0), and the difference vanished from the PLD)
+    upper = np.append(np.cumsum(pmf[::-1])[::-1][1:], 0.0)
     last = int(np.argmax(upper <= tail / 2.0))  # the first index whose mass above it is small
     first = min(first, last)
     kept = pmf[first:last + 1].copy()
     kept[0] += cum[first - 1] if first > 0 else 0.0
+    upper_mass = float(upper[last]) * (1.0 + (pmf.size + 2.0) * _U)  # a sequential sum: within n units of roundoff
     if not pessimistic:
-        kept[-1] += float(upper[last])
+        kept[-1] += upper_mass
         return first, kept, 0.0
-    return first, kept, float(upper[last])
+    return first, kept, nudge_up(upper_mass, 1) if upper_mass > 0.0 else 0.0
 
 
 def _convolve(a: PrivacyLossDistribution, b: PrivacyLossDistribution, tail: float, k: int) -> PrivacyLossDistribution:
@@ -225,8 +253,9 @@ def _convolve(a: PrivacyLossDistribution, b: PrivacyLossDistribution, tail: floa
                          "use a coarser grid or fewer releases")
     pmf = np.clip(signal.fftconvolve(a.pmf, b.pmf), 0.0, None)
     first, kept, upper = _truncate(pmf, tail, a.pessimistic)
-    inf_mass = 1.0 - (1.0 - a.infinity_mass) * (1.0 - b.infinity_mass) + upper
-    inf_mass = min(1.0, inf_mass)
+    # a + b - a b exactly, rounded outward (1 - (1 - a)(1 - b) in floats cancelled: 0 for a = b = 1e-20)
+    inf_a, inf_b = Fraction(a.infinity_mass), Fraction(b.infinity_mass)
+    inf_mass = min(1.0, _rounded(inf_a + inf_b - inf_a * inf_b + Fraction(upper), a.pessimistic))
     kept = kept * ((1.0 - inf_mass) / kept.sum()) if kept.sum() > 0 else kept
     offset = a.offset + b.offset + first
     if abs(offset) > 10**9:
@@ -310,7 +339,7 @@ def pld_gaussian(
         pmf[0] += cdf[0]
     inf_mass = float(sf[-1]) if pessimistic else 0.0
     first, kept, upper = _truncate(pmf, t, pessimistic)
-    inf_mass = min(1.0, inf_mass + upper)
+    inf_mass = min(1.0, round_up(Fraction(inf_mass) + Fraction(upper)))
     if kept.sum() > 0:
         kept = kept * ((1.0 - inf_mass) / kept.sum())
     return PrivacyLossDistribution(h, int(m_lo) + first, kept, inf_mass, pessimistic)
@@ -387,8 +416,9 @@ def gaussian_composition_epsilon(
 
     ``"pld"``: both directions' PLDs composed (:func:`pld_gaussian`), the larger epsilon (an upper
     bound, tight to the grid; ``pessimistic=False`` gives the matching lower bound).  ``"rdp"``: the subsampled
-    Gaussian's RDP at :data:`~dptutor.renyi.ORDERS`, times k, converted with :func:`~dptutor.renyi.rdp_to_dp`
-    (``"improved"``).
+    Gaussian's RDP at the orders ``dptutor.renyi.ORDERS``, times k (rounded up), converted with
+    :func:`~dptutor.renyi.rdp_to_dp` (``"improved"``).  Both are rounded up: never below the exact value of
+    the accountant (the PLD's epsilon up to the FFT's round-off, see :meth:`PrivacyLossDistribution.compose`).
 
     Parameters
     ----------
@@ -427,7 +457,7 @@ def gaussian_composition_epsilon(
     if method == "rdp":
         rdp = np.array([rdp_subsampled_gaussian(a, s, q) for a in ORDERS], dtype=float)
         with np.errstate(over="ignore"):
-            total = rdp * k
+            total = np.where(rdp > 0.0, np.nextafter(rdp * k, np.inf), 0.0)  # k rdp rounded up (to nearest was low)
         return rdp_to_dp(ORDERS, total, dlt)[0]
     directions = ("remove", "add") if q < 1.0 else ("remove",)
     return max(pld_gaussian(s, sampling_probability=q, direction=d, grid=h, pessimistic=pes).compose(k).epsilon(dlt)

@@ -38,7 +38,7 @@ from dptutor._validate import (check_choice, check_float_array, check_int, check
                                 check_real, check_rng, check_sequence, check_size, check_str)
 from dptutor.dptext import sample_dptext
 from dptutor.exact import check_scale, check_sigma, sample_discrete_gaussian, sample_discrete_laplace
-from dptutor.renyi import zcdp_to_dp
+from dptutor.renyi import round_up, zcdp_to_dp
 
 __all__ = [
     "TOPIC_WORDS", "SHARED_WORDS", "NORMS", "NOISES", "generated_corpus", "build_vocabulary", "bag_of_words",
@@ -348,8 +348,8 @@ class TextRelease:
     def epsilon(self) -> float:
         """The honest epsilon: ``Delta_1 / t`` for Laplace; the zCDP bound at ``delta`` for Gaussian."""
         if self.noise == "laplace":
-            return float(Fraction(self.true_sensitivity) / self.scale)
-        rho = float(Fraction(self.true_sensitivity**2) / (2 * self.scale**2))
+            return round_up(Fraction(self.true_sensitivity) / self.scale)
+        rho = round_up(Fraction(self.true_sensitivity**2) / (2 * self.scale**2))  # never an ulp below
         return zcdp_to_dp(rho, self.delta)
 
     def __call__(self, k: ArrayLike, size: int | None = None, rng: np.random.Generator | None = None) -> NDArray[np.float64]:

@@ -12,7 +12,7 @@ from scipy import stats
 
 from dptutor.audit import audit_pair
 from dptutor.exact import discrete_gaussian_pmf
-from dptutor.renyi import zcdp_to_dp
+from dptutor.renyi import round_up, zcdp_to_dp
 from dptutor.text_privacy import (
     DPTextRelease,
     TextRelease,
@@ -124,8 +124,8 @@ def test_calibration_reports_the_honest_epsilon():
     lap = calibrate("l2", "laplace", bound=1.0, steps=12, dimension=16, epsilon=2.0)
     assert lap.scale == Fraction(grid_sensitivity("l2", "laplace", steps=12, dimension=16)) / 2 and lap.epsilon == 2.0
     gauss = calibrate("l2", "gaussian", bound=1.0, steps=50, dimension=16, epsilon=3.0, delta=1e-5)
-    rho = (2 * 50) ** 2 / (2 * float(gauss.scale) ** 2)
-    assert gauss.scale.denominator == 1 and gauss.epsilon == zcdp_to_dp(rho, 1e-5)
+    rho = Fraction((2 * 50) ** 2) / (2 * gauss.scale**2)  # rounded up to a double: never below the exact rho
+    assert gauss.scale.denominator == 1 and gauss.epsilon == zcdp_to_dp(round_up(rho), 1e-5) >= zcdp_to_dp(float(rho), 1e-5)
     assert 2.9 <= gauss.epsilon <= 3.0 < zcdp_to_dp((2 * 50) ** 2 / (2 * float(gauss.scale - 1) ** 2), 1e-5)
     wrong = wrong_sensitivity_release(bound=1.0, steps=12, dimension=16, epsilon=1.0)
     assert wrong.claimed_epsilon == 1.0 and wrong.epsilon == pytest.approx(2 * math.sqrt(16), rel=1e-12)
