@@ -159,13 +159,11 @@ def gaussian_epsilon(delta: float, sigma: float, sensitivity: float = 1.0) -> fl
     dlt = check_probability(delta, "delta")
     sig = check_positive(sigma, "sigma")
     sens = check_positive(sensitivity, "sensitivity")
-    # delta(0+) = Phi(mu/2) - Phi(-mu/2) = erf(mu / (2 sqrt 2)), the total variation distance
-    from scipy import special
-
     mu = sens / sig
     if not math.isfinite(mu) or mu == 0.0:
         raise ValueError(f"sensitivity / sigma must be a positive finite number, got {mu!r}")
-    if float(special.erf(mu / (2.0 * math.sqrt(2.0)))) <= dlt:
+    # delta(0+) = Phi(mu/2) - Phi(-mu/2), the total variation distance: rounded up by gaussian_delta
+    if gaussian_delta(0.0, sig, sens) <= dlt:
         return 0.0
     lo, hi = 1e-12, 1.0
     if gaussian_delta(lo, sig, sens) <= dlt:  # the least epsilon is below 1e-12: 1e-12 is a valid (upper) value

@@ -11,24 +11,75 @@
   from its public parameters: one value over a client's lifetime, and one report.
 
 All five compute in real arithmetic (float64 stands in for the reals); none of them draws random numbers.
+Every bound an attacker or an analyst relies on is rounded outward: the true-positive rate, the posterior, the
+interval's half-width and the RAPPOR epsilons are never below their exact values for the float inputs (a few
+ulps above at most).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from dptutor._validate import (MAX_ELEMENTS, check_float_array, check_int, check_positive, check_probability,
                                 check_real)
+from dptutor.renyi import nudge_up, round_up
 
 __all__ = ["tpr_bound", "posterior_bound", "laplace_interval", "clamped_mean_bias", "rappor_epsilon", "RapporBudget"]
 
 
 def _scalar_or_array(arr: NDArray[np.float64]) -> float | NDArray[np.float64]:
     return float(arr) if arr.ndim == 0 else arr
+
+
+def _up(x: ArrayLike, steps: int = 1) -> NDArray[np.float64]:
+    """``x`` moved ``steps`` doubles towards ``+inf`` (above the exact value of a libm function within an ulp
+    that returned it: two steps)."""
+    out = np.asarray(x, dtype=np.float64)
+    for _ in range(steps):
+        out = np.nextafter(out, np.inf)
+    return out
+
+
+def _down(x: ArrayLike, steps: int = 1) -> NDArray[np.float64]:
+    """``x`` moved ``steps`` doubles towards ``-inf`` (see ``_up``)."""
+    out = np.asarray(x, dtype=np.float64)
+    for _ in range(steps):
+        out = np.nextafter(out, -np.inf)
+    return out
+
+
+def _add(a: ArrayLike, b: ArrayLike, up: bool = True) -> NDArray[np.float64]:
+    """``a + b`` rounded up (or down): the nearest sum, moved one double only where it fell on the wrong side
+    of the exact sum (Knuth's TwoSum gives the rounding error exactly; an overflow is moved anyway)."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        s = a + b
+        bb = s - a
+        err = (a - (s - bb)) + (b - bb)
+    wrong = (err > 0) if up else (err < 0)
+    wrong |= ~np.isfinite(err) & np.isfinite(a) & np.isfinite(b)
+    return np.where(wrong, np.nextafter(s, np.inf if up else -np.inf), s)
+
+
+def _mul(a: ArrayLike, b: ArrayLike, up: bool = True) -> NDArray[np.float64]:
+    """``a * b`` rounded up (or down), as ``_add`` (Dekker's TwoProduct; tiny or huge products are moved
+    unless exact zeros)."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        p = a * b
+        ca, cb = 134217729.0 * a, 134217729.0 * b
+        ah, bh = ca - (ca - a), cb - (cb - b)
+        al, bl = a - ah, b - bh
+        err = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    wrong = (err > 0) if up else (err < 0)
+    unsure = ~np.isfinite(err) | (np.abs(p) < 1e-280) | (np.abs(p) > 1e290)
+    wrong = np.where(unsure, (a != 0) & (b != 0), wrong)
+    return np.where(wrong, np.nextafter(p, np.inf if up else -np.inf), p)
 
 
 def _epsilons(epsilon: ArrayLike, *, positive: bool) -> NDArray[np.float64]:
@@ -86,9 +137,13 @@ def tpr_bound(fpr: ArrayLike, epsilon: ArrayLike, delta: float = 0.0) -> float |
     rates, eps = np.broadcast_arrays(rates, eps)
     # exp(epsilon) overflows to inf beyond epsilon ~ 709; inf * 0 would be NaN, but a test that never says
     # "in" on X' (fpr = 0) can say it on X with probability at most delta, whatever epsilon is.
+    # Every step rounded outward, so the bound is never below its exact value: 1 - e^-eps (1 - delta - fpr) is
+    # summed as (1 - e^-eps) + e^-eps (delta + fpr), with no cancellation.
+    # (e^eps and e^-eps moved two doubles, except at eps = 0 where they are exact.)
     with np.errstate(over="ignore", invalid="ignore"):
-        direct = np.where(rates > 0, np.exp(eps) * rates, 0.0) + slack
-    complement = 1.0 - np.exp(-eps) * (1.0 - slack - rates)
+        growth, shrink = np.where(eps > 0, _up(np.exp(eps), 2), 1.0), np.where(eps > 0, _up(np.exp(-eps), 2), 1.0)
+        direct = _add(np.where(rates > 0, _mul(growth, rates), 0.0), slack)
+        complement = _add(np.where(eps > 0, _up(-np.expm1(-eps), 2), 0.0), _mul(shrink, _add(slack, rates)))
     return _scalar_or_array(np.clip(np.minimum(direct, complement), 0.0, 1.0))
 
 
@@ -121,11 +176,17 @@ def posterior_bound(epsilon: ArrayLike, prior: float = 0.5) -> float | NDArray[n
     p = check_probability(prior, "prior")
     # exp(eps) p / (exp(eps) p + 1 - p) = 1 / (1 + exp(-eps) (1 - p) / p): no overflow for a large epsilon;
     # for a prior below 1e-300, (1 - p) / p overflows: then the logistic function of the log odds instead.
+    # Rounded outward step by step (the denominator down, the quotient up): never below the exact bound.
     if p >= 1e-300:
-        return _scalar_or_array(1.0 / (1.0 + np.exp(-eps) * ((1.0 - p) / p)))
-    log_odds = eps + (math.log(p) - math.log1p(-p))
-    with np.errstate(under="ignore"):
-        return _scalar_or_array(np.maximum(p, np.exp(log_odds - np.logaddexp(0.0, log_odds))))  # subnormal rounding
+        odds_against = _down(_down(1.0 - p) / p)
+        shrink = np.where(eps > 0, np.maximum(_down(np.exp(-eps), 2), 0.0), 1.0)
+        bound = np.minimum(1.0, _up(1.0 / _add(1.0, _mul(shrink, odds_against, up=False), up=False)))
+        return _scalar_or_array(np.where(eps > 0, bound, p))  # epsilon = 0: the prior, exactly
+    log_odds = _up(eps + float(_up(nudge_up(math.log(p)) - float(_down(math.log1p(-p), 2)))))
+    with np.errstate(under="ignore"):  # logaddexp taken as accurate to 4 ulps, exp to 2
+        exponent = _up(log_odds - _down(np.logaddexp(0.0, log_odds), 4))
+        bound = np.minimum(1.0, np.maximum(p, _up(np.exp(exponent), 2)))  # subnormal rounding
+        return _scalar_or_array(np.where(eps > 0, bound, p))
 
 
 def laplace_interval(sensitivity: float, epsilon: ArrayLike,
@@ -162,7 +223,7 @@ def laplace_interval(sensitivity: float, epsilon: ArrayLike,
     eps = _epsilons(epsilon, positive=True)
     level = check_probability(confidence_level, "confidence_level")
     with np.errstate(over="ignore"):           # an overflow to inf is refused just below
-        half_width = (delta_f / eps) * -math.log1p(-level)
+        half_width = _mul(_up(delta_f / eps), nudge_up(-math.log1p(-level)))  # rounded up: never too narrow
     if not np.isfinite(half_width).all():
         raise ValueError("sensitivity / epsilon is too large: the interval's half-width overflows")
     return _scalar_or_array(half_width)
@@ -249,11 +310,6 @@ def _log_add(a: float, b: float) -> float:
     return max(a, b) + math.log1p(math.exp(-abs(a - b)))
 
 
-def _log_ratio(a: float, b: float) -> float:
-    """``|a - b|`` for two log-probabilities, 0 when both are ``-inf`` (an outcome neither law gives)."""
-    return 0.0 if a == b else abs(a - b)
-
-
 def rappor_epsilon(f: float, p: float, q: float, hashes: int) -> RapporBudget:
     """The budgets of RAPPOR with parameters ``f``, ``p``, ``q`` and ``hashes`` hash functions per value.
 
@@ -304,8 +360,29 @@ def rappor_epsilon(f: float, p: float, q: float, hashes: int) -> RapporBudget:
     # In logs: for a tiny f the probability f/2 of a faked bit underflows, but its logarithm does not.
     log_keep, log_fake = math.log1p(-0.5 * f), math.log(f) - math.log(2.0)
     log_one = [_log_add(log_keep + _log(q), log_fake + _log(p)), _log_add(log_fake + _log(q), log_keep + _log(p))]
-    log_zero = [_log_add(log_keep + _log(1.0 - q), log_fake + _log(1.0 - p)),
-                _log_add(log_fake + _log(1.0 - q), log_keep + _log(1.0 - p))]
-    per_report = max(_log_ratio(*log_one), _log_ratio(*log_zero))
-    return RapporBudget(lifetime=2 * hashes * (log_keep - log_fake), one_report=2 * hashes * per_report,
+    lifetime, one_report = _rappor_budgets_up(f, p, q, hashes)
+    return RapporBudget(lifetime=lifetime, one_report=one_report,
                         set_bit=math.exp(log_one[0]), clear_bit=math.exp(log_one[1]))
+
+
+def _rappor_budgets_up(f: float, p: float, q: float, hashes: int) -> tuple[float, float]:
+    """RAPPOR's two epsilons in mpmath at 50 digits, moved past their error and rounded up to doubles (in
+    doubles, a dozen roundings and libm calls leave them below the exact values about half the time)."""
+    import mpmath
+
+    def up(x: object) -> float:
+        if x == mpmath.inf:
+            return math.inf
+        man, exp = mpmath.mpf(x * (1 + mpmath.mpf(10) ** -40)).man_exp
+        return round_up(Fraction(int(man)) * Fraction(2) ** int(exp)) if man else 0.0
+
+    def log_ratio(a: object, b: object) -> object:
+        return 0 if a == b else (mpmath.inf if a == 0 or b == 0 else abs(mpmath.log(a) - mpmath.log(b)))
+
+    with mpmath.workdps(50):
+        fake, p_, q_ = mpmath.mpf(f) / 2, mpmath.mpf(p), mpmath.mpf(q)
+        keep = 1 - fake
+        one = (keep * q_ + fake * p_, fake * q_ + keep * p_)
+        zero = (keep * (1 - q_) + fake * (1 - p_), fake * (1 - q_) + keep * (1 - p_))
+        per_report = max(log_ratio(*one), log_ratio(*zero))
+        return up(2 * hashes * mpmath.log(keep / fake)), up(2 * hashes * per_report)

@@ -9,11 +9,13 @@ importable from :mod:`dptutor.mechanisms`.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 from numpy.typing import NDArray
 
 from dptutor._validate import check_choice, check_float_array, check_positive, check_probability, check_real, check_rng
+from dptutor.renyi import round_up
 
 __all__ = [
     "gaussian_delta",
@@ -78,8 +80,9 @@ def gaussian_delta(epsilon: float, sigma: float, sensitivity: float = 1.0) -> fl
 
     Balle and Wang (2018), Theorem 8: for a query of l2 sensitivity ``sensitivity``,
     ``delta(epsilon) = Phi(D/(2 sigma) - eps sigma/D) - e^eps Phi(-D/(2 sigma) - eps sigma/D)``
-    (the privacy profile of the Gaussian mechanism; it is exact, not a bound).  Computed in log
-    space in doubles, or with mpmath where doubles would lose more than ~1e-9 of relative precision.
+    (the privacy profile of the Gaussian mechanism; it is exact, not a bound).  Computed with mpmath, with
+    the digits that a log-space evaluation in doubles says are lost to cancellation, and rounded up: the
+    result is never below the exact delta (at most an ulp or so above it).
 
     Parameters
     ----------
@@ -112,26 +115,38 @@ def gaussian_delta(epsilon: float, sigma: float, sensitivity: float = 1.0) -> fl
     if not math.isfinite(s) or s == 0.0:
         raise ValueError(f"sigma / sensitivity must be a positive finite number, got {sig!r} / {sens!r}")
     log_delta, err = _gaussian_log_delta(eps, s)
-    if err <= _GAUSSIAN_RTOL:
-        return math.exp(log_delta)
-    # Ill-conditioned in doubles (a small difference of large log-CDFs): redo it in mpmath with
-    # enough digits for the cancellation the error estimate predicts.
-    import mpmath
-
-    lost = math.log10(err / np.finfo(float).eps) if math.isfinite(err) else 400.0
-    digits = 30 + int(min(max(lost, 0.0), 400.0))
-    try:
-        with mpmath.workdps(digits):
-            e, r = mpmath.mpf(eps), mpmath.mpf(s)
-            value = mpmath.ncdf(1 / (2 * r) - e * r) - mpmath.exp(e) * mpmath.ncdf(-1 / (2 * r) - e * r)
-            result = float(max(value, mpmath.mpf(0)))
-    except (OverflowError, ValueError, ZeroDivisionError):
-        result = math.nan
+    if err <= _GAUSSIAN_RTOL and log_delta + 2.0 * err < -745.2:  # below half the least subnormal, yet positive
+        return 5e-324
+    # Recomputed in mpmath with the digits the doubles' error estimate says they lose (a small difference of
+    # large log-CDFs), and rounded up: the double result is below the exact delta about half the time.
+    lost = math.log10(max(err, 1e-300) / np.finfo(float).eps) if math.isfinite(err) else 400.0
+    result = _delta_up(eps, sig, sens, 30 + int(min(max(lost, 0.0), 400.0)))
     if not 0.0 <= result <= 1.0:
         raise ValueError(
             f"epsilon={epsilon!r} with sigma/sensitivity={s!r} is outside the range where delta can be computed"
         )
     return result
+
+
+def _delta_up(eps: float, sig: float, sens: float, digits: int) -> float:
+    """Theorem 8's delta for the exact ratio ``sig / sens`` in mpmath at ``digits`` digits, plus a bound on the
+    working precision's error, rounded up to a double: never below the exact value; NaN when mpmath fails."""
+    import mpmath
+
+    try:
+        with mpmath.workdps(digits):
+            e, r = mpmath.mpf(eps), mpmath.mpf(sig) / mpmath.mpf(sens)
+            upper = mpmath.ncdf(1 / (2 * r) - e * r)
+            value = upper - mpmath.exp(e) * mpmath.ncdf(-1 / (2 * r) - e * r)
+            bound = max(value, 0) + upper * mpmath.mpf(10) ** (10 - digits)
+    except (OverflowError, ValueError, ZeroDivisionError):
+        return math.nan
+    if bound >= 1:
+        return 1.0
+    if bound < mpmath.mpf(2) ** -1076:  # positive, below half the least subnormal (and its exponent may be huge)
+        return 5e-324
+    man, exp = bound.man_exp
+    return round_up(Fraction(int(man)) * Fraction(2) ** int(exp))
 
 
 def _check_gaussian_parameters(epsilon: object, delta: object, sensitivity: object) -> tuple[float, float, float]:
@@ -162,7 +177,7 @@ def gaussian_sigma_classic(epsilon: float, delta: float, sensitivity: float) -> 
     Returns
     -------
     float
-        ``sigma``.
+        ``sigma``, rounded up: never below the formula's exact value.
 
     Raises
     ------
@@ -175,10 +190,21 @@ def gaussian_sigma_classic(epsilon: float, delta: float, sensitivity: float) -> 
             f"epsilon must be < 1 for the classic Gaussian bound (Dwork and Roth 2014, Theorem A.1), "
             f"got {epsilon!r}; use gaussian_sigma_analytic for epsilon >= 1"
         )
-    sigma = sens * math.sqrt(2.0 * (math.log(1.25) - math.log(dlt))) / eps  # no overflow in 1.25 / delta
+    sigma = _classic_up(eps, dlt, sens)
     if not math.isfinite(sigma):
         raise ValueError(f"sensitivity / epsilon is too large: sigma overflows ({sensitivity!r} / {epsilon!r})")
     return sigma
+
+
+def _classic_up(eps: float, dlt: float, sens: float) -> float:
+    """``sens sqrt(2 ln(1.25 / dlt)) / eps`` in mpmath at 40 digits, moved past their error and rounded up to a
+    double (in doubles, three roundings and two libm calls leave it below the exact value about half the time)."""
+    import mpmath
+
+    with mpmath.workdps(40):
+        value = mpmath.mpf(sens) * mpmath.sqrt(2 * mpmath.log(mpmath.mpf(1.25) / mpmath.mpf(dlt))) / mpmath.mpf(eps)
+        man, exp = (value * (1 + mpmath.mpf(10) ** -30)).man_exp
+    return round_up(Fraction(int(man)) * Fraction(2) ** int(exp))
 
 
 def gaussian_sigma_analytic(epsilon: float, delta: float, sensitivity: float) -> float:

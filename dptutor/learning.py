@@ -33,6 +33,7 @@ import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 from numpy.typing import NDArray
@@ -49,6 +50,7 @@ from dptutor._validate import (
     renamed_parameters,
 )
 from dptutor.accounting import ORDERS, rdp_subsampled_gaussian, rdp_to_dp
+from dptutor.renyi import round_up
 
 __all__ = [
     "Classifier",
@@ -415,10 +417,11 @@ def dp_sgd(
     init_rng, batch_rng, noise_rng = _generators(rng)
     start = initial_classifier(x.shape[1], classes, model=model, hidden_units=hidden_units, rng=init_rng)
     sigma = noise_multiplier(eps, dlt, steps, q)
+    std = round_up(Fraction(sigma) * Fraction(c))  # the noise's standard deviation sigma C, never below it
 
     def noisy_sum(layers: list[Layer]) -> list[NDArray[np.float64]]:
         total, _ = _clipped_sum(layers, c)
-        return [g + (sigma * c) * noise_rng.standard_normal(g.shape) for g in total]
+        return [g + std * noise_rng.standard_normal(g.shape) for g in total]
 
     trained = _train(start, x, index, steps, q, lr, noisy_sum, batch_rng)
     return TrainingResult(trained, sigma, _rdp_epsilon(sigma, steps, q, dlt), dlt, steps, c, q)

@@ -27,6 +27,7 @@ are read by :func:`dptutor.reference.paper_results`.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Protocol
 
 import numpy as np
@@ -36,6 +37,7 @@ from dptutor._validate import check_batch, check_int, check_positive, check_rng
 from dptutor.distributions import sample_dptext, standard_laplace_fill
 from dptutor.exact import granular_parameters, granular_round, sample_discrete_laplace
 from dptutor.gaussian import gaussian_delta, gaussian_mechanism, gaussian_sigma_analytic, gaussian_sigma_classic
+from dptutor.renyi import round_up
 from dptutor.snapping import sample_uniform_double, snap, snapping_parameters
 
 __all__ = [
@@ -92,8 +94,9 @@ class Mechanism(Protocol):
 
 
 def _scale(numerator: int | float, epsilon: float) -> float:
-    """The Laplace scale ``numerator / epsilon``; a tiny epsilon that overflows it is refused by name."""
-    b = numerator / epsilon
+    """The Laplace scale ``numerator / epsilon`` rounded up (never below the exact quotient: less noise than
+    needed would break the guarantee); a tiny epsilon that overflows it is refused by name."""
+    b = round_up(Fraction(numerator) / Fraction(epsilon))
     if not math.isfinite(b):
         raise ValueError(f"epsilon = {epsilon!r} is too small: the noise scale {numerator}/epsilon overflows")
     return b

@@ -164,11 +164,14 @@ def test_bad_epsilon_type_x_and_rng(name):
 
 
 def test_dptext_is_x_plus_the_distributions_sampler():
-    """dptext_mechanism = x + sample_dptext(nan="zero") with b = n / epsilon, draw for draw."""
+    """dptext_mechanism = x + sample_dptext(nan="zero") with b = n / epsilon (rounded up), draw for draw."""
+    from fractions import Fraction
+
     from dptutor.distributions import sample_dptext
+    from dptutor.renyi import round_up
 
     x = np.zeros((50, 4))
     x[::3] = 1.0
     a = dptext_mechanism(x, 0.7, np.random.default_rng(9))
-    b = x + sample_dptext(x.shape, 0.0, 4 / 0.7, rng=np.random.default_rng(9), nan="zero")
+    b = x + sample_dptext(x.shape, 0.0, round_up(Fraction(4) / Fraction(0.7)), rng=np.random.default_rng(9), nan="zero")
     np.testing.assert_array_equal(a, b)
