@@ -36,6 +36,7 @@ from dptutor.renyi import (
     rdp_gaussian,
     rdp_subsampled_gaussian,
     rdp_to_dp,
+    round_up,
     zcdp_gaussian,
     zcdp_to_dp,
 )
@@ -61,7 +62,6 @@ __all__ = [
 #: The most releases :func:`optimal_composition_delta` sums over (its cost is linear in k).
 MAX_OPTIMAL_K: int = 10**5
 
-_MAX_FLOAT = Fraction(1.7976931348623157e308)
 _EPS = 2.0**-52  # one unit in the last place of 1
 
 
@@ -76,19 +76,13 @@ def _mul(a: float, b: float) -> float:
         return 0.0
     if a == math.inf or b == math.inf:
         return math.inf
-    exact = Fraction(a) * Fraction(b)
-    if exact > _MAX_FLOAT:
-        return math.inf
-    v = float(exact)  # correctly rounded to nearest: at most one step below
-    return math.nextafter(v, math.inf) if Fraction(v) < exact else v
+    return round_up(Fraction(a) * Fraction(b))
 
 
 def _add(a: float, b: float) -> float:
     """``a + b`` for finite-or-inf a, b >= 0, rounded UP (the smallest double at least the exact sum)."""
     v = a + b
-    if math.isfinite(v) and Fraction(v) < Fraction(a) + Fraction(b):
-        return math.nextafter(v, math.inf)
-    return v
+    return round_up(Fraction(a) + Fraction(b)) if math.isfinite(v) else v
 
 
 def _out(x: float, ulps: float) -> float:

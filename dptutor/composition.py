@@ -22,9 +22,9 @@ import numpy as np
 import sympy as sp
 
 from dptutor._validate import check_bool, check_int, check_positive, check_real, check_sequence
+from dptutor.renyi import round_up
 
 _EPS = 2.0**-52  # one unit in the last place of 1
-_MAX_FLOAT = Fraction(1.7976931348623157e308)
 _LINEAR_BELOW = 1e-100  # below this epsilon the vote's loss is slope * epsilon to far below an ulp
 
 __all__ = [
@@ -385,11 +385,7 @@ def majority_vote_loss(k: int, epsilon: float) -> float:
 
 def _times_up(a: float, b: float) -> float:
     """``a * b`` for a, b > 0 rounded UP (the smallest double at least the exact product; ``inf`` beyond)."""
-    exact = Fraction(a) * Fraction(b)
-    if exact > _MAX_FLOAT:
-        return math.inf
-    v = float(exact)
-    return math.nextafter(v, math.inf) if Fraction(v) < exact else v
+    return round_up(Fraction(a) * Fraction(b))
 
 
 def _vote_loss(k: int, cut: int, eps: float) -> tuple[float, float]:
