@@ -7,11 +7,13 @@ samplers and exact laws, which both check their arguments the same way.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 from numpy.typing import NDArray
 
 from dptutor._validate import check_float_array, check_size
+from dptutor.renyi import round_up
 
 __all__ = ["MAX_CANDIDATES", "NOISES", "answer_array", "noise_scale", "draw_shape"]
 
@@ -42,9 +44,9 @@ def draw_shape(size: object, n: int) -> tuple[int, ...]:
 
 
 def noise_scale(factor: float, sensitivity: float, epsilon: float, name: str = "epsilon") -> float:
-    """``factor * sensitivity / epsilon``, finite and positive, else a ValueError naming ``name``."""
-    with np.errstate(over="ignore", under="ignore"):
-        scale = factor * sensitivity / epsilon
+    """``factor * sensitivity / epsilon`` rounded up (never less noise than the exact quotient asks for),
+    finite and positive, else a ValueError naming ``name``."""
+    scale = round_up(Fraction(factor) * Fraction(sensitivity) / Fraction(epsilon))
     if not (math.isfinite(scale) and scale > 0):
         raise ValueError(f"{name} and sensitivity give a noise scale {scale!r} that is not a positive float")
     return scale

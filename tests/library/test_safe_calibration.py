@@ -212,3 +212,15 @@ def test_dp_sgd_noise_std_rounded_up(monkeypatch):
     (noise,) = seen[0]
     std = round_up(Fraction(sigma) * Fraction(clip))
     np.testing.assert_array_equal(noise, std * np.random.default_rng(3).standard_normal((3, 5)))
+
+
+@pytest.mark.parametrize("factor,sensitivity,epsilon", [(2.0, 1.0, 3.0), (2.0, 0.7, 0.3), (4.0 * 3, 1.0, 0.7),
+                                                        (2.0, 1e-300, 1e10)])
+def test_the_selection_samplers_noise_scale_is_rounded_up(factor, sensitivity, epsilon):
+    """report-noisy-max's and sparse vector's scale ``factor * Delta / epsilon`` was rounded to nearest: below the
+    exact quotient about half the time (less noise than the budget asks for)."""
+    from dptutor._selection_args import noise_scale
+
+    exact = Fraction(factor) * Fraction(sensitivity) / Fraction(epsilon)
+    scale = noise_scale(factor, sensitivity, epsilon)
+    assert Fraction(scale) >= exact and Fraction(math.nextafter(scale, 0.0)) < exact
