@@ -100,14 +100,21 @@ def granular_parameters(epsilon: float, n: int = 1, bits: int = 40) -> GranularP
     lam = n / eps
     if not (math.isfinite(lam) and lam < 2.0**1000):
         raise ValueError(f"epsilon is too small for n = {n}: the scale n / epsilon overflows")
-    frac, exp = math.frexp(lam * 2.0**-bits)  # exact: a power-of-two scaling
-    r = math.ldexp(1.0, exp - 1 if frac == 0.5 else exp)
+    r = _power_of_two_at_least(Fraction(n) / Fraction(eps) / 2**bits)  # in floats, n / eps 2^-bits can round below
     steps = Fraction(n) / Fraction(r) + n  # l1 distance of the rounded neighbours, in units of r
     t = math.ceil(steps / Fraction(eps))  # Fraction(eps) is the exact value of the float epsilon
     if t >= MAX_SCALE_NUMERATOR:
         hint = "a larger epsilon or fewer bits" if bits else "a larger epsilon"  # bits = 0 cannot be lowered
         raise ValueError(f"epsilon = {eps:g} with bits = {bits} makes the noise scale t reach 2**53; use {hint}")
     return GranularParameters(epsilon=eps, n=n, r=r, t=t)
+
+
+def _power_of_two_at_least(exact: Fraction) -> float:
+    """The smallest power of two ``>= exact > 0``, for ``exact`` between ``2^-1074`` and ``2^1000``."""
+    k = exact.numerator.bit_length() - exact.denominator.bit_length()  # 2^(k-1) < exact < 2^(k+1)
+    if Fraction(2) ** k < exact:
+        k += 1
+    return math.ldexp(1.0, max(k, -1074))
 
 
 def _check_granular(params: object) -> GranularParameters:

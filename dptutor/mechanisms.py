@@ -422,8 +422,9 @@ def snapping_mechanism(
     Raises
     ------
     TypeError, ValueError
-        For a bad ``x``, ``epsilon`` or ``rng`` (the message names it), or an ``epsilon`` so small that
-        the noise scale overflows.
+        For a bad ``x``, ``epsilon`` or ``rng`` (the message names it), an ``epsilon`` so small that
+        the noise scale overflows, or a ``bound`` B (or, with the default bound, an ``epsilon``) outside
+        Mironov's condition ``Lambda < B < 2**46 Lambda``.
     """
     arr, eps, rng = _checked(x, epsilon, rng)
     params = snapping_parameters(eps, max(arr.shape[1], 1), bound)  # x of shape (trials, 0): bound still checked

@@ -27,6 +27,7 @@ from dptutor._validate import (
     check_rng,
     is_bool,
 )
+from dptutor.renyi import round_up
 
 __all__ = [
     "sample_uniform_double",
@@ -104,7 +105,7 @@ def _uniform_double_cdf(u: float) -> Fraction:
 class SnappingParameters:
     """Parameters of the snapping mechanism for the identity on [0, 1]^n (sensitivity 1 per coordinate).
 
-    ``lam`` is the noise scale ``lambda = n (1 + 2^-49 B) / epsilon`` (Mironov's bound
+    ``lam`` is the noise scale ``lambda = n (1 + 2^-49 B) / epsilon``, rounded up (Mironov's bound
     ``1/lambda + 2^-49 B / lambda`` per coordinate, times ``n`` coordinates, equals ``epsilon``),
     ``grid`` the output spacing ``Lambda`` (the smallest power of two ``>= lambda``), ``bound`` the
     clamp ``B``.
@@ -149,8 +150,10 @@ class SnappingParameters:
 def snapping_parameters(epsilon: float, n: int = 1, bound: float | None = None) -> SnappingParameters:
     """The snapping mechanism's parameters; ``bound=None`` clamps at ``B = 32 n / epsilon``.
 
-    That default keeps Mironov's condition ``lambda < B < 2^46 lambda`` and moves an output only
-    when the noise exceeds about 32 scales (probability ``e^-32``, about 1e-14).
+    That default keeps Mironov's condition ``lambda < B < 2^46 lambda`` for ``epsilon >= n / 2^48``
+    and moves an output only when the noise exceeds about 32 scales (probability ``e^-32``, about 1e-14).
+    ``lambda = n (1 + 2^-49 B) / epsilon`` is computed exactly and rounded up, so the guarantee
+    ``n (1 + 2^-49 B) / lambda`` is never above ``epsilon``; the condition is checked exactly.
 
     Parameters
     ----------
@@ -169,16 +172,23 @@ def snapping_parameters(epsilon: float, n: int = 1, bound: float | None = None) 
     Raises
     ------
     TypeError, ValueError
-        For a bad ``epsilon``, ``n`` or ``bound``, or a scale that overflows.
+        For a bad ``epsilon``, ``n`` or ``bound``, a scale that overflows, or a ``B`` outside Mironov's
+        condition ``lambda < B < 2^46 lambda`` (the message names ``bound``, or ``epsilon`` for the default).
     """
     eps = check_positive(epsilon, "epsilon")
     n = check_int(n, "n", minimum=1, maximum=MAX_ELEMENTS)
     big_b = 32.0 * n / eps if bound is None else check_positive(bound, "bound")
+    blame = "epsilon" if bound is None else "bound"
     if not big_b < 2.0**1000:
-        raise ValueError(f"epsilon is too small for n = {n}: the default bound 32 n / epsilon overflows")
-    lam = n * (1.0 + 2.0**-49 * big_b) / eps
+        what = f"the default bound 32 n / epsilon overflows for n = {n}" if bound is None else f"bound = {big_b!r}"
+        raise ValueError(f"{blame} is too {'small' if bound is None else 'large'}: {what} (B must stay below 2**1000)")
+    exact = Fraction(n) * (1 + Fraction(big_b) / 2**49) / Fraction(eps)
+    lam = round_up(exact)  # rounded to nearest it was below the exact scale about half the time
     if not lam < 2.0**1000:
         raise ValueError(f"epsilon is too small (or bound too large): the scale lambda = {lam:g} is not usable")
+    if not Fraction(lam) < Fraction(big_b) < 2**46 * Fraction(lam):  # Mironov (2012), Theorem 1's hypothesis
+        raise ValueError(f"{blame} gives B = {big_b!r} outside Mironov's condition lambda < B < 2**46 lambda "
+                         f"(lambda = {lam!r} for epsilon = {eps!r}, n = {n})")
     frac, exp = math.frexp(lam)
     grid = math.ldexp(1.0, exp - 1 if frac == 0.5 else exp)
     return SnappingParameters(epsilon=eps, n=n, bound=big_b, lam=lam, grid=grid)

@@ -85,7 +85,7 @@ def test_discrete_gaussian_pmf_continuous_across_the_normaliser_switch():
 
 
 def test_snapping_outputs_with_a_huge_bound_is_refused():
-    params = snapping_parameters(1.0, bound=1e300)
+    params = snapping_parameters(1.0, bound=1e13)  # valid (B < 2**46 lam), yet too many outputs to list
     with pytest.raises(ValueError, match="params"):
         snapping_outputs(params)
     with pytest.raises(ValueError, match="params"):
@@ -137,7 +137,10 @@ def test_granular_parameters_tiny_epsilon_blames_epsilon_not_bits():
 def test_snapping_with_a_huge_epsilon_and_bound():
     # Lambda ~ 2.6e-23 and B = 1e300: B / Lambda is inf, which math.floor turned into an OverflowError,
     # and |y| / Lambda overflowed inside snap (a RuntimeWarning) although the clamp makes the answer exact.
-    params = snapping_parameters(1e308, bound=1e300)
+    # snapping_parameters now refuses B > 2**46 Lambda (Mironov's condition), so the parameters are built
+    # directly: the samplers must still refuse or clamp them cleanly.
+    params = SnappingParameters(epsilon=1e308, n=1, bound=1e300, lam=1.7763568394002508e-23,
+                                grid=2.6469779601696886e-23)
     with pytest.raises(ValueError, match="params"):
         snapping_outputs(params)
     with pytest.raises(ValueError, match="params"):
