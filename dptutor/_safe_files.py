@@ -18,7 +18,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from dptutor._validate import check_path
+from dptutor._validate import check_int, check_path, check_str
 
 __all__ = ["FILE_MODE", "is_utf8_text", "atomic_target", "read_regular_file", "output_folder"]
 
@@ -76,21 +76,92 @@ def atomic_target(path: Path) -> Iterator[str]:
         raise
 
 
-def read_regular_file(path: Path, max_bytes: int) -> bytes:
-    """The bytes of the regular file ``path`` (no FIFO, which is opened without waiting, folder or file over
-    ``max_bytes``); a ValueError naming ``path`` otherwise."""
+def read_regular_file(path: str | os.PathLike[str], max_bytes: int, *, what: str | None = None,
+                      follow_links: bool = True) -> bytes:
+    """The bytes of the regular file ``path``, at most ``max_bytes`` of them, read without blocking.
+
+    The file is opened without waiting on a FIFO and, unless ``follow_links``, without following a
+    symbolic link; its type and size are checked on the open file (a file swapped for a FIFO or a device
+    after a check cannot block the reader or never end), and the read stops one byte past ``max_bytes``.
+    The library's result files are read with the default messages, the grader's files (through
+    ``dptutor.course.intake.read_regular``) with messages naming ``what``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file.
+    max_bytes : int
+        The most bytes read, ``>= 0``.
+    what : str, optional
+        What the messages call the file (``"the scores file"``); by default they name ``path`` (and a
+        missing file is a ``ValueError`` like any other).
+    follow_links : bool, optional
+        Whether a symbolic link is followed (default) or refused.
+
+    Returns
+    -------
+    bytes
+        The file's content.
+
+    Raises
+    ------
+    FileNotFoundError
+        With ``what`` only, if ``path`` does not exist.
+    ValueError
+        If ``path`` cannot be opened, is a FIFO, a folder, a device or (unless ``follow_links``) a symbolic
+        link, or holds (or grows while read to) more than ``max_bytes`` bytes; without ``what``, also if it
+        cannot be read.
+    TypeError
+        If ``max_bytes``, ``what`` or ``follow_links`` is of the wrong type (the message names it).
+    OSError
+        With ``what``, if the open file cannot be read (an input/output error).
+    """
+    max_bytes = check_int(max_bytes, "max_bytes", minimum=0)
+    if what is not None:
+        what = check_str(what, "what", allow_empty=False)
+    if not isinstance(follow_links, bool):
+        raise TypeError(f"follow_links must be True or False, got {type(follow_links).__name__}")
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    if not follow_links:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
-        with os.fdopen(fd, "rb") as fh:
-            info = os.fstat(fh.fileno())
-            if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
-                raise ValueError(f"path {path} must be a regular file of at most {max_bytes:,} bytes")
-            raw = fh.read(max_bytes + 1)
+        fd = os.open(path, flags)
     except OSError as exc:
+        if what is None:
+            raise ValueError(f"path {path} cannot be read ({exc.strerror or exc})") from exc
+        if isinstance(exc, FileNotFoundError):
+            raise FileNotFoundError(f"path: {what} does not exist ({path})") from None
+        if os.path.islink(path):
+            raise ValueError(f"{what} is a symbolic link, not a file") from None
+        raise ValueError(f"{what} cannot be opened ({exc.strerror})") from None
+    try:
+        return _read_open_file(fd, path, max_bytes, what)
+    except OSError as exc:
+        if what is not None:
+            raise
         raise ValueError(f"path {path} cannot be read ({exc.strerror or exc})") from exc
-    if len(raw) > max_bytes:
-        raise ValueError(f"path {path} grew beyond {max_bytes:,} bytes while being read")
-    return raw
+    finally:
+        os.close(fd)
+
+
+def _read_open_file(fd: int, path: object, max_bytes: int, what: str | None) -> bytes:
+    """What ``read_regular_file`` reads from the open file ``fd``: its type and size checked first."""
+    info = os.fstat(fd)
+    if what is None:
+        if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
+            raise ValueError(f"path {path} must be a regular file of at most {max_bytes:,} bytes")
+    elif not stat.S_ISREG(info.st_mode):
+        raise ValueError(f"{what} is not a regular file")
+    elif info.st_size > max_bytes:
+        raise ValueError(f"{what} has {info.st_size:,} bytes, more than the limit of {max_bytes:,}")
+    chunks, size = [], 0
+    while size <= max_bytes and (chunk := os.read(fd, min(1 << 20, max_bytes + 1 - size))):
+        chunks.append(chunk)
+        size += len(chunk)
+    if size > max_bytes:
+        raise ValueError(f"path {path} grew beyond {max_bytes:,} bytes while being read" if what is None
+                         else f"{what} grew beyond the size limit of {max_bytes:,} bytes while being read")
+    return b"".join(chunks)
 
 
 def output_folder(out: object) -> Path:

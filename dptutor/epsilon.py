@@ -27,30 +27,13 @@ from numpy.typing import ArrayLike, NDArray
 
 from dptutor._validate import (MAX_ELEMENTS, check_float_array, check_int, check_positive, check_probability,
                                 check_real)
-from dptutor.renyi import nudge_up, round_up
+from dptutor.renyi import nudge_down, nudge_up, round_up
 
 __all__ = ["tpr_bound", "posterior_bound", "laplace_interval", "clamped_mean_bias", "rappor_epsilon", "RapporBudget"]
 
 
 def _scalar_or_array(arr: NDArray[np.float64]) -> float | NDArray[np.float64]:
     return float(arr) if arr.ndim == 0 else arr
-
-
-def _up(x: ArrayLike, steps: int = 1) -> NDArray[np.float64]:
-    """``x`` moved ``steps`` doubles towards ``+inf`` (above the exact value of a libm function within an ulp
-    that returned it: two steps)."""
-    out = np.asarray(x, dtype=np.float64)
-    for _ in range(steps):
-        out = np.nextafter(out, np.inf)
-    return out
-
-
-def _down(x: ArrayLike, steps: int = 1) -> NDArray[np.float64]:
-    """``x`` moved ``steps`` doubles towards ``-inf`` (see ``_up``)."""
-    out = np.asarray(x, dtype=np.float64)
-    for _ in range(steps):
-        out = np.nextafter(out, -np.inf)
-    return out
 
 
 def _add(a: ArrayLike, b: ArrayLike, up: bool = True) -> NDArray[np.float64]:
@@ -141,9 +124,10 @@ def tpr_bound(fpr: ArrayLike, epsilon: ArrayLike, delta: float = 0.0) -> float |
     # summed as (1 - e^-eps) + e^-eps (delta + fpr), with no cancellation.
     # (e^eps and e^-eps moved two doubles, except at eps = 0 where they are exact.)
     with np.errstate(over="ignore", invalid="ignore"):
-        growth, shrink = np.where(eps > 0, _up(np.exp(eps), 2), 1.0), np.where(eps > 0, _up(np.exp(-eps), 2), 1.0)
+        growth = np.where(eps > 0, nudge_up(np.exp(eps), 2), 1.0)
+        shrink = np.where(eps > 0, nudge_up(np.exp(-eps), 2), 1.0)
         direct = _add(np.where(rates > 0, _mul(growth, rates), 0.0), slack)
-        complement = _add(np.where(eps > 0, _up(-np.expm1(-eps), 2), 0.0), _mul(shrink, _add(slack, rates)))
+        complement = _add(np.where(eps > 0, nudge_up(-np.expm1(-eps), 2), 0.0), _mul(shrink, _add(slack, rates)))
     return _scalar_or_array(np.clip(np.minimum(direct, complement), 0.0, 1.0))
 
 
@@ -178,14 +162,16 @@ def posterior_bound(epsilon: ArrayLike, prior: float = 0.5) -> float | NDArray[n
     # for a prior below 1e-300, (1 - p) / p overflows: then the logistic function of the log odds instead.
     # Rounded outward step by step (the denominator down, the quotient up): never below the exact bound.
     if p >= 1e-300:
-        odds_against = _down(_down(1.0 - p) / p)
-        shrink = np.where(eps > 0, np.maximum(_down(np.exp(-eps), 2), 0.0), 1.0)
-        bound = np.minimum(1.0, _up(1.0 / _add(1.0, _mul(shrink, odds_against, up=False), up=False)))
+        odds_against = nudge_down(nudge_down(1.0 - p, 1) / p, 1)
+        shrink = np.where(eps > 0, np.maximum(nudge_down(np.exp(-eps), 2), 0.0), 1.0)
+        bound = np.minimum(1.0, nudge_up(1.0 / _add(1.0, _mul(shrink, odds_against, up=False), up=False), 1))
         return _scalar_or_array(np.where(eps > 0, bound, p))  # epsilon = 0: the prior, exactly
-    log_odds = _up(eps + float(_up(nudge_up(math.log(p)) - float(_down(math.log1p(-p), 2)))))
-    with np.errstate(under="ignore"):  # logaddexp taken as accurate to 4 ulps, exp to 2
-        exponent = _up(log_odds - _down(np.logaddexp(0.0, log_odds), 4))
-        bound = np.minimum(1.0, np.maximum(p, _up(np.exp(exponent), 2)))  # subnormal rounding
+    log_odds = nudge_up(eps + nudge_up(nudge_up(math.log(p)) - nudge_down(math.log1p(-p), 2), 1), 1)
+    # logaddexp taken as accurate to 4 ulps, exp to 2; exp overflows to inf (a bound of 1) for an epsilon ~1e300,
+    # whose 4 ulps of slack exceed 709: it warned
+    with np.errstate(under="ignore", over="ignore"):
+        exponent = nudge_up(log_odds - nudge_down(np.logaddexp(0.0, log_odds), 4), 1)
+        bound = np.minimum(1.0, np.maximum(p, nudge_up(np.exp(exponent), 2)))  # subnormal rounding
         return _scalar_or_array(np.where(eps > 0, bound, p))
 
 
@@ -223,7 +209,7 @@ def laplace_interval(sensitivity: float, epsilon: ArrayLike,
     eps = _epsilons(epsilon, positive=True)
     level = check_probability(confidence_level, "confidence_level")
     with np.errstate(over="ignore"):           # an overflow to inf is refused just below
-        half_width = _mul(_up(delta_f / eps), nudge_up(-math.log1p(-level)))  # rounded up: never too narrow
+        half_width = _mul(nudge_up(delta_f / eps, 1), nudge_up(-math.log1p(-level)))  # rounded up: never too narrow
     if not np.isfinite(half_width).all():
         raise ValueError("sensitivity / epsilon is too large: the interval's half-width overflows")
     return _scalar_or_array(half_width)

@@ -9,16 +9,21 @@ Labels refer to the chapter "Composition and accounting".  The names are also im
 from __future__ import annotations
 
 import math
+import numbers
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
-from dptutor._validate import check_choice, check_float_array, check_int, check_positive, check_real
+from dptutor._validate import check_choice, check_float_array, check_int, check_positive, check_real, is_bool
 
 __all__ = [
     "ORDERS",
+    "round_up",
+    "nudge_up",
+    "nudge_down",
     "rdp_gaussian",
     "rdp_subsampled_gaussian",
     "rdp_to_dp",
@@ -37,7 +42,38 @@ _MAX_FLOAT = Fraction(1.7976931348623157e308)
 
 
 def round_up(exact: Fraction) -> float:
-    """The smallest double at least ``exact`` (``inf`` above the largest double; 0 only for 0)."""
+    """The smallest double at least ``exact``: a bound computed in exact rational arithmetic, rounded outward.
+
+    Parameters
+    ----------
+    exact : fractions.Fraction or int or float
+        The exact value (a float or a numpy number is taken at its exact value; it must be finite).
+
+    Returns
+    -------
+    float
+        The smallest double ``>= exact``: ``exact`` itself when it is a double, ``0.0`` only for 0, ``inf``
+        above the largest double, and the most negative double below it.
+
+    Raises
+    ------
+    TypeError
+        If ``exact`` is not a rational number or a float (a bool included).
+    ValueError
+        If ``exact`` is a NaN or an infinite float.
+
+    Examples
+    --------
+    >>> from fractions import Fraction
+    >>> round_up(Fraction(1, 3))  # the nearest double, 0.3333333333333333, is below one third
+    0.33333333333333337
+    >>> round_up(Fraction(1, 4)), round_up(0)
+    (0.25, 0.0)
+    >>> round_up(Fraction(10**400))
+    inf
+    """
+    if type(exact) is not Fraction and type(exact) is not int:  # the checks below cost more than the rest
+        exact = _as_fraction(exact)
     if exact == 0:
         return 0.0
     if exact > _MAX_FLOAT:
@@ -48,12 +84,112 @@ def round_up(exact: Fraction) -> float:
     return math.nextafter(v, math.inf) if Fraction(v) < exact else v
 
 
-def nudge_up(x: float, steps: int = 2) -> float:
-    """``x`` moved ``steps`` doubles towards ``+inf``: above the exact value of a libm function (log, exp,
-    log1p, expm1, within one unit in the last place) that returned ``x``."""
+def _as_fraction(exact: object) -> Fraction:
+    """``exact`` (a rational number or a finite float, not a bool) as a Fraction, or an error naming it."""
+    if is_bool(exact) or not isinstance(exact, (numbers.Rational, float, np.floating)):
+        raise TypeError(f"exact must be a rational number (an int or a fractions.Fraction) or a float, "
+                        f"got {type(exact).__name__}")
+    if isinstance(exact, numbers.Rational):
+        return Fraction(int(exact.numerator), int(exact.denominator))
+    if not math.isfinite(exact):
+        raise ValueError(f"exact must be finite, got {float(exact)}")
+    return Fraction(float(exact))
+
+
+_MAX_STEPS = 1 << 16  # the most doubles nudge_up and nudge_down move a value by
+
+
+def nudge_up(x: ArrayLike, steps: int = 2) -> float | NDArray[np.float64]:
+    """``x`` moved ``steps`` doubles towards ``+inf``: above the exact value of a computation that returned ``x``.
+
+    Two steps (the default) bound the exact value of a libm function (``log``, ``exp``, ``log1p``, ``expm1``:
+    within one unit in the last place) that returned ``x``; one step bounds a correctly rounded operation's.
+
+    Parameters
+    ----------
+    x : float or array_like
+        A real number or an array of them (``inf`` allowed, NaN refused).
+    steps : int, optional
+        How many doubles to move, 0 to 65536 (default 2).
+
+    Returns
+    -------
+    float or numpy.ndarray
+        A Python float for a scalar ``x`` (a 0-d array included), else a new float64 array of the same
+        shape.  ``inf`` stays ``inf``, the largest double becomes ``inf``, ``-inf`` becomes the most
+        negative double, and ``0.0`` and ``-0.0`` become the smallest positive (subnormal) double.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``x`` is not real, holds a NaN or too many elements, or ``steps`` is not an integer in range
+        (the message names the parameter).
+
+    Examples
+    --------
+    >>> nudge_up(1.0) - 1.0 == 2 * 2.0**-52
+    True
+    >>> nudge_up(0.0, 1)
+    5e-324
+    >>> nudge_up([0.0, 1.0, float("inf")], 1).tolist()
+    [5e-324, 1.0000000000000002, inf]
+    """
+    return _nudge(x, steps, math.inf)
+
+
+def nudge_down(x: ArrayLike, steps: int = 2) -> float | NDArray[np.float64]:
+    """``x`` moved ``steps`` doubles towards ``-inf``: a lower bound, as ``nudge_up`` gives an upper one.
+
+    Parameters
+    ----------
+    x : float or array_like
+        A real number or an array of them (``-inf`` allowed, NaN refused).
+    steps : int, optional
+        How many doubles to move, 0 to 65536 (default 2).
+
+    Returns
+    -------
+    float or numpy.ndarray
+        A Python float for a scalar ``x`` (a 0-d array included), else a new float64 array of the same
+        shape.  ``-inf`` stays ``-inf``, ``inf`` becomes the largest double, and ``0.0`` becomes the
+        negative subnormal ``-5e-324``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As ``nudge_up``.
+
+    Examples
+    --------
+    >>> 1.0 - nudge_down(1.0) == 2 * 2.0**-53
+    True
+    >>> nudge_down(5e-324, 1), nudge_down(float("inf"), 1)
+    (0.0, 1.7976931348623157e+308)
+    """
+    return _nudge(x, steps, -math.inf)
+
+
+def _nudge(x: ArrayLike, steps: int, direction: float) -> float | NDArray[np.float64]:
+    """``x`` moved ``steps`` doubles towards ``direction`` (``+-inf``), checked: see ``nudge_up``."""
+    if type(steps) is not int or not 0 <= steps <= _MAX_STEPS:
+        steps = check_int(steps, "steps", minimum=0, maximum=_MAX_STEPS)
+    if isinstance(x, float) and x == x:  # the common case first (a NaN is not equal to itself)
+        value = float(x)
+    elif isinstance(x, numbers.Real):  # int, Fraction, numpy scalars (bools refused)
+        value = check_real(x, "x", allow_inf=True)
+    else:
+        arr = check_float_array(x, "x")
+        if arr.ndim == 0:
+            value = float(arr)
+        else:
+            out = arr.copy()  # a new array even for 0 steps
+            with np.errstate(over="ignore", under="ignore"):  # the largest double to inf, a subnormal: as intended
+                for _ in range(steps):
+                    out = np.nextafter(out, direction)
+            return out
     for _ in range(steps):
-        x = math.nextafter(x, math.inf)
-    return x
+        value = math.nextafter(value, direction)
+    return value
 
 
 def _gaussian_rdp_up(order: float, sigma: float, sensitivity: float) -> float:

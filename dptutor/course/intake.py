@@ -33,14 +33,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
-import stat
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from dptutor._safe_files import read_regular_file
 from dptutor._validate import check_int, check_str
 
 __all__ = ["MAX_NOTEBOOK_BYTES", "MAX_CELLS", "MAX_LINES", "MESSAGE_OVERHEAD", "TIMED_OUT_KEY", "MissingFile", "UnreadableNotebook",
@@ -165,37 +164,15 @@ def read_regular(path: str | Path, limit: int, *, what: str = "the file", follow
     FIFO and, unless ``follow_links``, without following a symbolic link: :class:`MissingFile` if there
     is none, ``ValueError`` naming ``what`` if it is a link (refused), a FIFO, a folder or a device,
     cannot be opened, or is (or grows) over ``limit``. The type is checked on the open file, so a file
-    swapped for a FIFO after a check cannot block the reader."""
+    swapped for a FIFO after a check cannot block the reader (the library's ``read_regular_file`` reads it)."""
     if not isinstance(path, (str, Path)):
         raise TypeError(f"path must be a path, got {type(path).__name__}")
     limit = check_int(limit, "limit", minimum=0, maximum=1 << 30)
     what = check_str(what, "what", allow_empty=False)
-    if not isinstance(follow_links, bool):
-        raise TypeError(f"follow_links must be True or False, got {type(follow_links).__name__}")
-    flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow_links else getattr(os, "O_NOFOLLOW", 0))
     try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        raise MissingFile(f"path: {what} does not exist ({path})") from None
-    except OSError as exc:
-        if os.path.islink(path):
-            raise ValueError(f"{what} is a symbolic link, not a file") from None
-        raise ValueError(f"{what} cannot be opened ({exc.strerror})") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise ValueError(f"{what} is not a regular file")
-        if info.st_size > limit:
-            raise ValueError(f"{what} has {info.st_size:,} bytes, more than the limit of {limit:,}")
-        chunks, size = [], 0
-        while chunk := os.read(fd, 1 << 20):
-            size += len(chunk)
-            if size > limit:
-                raise ValueError(f"{what} grew beyond the size limit of {limit:,} bytes while being read")
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+        return read_regular_file(path, limit, what=what, follow_links=follow_links)
+    except FileNotFoundError as exc:
+        raise MissingFile(str(exc)) from None
 
 
 def read_student_cells(path: Path, *, max_bytes: int | None = None, max_cells: int | None = None) -> list[dict]:
