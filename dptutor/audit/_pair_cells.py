@@ -10,6 +10,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import numbers
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,8 +92,32 @@ class Layout:
         return self.hi if i == 0 else float(self.upper_edges[i - 1])
 
 
-def checked_outputs(out: object, size: int, layout_shape: tuple[int, ...] | None, floating: bool | None, name: str) -> np.ndarray:
-    """The mechanism's outputs as an array with ``size`` rows, or a ValueError naming it."""
+def input_note(data: Any, label: str) -> str:
+    """``"NaN"`` or ``"an infinite value"`` if the dataset ``data`` holds one as far as numpy reads it, else ``""``.
+
+    Only called once something has gone wrong, to tell a bad dataset from a broken mechanism: ``data`` may be
+    any object the mechanism accepts, so anything numpy cannot read as numbers has nothing to note.
+    """
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            arr = np.asarray(data)
+            if arr.dtype.kind == "O":  # only its numbers (None would read as NaN)
+                arr = np.array([v for v in arr.flat if isinstance(v, numbers.Number)], dtype=np.complex128)
+            if arr.dtype.kind not in "fc":
+                return ""
+            if np.isnan(arr).any():
+                return "NaN"
+            return "an infinite value" if np.isinf(arr).any() else ""
+    except Exception:  # not numbers (a ragged list, a string, a custom object): nothing to note
+        return ""
+
+
+def checked_outputs(out: object, size: int, layout_shape: tuple[int, ...] | None, floating: bool | None, name: str,
+                    label: str | None = None, data: Any = None) -> np.ndarray:
+    """The mechanism's outputs as an array with ``size`` rows, or a ValueError naming it.  With the dataset
+    ``data`` it ran on and that dataset's name ``label``, a NaN output names the dataset, and one whose own
+    values hold NaN or infinity is blamed first (the message then starts with ``label``)."""
     if not isinstance(out, np.ndarray):
         try:
             out = np.asarray(out)
@@ -103,7 +129,13 @@ def checked_outputs(out: object, size: int, layout_shape: tuple[int, ...] | None
     if out.dtype.kind not in "biuf":
         raise ValueError(f"mechanism {name!r} returned non-numeric outputs (dtype {out.dtype})")
     if out.dtype.kind == "f" and out.size and np.isnan(out).any():
-        raise ValueError(f"mechanism {name!r} returned NaN")
+        if label is None:
+            raise ValueError(f"mechanism {name!r} returned NaN")
+        held = input_note(data, label)
+        if held:
+            raise ValueError(f"{label}: mechanism {name!r} returned NaN on {label}, which holds {held}: check {label} "
+                             "(audit_pair passes the datasets to the mechanism as they are)")
+        raise ValueError(f"mechanism {name!r} returned NaN on {label}")
     if layout_shape is not None:
         if out.shape[1:] != layout_shape:
             raise ValueError(
@@ -245,8 +277,10 @@ def call_mechanism(mechanism: Any, data: Any, size: int, rng: np.random.Generato
         return mechanism(data, size, rng)
     except Exception as exc:
         kind = TypeError if isinstance(exc, TypeError) else ValueError
-        where = f"{label}: " if first else ""
-        raise kind(f"{where}mechanism {name!r} failed on {label} (called as mechanism(data, size, rng)): {_detail(exc)}"
+        held = input_note(data, label)
+        where = f"{label}: " if first or held else ""
+        which = f"{label}, which holds {held}" if held else label
+        raise kind(f"{where}mechanism {name!r} failed on {which} (called as mechanism(data, size, rng)): {_detail(exc)}"
                    ) from exc
 
 
@@ -259,7 +293,7 @@ def draw_outputs(mechanism: Any, data: Any, size: int, rng: np.random.Generator,
     while done < size:
         m = min(rows, size - done)
         yield checked_outputs(call_mechanism(mechanism, data, m, rng, label, name), m, layout.row_shape, layout.floating,
-                              name)
+                              name, label, data)
         done += m
 
 
@@ -343,7 +377,7 @@ def probe_block(
     rng = np.random.Generator(np.random.PCG64(seed_seq))
     if first is None or first.shape[0] > size:
         first = checked_outputs(first_call(mechanism, x, min(size, 64), rng, "x", name), min(size, 64), None, None,
-                                 name)
+                                 name, "x", x)
     row_shape, floating = first.shape[1:], first.dtype.kind == "f"
     width = int(math.prod(row_shape))
     if width == 0:
@@ -371,6 +405,8 @@ def probe_block(
     try:
         first_prime = next(draws)
     except (TypeError, ValueError) as exc:  # the first call on x_prime: as first_call, the dataset first
+        if str(exc).startswith("x_prime: "):
+            raise
         raise (TypeError if isinstance(exc, TypeError) else ValueError)(f"x_prime: {exc}") from exc.__cause__ or exc
     obs[1].append(_observe(first_prime, layout, name))
     obs[1].extend(_observe(o, layout, name) for o in draws)

@@ -159,7 +159,10 @@ def audit_pair(
     ------
     TypeError, ValueError
         Naming the bad parameter; ``ValueError`` naming the mechanism if it returns the wrong number
-        of outputs, NaN, non-numeric values, or outputs that change shape or type between calls.
+        of outputs, NaN, non-numeric values, or outputs that change shape or type between calls.  A failure
+        or NaN output also names the dataset (``x`` or ``x_prime``) it came from, first in the message when
+        that dataset itself holds NaN or infinity (the datasets reach the mechanism unchecked: any object
+        it accepts, NaN included, is a valid dataset).
 
     Notes
     -----
@@ -379,7 +382,7 @@ def _learned_statistic(
     applies (:func:`~dptutor.audit.template.template_of`): nothing is fitted, and the probe's outputs are kept."""
     rng = np.random.Generator(np.random.PCG64(fit_seq))
     m = min(64, n_sel)
-    first = checked_outputs(first_call(mechanism, x, m, rng, "x", name), m, None, None, name)
+    first = checked_outputs(first_call(mechanism, x, m, rng, "x", name), m, None, None, name, "x", x)
     row_shape, floating = first.shape[1:], first.dtype.kind == "f"
     width = int(math.prod(row_shape))
     if width == 0:
