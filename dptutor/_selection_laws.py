@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dptutor._selection_args import NOISES, answer_array, noise_scale
-from dptutor._validate import check_choice, check_float_array, check_positive, check_real, check_sequence, is_bool
+from dptutor._validate import check_choice, check_float_array, check_positive, check_real, check_sequence, is_bool, shown
 
 __all__ = [
     "MAX_EXACT_SCORE",
@@ -143,13 +143,13 @@ def exponential_mechanism_exact(scores: Any, base: Any) -> list[Fraction]:
         if is_bool(item) or not isinstance(item, numbers.Integral):
             raise TypeError(f"scores must hold integers, got {type(item).__name__}")
         if abs(int(item)) > MAX_EXACT_SCORE:
-            raise ValueError(f"scores must lie in [-{MAX_EXACT_SCORE}, {MAX_EXACT_SCORE}], got {int(item)}")
+            raise ValueError(f"scores must lie in [-{MAX_EXACT_SCORE}, {MAX_EXACT_SCORE}], got {shown(int(item))}")
         ints.append(int(item))
     if is_bool(base) or not isinstance(base, (numbers.Integral, Fraction)):
         raise TypeError(f"base must be an int or a fractions.Fraction, got {type(base).__name__}")
     b = Fraction(base)
     if not b > 1:
-        raise ValueError(f"base must be > 1, got {b}")
+        raise ValueError(f"base must be > 1, got {shown(b)}")
     if b.numerator >= 2**64 or b.denominator >= 2**64:
         raise ValueError("base must have a numerator and a denominator below 2**64")
     # Integer weights p^e q^(H-e) over one denominator, e = u - min: no Fraction sums (30+ s for 1000 distinct scores).

@@ -239,3 +239,11 @@ def test_reconstruct_falls_back_to_the_svd_when_refinement_does_not_settle(monke
     monkeypatch.setattr(attacks, "GRAM_TOLERANCE", 0.0)  # no step is ever small enough
     assert attacks._gram_solution(q, a) is None
     assert np.array_equal(reconstruct(q, a), _lstsq_bits(q, a))
+
+
+@pytest.mark.parametrize(("scores", "base", "name"), [([0, 1, 2], -10**5000, "base"), ([10**5000, 0, 1], 2, "scores")],
+                         ids=["huge-base", "huge-score"])
+def test_exact_exponential_mechanism_messages_survive_huge_ints(scores, base, name):
+    # Both messages used to fail while being built, on Python's 4300-digit limit for printing an int.
+    with pytest.raises(ValueError, match=f"{name} must .*too long to print"):
+        laws.exponential_mechanism_exact(scores, base)
