@@ -21,7 +21,7 @@ from typing import Iterable
 import numpy as np
 import sympy as sp
 
-from dptutor._validate import check_bool, check_int, check_positive, check_real, check_sequence
+from dptutor._validate import MAX_ELEMENTS, check_bool, check_int, check_positive, check_real, check_sequence
 from dptutor.renyi import round_up
 
 _EPS = 2.0**-52  # one unit in the last place of 1
@@ -148,8 +148,9 @@ class Budget:
         object.__setattr__(self, "total", check_positive(self.total, "total"))
         spent = tuple(check_positive(e, f"spent[{i}]") for i, e in enumerate(check_sequence(self.spent, "spent", min_len=0)))
         used = sum((Fraction(e) for e in spent), Fraction(0))
-        if used > Fraction(self.total):
-            raise ValueError(f"spent adds up to {float(used):g}, more than total = {self.total:g}")
+        if used > Fraction(self.total):  # rounded up for the message: float() raised OverflowError past the largest double
+            shown = f"{round_up(used):g}" if round_up(used) < math.inf else "more than the largest double"
+            raise ValueError(f"spent adds up to {shown}, more than total = {self.total:g}")
         object.__setattr__(self, "spent", spent)
 
     @property
@@ -257,7 +258,8 @@ class Budget:
         Parameters
         ----------
         k : int
-            The number of shares, in ``[1, 10**9]``.
+            The number of shares, in ``[1, 2**28]`` (``dptutor._validate.MAX_ELEMENTS``: the list is
+            built in memory, 8 bytes a share).
 
         Returns
         -------
@@ -271,7 +273,7 @@ class Budget:
         ValueError
             If ``k`` is out of range, or the shares would be zero.
         """
-        k = check_int(k, "k", minimum=1, maximum=10**9)
+        k = check_int(k, "k", minimum=1, maximum=MAX_ELEMENTS)  # 10**9 shares exhausted the memory
         exact = self.remaining_exactly / k
         share = float(exact)
         if Fraction(share) > exact:
@@ -336,7 +338,8 @@ def repeated_laplace_box_loss(k: int, epsilon: float, t: float = 0.0) -> tuple[f
     if loss == 0.0:  # underflowed (epsilon and t near the largest floats): below every positive double
         return 0.0, k * log_f0
     # each closed form is good to a few ulps, plus (for t > 1) e^-(t - 1) eps's error, 2 ulps of its exponent
-    up = 1.0 + _EPS * (16.0 + (4.0 * (t - 1.0) * eps if t > 1.0 else 0.0))
+    # (4 * ((t - 1) eps), not (4 (t - 1)) eps: that overflowed to inf for t near the largest double)
+    up = 1.0 + _EPS * (16.0 + (4.0 * ((t - 1.0) * eps) if t > 1.0 else 0.0))
     return _times_up(k, math.nextafter(loss * up, math.inf)), k * log_f0
 
 

@@ -123,6 +123,8 @@ class PrivacyLossDistribution:
         check_real(self.grid, "grid", low=1e-8, high=1.0)
         check_int(self.offset, "offset", minimum=-(10**9), maximum=10**9)
         pmf = check_float_array(self.pmf, "pmf", finite=True, ndim=1, min_size=1, low=0.0)
+        if (pmf > 1.0 + 1e-6).any():  # before the sum, which overflowed (with a warning) for entries near 1e308
+            raise ValueError(f"pmf must hold probabilities in [0, 1] (within 1e-6), got a largest entry of {float(pmf.max())!r}")
         if pmf.size > MAX_PLD_CELLS:  # each delta allocates a few copies; epsilon calls delta ~40 times
             raise ValueError(f"pmf has {pmf.size:,} entries, more than the limit of {MAX_PLD_CELLS:,}")
         mass = check_real(self.infinity_mass, "infinity_mass", low=0.0, high=1.0)
@@ -530,6 +532,9 @@ def gaussian_composition_epsilon(
     Gaussian's RDP at the orders ``dptutor.renyi.ORDERS``, times k (rounded up), converted with
     :func:`~dptutor.renyi.rdp_to_dp` (``"improved"``).  Both are rounded up: never below the exact value of
     the accountant (for the PLD, the FFT's round-off included, see :meth:`PrivacyLossDistribution.compose`).
+    The PLD truncates ``min(1e-15, delta / 1000)`` (at least 1e-300) of mass per step (the ``tail`` of
+    :func:`pld_gaussian` and :meth:`PrivacyLossDistribution.compose`); a delta below the mass it counts as an
+    infinite loss (the tails and the FFT's round-off, about 1e-16 per convolution) is refused.
 
     Parameters
     ----------
@@ -551,12 +556,13 @@ def gaussian_composition_epsilon(
     Returns
     -------
     float
-        epsilon, possibly ``inf``.
+        epsilon (finite for ``"pld"``; possibly ``inf`` for ``"rdp"``).
 
     Raises
     ------
     TypeError, ValueError
-        For an argument of the wrong type or out of range, or a PLD of more than 2^23 cells (a coarser grid is needed).
+        For an argument of the wrong type or out of range, a PLD of more than 2^23 cells (a coarser grid is
+        needed), or (``"pld"``) a ``delta`` below the PLD's infinite-loss mass (``method="rdp"`` is needed).
     """
     s = check_real(sigma, "sigma", low=1e-3, high=1e6)
     k = check_int(k, "k", minimum=1, maximum=MAX_PLD_K)
@@ -570,6 +576,12 @@ def gaussian_composition_epsilon(
         with np.errstate(over="ignore"):
             total = np.where(rdp > 0.0, np.nextafter(rdp * k, np.inf), 0.0)  # k rdp rounded up (to nearest was low)
         return rdp_to_dp(ORDERS, total, dlt)[0]
-    directions = ("remove", "add") if q < 1.0 else ("remove",)
-    return max(pld_gaussian(s, sampling_probability=q, direction=d, grid=h, pessimistic=pes).compose(k).epsilon(dlt)
-               for d in directions)
+    # The mass truncated per step, well below delta (fixed at 1e-15, it made every delta below ~3e-15 give inf).
+    tail = max(1e-300, min(1e-15, dlt / 1000.0))
+    plds = [pld_gaussian(s, sampling_probability=q, direction=d, grid=h, tail=tail, pessimistic=pes).compose(k, tail=tail)
+            for d in (("remove", "add") if q < 1.0 else ("remove",))]
+    worst = max(p.infinity_mass for p in plds)
+    if worst > dlt:  # the truncated tails and the FFT's round-off bound alone exceed delta: no finite epsilon
+        raise ValueError(f"delta = {dlt!r} is below the PLD's resolution (its truncated tails and FFT round-off "
+                         f"bound add up to {worst:.3g} at k = {k}): use method='rdp'")
+    return max(p.epsilon(dlt) for p in plds)

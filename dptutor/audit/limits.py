@@ -34,6 +34,8 @@ def _laws(p: object, q: object) -> tuple[NDArray[np.float64], NDArray[np.float64
         a = check_float_array(value, name, finite=True, ndim=1, min_size=2)
         if np.any(a <= 0):
             raise ValueError(f"{name} must be positive for every outcome (the pair's epsilon must be finite)")
+        if np.any(a > 1):  # before the sum, which overflowed (with a warning) for entries near 1e308
+            raise ValueError(f"{name} must hold probabilities in (0, 1], got a largest entry of {float(a.max())!r}")
         total = float(a.sum())
         if abs(total - 1.0) > 1e-9:
             raise ValueError(f"{name} must sum to 1, got {total!r}")
