@@ -35,7 +35,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from dptutor._validate import (check_choice, check_float_array, check_int, check_positive, check_probability,
-                                check_real, check_rng, check_sequence, check_size, check_str)
+                                check_real, check_rng, check_sequence, check_size, check_str, MAX_ELEMENTS)
 from dptutor.dptext import sample_dptext
 from dptutor.exact import check_scale, check_sigma, sample_discrete_gaussian, sample_discrete_laplace
 from dptutor.renyi import round_up, zcdp_to_dp
@@ -380,7 +380,7 @@ def _set_fields(release: TextRelease | DPTextRelease, **checked: object) -> None
     """Check the fields common to both releases, and store them and ``checked`` in canonical form."""
     checked.update(bound=check_real(release.bound, "bound", low=0.0, low_open=True, high=1e280),  # outputs stay finite
                    steps=check_int(release.steps, "steps", minimum=1, maximum=1 << 20),
-                   dimension=check_int(release.dimension, "dimension", minimum=1),
+                   dimension=check_int(release.dimension, "dimension", minimum=1, maximum=MAX_ELEMENTS),  # k has d entries
                    claimed_epsilon=check_positive(release.claimed_epsilon, "claimed_epsilon"))
     for name, value in checked.items():
         object.__setattr__(release, name, value)  # a frozen dataclass stores its canonical fields this way
@@ -449,7 +449,7 @@ def calibrate(norm: str, noise: str, *, bound: float, steps: int, dimension: int
     """
     norm, noise = _checked_pair(norm, noise)
     c, eps = check_positive(bound, "bound"), check_positive(epsilon, "epsilon")
-    sens = grid_sensitivity(norm, noise, steps=steps, dimension=dimension)
+    sens = grid_sensitivity(norm, noise, steps=steps, dimension=check_int(dimension, "dimension", minimum=1, maximum=MAX_ELEMENTS))
     if noise == "laplace":
         if check_real(delta, "delta", low=0.0) != 0.0:
             raise ValueError("delta must be 0 for Laplace noise (it is pure epsilon-DP)")
@@ -490,7 +490,7 @@ def wrong_sensitivity_release(*, bound: float, steps: int, dimension: int, epsil
     claimed = c if claimed_sensitivity is None else check_positive(claimed_sensitivity, "claimed_sensitivity")
     eps = check_positive(epsilon, "epsilon")
     grid_claim = Fraction(claimed) / Fraction(c) * m
-    d = check_int(dimension, "dimension", minimum=1)
+    d = check_int(dimension, "dimension", minimum=1, maximum=MAX_ELEMENTS)
     scale = _scale(grid_claim, eps, "epsilon and claimed_sensitivity")
     return TextRelease("l2", "laplace", c, m, d, scale, math.floor(grid_claim), eps)
 

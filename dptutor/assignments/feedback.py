@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dptutor._validate import (MAX_ELEMENTS, check_callable, check_choice, check_float_array, check_int,
-                               check_positive, check_real, check_sequence, is_bool)
+                               check_positive, check_real, check_sequence, is_bool, shown)
 
 __all__ = [
     "Finding",
@@ -86,7 +86,7 @@ class Finding:
         if not isinstance(self.message, str):
             raise TypeError(f"message must be a str, got {type(self.message).__name__}")
         if not isinstance(self.check, str) or (self.check and not self.check.isidentifier()):
-            raise TypeError(f"check must be an identifier or empty, got {self.check!r}")
+            raise TypeError(f"check must be an identifier or empty, got {shown(self.check)}")
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,7 @@ class Feedback:
                 raise TypeError(f"{name} must be a str, got {type(getattr(self, name)).__name__}")
         points = check_real(self.points, "points", low=0.0)
         if not 0.0 <= check_real(self.score, "score", low=0.0) <= points:
-            raise ValueError(f"score must lie in [0, points] = [0, {points:g}], got {self.score!r}")
+            raise ValueError(f"score must lie in [0, points] = [0, {points:g}], got {shown(self.score)}")
         if not isinstance(self.findings, tuple) or not all(isinstance(f, Finding) for f in self.findings):
             raise TypeError("findings must be a tuple of Finding")
         check_choice(self.status, "status", STATUSES)
@@ -179,17 +179,17 @@ class Question:
     def __post_init__(self) -> None:
         for name in ("name", "title"):
             if not isinstance(getattr(self, name), str) or not getattr(self, name):
-                raise TypeError(f"{name} must be a non-empty str, got {getattr(self, name)!r}")
+                raise TypeError(f"{name} must be a non-empty str, got {shown(getattr(self, name))}")
         check_positive(self.points, "points")
         if not isinstance(self.needs, tuple) or not self.needs or not all(
                 isinstance(n, str) and n.isidentifier() for n in self.needs):
-            raise TypeError(f"needs must be a non-empty tuple of identifiers, got {self.needs!r}")
+            raise TypeError(f"needs must be a non-empty tuple of identifiers, got {shown(self.needs)}")
         check_callable(self.check, "check", "check(*objects, grading_seed=None)")
         for name in ("checks", "carried"):
             value = getattr(self, name)
             if not isinstance(value, tuple) or not all(isinstance(n, str) and n.isidentifier() for n in value) \
                     or len(set(value)) != len(value):
-                raise TypeError(f"{name} must be a tuple of distinct identifiers, got {value!r}")
+                raise TypeError(f"{name} must be a tuple of distinct identifiers, got {shown(value)}")
         if UNSCORED in self.checks:
             raise ValueError(f"checks: {UNSCORED!r} is reserved for notes that are never scored")
 
@@ -210,7 +210,7 @@ class Assignment:
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.isidentifier():
-            raise TypeError(f"name must be an identifier, got {self.name!r}")
+            raise TypeError(f"name must be an identifier, got {shown(self.name)}")
         if not isinstance(self.title, str) or not isinstance(self.notebook, str) or not self.notebook.endswith(".md"):
             raise TypeError("title must be a str and notebook a .md file name")
         if not isinstance(self.questions, tuple) or not self.questions or not all(
@@ -224,7 +224,7 @@ class Assignment:
         for q in self.questions:
             missing = [n for n in q.carried if n not in known]
             if missing:
-                raise ValueError(f"questions: {q.name} carries {missing[0]!r} forward, which no question needs")
+                raise ValueError(f"questions: {q.name} carries {shown(missing[0])} forward, which no question needs")
 
     @property
     def carry_forward(self) -> bool:
@@ -241,7 +241,7 @@ class Assignment:
         for q in self.questions:
             if q.name == name:
                 return q
-        raise ValueError(f"question name: assignment {self.name!r} has no question {name!r} "
+        raise ValueError(f"question name: assignment {shown(self.name)} has no question {shown(name)} "
                          f"(it has {[q.name for q in self.questions]})")
 
 
@@ -265,7 +265,7 @@ def fmt_points(x: float) -> str:
 def named(check: str, *findings: Finding) -> list[Finding]:
     """``findings`` as a list, each unnamed one given the check name ``check`` (named ones keep theirs)."""
     if not isinstance(check, str) or not check.isidentifier():
-        raise TypeError(f"check must be an identifier, got {check!r}")
+        raise TypeError(f"check must be an identifier, got {shown(check)}")
     if not all(isinstance(f, Finding) for f in findings):
         raise TypeError("findings must be Finding objects")
     return [f if f.check else dataclasses.replace(f, check=check) for f in findings]

@@ -98,9 +98,10 @@ class AuditMember:
         check_choice(self.bug, "bug", AUDIT_BUGS)
 
     def scale(self, label: str, n: int, epsilon: float) -> float:
-        """The noise scale of mechanism ``label`` at dimension ``n`` (one-sided noise: of the magnitude)."""
+        """The noise scale of mechanism ``label`` at dimension ``n`` (one-sided noise: of the magnitude);
+        ``n`` is a batch's column count, at most ``MAX_ELEMENTS``."""
         label = check_choice(label, "label", ("A", "B"))
-        n = check_int(n, "n", minimum=1)
+        n = check_int(n, "n", minimum=1, maximum=MAX_ELEMENTS)
         eps = check_real(epsilon, "epsilon", low=MYSTERY_EPSILON_RANGE[0], high=MYSTERY_EPSILON_RANGE[1])
         if label != self.broken or self.bug == "one-sided":
             return n / eps

@@ -124,8 +124,10 @@ class AdditiveMap:
         if len(knots) != len(atoms) or not knots:
             raise ValueError(f"knots and atoms must hold one array per output value each, got {len(knots)} and {len(atoms)}")
         for j, (k, a) in enumerate(zip(knots, atoms)):
-            if k.size == 1 or not np.isfinite(k).all() or (k.size and not (k[1:] > k[:-1]).all()):
-                raise ValueError(f"knots[{j}] must be empty or at least two increasing finite values, got {k}")
+            if k.size == 1 or not np.isfinite(k).all() or (k.size and not (k[1:] > k[:-1]).all()) \
+                    or (k.size and math.isinf(float(k[-1]) - float(k[0]))):  # a spread that overflows
+                raise ValueError(f"knots[{j}] must be empty or at least two increasing finite values less than the float range "
+                                 f"apart, got {k}")
             if a.size > _MAX_ATOMS or (a.size and not (a[1:] > a[:-1]).all()):
                 raise ValueError(f"atoms[{j}] must be at most {_MAX_ATOMS} increasing values, got {a}")
         check_choice(self.tails, "tails", TAILS)
@@ -240,12 +242,14 @@ def fit_additive_map(outputs: Any, *, knots: int = SPLINE_KNOTS, tails: str = "f
     n = rows.shape[0]
     least = max(2, math.ceil(ATOM_FRACTION * n))
     all_knots, all_atoms = [], []
-    for col in rows.T:
+    for j, col in enumerate(rows.T):
         values, counts = np.unique(col, return_counts=True)
         atoms = values[(counts >= least) | ~np.isfinite(values)]
         if atoms.size > _MAX_ATOMS:  # only possible through infinities and ties at the threshold
             atoms = np.sort(values[np.argsort(-counts, kind="stable")[:_MAX_ATOMS]])
         rest = col[np.isfinite(col) & ~np.isin(col, atoms)]
+        if rest.size and math.isinf(float(rest.max()) - float(rest.min())):  # np.quantile's interpolation would overflow
+            raise ValueError(f"outputs: the values of output value {j} (atoms aside) span more than the float range")
         levels = (np.arange(knots) + 0.5) / knots
         grid = np.unique(np.quantile(rest, levels)) if rest.size >= 2 else np.empty(0)
         all_knots.append(grid if grid.size >= 2 else np.empty(0))
@@ -290,7 +294,7 @@ def _columns(knots: NDArray[np.float64], atoms: NDArray[np.float64], linear: boo
 
 def _linear(v: NDArray[np.float64], knots: NDArray[np.float64]) -> NDArray[np.float64]:
     """``(v - c) / h``, with ``c`` and ``h`` the centre and half-width of the knots' range, clipped (0 for NaN)."""
-    centre, half = 0.5 * (knots[0] + knots[-1]), 0.5 * (knots[-1] - knots[0])
+    centre, half = 0.5 * knots[0] + 0.5 * knots[-1], 0.5 * (knots[-1] - knots[0])  # no overflow: knots[0] + knots[-1] might
     with np.errstate(all="ignore"):
         out = np.subtract(v, centre)
         out /= half
@@ -377,12 +381,13 @@ class LearnedStatistic:
     def __post_init__(self) -> None:
         check_choice(self.kind, "kind", MODELS[1:])
         width = check_int(self.width, "width", minimum=1, maximum=1 << 24)
-        infinite = np.asarray(self.infinite)
-        if infinite.dtype != np.bool_ or infinite.shape != (width,):
-            raise ValueError(
-                f"infinite must be a boolean array with one entry per output value (width {width}), "
-                f"got {infinite.dtype} {infinite.shape}"
-            )
+        try:
+            infinite = np.asarray(self.infinite)
+            got = f"{infinite.dtype} {infinite.shape}"
+        except (TypeError, ValueError):  # a ragged nesting of lists
+            infinite, got = None, "a ragged sequence"
+        if infinite is None or infinite.dtype != np.bool_ or infinite.shape != (width,):
+            raise ValueError(f"infinite must be a boolean array with one entry per output value (width {width}), got {got}")
         if not callable(getattr(self.model, "decision_function", None)):
             raise TypeError(f"model must be a fitted classifier with decision_function, got {type(self.model).__name__}")
 

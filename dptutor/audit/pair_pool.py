@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from dptutor._validate import check_bool, check_choice, check_float_array, check_int, check_sequence
+from dptutor._validate import check_bool, check_choice, check_float_array, check_int, check_sequence, shown
 from dptutor.audit.search import candidate_pairs
 
 __all__ = ["NEIGHBOURS", "vector_pairs", "value_pairs", "pair_moves"]
@@ -157,7 +157,9 @@ def value_pairs(values: Sequence[Any], *, adjacent: bool = False) -> list[tuple[
     for i, a in enumerate(items):
         for j, b in enumerate(items[i + 1:], start=i + 1):
             if repr(a) == repr(b):
-                raise ValueError(f"values must be distinct, got {a!r} twice")
+                raise ValueError(f"values must be distinct, got {shown(a)} twice")
+            if not _distinct((a, b)):  # -0.0 and 0.0, 1 and 1.0: the audit would drop their pair
+                raise ValueError(f"values must be distinct, got {shown(a)} and {shown(b)}, which are equal (==)")
             if not adjacent or j == i + 1:
                 out.append((a, b))
     return out

@@ -62,6 +62,7 @@ from dptutor._validate import (
     check_real,
     check_seed_sequence,
     renamed_parameters,
+    shown,
 )
 from dptutor.audit._pair_cells import discrete_order
 from dptutor.audit.pair import PairAudit, audit_pair
@@ -140,7 +141,8 @@ class MechanismAudit:
         object.__setattr__(self, "scores", scores.copy())
         object.__setattr__(self, "stages", stages.astype(np.int64))
         runs = check_int(self.runs, "runs", minimum=1)
-        check_int(self.pilot_runs, "pilot_runs", minimum=0, maximum=runs)
+        if check_int(self.pilot_runs, "pilot_runs", minimum=0) > runs:
+            raise ValueError(f"pilot_runs must be <= runs (the pilot's runs count in them), got {shown(self.pilot_runs)} > runs={runs}")
         check_probability(self.confidence, "confidence")
 
     @property
