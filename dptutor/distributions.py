@@ -12,8 +12,10 @@ scalar input.  Bad input raises ``ValueError`` (or ``TypeError``) naming the par
 non-finite ``mu``, ``b`` or ``x``, NaN anywhere, ``u``/``v`` outside their documented domain.
 No numpy ``RuntimeWarning`` escapes: the only place a log of a non-positive number is taken on
 purpose (:func:`~dptutor.dptext.dptext_transform`, whose contract is to return NaN there) silences it locally with
-``np.errstate``; overflow of ``(x - mu)/b`` or of ``b`` times a quantile gives the correct limit
-(density 0, CDF 0 or 1, quantile +-inf) and is silenced the same way.
+``np.errstate``; overflow of ``(x - mu)/b`` gives the correct limit (density 0, CDF 0 or 1) and is
+silenced the same way.  A quantile or a draw that would overflow to +-inf (a scale near the float
+max) is refused with a ``ValueError`` naming ``b``: a Laplace law with finite ``mu`` and ``b`` has
+no infinite quantile.
 
 Samplers take an explicit, keyword-only ``rng`` (a :class:`numpy.random.Generator`).  DPText's
 transform, its law and its sampler live in :mod:`dptutor.dptext` and are importable from here.
@@ -28,10 +30,14 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from dptutor._laplace_args import (
+    FAST_MAX,
+    GRID_MAX,
     SamplerMethod,
     broadcast_to_size,
     broadcast_together,
+    check_draws,
     finite,
+    finite_quantiles,
     location_scale,
     open_unit,
     scalar_or_array,
@@ -157,7 +163,8 @@ def laplace_ppf(u: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0):
     Raises
     ------
     TypeError, ValueError
-        For ``u`` outside (0, 1) or NaN, a bad ``mu`` or ``b``, or shapes that do not broadcast.
+        For ``u`` outside (0, 1) or NaN, a bad ``mu`` or ``b``, shapes that do not broadcast, or a
+        quantile that overflows float64 (``|mu| + b |ln(2 min(u, 1 - u))|`` beyond the float max).
 
     Examples
     --------
@@ -170,14 +177,17 @@ def laplace_ppf(u: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0):
         # operations in the same order as below, without the array checks (~20x faster a call).
         x = float(u)
         log_term = float(np.log(2.0 * min(x, 1.0 - x)))
-        return np.float64(float(mu) - float(b) * ((x > 0.5) - (x < 0.5)) * log_term)
+        res = float(mu) - float(b) * ((x > 0.5) - (x < 0.5)) * log_term
+        if math.isfinite(res):
+            return np.float64(res)
+        return finite_quantiles(np.asarray(res))  # raises
     u_arr = open_unit(u, "u", 0.0, 1.0)
     mu_arr, b_arr = location_scale(mu, b)
     broadcast_together(u=u_arr, mu=mu_arr, b=b_arr)
     log_term = np.log(2.0 * np.minimum(u_arr, 1.0 - u_arr))  # = ln(1 - 2|u - 1/2|), exact argument
-    with np.errstate(over="ignore"):  # huge b: the quantile overflows to +-inf, as it should
+    with np.errstate(over="ignore"):  # huge b: the quantile overflows to +-inf, refused just below
         res = mu_arr - b_arr * np.sign(u_arr - 0.5) * log_term
-    return scalar_or_array(np.asarray(res))
+    return scalar_or_array(finite_quantiles(np.asarray(res)))
 
 
 def laplace_ppf_piecewise(u: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0):
@@ -198,7 +208,8 @@ def laplace_ppf_piecewise(u: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0)
     Raises
     ------
     TypeError, ValueError
-        For ``u`` outside (0, 1) or NaN, a bad ``mu`` or ``b``, or shapes that do not broadcast.
+        For ``u`` outside (0, 1) or NaN, a bad ``mu`` or ``b``, shapes that do not broadcast, or a
+        quantile that overflows float64.
     """
     u_arr = open_unit(u, "u", 0.0, 1.0)
     mu_arr, b_arr = location_scale(mu, b)
@@ -210,7 +221,7 @@ def laplace_ppf_piecewise(u: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0)
         low_branch = b_arr * np.log(2.0 * np.where(lower, u_arr, 0.25)) + mu_arr
         high_branch = mu_arr - b_arr * np.log(2.0 * (1.0 - np.where(lower, 0.75, u_arr)))
     res = np.where(lower, low_branch, high_branch)
-    return scalar_or_array(np.asarray(res))
+    return scalar_or_array(finite_quantiles(np.asarray(res)))
 
 
 def laplace_ppf_centered(v: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0):
@@ -234,14 +245,15 @@ def laplace_ppf_centered(v: ArrayLike, mu: ArrayLike = 0.0, b: ArrayLike = 1.0):
     Raises
     ------
     TypeError, ValueError
-        For ``v`` outside (-1/2, 1/2) or NaN, a bad ``mu`` or ``b``, or shapes that do not broadcast.
+        For ``v`` outside (-1/2, 1/2) or NaN, a bad ``mu`` or ``b``, shapes that do not broadcast, or a
+        quantile that overflows float64.
     """
     v_arr = open_unit(v, "v", -0.5, 0.5)
     mu_arr, b_arr = location_scale(mu, b)
     broadcast_together(v=v_arr, mu=mu_arr, b=b_arr)
     with np.errstate(over="ignore"):
         res = mu_arr - b_arr * np.sign(v_arr) * np.log1p(-2.0 * np.abs(v_arr))
-    return scalar_or_array(np.asarray(res))
+    return scalar_or_array(finite_quantiles(np.asarray(res)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -260,7 +272,8 @@ def standard_laplace_fill(out: NDArray[np.float64], *, rng: np.random.Generator)
     exponentials but from disjoint words, so ``S`` and ``E`` are independent.
     Work proceeds in cache-sized chunks of :data:`CHUNK` elements so the sign pass hits L2.
 
-    ``out`` must be a writeable, C-contiguous, native float64 ``numpy.ndarray`` of any shape.
+    ``out`` must be a writeable, C-contiguous, native float64 ``numpy.ndarray`` of any shape (not a
+    subclass such as a masked array, whose mask would be ignored).
 
     Parameters
     ----------
@@ -277,13 +290,14 @@ def standard_laplace_fill(out: NDArray[np.float64], *, rng: np.random.Generator)
     Raises
     ------
     TypeError
-        If ``out`` is not a numpy array or ``rng`` not a Generator.
+        If ``out`` is not a plain numpy array (a subclass such as ``numpy.ma.MaskedArray`` is refused) or
+        ``rng`` not a Generator.
     ValueError
         If ``out`` is not float64, not C-contiguous or not writeable.
     """
     rng = check_rng(rng)
-    if not isinstance(out, np.ndarray):
-        raise TypeError(f"out must be a numpy.ndarray, got {type(out).__name__}")
+    if type(out) is not np.ndarray:
+        raise TypeError(f"out must be a plain numpy.ndarray (not a subclass such as a masked array), got {type(out).__name__}")
     if out.dtype != np.float64:
         raise ValueError(f"out must have dtype float64 (native byte order), got {out.dtype}")
     if not out.flags.c_contiguous:
@@ -308,10 +322,9 @@ def _laplace_fill_flat(flat: NDArray[np.float64], rng: np.random.Generator, mu: 
         # ... and XOR it into the byte of each float64 that holds the IEEE sign bit (E > 0 has it clear).
         top = chunk.view(np.uint8)[_SIGN_BYTE::8]
         np.bitwise_xor(top, signs, out=top)
-        if b != 1.0 or mu != 0.0:
-            with np.errstate(over="ignore"):  # b near the float max: draws overflow to +-inf, correctly
-                np.multiply(chunk, b, out=chunk)
-                np.add(chunk, mu, out=chunk)
+        if b != 1.0 or mu != 0.0:  # the caller checked that nothing overflows (check_draws)
+            np.multiply(chunk, b, out=chunk)
+            np.add(chunk, mu, out=chunk)
 
 
 def _inverse_cdf_standard(shape: tuple[int, ...], rng: np.random.Generator) -> NDArray[np.float64]:
@@ -351,6 +364,11 @@ def sample_laplace(
     (:func:`standard_laplace_fill`), several times faster than ``rng.laplace``.
     ``mu`` and ``b`` may be arrays broadcastable to ``size``.
 
+    No draw is ever +-inf: a standard draw is at most ``52 ln 2 ~ 36.04`` in absolute value for
+    ``"inverse_cdf"`` (the uniform is at least ``2^-53`` away from 0 and 1) and ``r + 53 ln 2 ~ 44.43``
+    for ``"fast"`` (the ziggurat's tail, ``r ~ 7.697``), so ``b`` must keep ``|mu| + b * 36.04`` (or
+    ``|mu| + b * 44.43``) below the float max: ``b < 4.98e306`` (or ``4.04e306``) for ``mu = 0``.
+
     Parameters
     ----------
     size : int or tuple of int
@@ -370,8 +388,8 @@ def sample_laplace(
     Raises
     ------
     TypeError, ValueError
-        For a bad ``size``, ``mu``, ``b``, ``rng`` or ``method``, or ``mu``/``b`` that do not broadcast
-        to ``size``.
+        For a bad ``size``, ``mu``, ``b``, ``rng`` or ``method``, ``mu``/``b`` that do not broadcast
+        to ``size``, or a ``b`` (with ``mu``) so large that a draw could overflow (see above).
 
     Examples
     --------
@@ -384,6 +402,7 @@ def sample_laplace(
     shape = check_size(size)
     mu_arr, b_arr = location_scale(mu, b)
     broadcast_to_size(shape, mu_arr, b_arr)
+    check_draws(mu_arr, b_arr, GRID_MAX if method == "inverse_cdf" else FAST_MAX)
     if method == "inverse_cdf":
         out = _inverse_cdf_standard(shape, rng)
     elif method == "fast":
@@ -392,9 +411,8 @@ def sample_laplace(
             _laplace_fill_flat(out.reshape(-1), rng, float(mu_arr), float(b_arr))
             return out
         standard_laplace_fill(out, rng=rng)
-    with np.errstate(over="ignore"):  # b or mu near the float max: draws overflow to +-inf, as documented
-        if not (b_arr.ndim == 0 and b_arr == 1.0):
-            out *= b_arr
-        if not (mu_arr.ndim == 0 and mu_arr == 0.0):
-            out += mu_arr
+    if not (b_arr.ndim == 0 and b_arr == 1.0):  # nothing overflows (check_draws)
+        out *= b_arr
+    if not (mu_arr.ndim == 0 and mu_arr == 0.0):
+        out += mu_arr
     return out

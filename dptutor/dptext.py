@@ -15,9 +15,11 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from dptutor._laplace_args import (
+    GRID_MAX,
     NanPolicy,
     broadcast_to_size,
     broadcast_together,
+    check_draws,
     finite,
     location_scale,
     scalar_or_array,
@@ -202,7 +204,9 @@ def sample_dptext(
     * ``"discard"``: NaN draws are thrown away and redrawn until ``size`` finite values exist.
 
     The event ``v = 1/2`` exactly (probability ``2^-53`` per draw) gives ``+inf``; ``"discard"`` drops
-    it like a NaN, the other policies keep it.  Law of the result: :func:`dptext_cdf`.
+    it like a NaN, the other policies keep it.  Law of the result: :func:`dptext_cdf`.  Every other
+    standard draw is at most ``52 ln 2 ~ 36.04`` (``v <= 1/2 - 2^-53``), and ``b`` must keep
+    ``|mu| + b * 36.04`` below the float max (``b < 4.98e306`` for ``mu = 0``), so that no draw overflows.
 
     Parameters
     ----------
@@ -223,13 +227,15 @@ def sample_dptext(
     Raises
     ------
     TypeError, ValueError
-        For a bad ``size``, ``mu``, ``b``, ``rng`` or ``nan``.
+        For a bad ``size``, ``mu``, ``b``, ``rng`` or ``nan``, or a ``b`` (with ``mu``) so large that a draw
+        could overflow (see above).
     """
     rng = check_rng(rng)
     shape = check_size(size)
     check_choice(nan, "nan", ("keep", "zero", "discard"))
     mu_arr, b_arr = location_scale(mu, b)
     broadcast_to_size(shape, mu_arr, b_arr)
+    check_draws(mu_arr, b_arr, GRID_MAX)
     n = math.prod(shape)
     if nan == "discard":
         noise = np.empty(n, dtype=np.float64)
@@ -246,6 +252,6 @@ def sample_dptext(
         noise, ok = _dptext_standard_noise(shape, rng)
         if nan == "keep":
             noise = np.where(ok, noise, np.nan)
-    # noise is the standard (mu = 0, b = 1) DPText draw; scale and shift (b > 0 keeps NaN/inf as is).
-    with np.errstate(over="ignore"):
-        return mu_arr + b_arr * noise
+    # noise is the standard (mu = 0, b = 1) DPText draw; scale and shift (b > 0 keeps NaN/inf as is; the
+    # +inf of v = 1/2 is the only infinite product, and no finite one overflows: check_draws).
+    return mu_arr + b_arr * noise

@@ -25,9 +25,10 @@ impossibility (a sound over-approximation of the outputs).  For any sampler at a
 :func:`off_grid` gives a weaker certificate that needs no knowledge of the sampler: ``loc + z`` rounded to a double is always a
 multiple of ``2^(e - 53)`` where ``2^e <= |loc| < 2^(e+1)``, whatever the double ``z`` is.
 
-Assumptions, stated once: the ``log`` functions are monotone (true of glibc's and numpy's), and
-``loc`` and ``scale`` are such that nothing overflows.  :func:`laplace_from_index` is a
-replica checked draw for draw against numpy in the tests.
+Assumptions, stated once: the ``log`` functions are monotone (true of glibc's and numpy's), and nothing overflows:
+:func:`laplace_from_index`, :func:`reachable` and the samplers refuse a ``scale`` with ``|loc| + scale * M`` infinite,
+``M = 52 ln 2 ~ 36.04`` bounding the standard output (``M ~ 44.43`` for ``"fast"``): ``scale < 4.98e306`` (resp.
+``4.04e306``) for ``loc = 0``.  :func:`laplace_from_index` is a replica checked draw for draw against numpy in the tests.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from typing import Callable
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from dptutor._laplace_args import FAST_MAX, GRID_MAX, check_draws
 from dptutor._validate import (
     MAX_ELEMENTS,
     check_choice,
@@ -49,6 +51,7 @@ from dptutor._validate import (
     check_probability,
     check_real,
     check_rng,
+    shown,
 )
 from dptutor.distributions import CHUNK, laplace_ppf, laplace_ppf_piecewise, sample_laplace
 from dptutor.snapping import (
@@ -156,8 +159,11 @@ def _functions(sampler: str, loc: float, scale: float) -> tuple[Callable, Callab
     return g, g
 
 
-def _check_loc_scale(loc: object, scale: object) -> tuple[float, float]:
-    return check_real(loc, "loc"), check_positive(scale, "scale")
+def _check_loc_scale(loc: object, scale: object, sampler: str) -> tuple[float, float]:
+    """``loc`` and ``scale``, refusing a scale with which ``sampler`` could output +-inf (module docstring)."""
+    loc, scale = check_real(loc, "loc"), check_positive(scale, "scale")
+    check_draws(np.asarray(loc), np.asarray(scale), FAST_MAX if sampler == "fast" else GRID_MAX, "loc", "scale")
+    return loc, scale
 
 
 def laplace_from_index(
@@ -174,7 +180,7 @@ def laplace_from_index(
     loc : float, optional
         Location, finite (default 0).
     scale : float, optional
-        Scale, ``> 0`` and finite (default 1).
+        Scale, ``> 0``, with ``|loc| + 36.04 scale`` finite (default 1; see the module docstring).
     sampler : {"numpy", "textbook", "inverse_cdf"}, optional
         The sampler (default ``"numpy"``).
 
@@ -189,8 +195,11 @@ def laplace_from_index(
         For non-integer or out-of-range ``k``, or a bad ``loc``, ``scale`` or ``sampler``.
     """
     check_choice(sampler, "sampler", EXACT_SAMPLERS)
-    loc, scale = _check_loc_scale(loc, scale)
-    arr = np.asarray(k)
+    loc, scale = _check_loc_scale(loc, scale, sampler)
+    try:
+        arr = np.asarray(k)
+    except (TypeError, ValueError) as exc:  # ragged lists
+        raise TypeError(f"k must be an array of integers ({shown(exc, str)})") from None
     if arr.dtype.kind not in "iu":
         raise TypeError(f"k must hold integers, got dtype {arr.dtype}")
     if arr.size and (arr.min() < 1 or arr.max() > K_MAX):
@@ -250,7 +259,7 @@ def reachable(y: ArrayLike, loc: float, scale: float, sampler: str = "numpy") ->
         For a bad ``y``, ``loc``, ``scale`` or ``sampler``.
     """
     check_choice(sampler, "sampler", EXACT_SAMPLERS)
-    loc, scale = _check_loc_scale(loc, scale)
+    loc, scale = _check_loc_scale(loc, scale, sampler)
     y_arr = check_float_array(y, "y")
     if y_arr.size > _MAX_REACHABLE:  # a binary search of 54 steps per output: 2**22 take a minute or so
         raise ValueError(f"y has {y_arr.size:,} outputs, more than the limit of {_MAX_REACHABLE:,}")
@@ -370,7 +379,7 @@ def sample_floating_laplace(
     loc : float, optional
         Location, finite (default 0).
     scale : float, optional
-        Scale, ``> 0`` and finite (default 1).
+        Scale, ``> 0``, with no output overflowing (default 1; see the module docstring).
     rng : numpy.random.Generator
         The source of randomness.
     sampler : {"numpy", "textbook", "inverse_cdf", "fast"}, optional
@@ -388,7 +397,7 @@ def sample_floating_laplace(
     """
     check_choice(sampler, "sampler", SAMPLERS)
     size = check_int(size, "size", minimum=0, maximum=MAX_ELEMENTS)
-    loc, scale = _check_loc_scale(loc, scale)
+    loc, scale = _check_loc_scale(loc, scale, sampler)
     rng = check_rng(rng)
     if sampler == "numpy":
         return rng.laplace(loc, scale, size)

@@ -26,6 +26,7 @@ from dptutor._validate import (
     check_real,
     check_rng,
     is_bool,
+    shown,
 )
 from dptutor.renyi import round_up
 
@@ -142,9 +143,9 @@ class SnappingParameters:
         check_positive(self.lam, "lam")
         grid = check_positive(self.grid, "grid")
         if math.frexp(grid)[0] != 0.5:
-            raise ValueError(f"grid must be a power of two, got {grid!r}")
+            raise ValueError(f"grid must be a power of two, got {shown(grid)}")
         if not self.lam <= grid < 2.0 * self.lam:
-            raise ValueError(f"grid must be the smallest power of two >= lam = {self.lam!r}, got {grid!r}")
+            raise ValueError(f"grid must be the smallest power of two >= lam = {shown(self.lam)}, got {shown(grid)}")
 
 
 def snapping_parameters(epsilon: float, n: int = 1, bound: float | None = None) -> SnappingParameters:
@@ -233,7 +234,10 @@ def snap(x: NDArray[np.float64], u: NDArray[np.float64], negative: NDArray[np.bo
     u = check_float_array(u, "u")
     if not ((u > 0.0) & (u <= 1.0)).all():
         raise ValueError("u must lie in (0, 1]")
-    neg = np.asarray(negative)
+    try:
+        neg = np.asarray(negative)
+    except (TypeError, ValueError) as exc:  # ragged lists
+        raise TypeError(f"negative must be an array of bools ({shown(exc, str)})") from None
     if neg.dtype != np.bool_:
         raise TypeError(f"negative must be an array of bools, got dtype {neg.dtype}")
     negative = neg
@@ -381,7 +385,7 @@ def log_ratio(p: "Fraction", q: "Fraction") -> float:
         if is_bool(value) or not isinstance(value, (int, Fraction)):
             raise TypeError(f"{name} must be a Fraction or an int, got {type(value).__name__}")
         if value < 0:
-            raise ValueError(f"{name} must be >= 0, got {value}")
+            raise ValueError(f"{name} must be >= 0, got {shown(value)}")
     if p == 0 and q == 0:
         return 0.0
     if q == 0:

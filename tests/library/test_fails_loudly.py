@@ -277,8 +277,8 @@ def test_extreme_values_raise_no_warning():
         warnings.simplefilter("error")
         assert dptext_pdf(0.0, 0.0, 5e-324) == math.inf  # the density 1/(2b) overflows, correctly
         for method in ("inverse_cdf", "fast"):
-            draws = sample_laplace(50, 0.0, 1e308, rng=rng, method=method)
-            assert not np.isnan(draws).any()
+            draws = sample_laplace(50, 0.0, 4e306, rng=rng, method=method)  # the largest scales still allowed
+            assert np.isfinite(draws).all()
         assert exact_loss("laplace", np.uint64(4), 1.0) == exact_loss("laplace", 4, 1.0)
 
 
