@@ -56,6 +56,7 @@ import hashlib
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 from numpy.typing import NDArray
@@ -63,6 +64,7 @@ from numpy.typing import NDArray
 from dptutor.assignments.bug_family import HUNT_BUGS, BughuntMember
 from dptutor._validate import MAX_ELEMENTS, check_batch, check_choice, check_int, check_real, check_rng, check_str
 from dptutor.distributions import standard_laplace_fill
+from dptutor.renyi import round_up
 
 __all__ = [
     "INSTANCE_ASSIGNMENTS", "AUDIT_BUGS", "AuditMember", "PairMember", "FAMILIES", "SELF_STUDY",
@@ -104,7 +106,7 @@ class AuditMember:
         n = check_int(n, "n", minimum=1, maximum=MAX_ELEMENTS)
         eps = check_real(epsilon, "epsilon", low=MYSTERY_EPSILON_RANGE[0], high=MYSTERY_EPSILON_RANGE[1])
         if label != self.broken or self.bug == "one-sided":
-            return n / eps
+            return round_up(Fraction(n) / Fraction(eps))  # never below n / epsilon: the private one stays private
         return {"sensitivity-1": 1.0, "l2": n ** 0.5, "half-scale": n / 2}[self.bug] / eps
 
     def one_sided(self, label: str) -> bool:
@@ -130,13 +132,13 @@ class PairMember:
 
     @property
     def scale(self) -> float:
-        """The Laplace scale of each column."""
-        return self.spread / PAIR_EPSILON
+        """The Laplace scale of each column (rounded up, so each column spends at most ``1 / scale``)."""
+        return round_up(Fraction(self.spread) / Fraction(PAIR_EPSILON))
 
     @property
     def true_epsilon(self) -> float:
-        """The privacy loss for counts that differ by 1 (each column spends 1 / scale)."""
-        return self.columns / self.scale
+        """The privacy loss for counts that differ by 1 (each column spends 1 / scale), rounded up."""
+        return round_up(Fraction(self.columns) / Fraction(self.scale))
 
 
 #: Every member of each family, in a fixed order.

@@ -139,3 +139,24 @@ def test_mechanism_audit_names_runs_too():
         dataclasses.replace(found, runs=3)
     with pytest.raises(ValueError, match="^pilot_runs must be <= runs .*too long to print"):
         dataclasses.replace(found, pilot_runs=HUGE)
+
+
+def test_the_private_mystery_mechanisms_scale_is_never_below_n_over_epsilon():
+    # AuditMember.scale was n / epsilon rounded to nearest: below the exact quotient about half the time,
+    # so the "correct" mechanism of the audit family spent a hair more than epsilon.
+    from fractions import Fraction
+
+    from dptutor.assignments.instances import FAMILIES
+
+    member = FAMILIES["audit"][0]
+    correct = "B" if member.broken == "A" else "A"
+    below = 0
+    for n in (1, 3, 7, 10, 100):
+        for eps in (0.3, 0.7, 1.1, 2.9, 3.0):
+            scale = member.scale(correct, n, eps)
+            assert Fraction(scale) >= Fraction(n) / Fraction(eps)
+            below += n / eps < scale  # rounded to nearest would have been an ulp below here
+    assert below > 0
+    for m in FAMILIES["pair_audit"]:
+        assert Fraction(m.scale) >= Fraction(m.spread) / Fraction(0.5)
+        assert Fraction(m.true_epsilon) >= m.columns / Fraction(m.scale)
