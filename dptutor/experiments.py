@@ -40,6 +40,7 @@ from dptutor._validate import (
     check_workers,
     renamed_parameters,
     recordable_seed,
+    shown,
 )
 from dptutor._safe_files import atomic_target, is_utf8_text, output_folder
 from dptutor.audit import MAX_N, MAX_TRIALS, AuditCell, AuditResult, estimate_losses, exact_loss
@@ -213,8 +214,8 @@ def cell_seed(seed: int | tuple[int, ...], mechanism: str, epsilon: float, n: in
     key = epsilon_key(epsilon)
     try:
         text = f"{seed}|{mechanism}|{key}|{n}"
-    except ValueError as exc:  # an int past Python's 4300-digit limit for printing
-        raise ValueError(f"seed and n must be integers of at most 4300 digits ({exc})") from None
+    except ValueError:  # n past Python's 4300-digit limit for printing (check_seed bounds the seed)
+        raise ValueError(f"n must be an integer of at most 4300 digits, got {shown(n)}") from None
     return int.from_bytes(hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:8], "little")
 
 
@@ -318,7 +319,8 @@ def run_grid(
     rng : int, sequence of int, numpy.random.SeedSequence, numpy.random.Generator or None, default PAPER_SEED
         What seeds the run: the run's recorded seed is ``rng`` itself for an int, a SeedSequence's entropy,
         four words drawn from a Generator, fresh entropy for ``None``; each cell's seed derives from it
-        (:func:`cell_seed`).  ``seed=`` is its deprecated alias.
+        (:func:`cell_seed`); a seed holds at most 4096 integers, each below ``2**4096``.  ``seed=`` is its
+        deprecated alias.
     workers : int, default 1
         The processes of the pool.
     out : str, os.PathLike or None, default None

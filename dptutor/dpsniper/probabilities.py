@@ -1,18 +1,20 @@
 """Exact output probabilities of DP-Sniper's mechanisms on a pair (see :mod:`dptutor.dpsniper`).
 
 One-dimensional integrals over the threshold noise (or the maximum), computed with
-:func:`scipy.integrate.quad` to a relative error of about 1e-12.
+:func:`scipy.integrate.quad` to a relative error of about 1e-12 (an absolute one below 1e-298 for a
+probability below about 1e-288, which float64 cannot hold to that relative precision).
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from dptutor._validate import check_choice, check_float_array, check_int, check_mechanism_epsilon, check_real
+from dptutor._validate import check_choice, check_float_array, check_int, check_mechanism_epsilon, check_real, shown
 
 __all__ = ["rnm_index_probabilities", "svt_pattern_probabilities"]
 
@@ -74,17 +76,49 @@ def _exp_cdf(z: Any, b: float) -> Any:
     return np.where(z > 0, -np.expm1(-np.maximum(z, 0.0) / b), 0.0)
 
 
-def _integrate(fn: Any, kinks: list[float], scale: float) -> float:
-    """``int fn(r) dr`` over the real line with :func:`scipy.integrate.quad`, split at ``kinks``."""
+def _lsf(z: float, b: float) -> float:
+    """The Laplace(0, b) survival function ``1 - F(z)`` at one point, without cancellation: ``1 - _lcdf`` loses
+    every digit of a tail probability below 1e-16 (and with it the accuracy of the integrals)."""
+    return 0.5 * math.exp(-z / b) if z >= 0 else 1.0 - 0.5 * math.exp(z / b)
+
+
+#: The absolute error the quadrature may make on each piece of an integral near its kinks: a probability above
+#: about 1e-288 is computed to a relative error of about 1e-12, a smaller one (reaching float64's subnormal range,
+#: where a relative error that small cannot be had) to an absolute error below 1e-298.
+_EPSABS = 1e-300
+
+
+def _integrate(fn: Any, kinks: list[float], scale: float, names: str) -> float:
+    """``int fn(r) dr`` over the real line with :func:`scipy.integrate.quad`, one piece between each two ``kinks``.
+
+    Between the kinks ``log fn`` is concave and, beyond ``scale`` of them, linear with a slope of 0 or at least
+    ``1 / scale`` in size; beyond the outermost kinks it falls at least as fast as ``exp(-|r| / scale)``.  So the
+    line is cut 60 scales beyond the outermost kinks (what lies further is below ``e**-60`` of the integral
+    there), and the middle of a gap of more than 120 scales is integrated last, to an absolute error of 1e-15 of
+    the rest: there ``fn`` is flat (quad is exact) or below ``e**-60`` of its values at the gap's ends (quad on
+    such a long piece may miss that spike, but not the digits that matter).  ``ValueError`` naming ``names`` if
+    quad cannot reach its tolerance.
+    """
     from scipy import integrate
 
-    # Also split 60 scales either side of every kink: the mass lies there, and quad on one long piece (a kink
-    # far from the others) can miss a spike at its end.
-    edges = sorted({p + s * 60.0 * scale for p in kinks for s in (-1.0, 0.0, 1.0)})
+    points, reach = sorted(set(kinks)), 60.0 * scale
+    near, middles = [(points[0] - reach, points[0]), (points[-1], points[-1] + reach)], []
+    for a, b in zip(points[:-1], points[1:]):
+        if b - a > 2.0 * reach:
+            near += [(a, a + reach), (b - reach, b)]
+            middles.append((a + reach, b - reach))
+        else:
+            near.append((a, b))
     total = 0.0
-    for a, b in zip(edges[:-1], edges[1:]):
-        if b > a:
-            total += integrate.quad(fn, a, b, epsabs=0.0, epsrel=1e-12, limit=200)[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", integrate.IntegrationWarning)
+        try:
+            total = math.fsum(integrate.quad(fn, a, b, epsabs=_EPSABS, epsrel=1e-12, limit=200)[0] for a, b in near)
+            epsabs = max(_EPSABS, 1e-15 * total)
+            total += math.fsum(integrate.quad(fn, a, b, epsabs=epsabs, epsrel=1e-12, limit=200)[0] for a, b in middles)
+        except integrate.IntegrationWarning as exc:
+            raise ValueError(f"{names}: the integral cannot be computed accurately at these values "
+                             f"({shown(str(exc), str)})") from None
     return total
 
 
@@ -131,7 +165,7 @@ def rnm_index_probabilities(data: Any, *, epsilon: float, noise: str = "laplace"
         def fn(t: float, i: int = i, others: NDArray[np.float64] = others) -> float:
             return pdf(t - q[i]) * float(np.prod(cdf(t - others, b)))
 
-        out.append(_integrate(fn, [float(v) for v in q], b))
+        out.append(_integrate(fn, [float(v) for v in q], b, "data and epsilon"))
     return np.array(out)
 
 
@@ -182,11 +216,11 @@ def svt_pattern_probabilities(
             for g in gaps[:k]:
                 value *= _lcdf(g + r, b_nu)
             if k < len(gaps):
-                value *= 1.0 - _lcdf(gaps[k] + r, b_nu)
+                value *= _lsf(gaps[k] + r, b_nu)
             return value
 
         pattern = tuple([0] * k + ([1] + [-1] * (q.size - k - 1) if k < q.size else []))
-        out[pattern] = _integrate(fn, kinks, max(b_rho, b_nu))
+        out[pattern] = _integrate(fn, kinks, max(b_rho, b_nu), "data, epsilon and threshold")
     return out
 
 
@@ -227,11 +261,11 @@ def svt6_epsilon(x: NDArray[np.float64], xp: NDArray[np.float64], epsilon: float
             def fn(r: float, counts: tuple[int, ...] = counts, side: int = side) -> float:
                 value = math.exp(-abs(r) / b_rho) / (2 * b_rho)
                 for key, m in zip(keys, counts):
-                    above = 1.0 - _lcdf(threshold + r - key[side], b_nu)
-                    value *= above**m * (1.0 - above) ** (groups[key] - m)
+                    z = threshold + r - key[side]
+                    value *= _lsf(z, b_nu) ** m * _lcdf(z, b_nu) ** (groups[key] - m)
                 return value
 
-            logs.append(math.log(_integrate(fn, kinks, b_rho + b_nu)))
+            logs.append(math.log(_integrate(fn, kinks, b_rho + b_nu, "x, xp, epsilon and threshold")))
         worst = max(worst, abs(logs[0] - logs[1]))
     return worst
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import keyword
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -19,6 +20,7 @@ from dptutor._validate import (
     check_real,
     renamed_parameters,
     recordable_seed,
+    shown,
 )
 from dptutor.approximate_dp import discrete_gaussian_epsilon
 from dptutor.audit import PairAudit, audit_pair
@@ -84,7 +86,8 @@ class ZooEntry:
     dpsniper : float or None, default None
         DP-Sniper's published lower bound, where one exists.
     options : tuple of (str, object) pairs, default ()
-        Keyword arguments bound into :meth:`release`.
+        Keyword arguments bound into :meth:`release`: each a ``(name, value)`` tuple, the names distinct keyword
+        arguments of ``mechanism`` other than ``data``, ``size``, ``rng``, ``epsilon`` and ``delta``.
     privacy : str or None, default None
         One of :data:`PRIVACY` (``None``: from ``private``).
     why : str, default ''
@@ -139,8 +142,7 @@ class ZooEntry:
                 check_real(value, field_name, low=0.0, allow_inf=True)
         if self.statistic is not None:
             check_callable(self.statistic, "statistic", "statistic(outputs)")
-        if not isinstance(self.options, tuple):
-            raise TypeError(f"options must be a tuple of (name, value) pairs, got {type(self.options).__name__}")
+        _check_options(self.options, self.mechanism)
 
     def release(self) -> Callable[..., Any]:
         """The mechanism as ``release(data, size, rng)``, with the claimed epsilon (and delta) bound in
@@ -193,6 +195,35 @@ class ZooEntry:
             self.release(), self.x, self.x_prime, epsilon=self.epsilon, delta=self.delta, trials=trials,
             statistic=self.statistic, **{_AUDIT_SEED: seed}, **kwargs,
         )
+
+
+#: Keywords that ``options`` may not hold: ``release(data, size, rng)`` passes the first three, and the
+#: entry's own ``epsilon`` and ``delta`` fields bind the last two.
+_RESERVED_OPTIONS = ("data", "size", "rng", "epsilon", "delta")
+
+
+def _check_options(options: object, mechanism: Callable[..., Any]) -> None:
+    """``options`` as :class:`ZooEntry` takes it: a tuple of ``(name, value)`` tuples, each name a distinct keyword
+    of ``mechanism`` (an identifier, not one of ``_RESERVED_OPTIONS``); ``TypeError``/``ValueError`` naming it."""
+    if not isinstance(options, tuple):
+        raise TypeError(f"options must be a tuple of (name, value) pairs, got {type(options).__name__}")
+    seen: set[str] = set()
+    for i, pair in enumerate(options):
+        if not isinstance(pair, tuple) or len(pair) != 2:
+            raise TypeError(f"options[{i}] must be a (name, value) tuple, got {shown(pair)}")
+        key = pair[0]
+        if not isinstance(key, str):
+            raise TypeError(f"options[{i}] must be named by a str, got {type(key).__name__}")
+        if not key.isidentifier() or keyword.iskeyword(key):
+            raise ValueError(f"options[{i}] must be named by a keyword argument, got {shown(key)}")
+        if key in _RESERVED_OPTIONS:
+            raise ValueError(f"options[{i}] must not set {key!r} (release() passes data, size and rng; "
+                             "the entry's fields bind epsilon and delta)")
+        if key in seen:
+            raise ValueError(f"options names {key!r} twice")
+        if not _takes(mechanism, key):
+            raise ValueError(f"options[{i}]: the mechanism takes no keyword argument {key!r}")
+        seen.add(key)
 
 
 def _takes(fn: Callable[..., Any], name: str) -> bool:

@@ -12,26 +12,33 @@ expected (so no "truth value of an array is ambiguous" reaches the user).
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 import os
-import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from dptutor._validate.arrays import MAX_ELEMENTS, check_batch, check_broadcast, immutable_finite_array
+
 __all__ = ["MAX_ELEMENTS", "MAX_WORKERS", "is_bool", "shown", "check_bool", "check_real", "check_positive",
            "check_probability", "check_int", "check_choice", "check_callable", "check_rng", "check_seed",
            "check_size", "check_float_array", "check_workers", "check_str", "check_path", "check_interval",
            "check_broadcast", "check_mapping", "check_sequence", "check_batch", "immutable_finite_array",
-           "check_labels", "check_count"]  # check_labels and check_count: for dptutor.learning
+           "check_labels", "check_count",  # check_labels and check_count: for dptutor.learning
+           "MAX_SEQUENCE_LENGTH", "MAX_SEED_LENGTH", "MAX_SEED_BITS"]
 
-#: The largest array (in elements) that a function allocates on a caller's behalf: 2**28 float64 is
-#: 2 GiB, a tenth of this project's 24 GB machines.  Larger requests get a ValueError naming the
-#: parameter instead of a MemoryError (or a swap storm) halfway through.
-MAX_ELEMENTS: int = 1 << 28
+#: The longest sequence (list, tuple, 1-D array) ``check_sequence`` accepts: its items are then checked one by
+#: one in Python (about a second per million), so a longer one is refused at once with a ValueError naming it.
+MAX_SEQUENCE_LENGTH: int = 1 << 20
+
+#: The most integers a seed sequence may hold (``numpy.random.SeedSequence`` hashes them all into 128 bits, so
+#: more than a few is already pointless), and the most bits each may have (an int seed too).
+MAX_SEED_LENGTH: int = 4096
+MAX_SEED_BITS: int = 4096
 
 #: More worker processes than this is a mistake, whatever the machine (each costs ~100 MB).
 MAX_WORKERS: int = 256
@@ -157,30 +164,34 @@ def check_rng(value: object, name: str = "rng") -> np.random.Generator:
 def check_seed(value: object, name: str = "seed") -> int | tuple[int, ...] | None:
     """None, a non-negative int, or a non-empty sequence of them (what ``SeedSequence`` takes).
 
-    Floats, bools and ``SeedSequence`` objects are refused: a recorded seed must repeat the run.
+    Floats, bools and ``SeedSequence`` objects are refused: a recorded seed must repeat the run.  A sequence
+    holds at most ``MAX_SEED_LENGTH`` (4096) integers, each (and an int seed) below ``2**MAX_SEED_BITS``
+    (``2**4096``): the length is checked before anything is copied.
     """
     if value is None:
         return None
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value[()]
     if isinstance(value, numbers.Integral) and not is_bool(value):
-        v = int(value)
-        if v < 0:
-            raise ValueError(f"{name} must be non-negative, got {shown(v)}")
-        return v
+        return _seed_int(value, name, "be")
     if isinstance(value, (list, tuple, np.ndarray)):
-        items = list(np.asarray(value, dtype=object).ravel()) if isinstance(value, np.ndarray) else list(value)
+        items = _bounded_list(value.flat if isinstance(value, np.ndarray) else value, name, MAX_SEED_LENGTH)
         if not items:
             raise ValueError(f"{name} must not be an empty sequence")
-        out = []
         for item in items:
             if is_bool(item) or not isinstance(item, numbers.Integral):
                 raise TypeError(f"{name} must hold only integers, got {type(item).__name__}")
-            if int(item) < 0:
-                raise ValueError(f"{name} must hold only non-negative integers, got {shown(int(item))}")
-            out.append(int(item))
-        return tuple(out)
+        return tuple(_seed_int(item, name, "hold only") for item in items)
     raise TypeError(f"{name} must be None, a non-negative int or a sequence of them, got {type(value).__name__}")
+
+
+def _seed_int(value: numbers.Integral, name: str, verb: str) -> int:
+    v, what = int(value), ("" if verb == "be" else " integers")
+    if v < 0:
+        raise ValueError(f"{name} must {verb} non-negative{what}, got {shown(v)}")
+    if v.bit_length() > MAX_SEED_BITS:
+        raise ValueError(f"{name} must {verb}{what} below 2**{MAX_SEED_BITS}, got {shown(v)}")
+    return v
 
 
 def check_size(value: object, name: str = "size", *, max_elements: int = MAX_ELEMENTS) -> tuple[int, ...]:
@@ -293,9 +304,10 @@ def check_interval(value: object, name: str, *, low: float = -math.inf, low_open
         raise TypeError(f"{name} must be a pair of real numbers (low, high), got {type(value).__name__}")
     if isinstance(value, np.ndarray) and value.ndim != 1:
         raise ValueError(f"{name} must be a pair of real numbers (low, high), got an array of shape {value.shape}")
-    items = list(value)
+    items = list(itertools.islice(value, 3)) if _length(value) == 2 else []  # a long one is not copied to be refused
     if len(items) != 2:
-        raise ValueError(f"{name} must be a pair of real numbers (low, high), got {len(items)} item(s)")
+        n = len(items) if _length(value) == 2 else _length(value)
+        raise ValueError(f"{name} must be a pair of real numbers (low, high), got {'more' if n is math.inf else n} item(s)")
     lo = check_real(items[0], f"{name}[0]", low=low, low_open=low_open)
     hi = check_real(items[1], f"{name}[1]")
     if not lo < hi:
@@ -303,26 +315,6 @@ def check_interval(value: object, name: str, *, low: float = -math.inf, low_open
     if max(abs(lo), abs(hi)) > limit:
         raise ValueError(f"{name} must lie within [-{limit:g}, {limit:g}], got {(lo, hi)!r}")
     return lo, hi
-
-
-def check_broadcast(arrays: Mapping[str, np.ndarray], shape: tuple[int, ...] | None = None) -> tuple[int, ...]:
-    """The common broadcast shape of ``arrays`` (name -> array); ``ValueError`` naming them if none.
-
-    With ``shape``, every array must broadcast *to* ``shape`` (e.g. a sampler's ``size``).
-    """
-    shapes = {k: np.shape(a) for k, a in arrays.items()}
-    names = ", ".join(shapes)
-    try:
-        out = np.broadcast_shapes(*shapes.values(), *(() if shape is None else (shape,)))
-    except ValueError:
-        out = None
-    if out is None or (shape is not None and out != shape):
-        detail = ", ".join(f"{k} {s}" for k, s in shapes.items())
-        target = "each other" if shape is None else f"size {shape}"
-        raise ValueError(f"{names} must broadcast to {target}, got shapes {detail}")
-    if math.prod(out) > MAX_ELEMENTS:
-        raise ValueError(f"{names} broadcast to {math.prod(out):,} elements, more than the limit of {MAX_ELEMENTS:,}")
-    return out
 
 
 def check_mapping(value: object, name: str, *, min_len: int = 1) -> Mapping:
@@ -334,62 +326,41 @@ def check_mapping(value: object, name: str, *, min_len: int = 1) -> Mapping:
     return value
 
 
-def check_sequence(value: object, name: str, *, min_len: int = 1) -> list:
-    """A list/tuple/1-D array (never a str, a mapping or a one-shot iterator) as a list."""
+def check_sequence(value: object, name: str, *, min_len: int = 1, max_len: int = MAX_SEQUENCE_LENGTH) -> list:
+    """A list/tuple/1-D array (never a str, a mapping or a one-shot iterator) as a list of ``min_len`` to
+    ``max_len`` items; the length is checked before any item is copied (see ``MAX_SEQUENCE_LENGTH``)."""
     if isinstance(value, np.ndarray):
         if value.ndim != 1:
             raise ValueError(f"{name} must be 1-D, got shape {value.shape}")
-        items = list(value)
     elif isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
         raise TypeError(f"{name} must be a list or tuple, got {type(value).__name__}")
-    else:
-        items = list(value)
+    items = _bounded_list(value, name, max_len)
     if len(items) < min_len:
         raise ValueError(f"{name} must have at least {min_len} item(s), got {len(items)}")
     return items
 
 
-def check_batch(value: object, name: str = "x") -> np.ndarray:
-    """A mechanism's input: a 2-D real ``numpy.ndarray`` of shape ``(trials, n)`` with finite values.
-
-    Returned as is (no copy).  Finiteness costs one pass: the sum of finite values is finite unless it
-    overflows, and only then are the values looked at one by one.
-    """
-    if not isinstance(value, np.ndarray):
-        raise TypeError(f"{name} must be a numpy.ndarray of shape (trials, n), got {type(value).__name__}")
-    if value.ndim != 2:
-        raise ValueError(f"{name} must be 2-D of shape (trials, n), got shape {value.shape}")
-    if value.dtype.kind not in "biuf":
-        raise TypeError(f"{name} must be real-valued, got dtype {value.dtype}")
-    if value.dtype.kind == "f" and value.size and not _known_finite(value):
-        with np.errstate(over="ignore", invalid="ignore"):
-            total = value.sum()
-        if not math.isfinite(total) and not np.isfinite(value).all():
-            raise ValueError(f"{name} must be finite (no NaN or inf)")
-    return value
+def _length(value: Any) -> float | None:
+    """``len(value)`` (an array's ``size``) without copying anything: ``math.inf`` when it overflows an index
+    (``range(10**20)``), ``None`` when ``value`` has no length."""
+    try:
+        return value.size if isinstance(value, np.ndarray) else len(value)
+    except OverflowError:
+        return math.inf
+    except TypeError:
+        return None
 
 
-#: id -> weak reference of the arrays made by :func:`immutable_finite_array` (ndarrays are unhashable).
-_IMMUTABLE_FINITE: dict[int, weakref.ref] = {}
-
-
-def immutable_finite_array(values: np.ndarray) -> np.ndarray:
-    """A read-only float64 copy of ``values`` (all finite) whose memory is an immutable ``bytes``.
-
-    Nothing can make it, or a view of it, writeable (``setflags(write=True)`` raises), so it stays
-    finite: :func:`check_batch` recognises it and its views by identity and skips their finiteness
-    pass.  The auditor's datasets are made this way.
-    """
-    arr = check_float_array(values, "values", finite=True)
-    owner = np.frombuffer(np.ascontiguousarray(arr).tobytes(), dtype=np.float64)
-    _IMMUTABLE_FINITE[id(owner)] = weakref.ref(owner, lambda ref, key=id(owner): _IMMUTABLE_FINITE.pop(key, None))
-    return owner.reshape(arr.shape)
-
-
-def _known_finite(value: np.ndarray) -> bool:
-    owner = value if value.base is None else value.base
-    ref = _IMMUTABLE_FINITE.get(id(owner))
-    return ref is not None and ref() is owner
+def _bounded_list(value: Any, name: str, max_len: int) -> list:
+    """The items of ``value`` as a list; ``ValueError`` naming ``name`` when there are more than ``max_len``, found
+    from ``_length`` before copying, or by copying at most ``max_len + 1`` of them."""
+    n = _length(value)
+    if n is None or n <= max_len:
+        items = list(itertools.islice(value, max_len + 1))  # a __len__ that lies cannot make it copy more
+        n = len(items)
+    if n > max_len:
+        raise ValueError(f"{name} must have at most {max_len:,} items, got {'more' if n is math.inf else format(n, ',')}")
+    return items
 
 
 # ---------------------------------------------------------------------------------------------
