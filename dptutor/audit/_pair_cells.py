@@ -118,11 +118,17 @@ def checked_outputs(out: object, size: int, layout_shape: tuple[int, ...] | None
     """The mechanism's outputs as an array with ``size`` rows, or a ValueError naming it.  With the dataset
     ``data`` it ran on and that dataset's name ``label``, a NaN output names the dataset, and one whose own
     values hold NaN or infinity is blamed first (the message then starts with ``label``)."""
-    if not isinstance(out, np.ndarray):
+    if type(out) is not np.ndarray:  # subclasses (matrix, masked arrays) as plain arrays, like estimate_loss
+        raw = out
+        if isinstance(raw, np.ma.MaskedArray) and np.ma.getmaskarray(raw).any():
+            raise ValueError(f"mechanism {name!r} returned a masked array with masked (missing) outputs")
         try:
-            out = np.asarray(out)
+            out = np.asarray(raw)
         except Exception as exc:
-            raise ValueError(f"mechanism {name!r} returned {type(out).__name__}, not an array of outputs") from exc
+            raise ValueError(f"mechanism {name!r} returned {type(raw).__name__}, not an array of outputs") from exc
+        if out.ndim == 0 and not isinstance(raw, (numbers.Number, np.generic, np.ndarray)):
+            # a generator, None, a dict, a string...: numpy reads it as one object, not as outputs
+            raise ValueError(f"mechanism {name!r} returned {type(raw).__name__}, not an array of outputs")
     if out.ndim == 0 or out.shape[0] != size:
         got = "a scalar" if out.ndim == 0 else f"{out.shape[0]} outputs (shape {out.shape})"
         raise ValueError(f"mechanism {name!r} returned {got} when asked for size={size}")
@@ -152,9 +158,12 @@ def _statistic_values(statistic: Any, out: np.ndarray, name: str, floating: bool
     is the kind that every call must keep returning."""
     sname = callable_name(statistic)
     try:
-        values = np.asarray(statistic(out))
+        raw = statistic(out)
+        values = np.asarray(raw)
     except Exception as exc:  # whatever its class (a BaseException such as KeyboardInterrupt passes)
         raise ValueError(f"statistic {sname!r} failed on the outputs of mechanism {name!r}: {_detail(exc)}") from exc
+    if isinstance(raw, np.ma.MaskedArray) and np.ma.getmaskarray(raw).any():
+        raise ValueError(f"statistic {sname!r} returned a masked array with masked (missing) values")
     if values.dtype.kind not in "biuf":
         raise ValueError(f"statistic {sname!r} must return real numbers, got dtype {values.dtype}")
     is_float = values.dtype.kind == "f"
@@ -175,6 +184,11 @@ def _observe(out: np.ndarray, layout: Layout, name: str) -> np.ndarray:
     if layout.statistic is None:
         return out
     return _statistic_values(layout.statistic, out, name, layout.stat_floating)
+
+
+def _kept(out: np.ndarray, layout: Layout, name: str) -> np.ndarray:
+    """:func:`_observe` as an array of its own, to keep while the mechanism runs again."""
+    return np.array(_observe(out, layout, name), copy=True)
 
 
 def _values(out: np.ndarray, layout: Layout, name: str) -> NDArray[np.float64]:
@@ -396,11 +410,12 @@ def probe_block(
         first_obs = first
         mode = "real" if floating else "discrete"
     layout = Layout(mode=mode, row_shape=row_shape, floating=floating, statistic=statistic, stat_floating=stat_floating)
-    # Only what the events look at is kept (never a block of wide raw outputs).
-    obs: list[list[np.ndarray]] = [[first_obs], []]
+    # Only what the events look at is kept (never a block of wide raw outputs), as copies: a mechanism or a
+    # statistic may return views of one buffer that it reuses, which later calls would overwrite.
+    obs: list[list[np.ndarray]] = [[np.array(first_obs, copy=True)], []]
     rest = size - first.shape[0]
     if rest:
-        obs[0].extend(_observe(o, layout, name) for o in draw_outputs(mechanism, x, rest, rng, layout, name, "x"))
+        obs[0].extend(_kept(o, layout, name) for o in draw_outputs(mechanism, x, rest, rng, layout, name, "x"))
     draws = draw_outputs(mechanism, x_prime, size, rng, layout, name, "x_prime")
     try:
         first_prime = next(draws)
@@ -408,8 +423,8 @@ def probe_block(
         if str(exc).startswith("x_prime: "):
             raise
         raise (TypeError if isinstance(exc, TypeError) else ValueError)(f"x_prime: {exc}") from exc.__cause__ or exc
-    obs[1].append(_observe(first_prime, layout, name))
-    obs[1].extend(_observe(o, layout, name) for o in draws)
+    obs[1].append(_kept(first_prime, layout, name))
+    obs[1].extend(_kept(o, layout, name) for o in draws)
 
     if mode == "discrete" and obs[0][0].ndim == 1:
         distinct = np.unique(np.concatenate(obs[0] + obs[1]))

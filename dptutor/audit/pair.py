@@ -296,11 +296,21 @@ def _check_audit_args(
 
 
 def _read_only(value: Any) -> Any:
-    """An array as a private read-only copy (no block can change the data); anything else as it is."""
-    if isinstance(value, np.ndarray):
-        value = value.copy()
-        value.setflags(write=False)
-    return value
+    """An array as a private read-only copy that no mechanism can make writeable again; anything else as it is.
+
+    A plain array's copy lives in an immutable ``bytes`` object, so ``setflags(write=True)`` raises on it and on its
+    base (a mechanism that writes into its input fails, named, instead of changing what later blocks see).  Arrays of
+    Python objects and ndarray subclasses get a read-only view of a read-only copy.
+    """
+    if not isinstance(value, np.ndarray):
+        return value
+    if type(value) is np.ndarray and not value.dtype.hasobject and value.dtype.itemsize:
+        return np.frombuffer(value.tobytes(), dtype=value.dtype).reshape(value.shape)
+    base = value.copy()
+    base.setflags(write=False)
+    view = base.view()
+    view.setflags(write=False)
+    return view
 
 
 def _blocks(half: int, parent: np.random.SeedSequence, total: int, start: int) -> Any:
@@ -407,8 +417,10 @@ def _learned_statistic(
     probe = Layout(mode="real", row_shape=row_shape, floating=floating)
     samples = []
     for label, data in (("x", x), ("x_prime", x_prime)):
-        outs = [o.reshape(o.shape[0], -1) for o in draw_outputs(mechanism, data, n_fit, rng, probe, name, label)]
-        samples.append(np.concatenate(outs).astype(np.float64))
+        # Each call's outputs copied as it comes (astype copies): a later call may reuse the buffer of a view.
+        outs = [o.reshape(o.shape[0], -1).astype(np.float64)
+                for o in draw_outputs(mechanism, data, n_fit, rng, probe, name, label)]
+        samples.append(outs[0] if len(outs) == 1 else np.concatenate(outs))
     return (fit_statistic(samples[0], samples[1], rng=int(fit_seq.generate_state(1)[0]), inputs=(x, x_prime)),
             n_fit, None)
 
