@@ -178,7 +178,7 @@ def fit_additive_map(outputs: Any, *, knots: int = SPLINE_KNOTS, tails: str = "f
     """The :class:`AdditiveMap` of a sample of outputs (one per row of the first axis).
 
     Per output value: its atoms are the infinities that occur and the values held by at least
-    :data:`ATOM_FRACTION` of the sample (at least two outputs); its knots are the quantiles at levels
+    ``ATOM_FRACTION`` of the sample (at least two outputs); its knots are the quantiles at levels
     ``(i + 1/2) / knots``, ``i = 0 .. knots - 1``, of the other values (duplicates dropped; none when fewer
     than two remain), so that each tail beyond the outer knots holds ``1 / (2 knots)`` of them.  ``tails``
     is ``"flat"`` or ``"linear"`` (see :class:`AdditiveMap`).  The map depends on this sample only: in
@@ -189,7 +189,7 @@ def fit_additive_map(outputs: Any, *, knots: int = SPLINE_KNOTS, tails: str = "f
     outputs : array_like
         The sample, one output per row of the first axis (the same shape per output).
     knots : int, optional
-        Knots per output value, 2 to :data:`MAX_KNOTS`.
+        Knots per output value, 2 to ``MAX_KNOTS``.
     tails : {"flat", "linear"}, optional
         The model beyond the outer knots.
 

@@ -34,11 +34,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dptutor._validate import check_choice, check_int, renamed_parameters
+import dptutor.audit._learned_maps as maps
 from dptutor.audit._learned_maps import (
-    ATOM_FRACTION,
-    MAX_KNOTS,
-    SPLINE_KNOTS,
-    TAILS,
     AdditiveMap,
     AdditiveScore,
     as_rows,
@@ -49,6 +46,19 @@ from dptutor.audit.template import NoiseTemplate, fit_template, template_of
 
 __all__ = ["LearnedStatistic", "fit_statistic", "AdditiveMap", "fit_additive_map", "LEARN_TRIALS", "LEARN_MAX_TRIALS",
            "ATOM_FRACTION", "SPLINE_KNOTS", "MAX_KNOTS", "TAILS", "AUTO_CANDIDATES", "MODELS"]
+
+# The additive model's constants live with it in ``_learned_maps``; they are bound here again, with their
+# descriptions, so that the API page documents them under this module.
+#: A value held by at least this fraction of the fitting sample in one coordinate is an atom (a sentinel
+#: such as "not answered", or each value of a bit): the additive model gives it an indicator of its own.
+ATOM_FRACTION: float = maps.ATOM_FRACTION
+#: Knots per output value of the additive model's piecewise-linear part, that many quantiles of the fitting
+#: sample's values (atoms left out), evenly spread in probability (see :func:`fit_additive_map`).
+SPLINE_KNOTS: int = maps.SPLINE_KNOTS
+#: The additive model's two shapes beyond the outer knots, constant or linear (see :class:`AdditiveMap`).
+TAILS: tuple[str, ...] = maps.TAILS
+#: The most knots per output value.
+MAX_KNOTS: int = maps.MAX_KNOTS
 
 #: Runs per dataset that :func:`dptutor.audit.audit_pair` spends on fitting a statistic, a sixteenth of its
 #: selection half, at least LEARN_TRIALS (2^15 per dataset fits in about a second on one core) and at most
@@ -180,9 +190,9 @@ def fit_statistic(
     model : str, optional
         One of :data:`MODELS`.
     knots : int, optional
-        Knots per output value of the additive model (see :func:`fit_additive_map`), 2 to :data:`MAX_KNOTS`.
+        Knots per output value of the additive model (see :func:`fit_additive_map`), 2 to ``MAX_KNOTS``.
     tails : str, optional
-        The additive model's tails, one of :data:`TAILS`.
+        The additive model's tails, one of ``TAILS``.
     rng : int, numpy.random.SeedSequence or numpy.random.Generator, optional
         Fixes the boosting model's internal randomness: an int in [0, 2**32) is its seed; a SeedSequence
         or a Generator gives one.  (Deprecated alias: ``seed``.)
