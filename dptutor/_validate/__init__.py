@@ -513,6 +513,8 @@ def check_seed_sequence(value: object, name: str = "rng") -> np.random.SeedSeque
     if isinstance(value, np.random.Generator):
         return np.random.SeedSequence(tuple(int(v) for v in value.integers(0, 2**32, size=4, dtype=np.uint64)))
     if isinstance(value, np.random.SeedSequence):
+        _check_seed_words(value.entropy, f"{name}.entropy")
+        _check_seed_words(value.spawn_key, f"{name}.spawn_key")
         if not value.spawn_key and value.pool_size == 4:  # numpy's default pool size: the entropy repeats it
             return value
         return np.random.SeedSequence(tuple(int(v) for v in value.generate_state(4)))
@@ -520,6 +522,17 @@ def check_seed_sequence(value: object, name: str = "rng") -> np.random.SeedSeque
         raise TypeError(f"{name} must be None, a non-negative int (or a sequence of them), a numpy.random.SeedSequence "
                         f"or a numpy.random.Generator, got {type(value).__name__}")
     return np.random.SeedSequence(check_seed(value, name))
+
+
+def _check_seed_words(value: Any, name: str) -> None:
+    """A ``SeedSequence``'s ``entropy`` or ``spawn_key`` (an int or a sequence of them, as numpy stored it) within the
+    limits of ``check_seed``: at most ``MAX_SEED_LENGTH`` integers, each below ``2**MAX_SEED_BITS``; the length and
+    the bit lengths are checked before anything is copied or printed (an empty sequence is numpy's to allow)."""
+    if isinstance(value, numbers.Integral):
+        _seed_int(value, name, "be")
+    elif isinstance(value, (list, tuple, np.ndarray)):
+        for item in _bounded_list(value.flat if isinstance(value, np.ndarray) else value, name, MAX_SEED_LENGTH):
+            _seed_int(item, name, "hold only")
 
 
 def seed_entropy(seq: np.random.SeedSequence) -> int | tuple[int, ...]:

@@ -240,6 +240,8 @@ def audit_pair(
     name = callable_name(mechanism)
     prior = None if prior is None else check_tallies(prior, "prior")
     x, x_prime = (_read_only(value) for value in (x, x_prime))
+    if any(_needs_fresh_copies(value) for value in (x, x_prime)):
+        mechanism = _FreshCopies(mechanism)
     seed_seq = check_seed_sequence(rng, "rng")
     n_sel = min(trials - 1, max(1, int(trials * frac)))
     n_est = trials - n_sel
@@ -300,7 +302,8 @@ def _read_only(value: Any) -> Any:
 
     A plain array's copy lives in an immutable ``bytes`` object, so ``setflags(write=True)`` raises on it and on its
     base (a mechanism that writes into its input fails, named, instead of changing what later blocks see).  Arrays of
-    Python objects and ndarray subclasses get a read-only view of a read-only copy.
+    Python objects, ndarray subclasses and zero-itemsize dtypes get a read-only view of a read-only copy, whose base
+    can be made writeable again: ``audit_pair`` then hands the mechanism a fresh copy per call (``_FreshCopies``).
     """
     if not isinstance(value, np.ndarray):
         return value
@@ -311,6 +314,26 @@ def _read_only(value: Any) -> Any:
     view = base.view()
     view.setflags(write=False)
     return view
+
+
+def _needs_fresh_copies(value: Any) -> bool:
+    """True for an array ``_read_only`` could not back by immutable bytes (objects, subclasses, zero-size items)."""
+    return isinstance(value, np.ndarray) and (type(value) is not np.ndarray or value.dtype.hasobject
+                                              or not value.dtype.itemsize)
+
+
+class _FreshCopies:
+    """A mechanism called on a fresh read-only copy of each array it is given, so that a mechanism which makes
+    the copy's base writeable again and writes into it cannot change what later calls (later blocks) see.
+
+    Only for the rare datasets ``_needs_fresh_copies`` names; it pickles when the mechanism does.
+    """
+
+    def __init__(self, mechanism: Any) -> None:
+        self.mechanism = mechanism
+
+    def __call__(self, data: Any, size: int, rng: np.random.Generator) -> Any:
+        return self.mechanism(_read_only(data) if _needs_fresh_copies(data) else data, size, rng)
 
 
 def _blocks(half: int, parent: np.random.SeedSequence, total: int, start: int) -> Any:
