@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from dptutor.audit._sanity_runs import plain_outputs
+
 #: Outputs drawn per mechanism call are capped at this many elements (rows x width), so that a
 #: vector-valued mechanism never needs more than a few MB per call.
 PAIR_CALL_ELEMENTS: int = 1 << 20
@@ -118,14 +120,8 @@ def checked_outputs(out: object, size: int, layout_shape: tuple[int, ...] | None
     """The mechanism's outputs as an array with ``size`` rows, or a ValueError naming it.  With the dataset
     ``data`` it ran on and that dataset's name ``label``, a NaN output names the dataset, and one whose own
     values hold NaN or infinity is blamed first (the message then starts with ``label``)."""
-    if type(out) is not np.ndarray:  # subclasses (matrix, masked arrays) as plain arrays, like estimate_loss
-        raw = out
-        if isinstance(raw, np.ma.MaskedArray) and np.ma.getmaskarray(raw).any():
-            raise ValueError(f"mechanism {name!r} returned a masked array with masked (missing) outputs")
-        try:
-            out = np.asarray(raw)
-        except Exception as exc:
-            raise ValueError(f"mechanism {name!r} returned {type(raw).__name__}, not an array of outputs") from exc
+    if type(out) is not np.ndarray:  # subclasses (matrix, masked arrays) as plain arrays, as estimate_loss does
+        raw, out = out, plain_outputs(out, name)
         if out.ndim == 0 and not isinstance(raw, (numbers.Number, np.generic, np.ndarray)):
             # a generator, None, a dict, a string...: numpy reads it as one object, not as outputs
             raise ValueError(f"mechanism {name!r} returned {type(raw).__name__}, not an array of outputs")

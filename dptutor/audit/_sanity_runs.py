@@ -36,7 +36,7 @@ from dptutor._workers import WorkerPool
 from dptutor.audit._sanity_result import MAX_N, MAX_TRIALS, AuditResult, loss_from_counts
 from dptutor.mechanisms import MECHANISMS, Mechanism
 
-__all__ = ["AuditCell", "estimate_loss", "estimate_losses", "BLOCK_TRIALS", "CHUNK_ELEMENTS"]
+__all__ = ["AuditCell", "estimate_loss", "estimate_losses", "plain_outputs", "BLOCK_TRIALS", "CHUNK_ELEMENTS"]
 
 #: Trials per independently seeded block.  Fixed (independent of ``workers`` and ``n``), so a seed
 #: determines the counts whatever the parallelism.  2**17 trials at n = 128 is ~0.1-0.2 s of work.
@@ -89,14 +89,22 @@ def _call(mechanism: Mechanism, x: NDArray[np.float64], epsilon: float, rng: np.
         raise kind(f"mechanism {name!r} raised {type(exc).__name__} (called as mechanism(x, epsilon, rng)): {exc}") from exc
 
 
-def _check_output(out: object, shape: tuple[int, int], name: str) -> np.ndarray:
+def plain_outputs(out: object, name: str) -> np.ndarray:
+    """A mechanism's return value ``out`` as a plain ndarray (shared by ``estimate_loss`` and ``audit_pair``):
+    ndarray subclasses (``np.matrix``, masked arrays) are read as their plain data, a masked array with masked
+    (missing) entries is refused, and so is anything numpy cannot read (a ValueError naming mechanism ``name``)."""
     if isinstance(out, np.ma.MaskedArray) and np.ma.getmaskarray(out).any():
         raise ValueError(f"mechanism {name!r} returned a masked array with masked (missing) outputs")
-    if type(out) is not np.ndarray:  # subclasses (matrix, masked arrays) as plain arrays
-        try:
-            out = np.asarray(out)
-        except Exception as exc:
-            raise ValueError(f"mechanism {name!r} returned {type(out).__name__}, not an array") from exc
+    if type(out) is np.ndarray:
+        return out
+    try:
+        return np.asarray(out)
+    except Exception as exc:
+        raise ValueError(f"mechanism {name!r} returned {type(out).__name__}, not an array of outputs") from exc
+
+
+def _check_output(out: object, shape: tuple[int, int], name: str) -> np.ndarray:
+    out = plain_outputs(out, name)
     if out.shape != shape:
         raise ValueError(f"mechanism {name!r} returned shape {out.shape}, expected {shape}")
     kind = out.dtype.kind

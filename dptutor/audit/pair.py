@@ -307,7 +307,7 @@ def _read_only(value: Any) -> Any:
     """
     if not isinstance(value, np.ndarray):
         return value
-    if type(value) is np.ndarray and not value.dtype.hasobject and value.dtype.itemsize:
+    if not _needs_fresh_copies(value):
         return np.frombuffer(value.tobytes(), dtype=value.dtype).reshape(value.shape)
     base = value.copy()
     base.setflags(write=False)
