@@ -49,6 +49,7 @@ from dptutor.discrete_gaussian import (
     discrete_gaussian_sigma,
 )
 from dptutor.gaussian import gaussian_delta, gaussian_sigma_analytic, gaussian_sigma_classic
+from dptutor.renyi import round_down
 
 __all__ = [
     "gaussian_privacy_loss",
@@ -236,7 +237,7 @@ def _tradeoff_down(a: float, m: float) -> float:
     if a == 0.0 or a == 1.0:  # Phi(+inf) = 1 and Phi(-inf) = 0
         return 1.0 - a
     if m == 0.0:  # G_0(a) = 1 - a
-        return _round_down(Fraction(1) - Fraction(a))
+        return round_down(Fraction(1) - Fraction(a))
     p = a if a <= 0.5 else 1.0 - a  # Sterbenz: 1 - a is exact for a >= 1/2
     unit = 2.0 ** (8 - _TRADEOFF_BITS)
     with mpmath.workprec(_TRADEOFF_BITS):
@@ -263,13 +264,8 @@ def _tradeoff_down(a: float, m: float) -> float:
             return 0.0
         bound = mpmath.ncdf(t) * (1 - mpmath.mpf(unit))
     man, exp = bound.man_exp
-    return _round_down(Fraction(int(man)) * Fraction(2) ** int(exp)) if man else 0.0
+    return round_down(Fraction(int(man)) * Fraction(2) ** int(exp)) if man else 0.0
 
-
-def _round_down(exact: Fraction) -> float:
-    """The largest double at most ``exact``, for ``0 <= exact <= 1``."""
-    v = float(exact)
-    return math.nextafter(v, -math.inf) if Fraction(v) > exact else v
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from numpy.typing import NDArray
 from scipy import special
 
 from dptutor._validate import check_bool, check_choice, check_float_array, check_int, check_real
-from dptutor.renyi import ORDERS, nudge_up, rdp_subsampled_gaussian, rdp_to_dp, round_up
+from dptutor.renyi import ORDERS, nudge_up, rdp_subsampled_gaussian, rdp_to_dp, round_down, round_up
 
 __all__ = [
     "PrivacyLossDistribution",
@@ -50,7 +50,7 @@ _FLOOR = 1e-306  # absolute allowance for scipy's normal CDF where it is subnorm
 
 def _rounded(exact: Fraction, up: bool) -> float:
     """``exact`` rounded up (``up``) or down to a double."""
-    return round_up(exact) if up else 0.0 - round_up(-exact)  # not -round_up: -0.0
+    return round_up(exact) if up else round_down(exact)
 
 
 def smallest_epsilon(delta_of: Callable[[float], float], target: float, hi: float, *, lower: bool = False) -> float:

@@ -22,6 +22,7 @@ from dptutor._validate import check_choice, check_float_array, check_int, check_
 __all__ = [
     "ORDERS",
     "round_up",
+    "round_down",
     "nudge_up",
     "nudge_down",
     "rdp_gaussian",
@@ -82,6 +83,38 @@ def round_up(exact: Fraction) -> float:
         return -1.7976931348623157e308
     v = float(exact)  # correctly rounded to nearest (0.0 below half the smallest subnormal)
     return math.nextafter(v, math.inf) if Fraction(v) < exact else v
+
+
+def round_down(exact: Fraction) -> float:
+    """The largest double at most ``exact``: ``round_up``'s mirror, for bounds that must not be too high.
+
+    Parameters
+    ----------
+    exact : fractions.Fraction or int or float
+        The exact value (a float or a numpy number is taken at its exact value; it must be finite).
+
+    Returns
+    -------
+    float
+        The largest double ``<= exact``: ``exact`` itself when it is a double, ``0.0`` (never ``-0.0``) for
+        0, ``-inf`` below the most negative double, and the largest double above it.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As ``round_up``.
+
+    Examples
+    --------
+    >>> from fractions import Fraction
+    >>> round_down(Fraction(2, 3))  # the nearest double, 0.6666666666666666, is below two thirds already
+    0.6666666666666666
+    >>> round_down(Fraction(1, 3))
+    0.3333333333333333
+    """
+    if type(exact) is not Fraction and type(exact) is not int:
+        exact = _as_fraction(exact)
+    return 0.0 - round_up(-exact)  # 0.0 - x, not -x: 0 gives 0.0, not -0.0
 
 
 def _as_fraction(exact: object) -> Fraction:

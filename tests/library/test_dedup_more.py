@@ -275,3 +275,21 @@ def test_reading_a_folder_leaks_no_file_descriptor(tmp_path: Path):
         warnings.simplefilter("error")
         with pytest.raises(ValueError, match="^it is not a regular file$"):
             intake.read_regular(folder, 10, what="it")
+
+
+def test_round_down_is_the_largest_double_at_most_the_exact_value():
+    # One rounding down, in renyi beside round_up, now serves pld (pessimistic/optimistic masses) and
+    # approximate_dp.gaussian_tradeoff, which each had their own.
+    import math
+    from fractions import Fraction
+
+    from dptutor.renyi import round_down
+
+    for exact in (Fraction(1, 3), Fraction(2, 3), Fraction(-1, 3), Fraction(0), Fraction(10**400), -Fraction(10**400),
+                  Fraction(1, 10**400), Fraction(5e-324) / 3, 0.1, 7):
+        v = round_down(exact)
+        assert Fraction(v) <= exact if math.isfinite(v) else v == -math.inf
+        if math.isfinite(v) and v < 1.7976931348623157e308:
+            assert Fraction(math.nextafter(v, math.inf)) > exact
+    assert math.copysign(1.0, round_down(Fraction(0))) == 1.0
+    assert round_down(-Fraction(10**400)) == -math.inf and round_down(Fraction(10**400)) == 1.7976931348623157e308

@@ -643,6 +643,7 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
     "renyi.rdp_to_dp": {"orders": _const(np.array([2.0, 4.0])), "rdp": _const(np.array([0.1, 0.3]))},
     "renyi.zcdp_to_dp": {"rho": _const(0.1)},
     "renyi.round_up": {"exact": _const(fractions.Fraction(1, 3))},
+    "renyi.round_down": {"exact": _const(fractions.Fraction(1, 3))},
     "pld.PrivacyLossDistribution": {"grid": _const(0.5), "offset": _const(-1),
                                            "pmf": _const(np.array([0.25, 0.5, 0.25]))},
     "pld.PrivacyLossDistribution.compose": {"k": _const(3)},
