@@ -26,7 +26,7 @@ from numpy.typing import NDArray
 from scipy import special
 
 from dptutor._validate import check_bool, check_choice, check_float_array, check_int, check_real
-from dptutor.renyi import ORDERS, nudge_up, rdp_subsampled_gaussian, rdp_to_dp, round_down, round_up
+from dptutor.renyi import ORDERS, nudge_down, nudge_up, rdp_subsampled_gaussian, rdp_to_dp, round_down, round_up
 
 __all__ = [
     "PrivacyLossDistribution",
@@ -76,7 +76,7 @@ def _mass_excess(pmf: NDArray[np.float64], mass: float, up: bool) -> float:
     precision, within ``(log2(n) + 20)`` of its units of roundoff."""
     if pmf.size <= 4096:
         r = math.fsum([*pmf.tolist(), mass, -1.0])
-        return r if r == 0.0 else (nudge_up(r, 1) if up else -nudge_up(-r, 1))
+        return r if r == 0.0 else (nudge_up(r, 1) if up else nudge_down(r, 1))
     total = Fraction(*np.sum(pmf.astype(_FFT_DTYPE)).as_integer_ratio())
     err = Fraction((math.log2(pmf.size) + 20.0) * _FFT_U) * total
     return _rounded(total + Fraction(mass) - 1 + (err if up else -err), up)
@@ -288,7 +288,7 @@ def _truncate(pmf: NDArray[np.float64], tail: float, pessimistic: bool) -> tuple
         upper_mass = float(upper[last]) * grow
         return first, kept, nudge_up(upper_mass, 1) if upper_mass > 0.0 else 0.0
     if upper[last] > 0.0:
-        kept[-1] = max(0.0, -nudge_up(-(kept[-1] + float(upper[last]) * (2.0 - grow)), 2))
+        kept[-1] = max(0.0, nudge_down(kept[-1] + float(upper[last]) * (2.0 - grow), 2))
     return first, kept, 0.0
 
 
@@ -332,7 +332,7 @@ def _remove_from_top(pmf: NDArray[np.float64], amount: float) -> NDArray[np.floa
     i = pmf.size - 1 - j
     rest = nudge_up(amount - (float(tops[j - 1]) if j else 0.0), 1)
     out[i + 1:] = 0.0
-    out[i] = max(0.0, -nudge_up(-(out[i] - rest), 1))
+    out[i] = max(0.0, nudge_down(out[i] - rest, 1))
     return out
 
 
@@ -498,7 +498,7 @@ def _gaussian_bounds(e: NDArray, s: float, q: float, direction: str, upper: bool
         above, below = np.maximum(above / grow - _FLOOR, 0.0), below * grow + _FLOOR
     if q < 1.0:  # beyond the loss's range (with 2 ulps for log1p's error) the tails are exact
         limit = math.log1p(-q)
-        beyond = e < -nudge_up(-limit, 2) if direction == "remove" else e > nudge_up(-limit, 2)
+        beyond = e < nudge_down(limit, 2) if direction == "remove" else e > nudge_up(-limit, 2)
         above, below = np.where(beyond, float(direction == "remove"), above), np.where(beyond, 0.0, below)
         below = np.where(beyond & (direction == "add"), 1.0, below)
     return above, below

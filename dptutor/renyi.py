@@ -423,7 +423,7 @@ def _conversion_up(order: float, rdp: float, delta: float, method: str) -> float
     if Fraction(inv) > 1 / a:  # 1 / order rounded down: ln(1 - inv) >= ln(1 - 1 / order)
         inv = math.nextafter(inv, 0.0)
     log_keep = nudge_up(math.log1p(-inv))  # >= ln(1 - 1 / order)
-    log_order = -nudge_up(-math.log(order))  # <= ln(order)
+    log_order = nudge_down(math.log(order))  # <= ln(order)
     return round_up(Fraction(rdp) + Fraction(log_keep) + (Fraction(log_inv) - Fraction(log_order)) / (a - 1))
 
 
