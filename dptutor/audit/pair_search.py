@@ -193,10 +193,12 @@ class _Pilot:
 
     def _too_many_values(self, result: PairAudit, trials: int) -> bool:
         """Discrete outputs (no threshold) counted one by one, seen fewer than ``_PILOT_RUNS_PER_VALUE`` times each
-        on average: the trade-off points of ``c`` cells number ``2 (c + 1)``."""
+        on average: the trade-off points of ``c`` cells number ``2 (c + 1)``.  Two cells never switch: every
+        statistic of a two-valued output is the output itself or a constant, so a learned one only costs its fit."""
         if self.options.get("statistic") is not None or result.threshold is not None:
             return False
-        return trials < _PILOT_RUNS_PER_VALUE * (len(result.false_positive_rates) // 2 - 1)
+        cells = len(result.false_positive_rates) // 2 - 1
+        return cells > 2 and trials < _PILOT_RUNS_PER_VALUE * cells
 
     def audit(self, pairs: list[tuple[Any, Any]], trials: int, *, last: bool = False) -> None:
         """One round: audit every pair with ``trials`` runs per input on fresh seeds, and record its score.  The

@@ -213,7 +213,8 @@ def test_a_pilot_on_many_valued_outputs_learns_a_statistic_and_keeps_to_its_shar
     assert pilot.scores[0] > pilot.scores[1]  # the leaking pair ranks first through the learned statistic
     # Few values (two outputs), a statistic given, or a pilot large enough for every pattern: no switch.
     ones = lambda out: out.sum(axis=1).astype(np.float64)  # noqa: E731
-    for mechanism, options, trials in ((leaky, {}, 1_000), (patterns, {"statistic": ones}, 1_000),
+    # Two outputs never switch, even seen fewer than 100 times each: any statistic of a bit is the bit or a constant.
+    for mechanism, options, trials in ((leaky, {}, 1_000), (leaky, {}, 50), (patterns, {"statistic": ones}, 1_000),
                                        (patterns, {}, 200_000)):
         pilot = pair_search._Pilot(mechanism, {"epsilon": 0.1, **options}, 10_000, np.random.SeedSequence(1))
         pilot.audit([(0, 3)], trials)
