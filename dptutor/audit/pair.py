@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import concurrent.futures
+import copy
 import itertools
 import math
 import pickle
 from collections.abc import Mapping, Sequence
+from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -22,6 +25,7 @@ from dptutor._validate import (
     check_seed_sequence,
     check_tallies,
     check_workers,
+    MAX_SEQUENCE_LENGTH,
     renamed_parameters,
     seed_entropy,
 )
@@ -297,36 +301,64 @@ def _check_audit_args(
     return eps, n, conf, dlt, frac, named
 
 
+#: Types whose values no mechanism can change: such datasets reach the mechanism as they are.
+_IMMUTABLE_TYPES = frozenset({bool, int, float, complex, str, bytes, type(None), range, Fraction, Decimal})
+
+
+def _immutable(value: Any) -> bool:
+    """True for a value of ``_IMMUTABLE_TYPES``, a numpy scalar of a plain dtype, or a tuple or frozenset of such
+    (at most ``MAX_SEQUENCE_LENGTH`` items in all, looked at without recursion)."""
+    stack, seen = [value], 0
+    while stack:
+        item = stack.pop()
+        seen += 1
+        if seen > MAX_SEQUENCE_LENGTH:
+            return False
+        if type(item) in (tuple, frozenset):
+            stack.extend(item)
+        elif not (type(item) in _IMMUTABLE_TYPES or isinstance(item, np.generic) and not item.dtype.hasobject):
+            return False
+    return True
+
+
 def _read_only(value: Any) -> Any:
-    """An array as a private read-only copy that no mechanism can make writeable again; anything else as it is.
+    """A dataset as a private copy that no mechanism can change for later calls; an immutable value as it is.
 
     A plain array's copy lives in an immutable ``bytes`` object, so ``setflags(write=True)`` raises on it and on its
-    base (a mechanism that writes into its input fails, named, instead of changing what later blocks see).  Arrays of
-    Python objects, ndarray subclasses and zero-itemsize dtypes get a read-only view of a read-only copy, whose base
-    can be made writeable again: ``audit_pair`` then hands the mechanism a fresh copy per call (``_FreshCopies``).
+    base (a mechanism that writes into its input fails, named, instead of changing what later blocks see).  Any
+    other dataset (a list, a dict, an array of Python objects, an ndarray subclass) is deep-copied here and again
+    for every call (``_FreshCopies``), so a mechanism that changes its input, even an object nested inside it,
+    changes neither the caller's dataset nor what later calls see.  A dataset that cannot be deep-copied is handed
+    over as it is.
     """
-    if not isinstance(value, np.ndarray):
-        return value
-    if not _needs_fresh_copies(value):
+    if isinstance(value, np.ndarray) and not _needs_fresh_copies(value):
         return np.frombuffer(value.tobytes(), dtype=value.dtype).reshape(value.shape)
-    base = value.copy()
-    base.setflags(write=False)
-    view = base.view()
-    view.setflags(write=False)
-    return view
+    if not _needs_fresh_copies(value):
+        return value
+    try:
+        snapshot = copy.deepcopy(value)
+    except Exception:  # noqa: BLE001 (a lock, a generator, a raising __deepcopy__: nothing to protect it with)
+        return value
+    if isinstance(snapshot, np.ndarray):  # a read-only view of a read-only copy, as for any array
+        snapshot.setflags(write=False)
+        snapshot = snapshot.view()
+        snapshot.setflags(write=False)
+    return snapshot
 
 
 def _needs_fresh_copies(value: Any) -> bool:
-    """True for an array ``_read_only`` could not back by immutable bytes (objects, subclasses, zero-size items)."""
-    return isinstance(value, np.ndarray) and (type(value) is not np.ndarray or value.dtype.hasobject
-                                              or not value.dtype.itemsize)
+    """True for a dataset ``_read_only`` cannot make immutable: anything but a plain array of a plain dtype (objects,
+    subclasses and zero-size items count as not plain) and the values ``_immutable`` accepts."""
+    if isinstance(value, np.ndarray):
+        return type(value) is not np.ndarray or value.dtype.hasobject or not value.dtype.itemsize
+    return not _immutable(value)
 
 
 class _FreshCopies:
-    """A mechanism called on a fresh read-only copy of each array it is given, so that a mechanism which makes
-    the copy's base writeable again and writes into it cannot change what later calls (later blocks) see.
+    """A mechanism called on a fresh deep copy of each dataset ``_needs_fresh_copies`` names, so that a mechanism
+    which changes its input (or an object inside it) cannot change what later calls (later blocks) see.
 
-    Only for the rare datasets ``_needs_fresh_copies`` names; it pickles when the mechanism does.
+    It pickles when the mechanism does.
     """
 
     def __init__(self, mechanism: Any) -> None:

@@ -63,3 +63,50 @@ def test_audit_pair_refuses_a_huge_seed_sequence_naming_rng():
     with pytest.raises(ValueError, match=r"^rng\.entropy"):
         audit_pair(lambda d, size, rng: rng.random(size), 0.0, 1.0, epsilon=1.0, trials=100,
                    rng=np.random.SeedSequence(10**100000))
+
+
+def test_a_mechanism_that_changes_its_list_dataset_changes_neither_the_callers_list_nor_later_calls():
+    seen = []
+
+    def mutating(data, size, rng):
+        seen.append(list(data))
+        out = rng.laplace(sum(data), 10.0, size)  # epsilon 0.1 for sums 1 apart
+        data[0] += 1  # a buggy mechanism: it changes its input
+        return out
+
+    x, x_prime = [0.0, 0.0], [1.0, 0.0]
+    result = audit_pair(mutating, x, x_prime, epsilon=0.1, trials=400_000, rng=1)
+    assert x == [0.0, 0.0] and x_prime == [1.0, 0.0]  # was [5.0, 0.0] for both, and the bound 0.0
+    assert {tuple(v) for v in seen} == {(0.0, 0.0), (1.0, 0.0)}
+    assert result.lower_bound > 0.05
+
+
+def test_an_object_nested_in_an_object_array_dataset_is_copied_for_every_call():
+    seen = []
+
+    def mutating(data, size, rng):
+        seen.append(tuple(data[0]))
+        data[0].append(7)  # changes the list stored in the array (a shallow copy shares it)
+        return (rng.random(size) < 0.5).astype(np.int64)
+
+    x, x_prime = np.empty(1, dtype=object), np.empty(1, dtype=object)
+    x[0], x_prime[0] = [1], [0]
+    audit_pair(mutating, x, x_prime, epsilon=1.0, trials=300_000, rng=0)
+    assert len(seen) > 2 and set(seen) == {(1,), (0,)}
+    assert x[0] == [1] and x_prime[0] == [0]
+
+
+def test_immutable_and_uncopyable_datasets_reach_the_mechanism_unchanged():
+    import threading
+
+    lock = threading.Lock()  # cannot be deep-copied: handed over as it is
+    got = []
+
+    def mechanism(data, size, rng):
+        got.append(data)
+        return (rng.random(size) < 0.5).astype(np.int64)
+
+    for x, x_prime in (((1, 2.5, "a"), (1, 2.5, "b")), ((1, lock), (2, lock)), (3, 4)):
+        got.clear()
+        audit_pair(mechanism, x, x_prime, epsilon=1.0, trials=1000, rng=0)
+        assert all(d is x or d is x_prime for d in got)
