@@ -9,7 +9,7 @@ deletes the notebook's ``use_course(...)`` line).  ``semester/roster.csv`` says 
 Canvas's ``lastfirst[_LATE]_<id>_<attachment>_<assignment>.md`` or Moodle's
 ``<Full Name>_<number>_assignsubmission_file_/<assignment>.md``, and how many hours after its
 assignment's deadline it was submitted (the course's late policy: 15 minutes' grace, then x 0.8).
-The course's configuration sets ``carry_forward = true`` for ``mechanism`` and a 20 s cell limit for
+The course's configuration sets ``carry_forward = true`` for ``mechanism`` and a 12 s cell limit for
 ``sampler``.  The override: the audit's hand-graded justification (q4) of ``audit-correct``, read by
 hand and given its point.
 
@@ -32,7 +32,7 @@ sampler-memo_loop             2, 1, 0.8     a memoised loop: `loop` in place of 
 sampler-for_loop              2, 1, 0.8     a Python loop: `loop` fails (4 of 5)
 sampler-no_domain_check       2, 0.08, 1    only valid input passes (1 of 13)
 sampler-atleast_1d            2, 1, 0.4     a number in gives an array of one: `scalar` x3 fails (2 of 5)
-sampler-infinite_loop         0, 0, 0       every check runs past the 20 s cell limit: a question not graded scores 0
+sampler-infinite_loop         0, 0, 0       every check runs past the 12 s cell limit: a question not graded scores 0
 sampler-crash                 0, 0, 0       the kernel dies: nothing graded
 sampler-blank                 0, 0, 0       the stubs are in place
 mechanism-correct             1, 2, 1       every finding passes
@@ -188,7 +188,7 @@ def table(path: Path, key: str) -> dict[str, dict[str, str]]:
 
 GRADING = """course = "dp-2026"
 [assignments.sampler]
-limits = {cell = 20}
+limits = {cell = 12}
 [assignments.mechanism]
 carry_forward = true
 """
@@ -301,7 +301,7 @@ def test_crashes_time_limits_and_mistakes_are_named(semester: dict) -> None:
         if name.endswith("-crash"):
             assert "Kernel died" in text, text
         if name.endswith("-infinite_loop"):
-            assert "time limit of 20 s" in text and "KeyboardInterrupt" not in text, text
+            assert "time limit of 12 s" in text and "KeyboardInterrupt" not in text, text
         if name == "mechanism-gaussian":  # named as Gaussian, not as noise that is Laplace only when pooled
             assert "is it Gaussian noise?" in text and "only when" not in text, text
         if name == "sampler-cauchy_law":  # another law, not a scale to fix

@@ -315,7 +315,7 @@ def test_a_fork_bomb_as_root_stops_at_the_cgroup_process_limit(tmp_path: Path) -
 
     before = system_processes()
     proc = subprocess.Popen([sys.executable, "-m", "dptutor", "grade", "sampler", str(folder), "--csv",
-                             str(tmp_path / "s.csv"), "--timeout", "8", "--total-timeout", "60"],
+                             str(tmp_path / "s.csv"), "--timeout", "4", "--total-timeout", "60"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     peak_cgroup, peak_system = 0, 0
     while proc.poll() is None:
