@@ -116,10 +116,11 @@ def input_note(data: Any, label: str) -> str:
 
 
 def checked_outputs(out: object, size: int, layout_shape: tuple[int, ...] | None, floating: bool | None, name: str,
-                    label: str | None = None, data: Any = None) -> np.ndarray:
+                    label: str | None = None, data: Any = None, *, numeric: bool = True) -> np.ndarray:
     """The mechanism's outputs as an array with ``size`` rows, or a ValueError naming it.  With the dataset
     ``data`` it ran on and that dataset's name ``label``, a NaN output names the dataset, and one whose own
-    values hold NaN or infinity is blamed first (the message then starts with ``label``)."""
+    values hold NaN or infinity is blamed first (the message then starts with ``label``).  Outputs must be
+    numbers unless ``numeric`` is false (a statistic given by the caller reads them: strings, objects, ...)."""
     if type(out) is not np.ndarray:  # subclasses (matrix, masked arrays) as plain arrays, as estimate_loss does
         raw, out = out, plain_outputs(out, name)
         if out.ndim == 0 and not isinstance(raw, (numbers.Number, np.generic, np.ndarray)):
@@ -128,8 +129,9 @@ def checked_outputs(out: object, size: int, layout_shape: tuple[int, ...] | None
     if out.ndim == 0 or out.shape[0] != size:
         got = "a scalar" if out.ndim == 0 else f"{out.shape[0]} outputs (shape {out.shape})"
         raise ValueError(f"mechanism {name!r} returned {got} when asked for size={size}")
-    if out.dtype.kind not in "biuf":
-        raise ValueError(f"mechanism {name!r} returned non-numeric outputs (dtype {out.dtype})")
+    if numeric and out.dtype.kind not in "biuf":
+        raise ValueError(f"mechanism {name!r} returned non-numeric outputs (dtype {out.dtype}); pass statistic=... "
+                         "(a function from the array of outputs to one number per output, e.g. category codes)")
     if out.dtype.kind == "f" and out.size and np.isnan(out).any():
         if label is None:
             raise ValueError(f"mechanism {name!r} returned NaN")
@@ -303,7 +305,7 @@ def draw_outputs(mechanism: Any, data: Any, size: int, rng: np.random.Generator,
     while done < size:
         m = min(rows, size - done)
         yield checked_outputs(call_mechanism(mechanism, data, m, rng, label, name), m, layout.row_shape, layout.floating,
-                              name, label, data)
+                              name, label, data, numeric=layout.statistic is None)
         done += m
 
 
@@ -387,7 +389,7 @@ def probe_block(
     rng = np.random.Generator(np.random.PCG64(seed_seq))
     if first is None or first.shape[0] > size:
         first = checked_outputs(first_call(mechanism, x, min(size, 64), rng, "x", name), min(size, 64), None, None,
-                                 name, "x", x)
+                                 name, "x", x, numeric=statistic is None)
     row_shape, floating = first.shape[1:], first.dtype.kind == "f"
     width = int(math.prod(row_shape))
     if width == 0:

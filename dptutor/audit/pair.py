@@ -131,8 +131,9 @@ def audit_pair(
     confidence_level : float, optional
         The probability, in (0, 1), with which the bound holds.  (Deprecated alias: ``confidence``.)
     statistic : callable, "learned", "template" or None, optional
-        A function from an array of outputs to one real per output (the events threshold it), or
-        ``"learned"``; ``None`` audits the outputs themselves (learning a statistic when they are real
+        A function from an array of outputs to one real per output (the events threshold it), or one integer
+        per output (audited as categories); the outputs it reads may be of any dtype (strings or objects too,
+        which are refused without it).  Or ``"learned"``; ``None`` audits the outputs themselves (learning a statistic when they are real
         vectors or too many integer values); ``"template"`` as ``None``, but where real outputs need a
         statistic and the datasets are numeric, the noise template (:mod:`dptutor.audit.template`) with nothing
         fitted, which ranks pairs from few runs (how :func:`~dptutor.audit.pair_search.audit_mechanism`'s

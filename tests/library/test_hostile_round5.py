@@ -110,3 +110,24 @@ def test_immutable_and_uncopyable_datasets_reach_the_mechanism_unchanged():
         got.clear()
         audit_pair(mechanism, x, x_prime, epsilon=1.0, trials=1000, rng=0)
         assert all(d is x or d is x_prime for d in got)
+
+
+def _yes_no(data, size, rng):
+    """Randomized response as words: "yes" with probability 3/4 on 1, 1/4 on 0 (epsilon ln 3)."""
+    return np.where(rng.random(size) < (0.75 if data else 0.25), "yes", "no")
+
+
+def test_a_statistic_reads_outputs_of_any_dtype_and_without_one_the_refusal_says_so():
+    with pytest.raises(ValueError, match=r"non-numeric outputs \(dtype <U3\); pass statistic="):
+        audit_pair(_yes_no, 1, 0, epsilon=1.0, trials=20_000, rng=1)
+    codes = lambda out: (out == "yes").astype(np.int64)  # noqa: E731
+    as_words = audit_pair(_yes_no, 1, 0, epsilon=1.0, trials=200_000, rng=1, statistic=codes)
+    as_bits = audit_pair(lambda d, size, rng: codes(_yes_no(d, size, rng)), 1, 0, epsilon=1.0, trials=200_000, rng=1)
+    assert as_words.lower_bound == as_bits.lower_bound  # the same draws, counted the same way
+    assert 0.9 < as_words.lower_bound < np.log(3)
+    # Objects and complex numbers, read by a statistic; a statistic that returns no numbers is still refused.
+    pairs = lambda d, size, rng: np.array([("a", 1) if v else ("b", 2) for v in rng.random(size) < 0.5 + 0.1 * d],  # noqa: E731
+                                          dtype=object)
+    assert audit_pair(pairs, 1, 0, epsilon=1.0, trials=20_000, rng=2, statistic=lambda o: o[:, 1].astype(int)).lower_bound >= 0
+    with pytest.raises(ValueError, match="statistic .* must return real numbers"):
+        audit_pair(_yes_no, 1, 0, epsilon=1.0, trials=20_000, rng=1, statistic=lambda out: out)
