@@ -21,7 +21,7 @@ import numpy as np
 
 from dptutor.assignments.feedback import SpyArray, student_error
 
-#: The limits are the module's API.  :class:`Writer`, :func:`float_tree`, :func:`identifier`,
+#: The limits are the module's API.  :class:`Writer`, :func:`float_tree`, ``array_extent``, :func:`identifier`,
 #: :func:`array_args` and :func:`generator_args` are shared by the protocol's two halves only (their
 #: inputs are the protocol's own values, not a user's), hence public names outside ``__all__``.
 __all__ = [
@@ -45,6 +45,13 @@ MAX_DEPTH = 5
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
 FLOAT_WORDS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 BIT_GENERATORS = ("PCG64", "PCG64DXSM", "Philox", "SFC64", "MT19937")
+
+
+def array_extent(shape: tuple[int, ...]) -> int:
+    """The elements of an array of ``shape`` with each empty axis counted as one: what its lists, rows and
+    loops cost (``tolist()`` of an empty array of shape ``(10**9, 0)`` makes 10**9 lists), bounded by
+    ``MAX_ARRAY_ELEMENTS`` like its size."""
+    return math.prod(max(1, int(d)) for d in shape)
 
 
 def float_tree(x: float) -> dict[str, Any]:
@@ -79,7 +86,7 @@ class Writer:
             return {"k": "none"}
         if isinstance(value, (bool, np.bool_)):
             return {"k": "bool", "v": bool(value)}
-        if isinstance(value, np.ndarray) and value.size > MAX_ARRAY_ELEMENTS:  # never copied (a broadcast view is free)
+        if isinstance(value, np.ndarray) and array_extent(value.shape) > MAX_ARRAY_ELEMENTS:  # never copied (a view is free)
             return _too_large(value)
         if isinstance(value, SpyArray):
             return {"k": "spy", "a": self.array(value)}
@@ -108,7 +115,7 @@ class Writer:
             except Exception:
                 arr = None
             if arr is not None and arr.dtype.kind in "iuf" and arr.ndim >= 1:
-                return {"k": kind, "a": self.array(arr)} if arr.size <= MAX_ARRAY_ELEMENTS else _too_large(arr)
+                return {"k": kind, "a": self.array(arr)} if array_extent(arr.shape) <= MAX_ARRAY_ELEMENTS else _too_large(arr)
             return {"k": kind, "items": [self.encode(v, depth + 1) for v in list(value)[:1000]]}
         if depth < MAX_DEPTH - 1 and isinstance(value, Mapping):
             items = list(value.items())[:1000]

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from dptutor.assignments.encoding import (FLOAT_WORDS, IDENTIFIER, MAX_ARRAY_ELEMENTS, MAX_DEPTH, MAX_RECORD_BYTES,
-                                          MAX_TEXT, array_args, generator_args)
+                                          MAX_TEXT, array_args, array_extent, generator_args)
 from dptutor.assignments.feedback import SpyArray
 from dptutor.course.intake import MissingFile, read_regular
 
@@ -75,8 +75,9 @@ def _parse_npz(data: bytes) -> tuple[dict[str, Any], dict[int, np.ndarray]]:
                 raise RecordError("the metadata is not a string")
             meta_text = str(arr[()])
             continue
-        if arr.dtype.kind not in "biuf" or arr.size > MAX_ARRAY_ELEMENTS:
-            raise RecordError(f"member {info.filename} has dtype {arr.dtype} or {arr.size:,} elements")
+        if arr.dtype.kind not in "biuf" or array_extent(arr.shape) > MAX_ARRAY_ELEMENTS:
+            raise RecordError(f"member {info.filename} has dtype {arr.dtype} or shape {str(arr.shape)[:100]}, over "
+                              f"{MAX_ARRAY_ELEMENTS:,} elements")
         arrays[int(info.filename[1:-4])] = arr
     try:
         meta = json.loads(meta_text)
@@ -103,12 +104,17 @@ def check_raised(raised: Any) -> None:
             and type(raised.get("not_implemented")) is bool, "a recorded exception is malformed")
 
 
-def check_value(tree: Any, arrays: Mapping[int, np.ndarray], depth: int = 0) -> None:
+def check_value(tree: Any, arrays: Mapping[int, np.ndarray], depth: int = 0, seen: set[int] | None = None) -> None:
+    """Check a recorded value; ``seen`` collects the arrays the answer refers to, each at most once (the
+    kernel's writer stores every value anew, and an array named many times would be copied many times)."""
+    seen = set() if seen is None else seen
     expect(isinstance(tree, dict) and isinstance(tree.get("k"), str) and depth <= MAX_DEPTH, "a recorded value is malformed")
     k = tree["k"]
     if k in ("ndarray", "npscalar") or (k in ("list", "tuple") and "a" in tree):
         a = tree.get("a")
         expect(type(a) is int and a in arrays, "a recorded value refers to a missing array")
+        expect(a not in seen, "a recorded value refers to an array that another value uses")
+        seen.add(a)
         if k == "npscalar":
             expect(arrays[a].ndim == 0, "a recorded scalar is not 0-d")
         if k in ("list", "tuple"):
@@ -122,21 +128,21 @@ def check_value(tree: Any, arrays: Mapping[int, np.ndarray], depth: int = 0) -> 
         expect(type(tree.get("v")) is int and abs(tree["v"]) < 2**63, "a recorded int is malformed")
     elif k == "float":
         v = tree.get("v")
-        expect(type(v) is float or v in FLOAT_WORDS, "a recorded float is malformed")
+        expect(type(v) is float or (type(v) is str and v in FLOAT_WORDS), "a recorded float is malformed")
     elif k == "str":
         expect(isinstance(tree.get("v"), str) and len(tree["v"]) <= MAX_TEXT, "a recorded string is malformed")
     elif k in ("list", "tuple"):
         items = tree.get("items")
         expect(isinstance(items, list) and len(items) <= 1000, "a recorded list is malformed")
         for item in items:
-            check_value(item, arrays, depth + 1)
+            check_value(item, arrays, depth + 1, seen)
     elif k == "dict":
         items = tree.get("items")
         expect(isinstance(items, list) and len(items) <= 1000, "a recorded dict is malformed")
         for pair in items:
             expect(isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str) and len(pair[0]) <= 200,
                     "a recorded dict key is malformed")
-            check_value(pair[1], arrays, depth + 1)
+            check_value(pair[1], arrays, depth + 1, seen)
     elif k == "object":
         fields = tree.get("fields")
         expect(isinstance(tree.get("type"), str) and bool(IDENTIFIER.match(tree["type"]))
@@ -144,7 +150,7 @@ def check_value(tree: Any, arrays: Mapping[int, np.ndarray], depth: int = 0) -> 
         for pair in fields:
             expect(isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)
                     and bool(IDENTIFIER.match(pair[0])), "a recorded object's field is malformed")
-            check_value(pair[1], arrays, depth + 1)
+            check_value(pair[1], arrays, depth + 1, seen)
     elif k == "function":
         expect(isinstance(tree.get("name"), str) and bool(IDENTIFIER.match(tree["name"])), "a recorded function is malformed")
     elif k == "opaque":
@@ -212,6 +218,7 @@ def validate_answer(meta: dict[str, Any], arrays: Mapping[int, np.ndarray],
                      chunk: Sequence[tuple[tuple, dict]]) -> list[dict[str, Any]]:
     results = meta.get("results")
     expect(isinstance(results, list) and len(results) == len(chunk), "the answer does not have one result per call")
+    seen: set[int] = set()  # each array of the answer is one value or one change, never several
     for entry, (args, kwargs) in zip(results, chunk):
         expect(isinstance(entry, dict) and type(entry.get("touched")) is bool and isinstance(entry.get("changed"), dict)
                 and isinstance(entry.get("rng"), dict), "a recorded call is malformed")
@@ -219,12 +226,14 @@ def validate_answer(meta: dict[str, Any], arrays: Mapping[int, np.ndarray],
         if "raised" in entry:
             check_raised(entry["raised"])
         else:
-            check_value(entry["value"], arrays)
+            check_value(entry["value"], arrays, seen=seen)
         sent = dict(array_args(args, kwargs))
         changed = {}
         for key, a in entry["changed"].items():
             expect(isinstance(key, str) and key in sent and not isinstance(sent[key], SpyArray) and type(a) is int
-                    and a in arrays and arrays[a].shape == sent[key].shape, "a recorded change of an argument does not fit it")
+                    and a in arrays and a not in seen and arrays[a].shape == sent[key].shape,
+                    "a recorded change of an argument does not fit it")
+            seen.add(a)
             changed[key] = arrays[a]
         entry["changed"] = changed
         gens = dict(generator_args(args, kwargs))

@@ -74,6 +74,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import io
 import json
 import math
 import tomllib
@@ -86,6 +87,7 @@ from dptutor._validate import check_path, check_real, check_str
 from dptutor.assignments.feedback import Assignment
 from dptutor.assignments.registry import ASSIGNMENTS
 from dptutor.course.intake import MissingFile, read_regular
+from dptutor.course.textsafe import csv_text
 
 __all__ = ["GradingConfig", "Override", "load_config", "read_overrides", "read_manifest"]
 # read_csv_table serves dptutor.course.handgrade's reader of the hand grades too, hence outside __all__.
@@ -265,7 +267,10 @@ def _for_assignment(data: dict[str, Any], assignment: Assignment) -> dict[str, A
     section = dict(_table(sections.get(assignment.name, {}), f"assignments.{assignment.name}", _SECTION_KEYS))
     merged = {k: v for k, v in data.items() if k != "assignments"}
     if "deadline" in section:
-        section["late"] = {**section.get("late", {}), "deadline": section.pop("deadline")}
+        late = section.get("late", {})
+        if not isinstance(late, dict):
+            raise TypeError(f"assignments.{assignment.name}.late must be a table, got {type(late).__name__}")
+        section["late"] = {**late, "deadline": section.pop("deadline")}
     for key, value in section.items():
         top = merged.get(key, {})
         if key == "carry_forward":
@@ -294,14 +299,25 @@ def _weights(value: object, assignment: Assignment) -> dict[str, dict[str, float
     return out
 
 
+#: The largest overrides, manifest or hand-grades CSV read (bytes): far above any class.
+_MAX_TABLE_BYTES = 64 << 20
+
+
 def read_csv_table(path: Path, name: str, required: Sequence[str]) -> list[dict[str, str]]:
     """The rows of the CSV ``path`` as dicts, checked: readable UTF-8, the ``required`` columns, none of them twice, and
     every row complete; ValueError naming ``name`` and the file (the overrides, the manifest, the hand grades)."""
+    try:  # a FIFO would block the open forever, a device (/dev/zero) never end: a bounded regular file only
+        raw = read_regular(path, _MAX_TABLE_BYTES, what="the file", follow_links=True)
+    except MissingFile:
+        raise ValueError(f"{name}: {path} does not exist") from None
+    except ValueError as exc:
+        raise ValueError(f"{name}: {path} must be a regular file of at most {_MAX_TABLE_BYTES >> 20} MiB ({exc})") from None
+    except OSError as exc:
+        raise ValueError(f"{name}: {path} cannot be read ({exc.strerror or exc})") from None
     try:
-        with open(path, newline="", encoding="utf-8-sig") as fh:
-            reader = csv.DictReader(fh)
-            rows = list(reader)
-            header = reader.fieldnames or []
+        reader = csv.DictReader(io.StringIO(raw.decode("utf-8-sig"), newline=""))
+        rows = list(reader)
+        header = reader.fieldnames or []
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise ValueError(f"{name}: {path} cannot be read as a CSV ({exc})") from None
     missing = [c for c in required if c not in header]
@@ -350,7 +366,9 @@ class Override:
 
 def read_overrides(path: Path | str, assignment: Assignment, config: GradingConfig | None = None) -> list[Override]:
     """The overrides in the CSV ``path`` (header ``student,question,score,reason``), each checked
-    against ``assignment``'s questions and their points under ``config``; ValueError naming the line."""
+    against ``assignment``'s questions and their points under ``config``; ValueError naming the line.
+    A student or reason cell that starts with a quote is read without it (``handgrade apply`` writes a
+    quote before a leading ``= + - @``, so that a spreadsheet shows a submission's name as text)."""
     path = Path(check_path(path, "path"))
     if not isinstance(assignment, Assignment):
         raise TypeError(f"assignment must be an Assignment, got {type(assignment).__name__}")
@@ -361,7 +379,8 @@ def read_overrides(path: Path | str, assignment: Assignment, config: GradingConf
     seen: set[tuple[str, str]] = set()
     for number, row in enumerate(read_csv_table(path, "path", ["student", "question", "score", "reason"]), start=2):
         where = f"path: {path} line {number}"
-        student, question = row["student"].strip(), row["question"].strip()
+        student, question = csv_text(row["student"].strip()), row["question"].strip()
+        reason = csv_text(row["reason"].strip()).strip()
         if question not in points:
             raise ValueError(f"{where}: question {question!r} is not one of {', '.join(points)}")
         try:
@@ -372,10 +391,10 @@ def read_overrides(path: Path | str, assignment: Assignment, config: GradingConf
             raise ValueError(f"{where}: score {row['score']} is outside [0, {points[question]:g}] for {question}")
         if not student:
             raise ValueError(f"{where}: student is empty")
-        if not row["reason"].strip():
+        if not reason:
             raise ValueError(f"{where}: reason is empty: say why the score changes")
         if (student, question) in seen:
             raise ValueError(f"{where}: {student} {question} is overridden twice")
         seen.add((student, question))
-        out.append(Override(student, question, value, row["reason"].strip()))
+        out.append(Override(student, question, value, reason))
     return out

@@ -40,6 +40,7 @@ from dptutor.course.batch import grade_folder
 from dptutor.course.config import GradingConfig, Override, load_config, read_overrides
 from dptutor.course.executor import check_grade_dependencies, remove_stale_workdirs
 from dptutor.course.folders import CourseFolder, load_course
+from dptutor.course.intake import read_regular
 from dptutor.course.keys import course_scope
 from dptutor.course.result import SubmissionResult
 from dptutor.course.preflight import check_environment
@@ -49,6 +50,7 @@ from dptutor.course.scores import ScoreRecord, default_scores_name, read_scores,
 from dptutor.course.signals import deferred_interrupts, kept_interrupts, raise_interrupt, raise_kept_interrupt
 from dptutor.course.submissions import Submission, find_submissions
 from dptutor.course.textsafe import one_line
+from dptutor.grid_files import atomic_write_text
 
 #: :func:`plan_grading`, :class:`GradingPlan` and :func:`grade_plan` are the two halves of :func:`run_grade`,
 #: public for the command line's tests, outside ``__all__`` (their inputs are :func:`run_grade`'s own).
@@ -316,9 +318,44 @@ def _start(plan: GradingPlan) -> tuple[_Gradebook, list[str], list[str]]:
 
 def grade_plan(plan: GradingPlan) -> int:
     """Grade what ``plan`` leaves to grade, saving each submission as it finishes: exit code 0, or
-    130 after Ctrl-C or SIGTERM (the submissions in flight are not scored)."""
+    130 after Ctrl-C or SIGTERM (the submissions in flight are not scored; before the first one starts,
+    nothing is lost: the files are the old ones or the rescored ones, each whole)."""
     if not isinstance(plan, GradingPlan):
         raise TypeError(f"plan must be a GradingPlan, got {type(plan).__name__}")
+    previous_term = signal.getsignal(signal.SIGTERM)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, raise_interrupt)  # `kill` stops grading as Ctrl-C does, from the start
+    try:
+        return _grade_started(plan)
+    except KeyboardInterrupt:  # during the pre-flight or the rescoring of the earlier rows
+        return _interrupted(plan)
+    except (OSError, ValueError) as exc:  # the rescored rows could not be written
+        return _not_saved(plan, exc)
+    finally:
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, previous_term)
+
+
+def _interrupted(plan: GradingPlan) -> int:
+    """Say what a Ctrl-C or SIGTERM left (every finished submission is in the CSV): exit code 130."""
+    print(f"\ninterrupted: {len(plan.finished)} submission(s) graded in this run, {len(plan.records)} in "
+          f"{plan.csv_path} in all; the submission(s) in flight were not scored. Rerun the same command to grade "
+          "the rest.", file=sys.stderr, flush=True)
+    return 130
+
+
+def _not_saved(plan: GradingPlan, exc: BaseException) -> int:
+    """Say why grading stopped, most often an output that could not be written (every submission saved before is in
+    the CSV): exit code 2."""
+    print(f"error: grading stopped: {one_line(str(exc))}; {len(plan.finished)} "
+          f"submission(s) graded in this run are saved in {plan.csv_path}, the submission(s) in flight were not "
+          "scored. Fix the problem and rerun the same command to grade the rest.", file=sys.stderr, flush=True)
+    return 2
+
+
+def _grade_started(plan: GradingPlan) -> int:
+    """:func:`grade_plan` once its SIGTERM handler is in place (a ``KeyboardInterrupt`` before the
+    first submission starts is the caller's)."""
     a, options = plan.assignment, plan.options
     done = {r.result.file for r in plan.records}
     if plan.only is not None or any(options.regrade or s.name not in done for s in plan.submissions):
@@ -336,9 +373,6 @@ def grade_plan(plan: GradingPlan) -> int:
               + (f" with {min(options.workers, os.cpu_count() or 1, len(todo))} workers" if options.workers > 1 else ""),
               flush=True)
     saved = {r.result.file: dict(r.result.grading_seeds) for r in plan.records if r.result.grading_seeds}
-    previous_term = signal.getsignal(signal.SIGTERM)
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, raise_interrupt)  # `kill` stops grading as Ctrl-C does
     with kept_interrupts():  # a Ctrl-C that Python drops while grading is kept and raised below
         try:
             # Several submissions in flight when a run died: grade those alone first (one of them may
@@ -358,15 +392,12 @@ def grade_plan(plan: GradingPlan) -> int:
             _unlink(book.marker)
             print(f"error: {one_line(str(exc))}", file=sys.stderr, flush=True)
             return 2
+        except (OSError, ValueError) as exc:  # an output could not be written (a full disk, a folder gone)
+            _unlink(book.marker)  # else the next run would score the submission being saved 0, as if it killed the grader
+            return _not_saved(plan, exc)
         except KeyboardInterrupt:
             _unlink(book.marker)
-            print(f"\ninterrupted: {len(plan.finished)} submission(s) graded in this run, {len(plan.records)} in "
-                  f"{plan.csv_path} in all; the submission(s) in flight were not scored. Rerun the same command to grade "
-                  "the rest.", file=sys.stderr, flush=True)
-            return 130
-        finally:
-            if threading.current_thread() is threading.main_thread():
-                signal.signal(signal.SIGTERM, previous_term)
+            return _interrupted(plan)
     _unlink(book.marker)
     print(f"{len(plan.finished)} submission(s) graded -> {plan.csv_path} ({len(plan.records)} rows)")
     _print_summary(plan.records, plan.finished, time.monotonic() - book.started)
@@ -465,15 +496,13 @@ def _sandbox_of(options: GradeOptions) -> Sandbox:
 
 def _write_inflight(marker: Path, names: Sequence[str]) -> None:
     """Remember the submissions in flight (JSON; a run that finishes deletes the marker)."""
-    tmp = marker.with_name(marker.name + ".tmp")
-    tmp.write_text(json.dumps({"files": list(names)}), encoding="utf-8")
-    os.replace(tmp, marker)
+    atomic_write_text(marker, json.dumps({"files": list(names)}))  # a link at a fixed temporary name is never written through
 
 
 def _read_inflight(marker: Path) -> list[str]:
     """The submissions in flight when a run died (either marker format), sane names only."""
-    try:
-        data = json.loads(marker.read_text(encoding="utf-8"))
+    try:  # a FIFO would block the open forever: a small regular file only, never through a link
+        data = json.loads(read_regular(marker, 1 << 20, what="the in-flight marker").decode("utf-8"))
     except (OSError, UnicodeDecodeError, ValueError, RecursionError):  # RecursionError: nested too deep
         return []
     if not isinstance(data, dict):

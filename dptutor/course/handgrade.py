@@ -39,7 +39,7 @@ from dptutor.assignments.feedback import Assignment
 from dptutor.assignments.registry import get_assignment
 from dptutor.course.config import GradingConfig, Override, read_csv_table, read_overrides
 from dptutor.course.folders import load_course
-from dptutor.course.intake import read_student_cells
+from dptutor.course.intake import MissingFile, read_regular, read_student_cells
 from dptutor.course.release import book_assignments_folder
 from dptutor.course.reports import check_records
 from dptutor.course.rescore import RescoreOptions, rescore
@@ -115,10 +115,15 @@ def rubrics(assignment: Assignment, course: Path | str | None = None) -> tuple[P
         path = Path(check_path(course, "course")) / "private" / "instructor" / assignment.notebook
     else:
         path = book_assignments_folder() / "instructor" / assignment.notebook
-    try:
-        text = path.read_text(encoding="utf-8")
+    try:  # a FIFO would block the open forever: a regular file of at most 16 MiB only
+        text = read_regular(path, 16 << 20, what="the notebook", follow_links=True).decode("utf-8")
+    except MissingFile:
+        raise ValueError(f"course: the instructor notebook {path} cannot be read (it does not exist)") from None
     except OSError as exc:
         raise ValueError(f"course: the instructor notebook {path} cannot be read ({exc.strerror})") from None
+    except ValueError as exc:  # not a regular file, too large, or not UTF-8
+        raise ValueError(f"course: the instructor notebook {path} must be a regular UTF-8 file of at most 16 MiB "
+                         f"({exc})") from None
     heads = list(_QUESTION.finditer(text))
     out: dict[str, str] = {}
     for head, after in zip(heads, heads[1:] + [None]):
@@ -206,13 +211,26 @@ def collect(assignment: str, submissions: Path | str, records: Sequence[ScoreRec
     return page, table
 
 
+def _row_file(row: dict[str, str], by_file: dict[str, ScoreRecord]) -> str:
+    """The submission a filled row names: its file cell as written, else trimmed (a name may start with a space)."""
+    exact = csv_text(row["file"])
+    return exact if exact in by_file else csv_text(row["file"].strip())
+
+
+def _override_cell(text: str) -> str:
+    """A cell of the overrides file: a spreadsheet's text (:func:`csv_cell`), quoted also before a leading
+    space, which ``read_overrides`` would trim (it reads the quote as an escape)."""
+    cell = csv_cell(text)
+    return "'" + cell if cell[:1].isspace() else cell
+
+
 def _hand_row(row: dict[str, str], where: str, by_file: dict[str, ScoreRecord],
               points: dict[str, float]) -> Override | None:
     """The override of one filled row (None when its points and reason are both empty)."""
-    file, student, question = csv_text(row["file"].strip()), csv_text(row["student"].strip()), row["question"].strip()
+    file, student, question = _row_file(row, by_file), csv_text(row["student"].strip()), row["question"].strip()
     if file not in by_file:
         raise ValueError(f"{where}, column file: {file!r} is no submission of the scores CSV (not among its records)")
-    if student != by_file[file].student:
+    if student != by_file[file].student.strip():  # a cell's spaces are trimmed (a name may end with one)
         raise ValueError(f"{where}, column student: {student!r} is not the student of {file!r} "
                          f"({by_file[file].student!r})")
     if question not in points:
@@ -241,7 +259,7 @@ def read_hand_grades(path: Path | str, assignment: str, records: Sequence[ScoreR
     seen: set[tuple[str, str]] = set()
     for number, row in enumerate(read_csv_table(path, "path", HANDGRADE_COLUMNS), start=2):
         where = f"path: {path} line {number}"
-        record = by_file.get(csv_text(row["file"].strip()))
+        record = by_file.get(_row_file(row, by_file))
         points = record.question_points() if record is not None else {q.name: q.points for q in a.questions}
         override = _hand_row(row, where, by_file, points)
         if override is None:
@@ -277,7 +295,9 @@ def apply(filled: Path | str, options: RescoreOptions) -> list[Override]:
     hand = read_hand_grades(filled, a.name, records)
     old = read_overrides(options.overrides, a, config_points) if options.overrides.exists() else []
     rows = _merged(old, hand, records)
-    table = [["student", "question", "score", "reason"], *([o.student, o.question, f"{o.score:g}", o.reason] for o in rows)]
+    # A submission's name is the student's choice: written as a spreadsheet's text (read_overrides reads it back).
+    table = [["student", "question", "score", "reason"],
+             *([_override_cell(o.student), o.question, f"{o.score:g}", csv_cell(o.reason)] for o in rows)]
     atomic_write_text(options.overrides, csv_document(table))
     rescore(options)
     return hand

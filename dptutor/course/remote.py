@@ -237,9 +237,10 @@ async def _fetch_needs(run_cell: RunCell, workdir: str, needs: Sequence[str], ti
     got = meta.get("needs")
     expect(isinstance(missing, list) and all(m in needs for m in missing) and isinstance(got, dict)
             and set(got) | set(missing) == set(needs) and not set(got) & set(missing), "the names the kernel reported do not match")
+    seen: set[int] = set()  # each array is one value: none is decoded twice
     for tree in got.values():
         if tree != {"k": "function"}:
-            check_value(tree, arrays)
+            check_value(tree, arrays, seen=seen)
     return {"trees": got, "arrays": arrays}, missing
 
 

@@ -57,12 +57,21 @@ def rescored(record: ScoreRecord, assignment: Assignment, *, config: GradingConf
     return dataclasses.replace(record, **changes)
 
 
+def _mtime(submission: Any) -> dt.datetime:
+    """A submission's modification time: its own, not a link's target (a link is refused when graded, and
+    one that points nowhere has no other); ValueError naming it if it vanished."""
+    try:
+        return dt.datetime.fromtimestamp(submission.path.lstat().st_mtime, dt.timezone.utc)
+    except OSError as exc:
+        raise ValueError(f"late.times: the submission {submission.name} cannot be read ({exc.strerror})") from None
+
+
 def submission_times(config: GradingConfig, submissions: Sequence[Any]) -> dict[str, Any]:
     """Each submission's time under the late policy: from the manifest, or the notebook's mtime."""
     if config.deadline is None:
         return {}
     if config.times == "mtime":
-        return {s.name: dt.datetime.fromtimestamp(s.path.stat().st_mtime, dt.timezone.utc) for s in submissions}
+        return {s.name: _mtime(s) for s in submissions}
     manifest = read_manifest(config.times)
     times, missing = {}, []
     for s in submissions:

@@ -238,11 +238,15 @@ def read_scores(path: Path | str, assignment: Assignment, *, course: str | None 
     except ValueError as exc:
         raise ValueError(f"path: {path} must be a regular file of at most {MAX_SCORES_BYTES >> 20} MiB "
                          f"({exc})") from None
+    limit = csv.field_size_limit()  # 128 KiB by default: one student's long error messages exceed it
+    csv.field_size_limit(max(limit, MAX_SCORES_BYTES))
     try:
         rows = list(csv.reader(io.StringIO(raw.decode("utf-8"), newline="")))
     except (UnicodeDecodeError, csv.Error) as exc:
         raise ValueError(f"path: {path} cannot be read as a CSV ({exc}): it is corrupted or not a scores "
                          "file") from None
+    finally:
+        csv.field_size_limit(limit)
     if not rows:
         return []
     header = scores_header(assignment)
@@ -267,7 +271,7 @@ def read_scores(path: Path | str, assignment: Assignment, *, course: str | None 
                              f"not of {course!r}; use another --csv")
         try:
             record = _from_row(cells, assignment)
-        except (ValueError, TypeError, KeyError, RecursionError) as exc:  # RecursionError: JSON nested too deep
+        except (ValueError, TypeError, KeyError, RecursionError, OverflowError) as exc:  # nested too deep, huge ints
             raise ValueError(f"{where} ({csv_text(col['file'])}) is corrupted: {exc}") from None
         if records and record.course != records[0].course:
             raise ValueError(f"{where}: course {record.course!r} differs from line 2's {records[0].course!r}: "
