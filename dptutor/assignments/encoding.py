@@ -29,6 +29,8 @@ __all__ = [
     "MAX_ARRAY_ELEMENTS",
     "MAX_CALLS_PER_CELL",
     "MAX_CELLS_PER_QUESTION",
+    "MAX_ANSWER_ARRAYS",
+    "MAX_VALUE_ARRAYS",
     "MAX_TEXT",
     "MAX_DEPTH",
 ]
@@ -39,6 +41,10 @@ MAX_ARRAY_ELEMENTS = 2**23
 #: Calls one cell may carry, and cells (call batches and timed repeats) one question may make.
 MAX_CALLS_PER_CELL = 2000
 MAX_CELLS_PER_QUESTION = 64
+#: The most arrays one answer file may hold (the grader reads each member on its own clock, not the sandbox's),
+#: and the most of them that hold returned values (the rest is room for changed arguments: a few per call).
+MAX_ANSWER_ARRAYS = 2**15
+MAX_VALUE_ARRAYS = 2**14
 #: The longest text a value carries, and the deepest nesting of values.
 MAX_TEXT = 4000
 MAX_DEPTH = 5
@@ -68,10 +74,19 @@ class Writer:
 
     def __init__(self) -> None:
         self.arrays: list[np.ndarray] = []
+        self.values = 0  # arrays that hold returned values (at most MAX_VALUE_ARRAYS)
 
     def array(self, arr: np.ndarray) -> int:
         self.arrays.append(np.array(np.asarray(arr).view(np.ndarray), order="C", copy=True))
         return len(self.arrays) - 1
+
+    def _value(self, kind: str, arr: np.ndarray) -> dict[str, Any]:
+        """``{"k": kind, "a": index}`` for an array of a returned value, or an inert placeholder once the answer holds
+        ``MAX_VALUE_ARRAYS`` of them (the grader refuses an answer of too many arrays; so only this value is lost)."""
+        if self.values >= MAX_VALUE_ARRAYS:
+            return {"k": "opaque", "type": "ndarray", "repr": f"<an array past the {MAX_VALUE_ARRAYS:,} one answer holds>"}
+        self.values += 1
+        return {"k": kind, "a": self.array(arr)}
 
     def encode(self, value: Any, depth: int = 0) -> dict[str, Any]:
         try:
@@ -89,13 +104,13 @@ class Writer:
         if isinstance(value, np.ndarray) and array_extent(value.shape) > MAX_ARRAY_ELEMENTS:  # never copied (a view is free)
             return _too_large(value)
         if isinstance(value, SpyArray):
-            return {"k": "spy", "a": self.array(value)}
+            return self._value("spy", value)
         if isinstance(value, np.random.Generator):
             return {"k": "rng", "state": json.dumps(value.bit_generator.state)}
         if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
-            return {"k": "ndarray", "a": self.array(value)}
+            return self._value("ndarray", value)
         if isinstance(value, np.generic) and np.asarray(value).dtype.kind in "biuf":
-            return {"k": "npscalar", "a": self.array(np.asarray(value))}
+            return self._value("npscalar", np.asarray(value))
         if isinstance(value, int):
             return {"k": "int", "v": int(value)} if abs(value) < 2**63 else float_tree(float(value))
         if isinstance(value, float):
@@ -115,7 +130,7 @@ class Writer:
             except Exception:
                 arr = None
             if arr is not None and arr.dtype.kind in "iuf" and arr.ndim >= 1:
-                return {"k": kind, "a": self.array(arr)} if array_extent(arr.shape) <= MAX_ARRAY_ELEMENTS else _too_large(arr)
+                return self._value(kind, arr) if array_extent(arr.shape) <= MAX_ARRAY_ELEMENTS else _too_large(arr)
             return {"k": kind, "items": [self.encode(v, depth + 1) for v in list(value)[:1000]]}
         if depth < MAX_DEPTH - 1 and isinstance(value, Mapping):
             items = list(value.items())[:1000]

@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from dptutor.assignments.encoding import (FLOAT_WORDS, IDENTIFIER, MAX_ARRAY_ELEMENTS, MAX_DEPTH, MAX_RECORD_BYTES,
-                                          MAX_TEXT, array_args, array_extent, generator_args)
+from dptutor.assignments.encoding import (FLOAT_WORDS, IDENTIFIER, MAX_ANSWER_ARRAYS, MAX_ARRAY_ELEMENTS, MAX_DEPTH,
+                                          MAX_RECORD_BYTES, MAX_TEXT, array_args, array_extent, generator_args)
 from dptutor.assignments.feedback import SpyArray
 from dptutor.course.intake import MissingFile, read_regular
 
@@ -63,6 +63,8 @@ def _parse_npz(data: bytes) -> tuple[dict[str, Any], dict[int, np.ndarray]]:
         total += info.file_size
     if total > MAX_RECORD_BYTES or "meta.npy" not in names:
         raise RecordError("the answer file is too large or has no metadata")
+    if len(infos) > MAX_ANSWER_ARRAYS + 1:  # each member costs the grader's own time to read (tiny ones too)
+        raise RecordError(f"the answer file holds {len(infos) - 1:,} arrays, more than {MAX_ANSWER_ARRAYS:,}")
     arrays: dict[int, np.ndarray] = {}
     meta_text = None
     for info in infos:

@@ -429,3 +429,31 @@ def test_an_instructor_notebook_that_is_a_fifo_is_refused_by_handgrade(tmp_path:
     os.mkfifo(fifo)
     exc = _without_blocking(lambda: rubrics(audit, tmp_path / "course"), fifo)
     assert isinstance(exc, ValueError) and audit.notebook in str(exc) and "regular file" in str(exc), exc
+
+
+def test_an_answer_of_too_many_tiny_arrays_is_refused_before_any_is_read(tmp_path: Path) -> None:
+    # 100,000 one-element members took 11 s of the grader's own CPU to read (the sandbox's clock does not count it).
+    from dptutor.assignments.encoding import MAX_ANSWER_ARRAYS
+    from dptutor.course.answers import load_answer
+
+    path = tmp_path / "answer.npz"
+    np.savez(path, meta=np.array(json.dumps({"version": 2})),
+             **{f"a{i}": np.zeros(1) for i in range(MAX_ANSWER_ARRAYS + 1)})
+    with pytest.raises(RecordError, match=f"{MAX_ANSWER_ARRAYS + 1:,} arrays"):
+        load_answer(str(path))
+    np.savez(path, meta=np.array(json.dumps({"version": 2})), **{f"a{i}": np.zeros(1) for i in range(3)})
+    assert len(load_answer(str(path))[1]) == 3
+
+
+def test_the_kernels_writer_keeps_an_answer_within_the_array_limit() -> None:
+    # A value of many arrays of different shapes (one member each) loses its arrays past MAX_VALUE_ARRAYS, not the
+    # whole answer: the grader refuses a file of more than MAX_ANSWER_ARRAYS.
+    from dptutor.assignments.encoding import MAX_ANSWER_ARRAYS, MAX_VALUE_ARRAYS
+
+    writer = Writer()
+    ragged = [np.zeros(1 + i % 2) for i in range(1000)]
+    trees = [writer.encode(ragged) for _ in range(MAX_VALUE_ARRAYS // 1000 + 2)]
+    assert len(writer.arrays) == MAX_VALUE_ARRAYS < MAX_ANSWER_ARRAYS
+    last = trees[-1]["items"]
+    assert last[0]["k"] == "opaque" and "past the" in last[0]["repr"]
+    assert trees[0]["items"][0] == {"k": "ndarray", "a": 0}
