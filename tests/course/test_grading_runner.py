@@ -258,7 +258,9 @@ def test_adversarial_submissions(tmp_path: Path) -> None:
     (sampler / "forker.md").write_text(sampler_notebook(REFERENCE_SAMPLER, FORKER.format(pidfile=str(pidfile))))
     (sampler / "crash.md").write_text((ASSIGNMENT_DIR / "sampler.md").read_text().replace(
         "def laplace_inverse_cdf(", "raise RuntimeError('boom')\ndef laplace_inverse_cdf("))
-    (sampler / "loop.md").write_text(sampler_notebook("    while True:\n        pass"))
+    # A cell that never ends (the checks of a function that never returns are the semester walk's case)
+    (sampler / "loop.md").write_text((ASSIGNMENT_DIR / "sampler.md").read_text().replace(
+        "def laplace_inverse_cdf(", "while True:\n    pass\ndef laplace_inverse_cdf(", 1))
     for name in (n for n in ASSIGNMENTS if n != "sampler"):
         (folders[name] / "reference.md").write_text((INSTRUCTOR_DIR / ASSIGNMENTS[name].notebook).read_text())
         (folders[name] / "blank.md").write_text((ASSIGNMENT_DIR / ASSIGNMENTS[name].notebook).read_text())
