@@ -120,7 +120,10 @@ def audit_pair(
         as an array whose first axis has length ``size``: real scalars, integers or booleans
         (categories), integer or boolean vectors (each row one category), or real vectors.
     x, x_prime : object
-        The two neighbouring datasets, passed to ``mechanism`` as they are (arrays as read-only copies).
+        The two neighbouring datasets, passed to ``mechanism`` unchecked: numbers, strings and tuples of them as
+        they are, plain arrays as read-only copies, anything else (lists, dicts, object arrays) as a fresh deep
+        copy for every call, so that a mechanism that changes its input changes neither the caller's dataset
+        nor later calls.
     epsilon : float
         The claimed epsilon, positive: the verdict compares the bound with it.
     trials : int
