@@ -41,6 +41,21 @@ def new_workdir() -> str:
     return tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=workdir_parent())
 
 
+def _own_folder(name: str, dir_fd: int | None = None) -> None:
+    """Give the folder ``name`` (relative to ``dir_fd``) mode 0o700, never through a link: a process of the sandbox
+    that is still dying could swap a link in after the ``lstat`` (``os.chmod`` follows links, and Linux has no
+    ``lchmod``), so the folder is opened as a path without following links and changed through that descriptor."""
+    path_flag = getattr(os, "O_PATH", 0)
+    if not path_flag or not os.path.isdir("/proc/self/fd"):
+        os.chmod(name, 0o700, dir_fd=dir_fd)  # no O_PATH (not Linux): the plain call
+        return
+    pfd = os.open(name, path_flag | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)  # a link fails here
+    try:
+        os.chmod(f"/proc/self/fd/{pfd}", 0o700)  # the folder opened above, whatever its name now holds
+    finally:
+        os.close(pfd)
+
+
 def _empty(fd: int) -> None:
     """Empty the folder open as ``fd``: files are unlinked, each sub-folder's content is moved up into
     this folder (so nothing is ever more than one level deep) and the then empty sub-folder removed."""
@@ -60,7 +75,7 @@ def _empty(fd: int) -> None:
                 pass
             st = os.stat(name, dir_fd=fd, follow_symlinks=False)
             if stat.S_ISDIR(st.st_mode) and st.st_mode & 0o700 != 0o700:
-                os.chmod(name, 0o700, dir_fd=fd)  # a folder the submission made unreadable
+                _own_folder(name, fd)  # a folder the submission made unreadable
             sub = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
             try:
                 with os.scandir(sub) as it:
@@ -84,7 +99,7 @@ def remove_tree(root: str | os.PathLike, *, tries: int = 50) -> bool:
                 os.unlink(root)
                 return True
             if st.st_mode & 0o700 != 0o700:
-                os.chmod(root, 0o700)
+                _own_folder(root)
             fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
             try:
                 _empty(fd)

@@ -13,6 +13,7 @@ import csv
 import json
 import os
 import re
+import stat
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -457,3 +458,33 @@ def test_the_kernels_writer_keeps_an_answer_within_the_array_limit() -> None:
     last = trees[-1]["items"]
     assert last[0]["k"] == "opaque" and "past the" in last[0]["repr"]
     assert trees[0]["items"][0] == {"k": "ndarray", "a": 0}
+
+
+def test_cleaning_a_work_folder_never_changes_modes_through_a_link_swapped_in(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # A sandbox process that is still dying swaps a locked sub-folder for a link to an outside file between the
+    # clean-up's lstat and its chmod: the chmod followed the link and set the file to 0o700 (as root: any file).
+    from dptutor.course import workdirs
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("outside the work folder")
+    victim.chmod(0o644)
+    root = tmp_path / "work"
+    (root / "locked").mkdir(parents=True)
+    (root / "locked" / "f").write_text("x")
+    (root / "locked").chmod(0)
+    real_stat = os.stat
+
+    def racing_stat(path, *args, **kwargs):
+        st = real_stat(path, *args, **kwargs)
+        if path == "locked" and kwargs.get("dir_fd") is not None and stat.S_ISDIR(st.st_mode):
+            fd = kwargs["dir_fd"]
+            os.rename("locked", f"moved-{len(os.listdir(fd))}", src_dir_fd=fd, dst_dir_fd=fd)
+            os.symlink(victim, "locked", dir_fd=fd)  # the swap, after the check
+        return st
+
+    monkeypatch.setattr(workdirs.os, "stat", racing_stat)
+    removed = workdirs.remove_tree(root, tries=5)
+    monkeypatch.undo()
+    assert stat.S_IMODE(victim.stat().st_mode) == 0o644 and victim.read_text() == "outside the work folder"
+    assert removed and not root.exists()  # the link is unlinked and the moved folder removed on a later try
