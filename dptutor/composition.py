@@ -21,7 +21,7 @@ from typing import Iterable
 import numpy as np
 import sympy as sp
 
-from dptutor._validate import MAX_ELEMENTS, check_bool, check_int, check_positive, check_real, check_sequence
+from dptutor._validate import MAX_ELEMENTS, check_bool, check_int, check_positive, check_real, check_sequence, shown
 from dptutor.renyi import round_up
 
 _EPS = 2.0**-52  # one unit in the last place of 1
@@ -38,8 +38,35 @@ __all__ = [
 ]
 
 
+def _exact_value(value: object) -> Fraction | None:
+    """The exact rational value of an int, float, Fraction, Decimal or numpy scalar (None if it has none)."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if isinstance(value, (int, np.integer)):
+        return Fraction(int(value))
+    try:
+        numerator, denominator = value.as_integer_ratio()  # type: ignore[attr-defined]
+        return Fraction(numerator, denominator)
+    except (AttributeError, TypeError, ValueError, OverflowError, ArithmeticError):
+        return None
+
+
+def _epsilon(value: object, name: str, *, up: bool = True) -> float:
+    """``value`` checked positive, as the double on the safe side of its exact value: at least it (a budget
+    spent) or at most it (``up=False``: a total).  The nearest double (what ``float`` gives) was below a
+    ``Fraction(1, 3)`` or a long double ``1 + 2**-60``, so their sum understated the budget spent."""
+    eps = check_positive(value, name)
+    exact = _exact_value(value)
+    if exact is not None and (Fraction(eps) < exact if up else Fraction(eps) > exact):
+        eps = math.nextafter(eps, math.inf if up else 0.0)
+        if not 0.0 < eps < math.inf:
+            side = "above the largest" if up else "below the smallest positive"
+            raise ValueError(f"{name} must be representable as a float, got {shown(value)} ({side} double)")
+    return eps
+
+
 def _check_epsilons(epsilons: Iterable[float], name: str) -> list[float]:
-    return [check_positive(e, f"{name}[{i}]") for i, e in enumerate(check_sequence(epsilons, name))]
+    return [_epsilon(e, f"{name}[{i}]") for i, e in enumerate(check_sequence(epsilons, name))]
 
 
 def sequential_epsilon(epsilons: Iterable[float]) -> float:
@@ -53,7 +80,8 @@ def sequential_epsilon(epsilons: Iterable[float]) -> float:
     Returns
     -------
     float
-        Their exact sum rounded UP (the smallest double at least the exact sum: never below it).
+        Their exact sum rounded UP (the smallest double at least the exact sum: never below it); an epsilon
+        that is no double (a ``Fraction``, a long double, an int above 2**53) counts as the double above it.
 
     Raises
     ------
@@ -118,7 +146,9 @@ class Budget:
     before the release instead of after it.  The account is kept in exact rational arithmetic
     (each float counts as the ``Fraction`` it exactly equals), so rounding never lets a release
     through: the double ``0.1`` is slightly more than 1/10, so ten releases of ``0.1`` overdraw a
-    total of ``1.0`` and the tenth is refused.  :meth:`split` hands out shares that fit exactly.
+    total of ``1.0`` and the tenth is refused.  :meth:`split` hands out shares that fit exactly.  A value that
+    is no double (a ``Fraction``, a long double) is stored as the double on the safe side of it: above it for a
+    release, below it for ``total``.
 
     Parameters
     ----------
@@ -145,8 +175,8 @@ class Budget:
     spent: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "total", check_positive(self.total, "total"))
-        spent = tuple(check_positive(e, f"spent[{i}]") for i, e in enumerate(check_sequence(self.spent, "spent", min_len=0)))
+        object.__setattr__(self, "total", _epsilon(self.total, "total", up=False))
+        spent = tuple(_epsilon(e, f"spent[{i}]") for i, e in enumerate(check_sequence(self.spent, "spent", min_len=0)))
         used = sum((Fraction(e) for e in spent), Fraction(0))
         if used > Fraction(self.total):  # rounded up for the message: float() raised OverflowError past the largest double
             shown = f"{round_up(used):g}" if round_up(used) < math.inf else "more than the largest double"
@@ -241,7 +271,7 @@ class Budget:
         ValueError
             If ``epsilon`` is not positive, or exceeds the remaining budget exactly.
         """
-        eps = check_positive(epsilon, "epsilon")
+        eps = _epsilon(epsilon, "epsilon")
         if Fraction(eps) > self.remaining_exactly:
             raise ValueError(
                 f"epsilon = {eps!r} exceeds the remaining budget {float(self.remaining_exactly)!r} "

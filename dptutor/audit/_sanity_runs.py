@@ -29,8 +29,10 @@ from dptutor._validate import (
     check_str,
     check_workers,
     immutable_finite_array,
+    is_bool,
     renamed_parameters,
     seed_entropy,
+    shown,
 )
 from dptutor._workers import WorkerPool
 from dptutor.audit._sanity_result import MAX_N, MAX_TRIALS, AuditResult, loss_from_counts
@@ -369,6 +371,15 @@ def _run_cells(
         pool.shutdown(wait=True, cancel_futures=True)
 
 
+def _executor_counts(counts: object) -> tuple[int, int]:
+    """A block's result from an executor, checked: two non-negative integers (an executor that did not run
+    the block, returning None, made numpy's "Cannot cast ufunc 'add' output from dtype('O')", naming nothing)."""
+    if (not isinstance(counts, tuple) or len(counts) != 2
+            or not all(isinstance(c, (int, np.integer)) and not is_bool(c) and c >= 0 for c in counts)):
+        raise TypeError(f"executor must return each block's result (two counts), got {shown(counts)[:80]}")
+    return int(counts[0]), int(counts[1])
+
+
 def _run_bounded(
     pool: concurrent.futures.Executor, tasks: Iterator[tuple[int, tuple]], max_pending: int
 ) -> Iterator[tuple[int, tuple[int, int]]]:
@@ -384,7 +395,7 @@ def _run_bounded(
                 tag = pending.pop(fut)
                 for next_tag, args in itertools.islice(tasks, 1):
                     pending[pool.submit(_count_block, *args)] = next_tag
-                yield tag, fut.result()
+                yield tag, _executor_counts(fut.result())
     finally:
         for fut in pending:
             fut.cancel()

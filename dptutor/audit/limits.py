@@ -45,18 +45,27 @@ def _laws(p: object, q: object) -> tuple[NDArray[np.float64], NDArray[np.float64
     return arrays[0], arrays[1]
 
 
+def _onto(a: NDArray[np.float64], b: NDArray[np.float64], k: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The least chi-squared move of outcomes with ``a > k b`` onto the ratio k: ``(k v, v)`` with
+    ``v = a b (1 + k) / (a + k^2 b)``, written with ``w = k b / a`` in (0, 1) so that both stay positive (the
+    form ``a - (a - k b) a / (a + k^2 b)`` rounded to a negative ``u`` where ``k b`` is far below ``a``)."""
+    w = k * b / a
+    kw = k * w
+    share = np.where(kw <= 1.0, w * (1.0 + k) / (1.0 + kw), 1.0 - (1.0 - w) / (1.0 + kw))  # u / a, in (w, 1)
+    return a * share, b * (1.0 + k) / (1.0 + kw)
+
+
 def _project(a: NDArray[np.float64], b: NDArray[np.float64], level: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Move every outcome whose ratio exceeds ``e^level`` onto that ratio by the least chi-squared change
     (``a - u = D a / (a + e^{2 level} b)``, ``v - b = D e^level b / (a + e^{2 level} b)`` with
-    ``D = a - e^level b``, and the mirror image), then renormalise both laws."""
-    k = math.exp(level)
+    ``D = a - e^level b``, and the mirror image), then renormalise both laws.  A level above 709 projects
+    onto e^709 (still within the level; ``math.exp`` overflows beyond)."""
+    k = math.exp(min(level, 709.0))
     u, v = a.copy(), b.copy()
     over = a > k * b  # too likely under the first law
-    gap, scale = a[over] - k * b[over], a[over] + k * k * b[over]
-    u[over], v[over] = a[over] - gap * a[over] / scale, b[over] + gap * k * b[over] / scale
+    u[over], v[over] = _onto(a[over], b[over], k)
     under = b > k * a  # too likely under the second
-    gap, scale = b[under] - k * a[under], b[under] + k * k * a[under]
-    v[under], u[under] = b[under] - gap * b[under] / scale, a[under] + gap * k * a[under] / scale
+    v[under], u[under] = _onto(b[under], a[under], k)
     return u / u.sum(), v / v.sum()
 
 

@@ -484,6 +484,21 @@ def _learned_statistic(
             n_fit, None)
 
 
+def _checked_block(block: Any, size: int, layout: Layout) -> Any:
+    """A block's counts from a pool or an executor, checked to be what :func:`pair_block` returns for ``size`` runs
+    of each dataset (an executor that did not run it, returning None, made a numpy casting error naming nothing)."""
+    if layout.mode == "real":
+        ok = (isinstance(block, np.ndarray) and block.dtype == np.int64 and block.shape == (2, layout.cells)
+              and bool((block >= 0).all()) and bool((block.sum(axis=1) == size).all()))
+    else:
+        ok = (isinstance(block, (list, tuple)) and len(block) == 2 and all(isinstance(d, dict) for d in block)
+              and all(isinstance(c, (int, np.integer)) and c >= 0 for d in block for c in d.values())
+              and all(sum(d.values()) == size for d in block))
+    if not ok:
+        raise TypeError(f"executor must return each block's counts ({size} runs of each dataset), got {type(block).__name__}")
+    return block
+
+
 def _run_pair_blocks(
     mechanism: Any, name: str, x: Any, x_prime: Any, layout: Layout, tasks: Any, workers: int,
     executor: concurrent.futures.Executor | None, add: Any, statistic: Any,
@@ -504,7 +519,7 @@ def _run_pair_blocks(
         for half, size, child in tasks:
             add(half, pair_block(mechanism, name, x, x_prime, size, child, layout))
         return
-    pending: dict[concurrent.futures.Future, int] = {}
+    pending: dict[concurrent.futures.Future, tuple[int, int]] = {}
     it = iter(tasks)
     try:
         while True:
@@ -513,12 +528,13 @@ def _run_pair_blocks(
                 if task is None:
                     break
                 half, size, child = task
-                pending[pool.submit(pair_block, mechanism, name, x, x_prime, size, child, layout)] = half
+                pending[pool.submit(pair_block, mechanism, name, x, x_prime, size, child, layout)] = (half, size)
             if not pending:
                 break
             done, _ = concurrent.futures.wait(pending, return_when=concurrent.futures.FIRST_COMPLETED)
             for fut in done:
-                add(pending.pop(fut), fut.result())
+                half, size = pending.pop(fut)
+                add(half, _checked_block(fut.result(), size, layout))
     except BaseException:
         for fut in pending:
             fut.cancel()
