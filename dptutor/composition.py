@@ -21,7 +21,8 @@ from typing import Iterable
 import numpy as np
 import sympy as sp
 
-from dptutor._validate import MAX_ELEMENTS, check_bool, check_int, check_positive, check_real, check_sequence, shown
+from dptutor._validate import (MAX_ELEMENTS, check_bool, check_int, check_positive, check_real, check_sequence, shown,
+                               toward)
 from dptutor.renyi import round_up
 
 _EPS = 2.0**-52  # one unit in the last place of 1
@@ -38,30 +39,14 @@ __all__ = [
 ]
 
 
-def _exact_value(value: object) -> Fraction | None:
-    """The exact rational value of an int, float, Fraction, Decimal or numpy scalar (None if it has none)."""
-    if isinstance(value, np.ndarray) and value.ndim == 0:
-        value = value[()]
-    if isinstance(value, (int, np.integer)):
-        return Fraction(int(value))
-    try:
-        numerator, denominator = value.as_integer_ratio()  # type: ignore[attr-defined]
-        return Fraction(numerator, denominator)
-    except (AttributeError, TypeError, ValueError, OverflowError, ArithmeticError):
-        return None
-
-
 def _epsilon(value: object, name: str, *, up: bool = True) -> float:
     """``value`` checked positive, as the double on the safe side of its exact value: at least it (a budget
     spent) or at most it (``up=False``: a total).  The nearest double (what ``float`` gives) was below a
     ``Fraction(1, 3)`` or a long double ``1 + 2**-60``, so their sum understated the budget spent."""
-    eps = check_positive(value, name)
-    exact = _exact_value(value)
-    if exact is not None and (Fraction(eps) < exact if up else Fraction(eps) > exact):
-        eps = math.nextafter(eps, math.inf if up else 0.0)
-        if not 0.0 < eps < math.inf:
-            side = "above the largest" if up else "below the smallest positive"
-            raise ValueError(f"{name} must be representable as a float, got {shown(value)} ({side} double)")
+    eps = toward(value, check_positive(value, name), name, up=up)
+    if eps == 0.0:
+        raise ValueError(f"{name} must be representable as a positive float, got {shown(value)} (below the smallest "
+                         "positive double)")
     return eps
 
 

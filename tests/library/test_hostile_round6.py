@@ -126,3 +126,28 @@ def test_audit_one_run_without_delta_is_never_above_its_exact_crossing(correct, 
         p = mpmath.e ** mpmath.mpf(bound) / (1 + mpmath.e ** mpmath.mpf(bound))
         p_value = mpmath.betainc(correct, guesses - correct + 1, 0, p, regularized=True)
         assert p_value <= 1 - mpmath.mpf(level)
+
+
+def test_accountants_round_exact_inputs_to_the_safe_side() -> None:
+    # A Fraction (or long double) epsilon or delta was rounded to the nearest double, below 1/3, so the composed
+    # bound lay below the exact one; a target was rounded to nearest too, where a smaller one is the safe side.
+    from dptutor.accounting import (advanced_composition, basic_composition, group_privacy,
+                                    optimal_composition_delta, optimal_composition_epsilon, tradeoff_beta)
+
+    third = Fraction(1, 3)
+    assert float(third) < third  # the nearest double is below it
+    eps, dlt = basic_composition(third, third, 1)
+    assert Fraction(eps) >= third and Fraction(dlt) >= third
+    eps, dlt = group_privacy(third, 1, third)
+    assert Fraction(eps) >= third and Fraction(dlt) >= third
+    assert advanced_composition(third, third, 1, 0.5)[1] >= advanced_composition(float(third), float(third), 1, 0.5)[1]
+    assert advanced_composition(third, 0.0, 4, 0.5)[0] > advanced_composition(float(third), 0.0, 4, 0.5)[0]
+    # Targets go down: 0.1's nearest double is above 1/10, so the target is the double below it.
+    below = math.nextafter(0.1, 0.0)
+    assert optimal_composition_delta(0.05, 10, Fraction(1, 10)) == optimal_composition_delta(0.05, 10, below)
+    assert optimal_composition_epsilon(0.05, 10, Fraction(1, 10), 0.0) == optimal_composition_epsilon(0.05, 10, below)
+    assert tradeoff_beta(0.2, third, 0.0) <= tradeoff_beta(0.2, float(third), 0.0)
+    # Plain doubles are taken as they are.
+    assert basic_composition(0.1, 0.01, 3) == (0.30000000000000004, 0.030000000000000002)
+    with pytest.raises(ValueError, match="epsilon must be representable"):
+        basic_composition(2**1024, 0.0, 1)
