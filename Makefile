@@ -67,11 +67,9 @@ lab-check: $(LAB_STAMP)
 	$(BIN)/jupyter-execute --inplace $(VENV)/lab-check.ipynb
 	@echo "lab-check: JupyterLab is installed and the environment's kernel executed book/assignments/sampler.md"
 
-# Three pytest-xdist workers on CI's two cores: the book build and the tests that read it run on one, every
-# other module on whichever is free (tests/conftest.py). With two workers the run kept the cores busy only
-# about 68% of the time (kernels starting, sandboxes waiting on wall clocks, subprocesses); the time limits
-# that the grader's tests check count CPU time, not wall time. TEST_WORKERS=0 runs serially.
-TEST_WORKERS ?= 3
+# Two pytest-xdist workers (one per core of CI's machine): the book build and the tests that read it
+# run on one, every other module on whichever is free (tests/conftest.py). TEST_WORKERS=0 runs serially.
+TEST_WORKERS ?= 2
 test: $(STAMP) lint
 	$(BIN)/python -m pytest --durations=25 $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadscope)
 
