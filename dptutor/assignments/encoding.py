@@ -26,6 +26,7 @@ from dptutor.assignments.feedback import SpyArray, student_error
 #: inputs are the protocol's own values, not a user's), hence public names outside ``__all__``.
 __all__ = [
     "MAX_RECORD_BYTES",
+    "MAX_META_CHARS",
     "MAX_ARRAY_ELEMENTS",
     "MAX_CALLS_PER_CELL",
     "MAX_CELLS_PER_QUESTION",
@@ -38,6 +39,17 @@ __all__ = [
 #: The largest answer file the grader reads (bytes), and the largest array in it (elements).
 MAX_RECORD_BYTES = 160 * 2**20
 MAX_ARRAY_ELEMENTS = 2**23
+#: The longest JSON text of a file's metadata (characters): :class:`Writer` never writes more (a value past the room
+#: it keeps for values becomes a placeholder, long exception messages are cut, else it refuses before writing) and
+#: the grader refuses more before parsing it (4 Mi characters take 16 MiB in ``meta.npy``, parsed at most about
+#: 130 MB of the grader's memory; the file's cap alone let 40 Mi characters, over 1 GB, through).
+MAX_META_CHARS = 2**22
+#: The room of one file's values in its metadata (characters): the rest of ``MAX_META_CHARS`` is left for what
+#: every call records whatever its value (its changed arguments, its generators' states, a cut message).
+VALUE_ROOM = 2**21
+#: The longest exception message of an answer whose messages are cut to fit ``MAX_META_CHARS`` (characters).
+CUT_MESSAGE = 40
+_SMALL = 200  # a value whose JSON is at most this long is never replaced by a placeholder (characters)
 #: Calls one cell may carry, and cells (call batches and timed repeats) one question may make.
 MAX_CALLS_PER_CELL = 2000
 MAX_CELLS_PER_QUESTION = 64
@@ -75,6 +87,7 @@ class Writer:
     def __init__(self) -> None:
         self.arrays: list[np.ndarray] = []
         self.values = 0  # arrays that hold returned values (at most MAX_VALUE_ARRAYS)
+        self.room = VALUE_ROOM  # the metadata's characters the values may still take
 
     def array(self, arr: np.ndarray) -> int:
         self.arrays.append(np.array(np.asarray(arr).view(np.ndarray), order="C", copy=True))
@@ -89,12 +102,25 @@ class Writer:
         return {"k": kind, "a": self.array(arr)}
 
     def encode(self, value: Any, depth: int = 0) -> dict[str, Any]:
+        """``value`` as a tree; at ``depth`` 0, a placeholder instead if its JSON does not fit in the room left
+        (``VALUE_ROOM`` in all: the grader reads at most ``MAX_META_CHARS`` of metadata)."""
+        arrays, values = len(self.arrays), self.values
         try:
-            return self._encode(value, depth)
+            tree = self._encode(value, depth)
         except BaseException as exc:  # a student object whose repr or conversion fails (or exits)
             if not student_error(exc):
                 raise
-            return {"k": "opaque", "type": "object", "repr": f"<unreadable: {type(exc).__name__}>"}
+            tree = {"k": "opaque", "type": "object", "repr": f"<unreadable: {type(exc).__name__}>"}
+        if depth:
+            return tree
+        size = len(json.dumps(tree))
+        if size <= max(self.room, _SMALL):  # a small value is kept even so: its placeholder would take more room
+            self.room = max(0, self.room - size)
+            return tree
+        del self.arrays[arrays:]  # its arrays are not written either
+        self.values = values
+        return {"k": "opaque", "type": "object",
+                "repr": f"<a value of {size:,} characters of data: past the {VALUE_ROOM:,} one answer holds>"}
 
     def _encode(self, value: Any, depth: int) -> dict[str, Any]:
         if value is None:
@@ -141,12 +167,36 @@ class Writer:
         return {"k": "opaque", "type": identifier(type(value).__name__), "repr": repr(value)[:200]}
 
     def save(self, path: str, meta: Mapping[str, Any]) -> None:
-        members = {"meta": np.array(json.dumps(meta))}
+        """Write ``meta`` and the arrays to ``path`` (through a temporary file); ``ValueError`` before writing if
+        the metadata's JSON is over ``MAX_META_CHARS`` characters even with its exception messages cut."""
+        members = {"meta": np.array(_meta_text(meta))}
         members.update({f"a{i}": a for i, a in enumerate(self.arrays)})
         tmp = f"{path}.part"
         with open(tmp, "wb") as fh:
             np.savez(fh, **members)
         os.replace(tmp, path)
+
+
+def _meta_text(meta: Mapping[str, Any]) -> str:
+    """The JSON text of ``meta``, at most ``MAX_META_CHARS`` characters: if it is longer, the exception messages of
+    its results are cut to ``CUT_MESSAGE`` characters; if it still is, ``ValueError`` (nothing is written)."""
+    text = json.dumps(meta)
+    results = meta.get("results")
+    if len(text) > MAX_META_CHARS and isinstance(results, list):
+        cut = [{**r, "raised": {**r["raised"], "message": _cut(r["raised"].get("message"))}}
+               if isinstance(r, dict) and isinstance(r.get("raised"), dict) else r for r in results]
+        text = json.dumps({**meta, "results": cut})
+    if len(text) > MAX_META_CHARS:
+        raise ValueError(f"the answer's data takes {len(text):,} characters, more than the {MAX_META_CHARS:,} the "
+                         "grader reads: return smaller values")
+    return text
+
+
+def _cut(message: Any) -> Any:
+    """An exception message cut to ``CUT_MESSAGE`` characters, saying so."""
+    if not isinstance(message, str) or len(message) <= CUT_MESSAGE:
+        return message
+    return message[:CUT_MESSAGE] + " [cut: the answer's messages were too long]"
 
 
 def _too_large(arr: np.ndarray) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
@@ -20,9 +21,10 @@ from typing import Any
 import numpy as np
 
 from dptutor.assignments.encoding import (FLOAT_WORDS, IDENTIFIER, MAX_ANSWER_ARRAYS, MAX_ARRAY_ELEMENTS, MAX_DEPTH,
-                                          MAX_RECORD_BYTES, MAX_TEXT, array_args, array_extent, generator_args)
+                                          MAX_META_CHARS, MAX_RECORD_BYTES, MAX_TEXT, array_args, array_extent,
+                                          generator_args)
 from dptutor.assignments.feedback import SpyArray
-from dptutor.course.intake import MissingFile, read_regular
+from dptutor.course.intake import read_named
 
 #: :func:`load_answer`, :func:`check_value`, :func:`decode`, :func:`raise_recorded`, :func:`validate_answer` and
 #: :func:`expect` serve :mod:`dptutor.course.remote` only (their inputs are the protocol's own data), hence
@@ -30,20 +32,13 @@ from dptutor.course.intake import MissingFile, read_regular
 __all__ = ["RecordError"]
 
 _MEMBER = re.compile(r"^(meta|a[0-9]{1,6})\.npy$")
+#: The most bytes of ``meta.npy`` read: ``MAX_META_CHARS`` characters of 4 bytes (a ``U`` string) and a version 1
+#: ``.npy`` header (at most 10 + 65,535 bytes); checked before the member is read.
+_MAX_META_MEMBER = 4 * MAX_META_CHARS + 10 + 65_535
 
 
 class RecordError(ValueError):
     """The data a kernel wrote cannot be parsed or does not answer the grader's request."""
-
-
-
-def _read_regular(path: str, limit: int) -> bytes:
-    try:
-        return read_regular(path, limit, what="the answer file")
-    except MissingFile:
-        raise RecordError("no answer file was written") from None
-    except ValueError as exc:
-        raise RecordError(str(exc)) from None
 
 
 def _parse_npz(data: bytes) -> tuple[dict[str, Any], dict[int, np.ndarray]]:
@@ -59,6 +54,9 @@ def _parse_npz(data: bytes) -> tuple[dict[str, Any], dict[int, np.ndarray]]:
             raise RecordError(f"unexpected member {info.filename[:60]!r} in the answer file")
         if info.compress_type != zipfile.ZIP_STORED:
             raise RecordError("compressed members are not accepted in the answer file")
+        if info.filename == "meta.npy" and info.file_size > _MAX_META_MEMBER:  # not read: parsed, up to 30 bytes a character
+            raise RecordError(f"the answer file's metadata takes {info.file_size:,} bytes, more than {_MAX_META_MEMBER:,} "
+                              f"({MAX_META_CHARS:,} characters)")
         names.add(info.filename)
         total += info.file_size
     if total > MAX_RECORD_BYTES or "meta.npy" not in names:
@@ -76,6 +74,9 @@ def _parse_npz(data: bytes) -> tuple[dict[str, Any], dict[int, np.ndarray]]:
             if arr.dtype.kind != "U" or arr.ndim != 0:
                 raise RecordError("the metadata is not a string")
             meta_text = str(arr[()])
+            if len(meta_text) > MAX_META_CHARS:  # bounded by the member's size already; checked on the text itself too
+                raise RecordError(f"the answer file's metadata has {len(meta_text):,} characters, more than "
+                                  f"{MAX_META_CHARS:,}")
             continue
         if arr.dtype.kind not in "biuf" or array_extent(arr.shape) > MAX_ARRAY_ELEMENTS:
             raise RecordError(f"member {info.filename} has dtype {arr.dtype} or shape {str(arr.shape)[:100]}, over "
@@ -91,7 +92,15 @@ def _parse_npz(data: bytes) -> tuple[dict[str, Any], dict[int, np.ndarray]]:
 
 
 def load_answer(path: str) -> tuple[dict[str, Any], dict[int, np.ndarray]]:
-    return _parse_npz(_read_regular(path, MAX_RECORD_BYTES))
+    """The metadata and arrays of the answer file ``path`` (never through a link; RecordError for any fault)."""
+    try:
+        data = read_named(path, MAX_RECORD_BYTES, role="the answer file", missing_ok=True,
+                          shown=os.path.basename(path))  # the student reads it: not the grader's folder
+    except ValueError as exc:
+        raise RecordError(str(exc)) from None
+    if data is None:
+        raise RecordError("no answer file was written")
+    return _parse_npz(data)
 
 
 def expect(cond: bool, what: str) -> None:

@@ -86,7 +86,7 @@ from typing import Any
 from dptutor._validate import check_path, check_real, check_str
 from dptutor.assignments.feedback import Assignment
 from dptutor.assignments.registry import ASSIGNMENTS
-from dptutor.course.intake import MissingFile, read_regular
+from dptutor.course.intake import read_named
 from dptutor.course.textsafe import csv_text
 
 __all__ = ["GradingConfig", "Override", "load_config", "read_overrides", "read_manifest"]
@@ -203,12 +203,8 @@ def load_config(path: Path | str, assignment: Assignment) -> GradingConfig:
     path = Path(check_path(path, "path"))
     if not isinstance(assignment, Assignment):
         raise TypeError(f"assignment must be an Assignment, got {type(assignment).__name__}")
-    try:  # a FIFO or a device (/dev/zero) would block or never end: only a regular file of at most 1 MiB is read
-        raw = read_regular(path, 1 << 20, what="the file", follow_links=True)
-    except MissingFile:
-        raise ValueError(f"path: {path} does not exist") from None
-    except ValueError as exc:
-        raise ValueError(f"path: {path} must be a regular file of at most 1 MiB ({exc})") from None
+    # A FIFO or a device (/dev/zero) would block or never end: only a regular file of at most 1 MiB is read.
+    raw = read_named(path, 1 << 20, role="the grading configuration", follow_links=True)
     if path.suffix not in (".json", ".toml"):
         raise ValueError(f"path: {path} must be a .toml or .json file")
     try:  # ValueError: also a number too long to convert; RecursionError: nesting too deep
@@ -303,17 +299,11 @@ def _weights(value: object, assignment: Assignment) -> dict[str, dict[str, float
 _MAX_TABLE_BYTES = 64 << 20
 
 
-def read_csv_table(path: Path, name: str, required: Sequence[str]) -> list[dict[str, str]]:
-    """The rows of the CSV ``path`` as dicts, checked: readable UTF-8, the ``required`` columns, none of them twice, and
-    every row complete; ValueError naming ``name`` and the file (the overrides, the manifest, the hand grades)."""
-    try:  # a FIFO would block the open forever, a device (/dev/zero) never end: a bounded regular file only
-        raw = read_regular(path, _MAX_TABLE_BYTES, what="the file", follow_links=True)
-    except MissingFile:
-        raise ValueError(f"{name}: {path} does not exist") from None
-    except ValueError as exc:
-        raise ValueError(f"{name}: {path} must be a regular file of at most {_MAX_TABLE_BYTES >> 20} MiB ({exc})") from None
-    except OSError as exc:
-        raise ValueError(f"{name}: {path} cannot be read ({exc.strerror or exc})") from None
+def read_csv_table(path: Path, name: str, required: Sequence[str], *, role: str = "the CSV file") -> list[dict[str, str]]:
+    """The rows of the CSV ``path`` (``role``) as dicts, checked: readable UTF-8, the ``required`` columns, none of them
+    twice, and every row complete; ValueError naming ``name`` and the file (the overrides, the manifest, the hand grades)."""
+    # A FIFO would block the open forever, a device (/dev/zero) never end: a bounded regular file only.
+    raw = read_named(path, _MAX_TABLE_BYTES, role=role, name=name, follow_links=True)
     try:
         reader = csv.DictReader(io.StringIO(raw.decode("utf-8-sig"), newline=""))
         rows = list(reader)
@@ -335,7 +325,7 @@ def read_manifest(path: Path | str) -> dict[str, dt.datetime]:
     """Submission times from a manifest CSV with columns ``file`` (or ``student``) and ``submitted``
     (ISO 8601 with a time zone): a map from each ``file``/``student`` value to its time."""
     path = Path(check_path(path, "path"))
-    with_file = read_csv_table(path, "path", ["submitted"])
+    with_file = read_csv_table(path, "path", ["submitted"], role="the manifest")
     times: dict[str, dt.datetime] = {}
     for number, row in enumerate(with_file, start=2):
         key = row.get("file") or row.get("student")
@@ -377,7 +367,8 @@ def read_overrides(path: Path | str, assignment: Assignment, config: GradingConf
     points = (config or GradingConfig()).question_points(assignment)
     out: list[Override] = []
     seen: set[tuple[str, str]] = set()
-    for number, row in enumerate(read_csv_table(path, "path", ["student", "question", "score", "reason"]), start=2):
+    for number, row in enumerate(read_csv_table(path, "path", ["student", "question", "score", "reason"],
+                                                     role="the overrides file"), start=2):
         where = f"path: {path} line {number}"
         student, question = csv_text(row["student"].strip()), row["question"].strip()
         reason = csv_text(row["reason"].strip()).strip()

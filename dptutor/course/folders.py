@@ -35,7 +35,7 @@ from pathlib import Path
 from dptutor._validate import check_choice, check_path, check_str
 from dptutor.assignments.bug_family import HUNT_LABELS, BughuntMember
 from dptutor.assignments.instances import INSTANCE_ASSIGNMENTS, AuditMember, PairMember
-from dptutor.course.intake import MissingFile, read_regular
+from dptutor.course.intake import read_named
 from dptutor.course.keys import course_key, members_of_key, tokens_of_key
 from dptutor.assignments.registry import ASSIGNMENTS
 from dptutor.course.release import book_assignments_folder, student_version, with_banner
@@ -359,18 +359,15 @@ def load_course(folder: Path | str) -> CourseFolder:
     """The course folder ``folder``, its answer key checked (ValueError naming ``folder`` otherwise)."""
     folder = Path(check_path(folder, "folder"))
     path = folder / _KEY_FILE
-    try:  # a FIFO would block the open forever, a device never end: a regular file of at most 1 MiB only
-        text = read_regular(path, 1 << 20, what="the answer key", follow_links=True).decode("utf-8")
-        raw = tomllib.loads(text)
-    except MissingFile:
+    # A FIFO would block the open forever, a device never end: a regular file of at most 1 MiB only.
+    data = read_named(path, 1 << 20, role="the answer key", name="folder", follow_links=True, missing_ok=True)
+    if data is None:
         raise ValueError(f"folder: {folder} is not a course folder (no {_KEY_FILE}); make one with "
-                         "`python -m dptutor course new`") from None
-    except OSError as exc:
-        raise ValueError(f"folder: {path} cannot be read ({exc.strerror or exc})") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:  # RecursionError: nested too deep
+                         "`python -m dptutor course new`")
+    try:  # RecursionError: nested too deep
+        raw = tomllib.loads(data.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise ValueError(f"folder: {path} is not valid TOML ({exc})") from None
-    except ValueError as exc:  # read_regular's refusal (TOMLDecodeError, a ValueError too, is caught above)
-        raise ValueError(f"folder: {path} must be a regular file of at most 1 MiB ({exc})") from None
     name = raw.get("course")
     if not isinstance(name, str) or not COURSE_NAME.match(name):
         raise ValueError(f"folder: {path} has no valid course name")

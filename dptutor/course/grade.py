@@ -40,7 +40,7 @@ from dptutor.course.batch import grade_folder
 from dptutor.course.config import GradingConfig, Override, load_config, read_overrides
 from dptutor.course.executor import check_grade_dependencies, remove_stale_workdirs
 from dptutor.course.folders import CourseFolder, load_course
-from dptutor.course.intake import read_regular
+from dptutor.course.intake import read_named
 from dptutor.course.keys import course_scope
 from dptutor.course.result import SubmissionResult
 from dptutor.course.preflight import check_environment
@@ -213,7 +213,7 @@ def plan_grading(options: GradeOptions) -> GradingPlan:
     problem = _validate_outputs(csv_path, options.feedback)
     if problem:
         raise _Usage(problem)
-    records = _load("--csv", lambda: read_scores(csv_path, a, course=course) if csv_path.exists() else [])
+    records = _load("--csv", lambda: read_scores(csv_path, a, course=course, missing_ok=True))
     overrides = _load("--overrides", lambda: read_overrides(options.overrides, a, config)
                       if options.overrides is not None else None)
     times = _load("--config", lambda: submission_times(config, submissions))
@@ -502,8 +502,9 @@ def _write_inflight(marker: Path, names: Sequence[str]) -> None:
 def _read_inflight(marker: Path) -> list[str]:
     """The submissions in flight when a run died (either marker format), sane names only."""
     try:  # a FIFO would block the open forever: a small regular file only, never through a link
-        data = json.loads(read_regular(marker, 1 << 20, what="the in-flight marker").decode("utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError):  # RecursionError: nested too deep
+        raw = read_named(marker, 1 << 20, role="the in-flight marker", missing_ok=True)
+        data = json.loads(raw.decode("utf-8")) if raw is not None else None
+    except (UnicodeDecodeError, ValueError, RecursionError):  # RecursionError: nested too deep
         return []
     if not isinstance(data, dict):
         return []

@@ -39,7 +39,7 @@ from dptutor.assignments.feedback import Assignment
 from dptutor.assignments.registry import get_assignment
 from dptutor.course.config import GradingConfig, Override, read_csv_table, read_overrides
 from dptutor.course.folders import load_course
-from dptutor.course.intake import MissingFile, read_regular, read_student_cells
+from dptutor.course.intake import read_named, read_student_cells
 from dptutor.course.release import book_assignments_folder
 from dptutor.course.reports import check_records
 from dptutor.course.rescore import RescoreOptions, rescore
@@ -115,15 +115,12 @@ def rubrics(assignment: Assignment, course: Path | str | None = None) -> tuple[P
         path = Path(check_path(course, "course")) / "private" / "instructor" / assignment.notebook
     else:
         path = book_assignments_folder() / "instructor" / assignment.notebook
-    try:  # a FIFO would block the open forever: a regular file of at most 16 MiB only
-        text = read_regular(path, 16 << 20, what="the notebook", follow_links=True).decode("utf-8")
-    except MissingFile:
-        raise ValueError(f"course: the instructor notebook {path} cannot be read (it does not exist)") from None
-    except OSError as exc:
-        raise ValueError(f"course: the instructor notebook {path} cannot be read ({exc.strerror})") from None
-    except ValueError as exc:  # not a regular file, too large, or not UTF-8
-        raise ValueError(f"course: the instructor notebook {path} must be a regular UTF-8 file of at most 16 MiB "
-                         f"({exc})") from None
+    # A FIFO would block the open forever: a regular file of at most 16 MiB only.
+    data = read_named(path, 16 << 20, role="the instructor notebook", name="course", follow_links=True)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"course: the instructor notebook {path} is not UTF-8 text ({exc})") from None
     heads = list(_QUESTION.finditer(text))
     out: dict[str, str] = {}
     for head, after in zip(heads, heads[1:] + [None]):
@@ -257,7 +254,7 @@ def read_hand_grades(path: Path | str, assignment: str, records: Sequence[ScoreR
     by_file = {r.result.file: r for r in check_records(records)}
     out: list[Override] = []
     seen: set[tuple[str, str]] = set()
-    for number, row in enumerate(read_csv_table(path, "path", HANDGRADE_COLUMNS), start=2):
+    for number, row in enumerate(read_csv_table(path, "path", HANDGRADE_COLUMNS, role="the hand grades"), start=2):
         where = f"path: {path} line {number}"
         record = by_file.get(_row_file(row, by_file))
         points = record.question_points() if record is not None else {q.name: q.points for q in a.questions}

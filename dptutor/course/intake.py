@@ -21,6 +21,14 @@ time and memory outside the per-cell and per-notebook time limits:
 A refused notebook is unreadable: :func:`~dptutor.course.executor.grade_notebook` scores it 0 with a
 note that gives the reason, and grading of the other submissions goes on.
 
+Named files
+-----------
+:func:`read_named` reads every other file the grader takes in by name (the configuration, the CSV tables, the
+answer key, the instructor notebook, the scores file, a kernel's answer file, the in-flight marker) with
+:func:`read_regular`: whatever is wrong with it (missing, a FIFO, a folder, a refused link, over its limit,
+unreadable) is one ``ValueError`` of one wording naming the parameter, the file's role and its path, and a
+caller to which a missing file means "none" says so with ``missing_ok`` (one look at the file, no check before).
+
 The kernel's output
 -------------------
 :func:`capped_client` makes a notebook client that keeps at most ``limit`` characters of what the
@@ -40,10 +48,10 @@ from pathlib import Path
 from typing import Any
 
 from dptutor._safe_files import read_regular_file
-from dptutor._validate import check_int, check_str
+from dptutor._validate import check_bool, check_int, check_str
 
 __all__ = ["MAX_NOTEBOOK_BYTES", "MAX_CELLS", "MAX_LINES", "MESSAGE_OVERHEAD", "TIMED_OUT_KEY", "MissingFile", "UnreadableNotebook",
-           "capped_client", "read_regular", "read_student_cells"]
+           "capped_client", "read_named", "read_regular", "read_student_cells"]
 
 #: The largest notebook file the grader reads (bytes).
 MAX_NOTEBOOK_BYTES = 16 << 20
@@ -173,6 +181,69 @@ def read_regular(path: str | Path, limit: int, *, what: str = "the file", follow
         return read_regular_file(path, limit, what=what, follow_links=follow_links)
     except FileNotFoundError as exc:
         raise MissingFile(str(exc)) from None
+
+
+def _size_text(limit: int) -> str:
+    """``limit`` bytes as the messages state it: whole MiB as ``"16 MiB"``, else ``"1,000 bytes"``."""
+    return f"{limit >> 20} MiB" if limit and not limit % (1 << 20) else f"{limit:,} bytes"
+
+
+def read_named(path: str | Path, limit: int, *, role: str, name: str = "path", follow_links: bool = False,
+               missing_ok: bool = False, shown: str | None = None) -> bytes | None:
+    """The bytes of the regular file ``path`` (read with :func:`read_regular`), every failure one ``ValueError``
+    naming the parameter, the file's role and its path.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The file.
+    limit : int
+        The most bytes read (``0`` to ``2**30``).
+    role : str
+        What the file is, for the messages (``"the scores file"``).
+    name : str, optional
+        The parameter the messages start with (default ``"path"``).
+    follow_links : bool, optional
+        Whether a symbolic link is followed (default: refused, as any other file that is not regular).
+    missing_ok : bool, optional
+        Whether a file that does not exist is absent (``None`` is returned) rather than an error.
+    shown : str, optional
+        How the messages show the file (default: ``path``); the answer file's name, say, where the student
+        reads the message and the grader's folder is none of their business.
+
+    Returns
+    -------
+    bytes or None
+        The file's content; ``None`` only with ``missing_ok``, if there is no file at ``path``.
+
+    Raises
+    ------
+    MissingFile
+        Unless ``missing_ok``, if there is no file at ``path``: ``"{name}: {role} {shown} does not exist"``.
+    ValueError
+        If the file is a FIFO, a folder, a device, a refused link, over ``limit`` bytes, or cannot be opened
+        or read: ``"{name}: {role} {shown} must be a regular file of at most {limit}: {reason}"``.
+    TypeError
+        If an argument is of the wrong type (the message names it).
+    """
+    if not isinstance(path, (str, Path)):
+        raise TypeError(f"path must be a path, got {type(path).__name__}")
+    # Checked here, before the try: read_regular's ValueError for a bad limit would read as the file's.
+    limit = check_int(limit, "limit", minimum=0, maximum=1 << 30)
+    role = check_str(role, "role", allow_empty=False)
+    name = check_str(name, "name", allow_empty=False)
+    missing_ok = check_bool(missing_ok, "missing_ok")
+    shown = str(path) if shown is None else check_str(shown, "shown", allow_empty=False)
+    try:
+        return read_regular(path, limit, what="it", follow_links=follow_links)
+    except MissingFile:
+        if missing_ok:
+            return None
+        raise MissingFile(f"{name}: {role} {shown} does not exist") from None
+    except (ValueError, OSError) as exc:  # OSError: the open file cannot be read (an input/output error)
+        reason = str(exc) if isinstance(exc, ValueError) else f"it cannot be read ({exc.strerror or exc})"
+        raise ValueError(f"{name}: {role} {shown} must be a regular file of at most {_size_text(limit)}: "
+                         f"{reason}") from None
 
 
 def read_student_cells(path: Path, *, max_bytes: int | None = None, max_cells: int | None = None) -> list[dict]:

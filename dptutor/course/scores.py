@@ -33,7 +33,7 @@ from pathlib import Path
 
 from dptutor._validate import check_path, check_real, check_sequence, check_str
 from dptutor.course.config import Override
-from dptutor.course.intake import MissingFile, read_regular
+from dptutor.course.intake import read_named
 from dptutor.assignments.feedback import Assignment, fmt_points
 from dptutor.course.result import SubmissionResult
 from dptutor.course.textsafe import csv_cell, csv_document, csv_text, one_line
@@ -220,24 +220,24 @@ def _from_row(cells: list[str], assignment: Assignment) -> ScoreRecord:
     return record
 
 
-def read_scores(path: Path | str, assignment: Assignment, *, course: str | None = None) -> list[ScoreRecord]:
-    """The records of an existing scores CSV of ``assignment`` (and of ``course``, when given).
+def read_scores(path: Path | str, assignment: Assignment, *, course: str | None = None,
+                missing_ok: bool = False) -> list[ScoreRecord]:
+    """The records of an existing scores CSV of ``assignment`` (and of ``course``, when given); with
+    ``missing_ok``, none if there is no file at ``path`` (one look at the file: no check before the read).
 
-    ValueError naming ``path`` and the file if it is a scores file of another assignment or course,
-    not a scores file at all, or corrupted (a row that does not follow from its record).
+    ValueError naming ``path`` and the file if it does not exist (unless ``missing_ok``), cannot be read, is
+    a scores file of another assignment or course, not a scores file at all, or corrupted (a row that does
+    not follow from its record).
     """
     path = Path(check_path(path, "path"))
     if not isinstance(assignment, Assignment):
         raise TypeError(f"assignment must be an Assignment, got {type(assignment).__name__}")
     if course is not None:
         check_str(course, "course")
-    try:  # read_regular: a FIFO would block the open forever, a device never end
-        raw = read_regular(path, MAX_SCORES_BYTES, what="the scores file", follow_links=True)
-    except MissingFile:
-        raise ValueError(f"path: {path} does not exist") from None
-    except ValueError as exc:
-        raise ValueError(f"path: {path} must be a regular file of at most {MAX_SCORES_BYTES >> 20} MiB "
-                         f"({exc})") from None
+    # read_named: a FIFO would block the open forever, a device never end
+    raw = read_named(path, MAX_SCORES_BYTES, role="the scores file", follow_links=True, missing_ok=missing_ok)
+    if raw is None:
+        return []
     limit = csv.field_size_limit()  # 128 KiB by default: one student's long error messages exceed it
     csv.field_size_limit(max(limit, MAX_SCORES_BYTES))
     try:
