@@ -82,6 +82,9 @@ DEFINING = [re.compile(p, re.S) for p in (
     r"\bwith\s+" + PLAIN + r"\s+the\b",
     r"\bcall(?:s|ed)?\s+(?:it|this|them|the\s+\w+)?\s*" + SPAN,
     r"\(" + PLAIN + r"\s+(?:is\s+)?the\s+(?:number|probability|scale|size|count|shift|threshold|error)\b",
+    # "..., $z = (a + 2C)/(\sigma C)$ for a threshold $a$": an equation with letters on the right, then "for a"
+    # (not "for every", which states where a formula holds: "$\sigma = ...$ for every $\varepsilon$").
+    r"\$(?P<m>[^$\n]*?[^<>!\\]=[^$\n]*[A-Za-z\\][^$\n]*)\$\s+for\s+(?:a|an|the)\b",
 )]
 
 # (chapter, symbol as the appendix writes it): sentences outside the defining place that restate the
@@ -178,6 +181,43 @@ def definition_problems(texts: dict[str, str], entries: list[Entry], labels: dic
     return problems
 
 
+# A listed symbol that a sentence calls an output ("every output $z$", "the witness output $z = 0.1$") takes the
+# meaning of an output; that is its listed meaning only if the first sentence of its entry speaks of outputs
+# (y, L, p, R do; the noise value z does not: an output is y, or a symbol local to its chapter).
+OUTPUT_ROLE = re.compile(r"\b(?:an?|the|every|each|any|one)\s+(?:[a-z-]+\s+)?outputs?\s+" + SPAN)
+
+
+def first_sentence(entry: Entry, notation: str) -> str:
+    """The opening sentence of an entry's definition (its lines after the head, up to the first full stop)."""
+    body = []
+    for line in notation.split("\n")[entry.line:]:
+        if not line.strip() or not line.startswith((": ", "  ")):
+            break
+        body.append(line[2:].strip())
+    return re.split(r"(?<!\bEq)(?<!\be\.g)\.\s", " ".join(body), maxsplit=1)[0]
+
+
+def output_problems(texts: dict[str, str], entries: list[Entry], notation: str | None = None) -> list[str]:
+    """Each phrase that calls a listed symbol an output when its entry gives it another meaning."""
+    notation = NOTATION.read_text() if notation is None else notation
+    by_atom: dict[Atom, Entry] = {}
+    for key, a, e in listed_symbols(entries):
+        if not key.endswith("|1"):
+            by_atom.setdefault(a, e)
+    problems = []
+    for chapter, raw in texts.items():
+        text = reading_text(raw)
+        for m in OUTPUT_ROLE.finditer(text):
+            atom = defined_symbol(m.group("m"))
+            key = symbol_of(atom, list(by_atom)) if atom else None
+            if key is None or re.search(r"\boutputs?\b", first_sentence(by_atom[key], notation), re.I):
+                continue
+            line = text.count("\n", 0, m.start("m")) + 1
+            problems.append(f"{chapter}.md:{line}: '{' '.join(m.group(0).split())}' calls {by_atom[key].head} an "
+                            f"output, which its entry does not make it; an output is $y$ (or a local symbol)")
+    return problems
+
+
 # ---------------------------------------------------------------------------------------------
 # Tests
 # ---------------------------------------------------------------------------------------------
@@ -253,3 +293,36 @@ def test_definition_check_catches_a_second_meaning() -> None:
     assert kinds_of(entries[0], SAMPLE) == {"people"} and kinds_of(entries[3], SAMPLE) == {"statistic"}
     again = "# D\n\nLet $h$ be the learned statistic of the audit, and let $m$ be the number of people.\n"
     assert definition_problems({"d": again}, entries, labels, set(), SAMPLE) == []
+
+
+def test_no_listed_symbol_is_called_an_output_against_its_entry() -> None:
+    entries, _ = notation_entries(NOTATION.read_text())
+    texts = {name: (BOOK / f"{name}.md").read_text() for name in chapters()}
+    problems = output_problems(texts, entries)
+    assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems)
+
+
+SAMPLE_OUTPUTS = """\
+## Symbols
+
+$y$
+: A value of a random variable; above all, an output of a mechanism. *Defined in* {ref}`sec-a`.
+
+$z$
+: A value of the noise. Nothing else: an output is $y$. *Defined in* {ref}`sec-a`.
+"""
+
+
+def test_second_meaning_checks_catch_z_as_an_output_or_a_threshold() -> None:
+    entries, _ = notation_entries(SAMPLE_OUTPUTS)
+    labels = {"sec-a": ("a", 1)}
+    a = "(sec-a)=\n# A\n\nLet $z$ be a value of the noise, so that every output $y$ is an answer plus $z$.\n"
+    b = ("# B\n\nFix the witness output $z = 0.1$ and take every output $y_i$; writing $Y_t$ for a sum,\n"
+         "$z = (a + 2C)/(\\sigma C)$ for a threshold $a$, while $z = 2\\sigma$ for every $\\sigma$ only uses it.\n")
+    assert output_problems({"a": a}, entries, SAMPLE_OUTPUTS) == []
+    assert definition_problems({"a": a}, entries, labels, set(), SAMPLE_OUTPUTS) == []
+    # Only the first sentence of an entry counts: "an output is $y$" later on does not make z an output.
+    found = output_problems({"a": a, "b": b}, entries, SAMPLE_OUTPUTS)
+    assert len(found) == 1 and found[0].startswith("b.md:3:") and "witness output $z = 0.1$" in found[0], found
+    found = definition_problems({"a": a, "b": b}, entries, labels, set(), SAMPLE_OUTPUTS)
+    assert len(found) == 1 and found[0].startswith("b.md:4:") and "\\sigma C)$ for a'" in found[0], found
