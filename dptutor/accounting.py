@@ -23,6 +23,7 @@ from numpy.typing import NDArray
 from scipy import special
 
 from dptutor._validate import check_float_array, check_int, check_real, toward
+from dptutor._validate.rounding import add_rounded, mul_rounded
 from dptutor.pld import (  # MAX_PLD_K and MAX_ORDER: still importable from here
     MAX_PLD_K,  # noqa: F401 (re-exported: importable from dptutor.accounting as before the split)
     PrivacyLossDistribution,
@@ -36,7 +37,6 @@ from dptutor.renyi import (
     rdp_gaussian,
     rdp_subsampled_gaussian,
     rdp_to_dp,
-    round_up,
     zcdp_gaussian,
     zcdp_to_dp,
 )
@@ -67,22 +67,6 @@ _EPS = 2.0**-52  # one unit in the last place of 1
 
 def _k(k: object, maximum: int | None = None) -> int:
     return check_int(k, "k", minimum=1, maximum=maximum)
-
-
-def _mul(a: float, b: float) -> float:
-    """``a * b`` for a, b >= 0 (``a`` may be an int beyond the floats) rounded UP: the smallest double at least
-    the exact product (decided in ``Fraction``s), ``inf`` on overflow, 0 only when either is 0."""
-    if a == 0 or b == 0:
-        return 0.0
-    if a == math.inf or b == math.inf:
-        return math.inf
-    return round_up(Fraction(a) * Fraction(b))
-
-
-def _add(a: float, b: float) -> float:
-    """``a + b`` for finite-or-inf a, b >= 0, rounded UP (the smallest double at least the exact sum)."""
-    v = a + b
-    return round_up(Fraction(a) + Fraction(b)) if math.isfinite(v) else v
 
 
 def _out(x: float, ulps: float) -> float:
@@ -137,7 +121,7 @@ def basic_composition(epsilon: float, delta: float, k: int) -> tuple[float, floa
     eps = toward(epsilon, check_real(epsilon, "epsilon", low=0.0), "epsilon", up=True)
     dlt = toward(delta, check_real(delta, "delta", low=0.0, high=1.0), "delta", up=True)
     k = _k(k)
-    return _mul(k, eps), min(1.0, _mul(k, dlt))
+    return mul_rounded(k, eps), min(1.0, mul_rounded(k, dlt))
 
 
 def advanced_composition(epsilon: float, delta: float, k: int, delta_prime: float) -> tuple[float, float]:
@@ -175,10 +159,10 @@ def advanced_composition(epsilon: float, delta: float, k: int, delta_prime: floa
     else:  # in logs: the exponent's rounding error is relative to its size
         half_log = 0.5 * (math.log(two_log) + math.log(k))
         root, ulps = _exp(half_log), 8.0 + 2.0 * abs(half_log)
-    first = _mul(eps, root)
-    second = _mul(_mul(k, eps), math.expm1(eps) if eps < 709.78 else math.inf)  # e^709.78 is near the largest double
+    first = mul_rounded(eps, root)
+    second = mul_rounded(mul_rounded(k, eps), math.expm1(eps) if eps < 709.78 else math.inf)  # e^709.78 is near the largest double
     # the log, square root and expm1 are each within an ulp or two: ``ulps`` more covers them (never too small)
-    return _out(_add(first, second), ulps), min(1.0, _add(_mul(k, dlt), dp))
+    return _out(add_rounded(first, second), ulps), min(1.0, add_rounded(mul_rounded(k, dlt), dp))
 
 
 def _first_positive_term(k: int, epsilon: float, epsilon_total: float) -> int:
@@ -298,7 +282,7 @@ def optimal_composition_epsilon(epsilon: float, k: int, delta_total: float, delt
     # the target rounded down: the epsilon at a smaller delta_total is the larger (the safe side)
     target = toward(delta_total, check_real(delta_total, "delta_total", low=0.0, high=1.0), "delta_total", up=False)
     dlt = toward(delta, check_real(delta, "delta", low=0.0, high=1.0), "delta", up=True)
-    hi = _mul(k, eps)  # rounded up: at hi >= k epsilon the hockey stick is exactly 0
+    hi = mul_rounded(k, eps)  # rounded up: at hi >= k epsilon the hockey stick is exactly 0
     if optimal_composition_delta(eps, k, hi, dlt) > target:
         return math.inf
     if optimal_composition_delta(eps, k, 0.0, dlt) <= target:
@@ -397,15 +381,15 @@ def group_privacy(epsilon: float, k: int, delta: float = 0.0) -> tuple[float, fl
     k = _k(k)
     dlt = toward(delta, check_real(delta, "delta", low=0.0, high=1.0), "delta", up=True)
     if dlt == 0.0:
-        return _mul(k, eps), 0.0
+        return mul_rounded(k, eps), 0.0
     if eps == 0.0 or k == 1:
-        return _mul(k, eps), min(1.0, _mul(k, dlt))
+        return mul_rounded(k, eps), min(1.0, mul_rounded(k, dlt))
     # delta * sum_{i<k} e^{i eps} (>= k delta), rounded UP by more than its rounding error (never too small a delta)
-    k_eps = _mul(k, eps)
+    k_eps = mul_rounded(k, eps)
     up = 1.0 + 2.0**-50 * (4.0 + min(k_eps, 1e4) - math.log(dlt))
     ratio = math.expm1(k_eps) / math.expm1(eps) if k_eps < 700.0 else math.inf  # no overflow: inf at worst
     if ratio < 1e300:  # directly, to a few ulps: (e^{k eps} - 1) / (e^eps - 1) (k may be an int beyond the floats)
-        return k_eps, min(1.0, _up(max(_mul(dlt, k), _mul(dlt, ratio)), up))
+        return k_eps, min(1.0, _up(max(mul_rounded(dlt, k), mul_rounded(dlt, ratio)), up))
     # in log space: ln delta + ln(e^{k eps} - 1) - ln(e^eps - 1)
     log_num = k_eps + math.log(-math.expm1(-k_eps)) if k_eps != math.inf else math.inf
     log_den = eps + math.log(-math.expm1(-eps))

@@ -41,6 +41,7 @@ from dptutor._validate import (
     check_rng,
     check_size,
 )
+from dptutor._validate.rounding import toward, toward_positive
 from dptutor.discrete_gaussian import (
     DiscreteGaussianRelease,
     discrete_gaussian_delta,
@@ -49,7 +50,7 @@ from dptutor.discrete_gaussian import (
     discrete_gaussian_sigma,
 )
 from dptutor.gaussian import gaussian_delta, gaussian_sigma_analytic, gaussian_sigma_classic
-from dptutor.renyi import round_down
+from dptutor.renyi import round_down, round_up
 
 __all__ = [
     "gaussian_privacy_loss",
@@ -93,7 +94,9 @@ def gaussian_privacy_loss(sigma: float, sensitivity: float = 1.0) -> Any:
     """
     from scipy import stats
 
-    mu = check_positive(sensitivity, "sensitivity") / check_positive(sigma, "sigma")
+    sens = toward(sensitivity, check_positive(sensitivity, "sensitivity"), "sensitivity", up=True)
+    sig = toward_positive(sigma, check_positive(sigma, "sigma"), "sigma", up=False)
+    mu = round_up(Fraction(sens) / Fraction(sig))  # the worst case: sensitivity up, sigma down, their ratio up
     if not math.isfinite(mu) or mu < sys.float_info.min:  # a subnormal scale overflows scipy's (x - loc) / scale
         raise ValueError(f"sensitivity / sigma must be a positive finite (normal) number, got {mu!r}")
     return stats.norm(loc=mu * mu / 2, scale=mu)
@@ -124,7 +127,7 @@ def delta_from_losses(losses: Any, epsilon: float) -> float:
         For a bad ``losses`` or ``epsilon``.
     """
     arr = check_float_array(losses, "losses", ndim=1, min_size=1)
-    eps = check_positive(epsilon, "epsilon")
+    eps = toward_positive(epsilon, check_positive(epsilon, "epsilon"), "epsilon", up=False)  # delta is larger below
     with np.errstate(over="ignore"):  # a gap (or its exp) overflowing to inf is where the term is 0 anyway
         gap = eps - arr
         terms = np.where(gap < 0.0, -np.expm1(np.minimum(gap, 0.0)), 0.0)
@@ -158,9 +161,10 @@ def gaussian_epsilon(delta: float, sigma: float, sensitivity: float = 1.0) -> fl
     """
     from scipy import optimize
 
-    dlt = check_probability(delta, "delta")
-    sig = check_positive(sigma, "sigma")
-    sens = check_positive(sensitivity, "sensitivity")
+    # the target delta and sigma rounded down, the sensitivity up: never an epsilon below the exact one
+    dlt = toward_positive(delta, check_probability(delta, "delta"), "delta", up=False)
+    sig = toward_positive(sigma, check_positive(sigma, "sigma"), "sigma", up=False)
+    sens = toward(sensitivity, check_positive(sensitivity, "sensitivity"), "sensitivity", up=True)
     mu = sens / sig
     if not math.isfinite(mu) or mu == 0.0:
         raise ValueError(f"sensitivity / sigma must be a positive finite number, got {mu!r}")
@@ -210,7 +214,7 @@ def gaussian_tradeoff(alpha: Any, mu: float) -> NDArray[np.float64]:
     a = check_float_array(alpha, "alpha")
     if np.any((a < 0) | (a > 1)):
         raise ValueError("alpha must lie in [0, 1]")
-    m = check_real(mu, "mu", low=0.0)  # mu = 0: perfect privacy, G_0(alpha) = 1 - alpha
+    m = toward(mu, check_real(mu, "mu", low=0.0), "mu", up=True)  # mu = 0: perfect privacy, G_0(alpha) = 1 - alpha
     values, inverse = np.unique(a, return_inverse=True)
     out = np.array([_tradeoff_down(float(v), m) for v in values], dtype=np.float64)
     result = out[inverse.ravel()].reshape(a.shape)
@@ -273,7 +277,8 @@ class GaussianRelease:
     """``mechanism(data, size, rng)``: ``size`` releases of ``data + N(0, sigma^2)`` noise.
 
     ``data`` is a real scalar or 1-D vector (the query's exact answer); the result has shape
-    ``(size,)`` or ``(size, len(data))``.  Picklable, so it runs with ``audit_pair(workers=2)``.
+    ``(size,)`` or ``(size, len(data))``.  Picklable, so it runs with ``audit_pair(workers=2)``.  An exact
+    ``sigma`` (a ``Fraction``, a long double) is rounded up to a double: the noise is never below it.
 
     Parameters
     ----------
@@ -292,7 +297,8 @@ class GaussianRelease:
     name: str = "gaussian"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "sigma", check_positive(self.sigma, "sigma"))
+        # the noise added is never below the exact sigma (the nearest double was below a Fraction(1, 3))
+        object.__setattr__(self, "sigma", toward(self.sigma, check_positive(self.sigma, "sigma"), "sigma", up=True))
         if not isinstance(self.name, str):
             raise TypeError(f"name must be a string, got {type(self.name).__name__}")
 
@@ -353,9 +359,10 @@ def gaussian_release(
         For a bad argument (the message names it).
     """
     how = check_choice(calibration, "calibration", tuple(CALIBRATIONS))
-    eps = check_positive(epsilon, "epsilon")
-    dlt = check_probability(delta, "delta")
-    sens = check_positive(sensitivity, "sensitivity")
+    # the targets rounded down and the sensitivity up: sigma is never below the exact calibration's
+    eps = toward_positive(epsilon, check_positive(epsilon, "epsilon"), "epsilon", up=False)
+    dlt = toward_positive(delta, check_probability(delta, "delta"), "delta", up=False)
+    sens = toward(sensitivity, check_positive(sensitivity, "sensitivity"), "sensitivity", up=True)
     if how == "classic":
         sigma = gaussian_sigma_classic(eps, dlt, sens)
     elif how == "laplace_rule":
@@ -374,7 +381,8 @@ def name_and_shame(records: Any, delta: float, rng: np.random.Generator) -> NDAr
 
     It is (0, delta)-DP: changing one record changes the output distribution only on the event
     that this record is published, which has probability ``delta``.  Yet with ``delta = 1/n`` it
-    publishes about one whole record per run.
+    publishes about one whole record per run.  Each record is published with probability at most ``delta``:
+    numpy's uniforms are multiples of 2^-53, and ``delta`` is cut down to one (a ``Fraction`` rounded down first).
 
     Parameters
     ----------
@@ -396,7 +404,9 @@ def name_and_shame(records: Any, delta: float, rng: np.random.Generator) -> NDAr
         For a bad ``records``, ``delta`` or ``rng``.
     """
     arr = check_float_array(records, "records", ndim=(1, 2))
-    dlt = check_probability(delta, "delta")
+    dlt = toward(delta, check_probability(delta, "delta"), "delta", up=False)
     rng = check_rng(rng)
-    keep = rng.random(arr.shape[0]) < dlt
+    # ``random`` draws multiples of 2^-53, so P[U < d] is d rounded UP to one: cut at d rounded down to one
+    cut = math.floor(dlt * 2.0**53) * 2.0**-53  # exact (a power-of-two scaling): P[U < cut] = cut <= delta
+    keep = rng.random(arr.shape[0]) < cut
     return arr[keep]

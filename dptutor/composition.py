@@ -23,6 +23,7 @@ import sympy as sp
 
 from dptutor._validate import (MAX_ELEMENTS, check_bool, check_int, check_positive, check_real, check_sequence, shown,
                                toward)
+from dptutor._validate.rounding import mul_rounded
 from dptutor.renyi import round_up
 
 _EPS = 2.0**-52  # one unit in the last place of 1
@@ -340,7 +341,7 @@ def repeated_laplace_box_loss(k: int, epsilon: float, t: float = 0.0) -> tuple[f
     eps = check_positive(epsilon, "epsilon")
     t = check_real(t, "t")
     if t <= 0.0:  # both CDFs are e^((t - loc) eps) / 2: the ratio is e^eps exactly, even far in the tail
-        return _times_up(k, eps), k * (eps * t - math.log(2.0))
+        return mul_rounded(k, eps), k * (eps * t - math.log(2.0))
     # F(t) = 1 - e^(-t eps) / 2; F(t - 1) = e^((t - 1) eps) / 2 for t <= 1, else 1 - e^(-(t - 1) eps) / 2.
     # Their log-ratio in closed forms free of cancellation (scipy's two log-CDFs lost it all for tiny
     # epsilon or large t, giving a loss of 0) and of overflow.
@@ -355,7 +356,7 @@ def repeated_laplace_box_loss(k: int, epsilon: float, t: float = 0.0) -> tuple[f
     # each closed form is good to a few ulps, plus (for t > 1) e^-(t - 1) eps's error, 2 ulps of its exponent
     # (4 * ((t - 1) eps), not (4 (t - 1)) eps: that overflowed to inf for t near the largest double)
     up = 1.0 + _EPS * (16.0 + (4.0 * ((t - 1.0) * eps) if t > 1.0 else 0.0))
-    return _times_up(k, math.nextafter(loss * up, math.inf)), k * log_f0
+    return mul_rounded(k, math.nextafter(loss * up, math.inf)), k * log_f0
 
 
 def majority_vote_loss(k: int, epsilon: float) -> float:
@@ -392,18 +393,13 @@ def majority_vote_loss(k: int, epsilon: float) -> float:
     """
     k = check_int(k, "k", minimum=1, maximum=10**7)
     eps = check_positive(epsilon, "epsilon")
-    cap = _times_up(k, eps)  # the exact loss is at most k epsilon (composition, then post-processing)
+    cap = mul_rounded(k, eps)  # the exact loss is at most k epsilon (composition, then post-processing)
     cut = k // 2  # guess 1 iff ones > k/2, i.e. ones >= cut + 1
     if eps < _LINEAR_BELOW:  # loss = slope eps (1 + O(eps)): from the slope, free of underflow (was 0 at 5e-324)
         slope = _close_tails_loss(k, cut, _LINEAR_BELOW) / _LINEAR_BELOW
-        return min(cap, _times_up(slope * (1.0 + 64.0 * _EPS), eps))
+        return min(cap, mul_rounded(slope * (1.0 + 64.0 * _EPS), eps))
     loss, error = _vote_loss(k, cut, eps)
     return min(cap, math.nextafter(loss + error, math.inf))
-
-
-def _times_up(a: float, b: float) -> float:
-    """``a * b`` for a, b > 0 rounded UP (the smallest double at least the exact product; ``inf`` beyond)."""
-    return round_up(Fraction(a) * Fraction(b))
 
 
 def _vote_loss(k: int, cut: int, eps: float) -> tuple[float, float]:

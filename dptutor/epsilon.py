@@ -27,6 +27,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from dptutor._validate import (MAX_ELEMENTS, check_float_array, check_int, check_positive, check_probability,
                                 check_real)
+from dptutor._validate.rounding import add_rounded, mul_rounded
 from dptutor.renyi import nudge_down, nudge_up, round_up
 
 __all__ = ["tpr_bound", "posterior_bound", "laplace_interval", "clamped_mean_bias", "rappor_epsilon", "RapporBudget"]
@@ -34,35 +35,6 @@ __all__ = ["tpr_bound", "posterior_bound", "laplace_interval", "clamped_mean_bia
 
 def _scalar_or_array(arr: NDArray[np.float64]) -> float | NDArray[np.float64]:
     return float(arr) if arr.ndim == 0 else arr
-
-
-def _add(a: ArrayLike, b: ArrayLike, up: bool = True) -> NDArray[np.float64]:
-    """``a + b`` rounded up (or down): the nearest sum, moved one double only where it fell on the wrong side
-    of the exact sum (Knuth's TwoSum gives the rounding error exactly; an overflow is moved anyway)."""
-    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    with np.errstate(over="ignore", invalid="ignore"):
-        s = a + b
-        bb = s - a
-        err = (a - (s - bb)) + (b - bb)
-    wrong = (err > 0) if up else (err < 0)
-    wrong |= ~np.isfinite(err) & np.isfinite(a) & np.isfinite(b)
-    return np.where(wrong, np.nextafter(s, np.inf if up else -np.inf), s)
-
-
-def _mul(a: ArrayLike, b: ArrayLike, up: bool = True) -> NDArray[np.float64]:
-    """``a * b`` rounded up (or down), as ``_add`` (Dekker's TwoProduct; tiny or huge products are moved
-    unless exact zeros)."""
-    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
-        p = a * b
-        ca, cb = 134217729.0 * a, 134217729.0 * b
-        ah, bh = ca - (ca - a), cb - (cb - b)
-        al, bl = a - ah, b - bh
-        err = ((ah * bh - p) + ah * bl + al * bh) + al * bl
-    wrong = (err > 0) if up else (err < 0)
-    unsure = ~np.isfinite(err) | (np.abs(p) < 1e-280) | (np.abs(p) > 1e290)
-    wrong = np.where(unsure, (a != 0) & (b != 0), wrong)
-    return np.where(wrong, np.nextafter(p, np.inf if up else -np.inf), p)
 
 
 def _epsilons(epsilon: ArrayLike, *, positive: bool) -> NDArray[np.float64]:
@@ -126,8 +98,9 @@ def tpr_bound(fpr: ArrayLike, epsilon: ArrayLike, delta: float = 0.0) -> float |
     with np.errstate(over="ignore", invalid="ignore"):
         growth = np.where(eps > 0, nudge_up(np.exp(eps), 2), 1.0)
         shrink = np.where(eps > 0, nudge_up(np.exp(-eps), 2), 1.0)
-        direct = _add(np.where(rates > 0, _mul(growth, rates), 0.0), slack)
-        complement = _add(np.where(eps > 0, nudge_up(-np.expm1(-eps), 2), 0.0), _mul(shrink, _add(slack, rates)))
+        direct = add_rounded(np.where(rates > 0, mul_rounded(growth, rates), 0.0), slack)
+        complement = add_rounded(np.where(eps > 0, nudge_up(-np.expm1(-eps), 2), 0.0),
+                                 mul_rounded(shrink, add_rounded(slack, rates)))
     return _scalar_or_array(np.clip(np.minimum(direct, complement), 0.0, 1.0))
 
 
@@ -164,7 +137,7 @@ def posterior_bound(epsilon: ArrayLike, prior: float = 0.5) -> float | NDArray[n
     if p >= 1e-300:
         odds_against = nudge_down(nudge_down(1.0 - p, 1) / p, 1)
         shrink = np.where(eps > 0, np.maximum(nudge_down(np.exp(-eps), 2), 0.0), 1.0)
-        bound = np.minimum(1.0, nudge_up(1.0 / _add(1.0, _mul(shrink, odds_against, up=False), up=False), 1))
+        bound = np.minimum(1.0, nudge_up(1.0 / add_rounded(1.0, mul_rounded(shrink, odds_against, up=False), up=False), 1))
         return _scalar_or_array(np.where(eps > 0, bound, p))  # epsilon = 0: the prior, exactly
     log_odds = nudge_up(eps + nudge_up(nudge_up(math.log(p)) - nudge_down(math.log1p(-p), 2), 1), 1)
     # logaddexp taken as accurate to 4 ulps, exp to 2; exp overflows to inf (a bound of 1) for an epsilon ~1e300,
@@ -209,7 +182,7 @@ def laplace_interval(sensitivity: float, epsilon: ArrayLike,
     eps = _epsilons(epsilon, positive=True)
     level = check_probability(confidence_level, "confidence_level")
     with np.errstate(over="ignore"):           # an overflow to inf is refused just below
-        half_width = _mul(nudge_up(delta_f / eps, 1), nudge_up(-math.log1p(-level)))  # rounded up: never too narrow
+        half_width = np.asarray(mul_rounded(nudge_up(delta_f / eps, 1), nudge_up(-math.log1p(-level))))  # never too narrow
     if not np.isfinite(half_width).all():
         raise ValueError("sensitivity / epsilon is too large: the interval's half-width overflows")
     return _scalar_or_array(half_width)

@@ -26,6 +26,7 @@ from numpy.typing import NDArray
 from scipy import special
 
 from dptutor._validate import check_bool, check_choice, check_float_array, check_int, check_real
+from dptutor._validate.rounding import toward, toward_positive
 from dptutor.renyi import ORDERS, nudge_down, nudge_up, rdp_subsampled_gaussian, rdp_to_dp, round_down, round_up
 
 __all__ = [
@@ -173,7 +174,8 @@ class PrivacyLossDistribution:
         TypeError, ValueError
             For a bad ``epsilon``.
         """
-        eps = check_real(epsilon, "epsilon", allow_inf=True)
+        # a Fraction epsilon on the safe side: down for an upper bound on delta (its nearest double may be above it)
+        eps = toward(epsilon, check_real(epsilon, "epsilon", allow_inf=True), "epsilon", up=not self.pessimistic)
         if eps == math.inf:
             return self.infinity_mass
         eps = max(eps, -1.7976931348623157e308)  # -inf: every finite loss counts fully
@@ -215,7 +217,7 @@ class PrivacyLossDistribution:
         TypeError, ValueError
             For a bad ``delta``.
         """
-        target = check_real(delta, "delta", low=0.0, high=1.0)
+        target = toward(delta, check_real(delta, "delta", low=0.0, high=1.0), "delta", up=not self.pessimistic)
         if self.infinity_mass > target:
             return math.inf
         if self.delta(0.0) <= target:
@@ -416,6 +418,9 @@ def pld_gaussian(
     h = check_real(grid, "grid", low=1e-6, high=1.0)
     t = check_real(tail, "tail", low=1e-300, high=1e-3)
     pessimistic = check_bool(pessimistic, "pessimistic")
+    # more loss (a pessimistic PLD) with less noise and more sampling: Fractions rounded to that side
+    s = toward(sigma, s, "sigma", up=not pessimistic)
+    q = toward_positive(sampling_probability, q, "sampling_probability", up=pessimistic)
     log1mq = math.log1p(-q) if q < 1.0 else -math.inf
     l_lo, l_hi = (log1mq, math.inf) if direction == "remove" else (-math.inf, -log1mq)
     # The range: the losses whose lower and upper tails are below tail / 2, by doubling a bracket.
@@ -571,6 +576,9 @@ def gaussian_composition_epsilon(
     method = check_choice(method, "method", ("pld", "rdp"))
     h = check_real(grid, "grid", low=1e-6, high=1.0)  # checked for "rdp" too, where they are not used
     pes = check_bool(pessimistic, "pessimistic")
+    upper = pes or method == "rdp"  # an upper bound: less noise, more sampling, a smaller target delta
+    s, dlt = toward(sigma, s, "sigma", up=not upper), toward_positive(delta, dlt, "delta", up=not upper)
+    q = toward_positive(sampling_probability, q, "sampling_probability", up=upper)
     if method == "rdp":
         rdp = np.array([rdp_subsampled_gaussian(a, s, q) for a in ORDERS], dtype=float)
         with np.errstate(over="ignore"):

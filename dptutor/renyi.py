@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
-from dptutor._validate import check_choice, check_float_array, check_int, check_positive, check_real, is_bool
+from dptutor._validate import check_choice, check_float_array, check_int, check_positive, check_real, rounding
 
 __all__ = [
     "ORDERS",
@@ -39,7 +39,6 @@ ORDERS: tuple[int, ...] = tuple(range(2, 65)) + (80, 96, 128, 160, 192, 256)
 MAX_ORDER: int = 10**4
 
 _U = 2.0**-53  # the unit roundoff: a correctly rounded operation is within a factor 1 +- _U of its exact value
-_MAX_FLOAT = Fraction(1.7976931348623157e308)
 
 
 def round_up(exact: Fraction) -> float:
@@ -73,16 +72,7 @@ def round_up(exact: Fraction) -> float:
     >>> round_up(Fraction(10**400))
     inf
     """
-    if type(exact) is not Fraction and type(exact) is not int:  # the checks below cost more than the rest
-        exact = _as_fraction(exact)
-    if exact == 0:
-        return 0.0
-    if exact > _MAX_FLOAT:
-        return math.inf
-    if exact < -_MAX_FLOAT:
-        return -1.7976931348623157e308
-    v = float(exact)  # correctly rounded to nearest (0.0 below half the smallest subnormal)
-    return math.nextafter(v, math.inf) if Fraction(v) < exact else v
+    return rounding.round_up(exact)
 
 
 def round_down(exact: Fraction) -> float:
@@ -112,21 +102,7 @@ def round_down(exact: Fraction) -> float:
     >>> round_down(Fraction(1, 3))
     0.3333333333333333
     """
-    if type(exact) is not Fraction and type(exact) is not int:
-        exact = _as_fraction(exact)
-    return 0.0 - round_up(-exact)  # 0.0 - x, not -x: 0 gives 0.0, not -0.0
-
-
-def _as_fraction(exact: object) -> Fraction:
-    """``exact`` (a rational number or a finite float, not a bool) as a Fraction, or an error naming it."""
-    if is_bool(exact) or not isinstance(exact, (numbers.Rational, float, np.floating)):
-        raise TypeError(f"exact must be a rational number (an int or a fractions.Fraction) or a float, "
-                        f"got {type(exact).__name__}")
-    if isinstance(exact, numbers.Rational):
-        return Fraction(int(exact.numerator), int(exact.denominator))
-    if not math.isfinite(exact):
-        raise ValueError(f"exact must be finite, got {float(exact)}")
-    return Fraction(float(exact))
+    return rounding.round_down(exact)
 
 
 _MAX_STEPS = 1 << 16  # the most doubles nudge_up and nudge_down move a value by

@@ -4,16 +4,26 @@ A privacy parameter given as a ``Fraction``, a long double or an int beyond 2**5
 nearest double (what ``float`` gives) may undershoot or overshoot.  A bound computed from the nearest double can
 then fall on the optimistic side of the bound at the exact input.  :func:`toward` moves the checked double one
 step to the safe side when it lies on the wrong one; a plain double is returned as it is.
+
+``round_up`` and ``round_down`` (the smallest double at least, or the largest at most, an exact rational) are the
+core of ``dptutor.renyi.round_up`` and ``dptutor.renyi.round_down``, here so that ``toward`` can use them too;
+``add_rounded`` and ``mul_rounded`` are the sum and product rounded up (or down) that accounting, composition and
+the epsilon module share.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
+import operator
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
-__all__ = ["exact_rational", "toward"]
+__all__ = ["exact_rational", "toward", "toward_positive", "round_up", "round_down", "add_rounded", "mul_rounded"]
+
+_MAX_FLOAT = Fraction(1.7976931348623157e308)
 
 
 def exact_rational(value: object) -> Fraction | None:
@@ -40,14 +50,115 @@ def toward(value: object, checked: float, name: str, *, up: bool) -> float:
     """
     exact = exact_rational(value)
     if exact is None or not math.isfinite(checked) or Fraction(checked) == exact:
-        return checked
-    if up and Fraction(checked) < exact:
-        moved = math.nextafter(checked, math.inf)
-    elif not up and Fraction(checked) > exact:
-        moved = math.nextafter(checked, -math.inf)
-    else:
-        return checked
+        return checked  # -0.0 stays -0.0
+    moved = round_up(exact) if up else round_down(exact)
     if not math.isfinite(moved):
         side = "above the largest" if up else "below the smallest"
         raise ValueError(f"{name} must be representable as a float, got a value {side} double")
     return moved
+
+
+def toward_positive(value: object, checked: float, name: str, *, up: bool) -> float:
+    """``toward`` for a ``checked`` > 0 that must stay positive: a ``value`` whose largest double at most it is 0.0
+    (a positive value below the smallest positive double, rounded down) is a ``ValueError`` naming ``name``."""
+    moved = toward(value, checked, name, up=up)
+    if moved == 0.0 and checked != 0.0:
+        raise ValueError(f"{name} must be representable as a positive float, got a {type(value).__name__} below the "
+                         "smallest positive double")
+    return moved
+
+
+def round_up(exact: Fraction) -> float:
+    """The smallest double at least ``exact`` (an int, ``Fraction``, other rational, float or numpy number, taken at
+    its exact value, a long double included): ``0.0`` only for 0, ``inf`` above the largest double, and the most
+    negative double below it.  A bool or another type is a ``TypeError``, a NaN or an infinity a ``ValueError``.
+    ``dptutor.renyi.round_up`` is its public face."""
+    if type(exact) is not Fraction and type(exact) is not int:  # the checks below cost more than the rest
+        exact = _as_fraction(exact)
+    if exact == 0:
+        return 0.0
+    if exact > _MAX_FLOAT:
+        return math.inf
+    if exact < -_MAX_FLOAT:
+        return -1.7976931348623157e308
+    v = float(exact)  # correctly rounded to nearest (0.0 below half the smallest subnormal)
+    return math.nextafter(v, math.inf) if Fraction(v) < exact else v
+
+
+def round_down(exact: Fraction) -> float:
+    """The largest double at most ``exact``: ``round_up``'s mirror (``0.0``, never ``-0.0``, for 0; ``-inf`` below
+    the most negative double, the largest double above it).  ``dptutor.renyi.round_down`` is its public face."""
+    if type(exact) is not Fraction and type(exact) is not int:
+        exact = _as_fraction(exact)
+    return 0.0 - round_up(-exact)  # 0.0 - x, not -x: 0 gives 0.0, not -0.0
+
+
+def _as_fraction(exact: object) -> Fraction:
+    """``exact`` (a rational number or a finite float, not a bool) as a Fraction, or an error naming it.  A numpy
+    float is taken at its exact value (``float`` rounded a long double to the nearest double first)."""
+    if isinstance(exact, (bool, np.bool_)) or not isinstance(exact, (numbers.Rational, float, np.floating)):
+        raise TypeError(f"exact must be a rational number (an int or a fractions.Fraction) or a float, "
+                        f"got {type(exact).__name__}")
+    if isinstance(exact, numbers.Rational):
+        return Fraction(int(exact.numerator), int(exact.denominator))
+    if not math.isfinite(exact):
+        raise ValueError(f"exact must be finite, got {float(exact)}")
+    return Fraction(*exact.as_integer_ratio())
+
+
+def add_rounded(a: Any, b: Any, up: bool = True) -> Any:
+    """``a + b`` rounded up (or down): the smallest double at least (the largest at most) the exact sum.
+
+    Two scalars (an int beyond 2**53 included) are added as ``Fraction``s and give a float; an ``inf`` beyond the
+    largest double when ``up``, the largest double when not.  Anything else is a float64 array (broadcast): the
+    nearest sum, moved one double only where it fell on the wrong side (Knuth's TwoSum gives its rounding error
+    exactly; an overflow is moved anyway).  An infinite operand gives the infinite sum, a NaN a NaN.
+    """
+    if not isinstance(a, np.ndarray) and not isinstance(b, np.ndarray):
+        return _scalar_rounded(operator.add, a, b, up)
+    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        s = x + y
+        bb = s - x
+        err = (x - (s - bb)) + (y - bb)
+    wrong = (err > 0) if up else (err < 0)
+    wrong |= ~np.isfinite(err) & np.isfinite(x) & np.isfinite(y)
+    return np.where(wrong, np.nextafter(s, np.inf if up else -np.inf), s)
+
+
+def mul_rounded(a: Any, b: Any, up: bool = True) -> Any:
+    """``a * b`` rounded up (or down), as ``add_rounded``; 0.0 where either factor is 0 (an infinite other one
+    included), an infinity where either is infinite.
+
+    For arrays, Dekker's TwoProduct gives the nearest product's error exactly, except near the ends of the double
+    range (a product below 1e-280 or above 1e290, or an overflow), where that element is done in ``Fraction``s.
+    """
+    if not isinstance(a, np.ndarray) and not isinstance(b, np.ndarray):
+        return _scalar_rounded(operator.mul, a, b, up)
+    x, y = np.broadcast_arrays(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        p = x * y
+        ca, cb = 134217729.0 * x, 134217729.0 * y
+        ah, bh = ca - (ca - x), cb - (cb - y)
+        al, bl = x - ah, y - bh
+        err = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    out = np.where((err > 0) if up else (err < 0), np.nextafter(p, np.inf if up else -np.inf), p)
+    zero, infinite = (x == 0) | (y == 0), ~(np.isfinite(x) & np.isfinite(y))
+    out = np.where(zero, 0.0, out)
+    unsure = (~np.isfinite(err) | (np.abs(p) < 1e-280) | (np.abs(p) > 1e290)) & ~zero & ~infinite
+    for i in np.flatnonzero(unsure):
+        out.flat[i] = _scalar_rounded(operator.mul, float(x.flat[i]), float(y.flat[i]), up)
+    return out
+
+
+def _scalar_rounded(op: Any, a: Any, b: Any, up: bool) -> float:
+    """``op(a, b)`` (+ or *) on the exact values of two real scalars, rounded up or down (see ``mul_rounded``)."""
+    ea, eb = exact_rational(a), exact_rational(b)
+    if op is operator.mul and (ea == 0 or eb == 0):
+        return 0.0
+    if ea is None or eb is None:  # an infinity or a NaN: what the doubles give (a huge int taken outward)
+        fa, fb = (float(v) if e is None else (round_up(e) if up else round_down(e)) for v, e in ((a, ea), (b, eb)))
+        with np.errstate(invalid="ignore"):
+            return float(op(np.float64(fa), np.float64(fb)))
+    exact = op(ea, eb)
+    return round_up(exact) if up else round_down(exact)
