@@ -16,12 +16,14 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import signal
+import stat
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from dptutor._validate import check_path, check_sequence, check_workers, renamed_parameters
 from dptutor.assignments.registry import get_assignment
+from dptutor.course.intake import look_named
 from dptutor.course.executor import check_limits, grade_notebook, remove_stale_workdirs, resolve_sandbox
 from dptutor.course.remote import check_carry_forward
 from dptutor.course.result import SubmissionResult, check_grading_seeds
@@ -58,7 +60,8 @@ def grade_folder(assignment: str, folder: Path | str, *, timeout: float = 60, to
     if not isinstance(folder, (str, Path)):
         raise TypeError(f"folder must be a path, got {type(folder).__name__}")
     folder = Path(folder)
-    if not folder.is_dir():
+    status = look_named(folder, name="folder")  # a ValueError naming folder if it cannot be looked at
+    if status is None or not stat.S_ISDIR(status.st_mode):
         raise ValueError(f"folder: submissions folder {folder} does not exist")
     timeout, total_timeout = check_limits(timeout, total_timeout)
     if progress is not None and not callable(progress):

@@ -77,6 +77,7 @@ import datetime as dt
 import io
 import json
 import math
+import stat
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -86,7 +87,7 @@ from typing import Any
 from dptutor._validate import check_path, check_real, check_str
 from dptutor.assignments.feedback import Assignment
 from dptutor.assignments.registry import ASSIGNMENTS
-from dptutor.course.intake import read_named
+from dptutor.course.intake import look_named, read_named
 from dptutor.course.textsafe import csv_text
 
 __all__ = ["GradingConfig", "Override", "load_config", "read_overrides", "read_manifest"]
@@ -194,8 +195,9 @@ def _table(value: object, name: str, keys: set[str]) -> dict[str, Any]:
     return value
 
 
-def load_config(path: Path | str, assignment: Assignment) -> GradingConfig:
-    """The grading configuration in ``path`` (``.toml`` or ``.json``) for ``assignment``, validated.
+def load_config(path: Path | str, assignment: Assignment, *, missing_ok: bool = False) -> GradingConfig | None:
+    """The grading configuration in ``path`` (``.toml`` or ``.json``) for ``assignment``, validated; with
+    ``missing_ok``, ``None`` if there is no file at ``path`` (one look at the file: no check before the read).
 
     Errors are ``ValueError``/``TypeError`` whose message starts with the key at fault
     (``late.multiplier``); a relative manifest path is resolved against the file's folder.
@@ -204,7 +206,9 @@ def load_config(path: Path | str, assignment: Assignment) -> GradingConfig:
     if not isinstance(assignment, Assignment):
         raise TypeError(f"assignment must be an Assignment, got {type(assignment).__name__}")
     # A FIFO or a device (/dev/zero) would block or never end: only a regular file of at most 1 MiB is read.
-    raw = read_named(path, 1 << 20, role="the grading configuration", follow_links=True)
+    raw = read_named(path, 1 << 20, role="the grading configuration", follow_links=True, missing_ok=missing_ok)
+    if raw is None:
+        return None
     if path.suffix not in (".json", ".toml"):
         raise ValueError(f"path: {path} must be a .toml or .json file")
     try:  # ValueError: also a number too long to convert; RecursionError: nesting too deep
@@ -242,8 +246,9 @@ def load_config(path: Path | str, assignment: Assignment) -> GradingConfig:
         times = check_str(late.get("times", "mtime"), "late.times", allow_empty=False)
         if times != "mtime":
             manifest = (path.parent / times) if not Path(times).is_absolute() else Path(times)
-            if not manifest.is_file():
-                raise ValueError(f"late.times: the manifest {manifest} does not exist (or use \"mtime\")")
+            found = look_named(manifest, name="late.times")  # checked early; read (once) when grading
+            if found is None or not stat.S_ISREG(found.st_mode):
+                raise ValueError(f"late.times: the manifest {manifest} does not exist or is not a file (or use \"mtime\")")
             times = str(manifest)
         kwargs["times"] = times
     carry = data.get("carry_forward", False)
@@ -299,11 +304,15 @@ def _weights(value: object, assignment: Assignment) -> dict[str, dict[str, float
 _MAX_TABLE_BYTES = 64 << 20
 
 
-def read_csv_table(path: Path, name: str, required: Sequence[str], *, role: str = "the CSV file") -> list[dict[str, str]]:
+def read_csv_table(path: Path, name: str, required: Sequence[str], *, role: str = "the CSV file",
+                   missing_ok: bool = False) -> list[dict[str, str]] | None:
     """The rows of the CSV ``path`` (``role``) as dicts, checked: readable UTF-8, the ``required`` columns, none of them
-    twice, and every row complete; ValueError naming ``name`` and the file (the overrides, the manifest, the hand grades)."""
+    twice, and every row complete; ValueError naming ``name`` and the file (the overrides, the manifest, the hand grades).
+    With ``missing_ok``, ``None`` if there is no file at ``path`` (one look at the file: no check before the read)."""
     # A FIFO would block the open forever, a device (/dev/zero) never end: a bounded regular file only.
-    raw = read_named(path, _MAX_TABLE_BYTES, role=role, name=name, follow_links=True)
+    raw = read_named(path, _MAX_TABLE_BYTES, role=role, name=name, follow_links=True, missing_ok=missing_ok)
+    if raw is None:
+        return None
     try:
         reader = csv.DictReader(io.StringIO(raw.decode("utf-8-sig"), newline=""))
         rows = list(reader)
@@ -354,9 +363,11 @@ class Override:
             raise ValueError("reason must not be empty: say why the score changes")
 
 
-def read_overrides(path: Path | str, assignment: Assignment, config: GradingConfig | None = None) -> list[Override]:
+def read_overrides(path: Path | str, assignment: Assignment, config: GradingConfig | None = None, *,
+                   missing_ok: bool = False) -> list[Override]:
     """The overrides in the CSV ``path`` (header ``student,question,score,reason``), each checked
     against ``assignment``'s questions and their points under ``config``; ValueError naming the line.
+    With ``missing_ok``, none if there is no file at ``path`` (one look at the file: no check before the read).
     A student or reason cell that starts with a quote is read without it (``handgrade apply`` writes a
     quote before a leading ``= + - @``, so that a spreadsheet shows a submission's name as text)."""
     path = Path(check_path(path, "path"))
@@ -365,10 +376,11 @@ def read_overrides(path: Path | str, assignment: Assignment, config: GradingConf
     if config is not None and not isinstance(config, GradingConfig):
         raise TypeError(f"config must be a GradingConfig or None, got {type(config).__name__}")
     points = (config or GradingConfig()).question_points(assignment)
+    rows = read_csv_table(path, "path", ["student", "question", "score", "reason"], role="the overrides file",
+                          missing_ok=missing_ok)
     out: list[Override] = []
     seen: set[tuple[str, str]] = set()
-    for number, row in enumerate(read_csv_table(path, "path", ["student", "question", "score", "reason"],
-                                                     role="the overrides file"), start=2):
+    for number, row in enumerate(rows or [], start=2):
         where = f"path: {path} line {number}"
         student, question = csv_text(row["student"].strip()), row["question"].strip()
         reason = csv_text(row["reason"].strip()).strip()

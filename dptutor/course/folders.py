@@ -25,8 +25,11 @@ with the folder's answer key and configuration (:func:`load_course`).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
 import re
+import stat
 import textwrap
 import tomllib
 from dataclasses import dataclass
@@ -35,7 +38,7 @@ from pathlib import Path
 from dptutor._validate import check_choice, check_path, check_str
 from dptutor.assignments.bug_family import HUNT_LABELS, BughuntMember
 from dptutor.assignments.instances import INSTANCE_ASSIGNMENTS, AuditMember, PairMember
-from dptutor.course.intake import read_named
+from dptutor.course.intake import look_named, read_named
 from dptutor.course.keys import course_key, members_of_key, tokens_of_key
 from dptutor.assignments.registry import ASSIGNMENTS
 from dptutor.course.release import book_assignments_folder, student_version, with_banner
@@ -298,6 +301,31 @@ def _key_text(name: str, key: str) -> str:
     return "\n".join(lines)
 
 
+def _is_folder(path: Path, name: str) -> bool:
+    """Whether ``path`` is a folder (links followed); ValueError naming ``name`` if it cannot be looked at."""
+    found = look_named(path, name=name)
+    return found is not None and stat.S_ISDIR(found.st_mode)
+
+
+def _listed(folder: Path) -> bool:
+    """Whether the folder ``folder`` holds anything; ValueError naming ``folder`` if it cannot be listed."""
+    try:
+        with os.scandir(folder) as entries:
+            return any(True for _ in entries)
+    except OSError as exc:
+        raise ValueError(f"folder: {folder} cannot be listed ({exc.strerror or exc})") from None
+
+
+def _book_notebook(path: Path) -> str:
+    """The text of a notebook of the book's ``instructor/`` folder (a bounded regular file, UTF-8; ValueError naming
+    ``book`` otherwise)."""
+    data = read_named(path, 16 << 20, role="the instructor notebook", name="book", follow_links=True)
+    try:
+        return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")  # as read_text reads it
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"book: the instructor notebook {path} is not UTF-8 text ({exc})") from None
+
+
 def new_course(folder: Path | str, secret: str, *, name: str | None = None,
                book: Path | str | None = None) -> CourseFolder:
     """Write the course folder ``folder`` for ``secret`` (see the module docstring).
@@ -311,12 +339,12 @@ def new_course(folder: Path | str, secret: str, *, name: str | None = None,
     tokens, members = tokens_of_key(key), members_of_key(key)
     name = _check_name(folder.resolve().name if name is None else name)
     book = book_assignments_folder() if book is None else Path(check_path(book, "book"))
-    if not (book / "instructor").is_dir():
+    if not _is_folder(book / "instructor", "book"):
         raise ValueError(f"book: {book} has no instructor/ subfolder")
-    if folder.exists():
-        if not folder.is_dir():
+    if look_named(folder, name="folder") is not None:
+        if not _is_folder(folder, "folder"):
             raise ValueError(f"folder: {folder} exists and is not a folder")
-        if any(folder.iterdir()):
+        if _listed(folder):
             try:
                 old = load_course(folder)
             except ValueError:
@@ -330,7 +358,7 @@ def new_course(folder: Path | str, secret: str, *, name: str | None = None,
     # The key first: a run stopped half-way leaves a course folder that the same command completes.
     (folder / _KEY_FILE).write_text(_key_text(name, key), encoding="utf-8")
     for a in ASSIGNMENTS.values():
-        text = (book / "instructor" / a.notebook).read_text(encoding="utf-8")
+        text = _book_notebook(book / "instructor" / a.notebook)
         token = tokens.get(a.name)
         if token is not None:
             text = _with_token(a.name, course_notebook(a.name, text, members[a.name], name), token)
@@ -339,10 +367,11 @@ def new_course(folder: Path | str, secret: str, *, name: str | None = None,
             with_banner(text, f"the book's book/assignments/instructor/{a.notebook}", command), encoding="utf-8")
         (folder / "release" / a.notebook).write_text(
             with_banner(student_version(text), f"private/instructor/{a.notebook}", command), encoding="utf-8")
-    config = folder / "grading.toml"
-    if not config.exists():  # the instructor's edits (points, late policy) survive a rewrite
-        config.write_text(f'# Grading configuration of course {name} (see dptutor.course.config).\n'
-                          f'course = "{name}"\n{_CONFIG_EXAMPLE}', encoding="utf-8")
+    # The instructor's edits (points, late policy) survive a rewrite: created only if there is none ("x", no check
+    # before the write, so a file made in between is kept too).
+    with contextlib.suppress(FileExistsError), open(folder / "grading.toml", "x", encoding="utf-8") as fh:
+        fh.write(f'# Grading configuration of course {name} (see dptutor.course.config).\n'
+                 f'course = "{name}"\n{_CONFIG_EXAMPLE}')
     # Inside a git work tree, git then ignores the whole folder: its answers are never committed by mistake.
     (folder / ".gitignore").write_text("# A course folder holds the course's answers: never commit it.\n*\n",
                                        encoding="utf-8")

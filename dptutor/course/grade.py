@@ -24,6 +24,7 @@ import contextlib
 import json
 import os
 import signal
+import stat
 import sys
 import threading
 import time
@@ -40,7 +41,7 @@ from dptutor.course.batch import grade_folder
 from dptutor.course.config import GradingConfig, Override, load_config, read_overrides
 from dptutor.course.executor import check_grade_dependencies, remove_stale_workdirs
 from dptutor.course.folders import CourseFolder, load_course
-from dptutor.course.intake import read_named
+from dptutor.course.intake import look_named, read_named
 from dptutor.course.keys import course_scope
 from dptutor.course.result import SubmissionResult
 from dptutor.course.preflight import check_environment
@@ -160,23 +161,26 @@ def run_grade(options: GradeOptions) -> int:
 
 def _course_and_config(options: GradeOptions, a: Assignment) -> tuple[CourseFolder | None, str | None, GradingConfig, Path | None]:
     """The course folder (if ``--course`` names one), the course, the configuration and its file."""
-    course, folder, config_path = options.course, None, options.config
-    if course is not None and not Path(course).is_dir() and ("/" in course or os.sep in course):
+    course, folder, config_path, optional = options.course, None, options.config, False
+    is_folder = course is not None and _kind(course, "--course") == stat.S_IFDIR
+    if course is not None and not is_folder and ("/" in course or os.sep in course):
         raise _Usage(f"--course {course}: no such course folder (make one with `python -m dptutor course new`)")
-    if course is not None and Path(course).is_dir():  # a course folder: its answer key (and config)
+    if is_folder:  # a course folder: its answer key (and config)
         try:
             folder = load_course(course)
         except ValueError as exc:
             raise _Usage(f"--course {course}: {str(exc).replace('folder: ', '', 1)}") from None
         course = folder.name
-        if config_path is None and folder.config.is_file():
-            config_path = folder.config
-    config = GradingConfig()
+        if config_path is None:  # its configuration, if it has one (one look: no check before the read)
+            config_path, optional = folder.config, True
+    config: GradingConfig | None = GradingConfig()
     if config_path is not None:
         try:
-            config = load_config(config_path, a)
+            config = load_config(config_path, a, missing_ok=optional)
         except (ValueError, TypeError) as exc:
             raise _Usage(f"--config {config_path}: {str(exc).replace('path: ', '', 1)}") from None
+        if config is None:  # the course folder has none
+            config, config_path = GradingConfig(), None
     if course is not None and config.course and course != config.course:
         raise _Usage(f"--course {course!r} differs from the config's course {config.course!r}")
     if folder is not None:  # its rows record its name and key fingerprint
@@ -202,7 +206,7 @@ def plan_grading(options: GradeOptions) -> GradingPlan:
     except ImportError as exc:
         raise _Usage(str(exc)) from None
     a = get_assignment(options.assignment)
-    if not options.submissions.is_dir():
+    if _kind(options.submissions, "submissions") != stat.S_IFDIR:
         raise _Usage(f"{options.submissions} is not a folder")
     folder, course, config, config_path = _course_and_config(options, a)
     csv_path = options.csv if options.csv is not None else Path(default_scores_name(a))
@@ -411,19 +415,34 @@ def _unlink(path: Path) -> None:
         pass
 
 
+def _kind(path: Path | str, option: str) -> int | None:
+    """The type of the file at ``path`` (``stat.S_IFMT``: ``stat.S_IFDIR`` for a folder), None if there is none;
+    a usage error naming ``option`` if it cannot be looked at (``Path.is_dir`` would raise ``PermissionError``)."""
+    try:
+        found = look_named(path, name=option)
+    except ValueError as exc:
+        raise _Usage(str(exc)) from None
+    return None if found is None else stat.S_IFMT(found.st_mode)
+
+
 def _validate_outputs(csv_path: Path, feedback: Path | None) -> str | None:
     """Why ``--csv`` or ``--feedback`` cannot be written (checked before any grading), or None."""
-    if csv_path.is_dir():
+    try:
+        kind, above = _kind(csv_path, "--csv"), _kind(csv_path.parent, "--csv")
+        made = _kind(feedback, "--feedback") if feedback is not None else None
+    except _Usage as exc:  # a path under a folder that cannot be searched, a loop of links
+        return str(exc)
+    if kind == stat.S_IFDIR:
         return f"--csv {csv_path} is a folder; give a file name such as {csv_path / 'scores.csv'}"
     parent = csv_path.parent
-    if not parent.is_dir():
+    if above != stat.S_IFDIR:
         return f"--csv {csv_path}: the folder {parent} does not exist"
     if not os.access(parent, os.W_OK):
         return f"--csv {csv_path}: the folder {parent} is not writable"
-    if csv_path.exists() and not csv_path.is_file():
+    if kind is not None and kind != stat.S_IFREG:
         return f"--csv {csv_path} is not a regular file"
     if feedback is not None:
-        if feedback.exists() and not feedback.is_dir():
+        if made is not None and made != stat.S_IFDIR:
             return f"--feedback {feedback} exists and is not a folder"
         try:
             feedback.mkdir(parents=True, exist_ok=True)
@@ -439,7 +458,7 @@ def _pick_only(wanted: str, submissions: Sequence[Any]) -> Any:
     by_name = [s for s in submissions if s.name == wanted]
     if by_name:
         return by_name[0]
-    target = Path(wanted).resolve() if Path(wanted).exists() else None
+    target = Path(wanted).resolve() if look_named(wanted, name="--only") is not None else None
     by_path = [s for s in submissions if target is not None and s.path.resolve() in (target, target / s.path.name)]
     if by_path:
         return by_path[0]

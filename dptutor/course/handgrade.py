@@ -29,6 +29,7 @@ import html
 import importlib
 import math
 import re
+import stat
 import sys
 import unicodedata
 from collections.abc import Sequence
@@ -39,7 +40,7 @@ from dptutor.assignments.feedback import Assignment
 from dptutor.assignments.registry import get_assignment
 from dptutor.course.config import GradingConfig, Override, read_csv_table, read_overrides
 from dptutor.course.folders import load_course
-from dptutor.course.intake import read_named, read_student_cells
+from dptutor.course.intake import look_named, read_named, read_student_cells
 from dptutor.course.release import book_assignments_folder
 from dptutor.course.reports import check_records
 from dptutor.course.rescore import RescoreOptions, rescore
@@ -178,7 +179,8 @@ def collect(assignment: str, submissions: Path | str, records: Sequence[ScoreRec
     out = Path(check_path(out, "out"))
     submissions = Path(check_path(submissions, "submissions"))
     records = check_records(records)
-    if not submissions.is_dir():
+    found = look_named(submissions, name="submissions")
+    if found is None or not stat.S_ISDIR(found.st_mode):
         raise ValueError(f"submissions: {submissions} is not a folder")
     by_name = {s.name: s.path for s in find_submissions(submissions)}
     questions = hand_questions(a, records)
@@ -280,17 +282,19 @@ def apply(filled: Path | str, options: RescoreOptions) -> list[Override]:
     ``options.csv`` with them (:func:`dptutor.course.rescore.rescore`); the hand grades read."""
     if not isinstance(options, RescoreOptions):
         raise TypeError(f"options must be a RescoreOptions, got {type(options).__name__}")
-    filled = Path(check_path(filled, "filled"))
-    if not filled.is_file():
-        raise ValueError(f"filled: {filled} is not a file")
+    filled = Path(check_path(filled, "filled"))  # read once by read_hand_grades (no check before: a file swapped between)
     if options.overrides is None:
         raise ValueError("overrides: give the overrides file that keeps the hand grades (--overrides FILE)")
     a = get_assignment(options.assignment)
     course = load_course(options.course).identifier if options.course is not None else None
     records = read_scores(options.csv, a, course=course)
     config_points = GradingConfig(points=records[0].question_points()) if records else None
-    hand = read_hand_grades(filled, a.name, records)
-    old = read_overrides(options.overrides, a, config_points) if options.overrides.exists() else []
+    try:
+        hand = read_hand_grades(filled, a.name, records)
+    except ValueError as exc:  # its messages name its parameter, path: here it is filled
+        text = str(exc)
+        raise ValueError(f"filled: {text.removeprefix('path: ')}" if text.startswith("path: ") else text) from None
+    old = read_overrides(options.overrides, a, config_points, missing_ok=True)  # one look: none there is none yet
     rows = _merged(old, hand, records)
     # A submission's name is the student's choice: written as a spreadsheet's text (read_overrides reads it back).
     table = [["student", "question", "score", "reason"],

@@ -28,6 +28,9 @@ answer key, the instructor notebook, the scores file, a kernel's answer file, th
 :func:`read_regular`: whatever is wrong with it (missing, a FIFO, a folder, a refused link, over its limit,
 unreadable) is one ``ValueError`` of one wording naming the parameter, the file's role and its path, and a
 caller to which a missing file means "none" says so with ``missing_ok`` (one look at the file, no check before).
+A followed link that cannot be opened says why (a loop of links: ELOOP).  :func:`look_named` looks at a path
+the grader is given (a folder, an output file) with the same care: a path it cannot look at is a ``ValueError``
+naming the parameter, never ``Path.exists``'s ``PermissionError``.
 
 The kernel's output
 -------------------
@@ -40,7 +43,9 @@ dropped (a cell's first error is still kept, shortened: the grader reads it).
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
+import os
 import re
 import warnings
 from collections.abc import Iterator
@@ -51,7 +56,7 @@ from dptutor._safe_files import read_regular_file
 from dptutor._validate import check_bool, check_int, check_str
 
 __all__ = ["MAX_NOTEBOOK_BYTES", "MAX_CELLS", "MAX_LINES", "MESSAGE_OVERHEAD", "TIMED_OUT_KEY", "MissingFile", "UnreadableNotebook",
-           "capped_client", "read_named", "read_regular", "read_student_cells"]
+           "capped_client", "look_named", "read_named", "read_regular", "read_student_cells"]
 
 #: The largest notebook file the grader reads (bytes).
 MAX_NOTEBOOK_BYTES = 16 << 20
@@ -171,7 +176,8 @@ def read_regular(path: str | Path, limit: int, *, what: str = "the file", follow
     """The bytes of the regular file ``path``, at most ``limit`` of them, opened without waiting on a
     FIFO and, unless ``follow_links``, without following a symbolic link: :class:`MissingFile` if there
     is none, ``ValueError`` naming ``what`` if it is a link (refused), a FIFO, a folder or a device,
-    cannot be opened, or is (or grows) over ``limit``. The type is checked on the open file, so a file
+    cannot be opened, or is (or grows) over ``limit``; a followed link that cannot be opened says why (a loop of
+    links: ELOOP), not that it is a link. The type is checked on the open file, so a file
     swapped for a FIFO after a check cannot block the reader (the library's ``read_regular_file`` reads it)."""
     if not isinstance(path, (str, Path)):
         raise TypeError(f"path must be a path, got {type(path).__name__}")
@@ -181,6 +187,12 @@ def read_regular(path: str | Path, limit: int, *, what: str = "the file", follow
         return read_regular_file(path, limit, what=what, follow_links=follow_links)
     except FileNotFoundError as exc:
         raise MissingFile(str(exc)) from None
+    except ValueError as exc:
+        cause = exc.__context__  # the open's own error (the library's message says "a symbolic link" for any)
+        if follow_links and isinstance(cause, OSError) and os.path.islink(path):  # a followed link that cannot be opened
+            raise ValueError(f"{what} is a loop of symbolic links (ELOOP)" if cause.errno == errno.ELOOP
+                             else f"{what} cannot be opened ({cause.strerror or cause})") from None
+        raise
 
 
 def _size_text(limit: int) -> str:
@@ -244,6 +256,51 @@ def read_named(path: str | Path, limit: int, *, role: str, name: str = "path", f
         reason = str(exc) if isinstance(exc, ValueError) else f"it cannot be read ({exc.strerror or exc})"
         raise ValueError(f"{name}: {role} {shown} must be a regular file of at most {_size_text(limit)}: "
                          f"{reason}") from None
+
+
+def look_named(path: str | Path, *, name: str = "path", follow_links: bool = True) -> os.stat_result | None:
+    """The status of ``path`` (``os.stat``; ``os.lstat`` unless ``follow_links``), ``None`` if nothing is there.
+
+    ``Path.exists``, ``is_file`` and ``is_dir`` raise ``PermissionError`` for a path under a folder that
+    cannot be searched and answer ``False`` for a loop of symbolic links; here either is a ``ValueError``
+    naming the parameter and the path, as is any other failure to look (a name too long, an input/output error).
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The path.
+    name : str, optional
+        The parameter (or command-line option) the messages start with (default ``"path"``).
+    follow_links : bool, optional
+        Whether a symbolic link at ``path`` is followed (default) or looked at itself.
+
+    Returns
+    -------
+    os.stat_result or None
+        The status; ``None`` if there is no such file (or a component of ``path`` is not a folder).
+
+    Raises
+    ------
+    ValueError
+        ``"{name}: {path} cannot be looked at ({reason})"`` with the system's reason (``Permission denied``),
+        or ``"{name}: {path} is a loop of symbolic links (ELOOP)"``.
+    TypeError
+        If an argument is of the wrong type (the message names it).
+    """
+    if not isinstance(path, (str, Path)):
+        raise TypeError(f"path must be a path, got {type(path).__name__}")
+    name = check_str(name, "name", allow_empty=False)
+    follow_links = check_bool(follow_links, "follow_links")
+    try:
+        return os.stat(path) if follow_links else os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ValueError(f"{name}: {path} is a loop of symbolic links (ELOOP)") from None
+        raise ValueError(f"{name}: {path} cannot be looked at ({exc.strerror or exc})") from None
+    except ValueError as exc:  # an embedded NUL character
+        raise ValueError(f"{name}: {path} cannot be looked at ({exc})") from None
 
 
 def read_student_cells(path: Path, *, max_bytes: int | None = None, max_cells: int | None = None) -> list[dict]:

@@ -27,11 +27,13 @@ guesses which counts.
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from dptutor._validate import check_choice, check_path, check_real, check_str
 from dptutor.assignments.feedback import fmt_points
 from dptutor.assignments.registry import get_assignment
+from dptutor.course.intake import look_named
 from dptutor.course.textsafe import csv_cell, csv_document
 from dptutor.course.scores import read_scores
 from dptutor.course.submissions import student_identity
@@ -95,13 +97,15 @@ def export_lms(lms: str, assignment: str, scores: Path | str, out: Path | str, *
     """Write the ``lms`` grade import of ``scores`` to ``out`` (atomically); return the number of students."""
     out = Path(check_path(out, "out"))
     rows = lms_rows(lms, assignment, scores, column=column, out_of=out_of)
-    if out.is_dir():
+    here, above = look_named(out, name="out"), look_named(out.parent, name="out")  # ValueError if they cannot be looked at
+    if here is not None and stat.S_ISDIR(here.st_mode):
         raise ValueError(f"out: {out} is a folder; give a file name")
-    if not out.parent.is_dir():
+    if above is None or not stat.S_ISDIR(above.st_mode):
         raise ValueError(f"out: the folder {out.parent} does not exist")
-    if out.exists() and not out.is_file():
+    if here is not None and not stat.S_ISREG(here.st_mode):
         raise ValueError(f"out: {out} is not a regular file (a FIFO, socket or device); give a file name")
-    if out.exists() and os.path.samefile(out, scores):
+    source = look_named(scores, name="scores") if here is not None else None
+    if here is not None and source is not None and os.path.samestat(here, source):
         raise ValueError(f"out: {out} is the scores file itself; writing it would destroy the scores")
     atomic_write_text(out, csv_document(rows))  # synced, 0644 as other outputs
     return len(rows) - 1

@@ -32,12 +32,14 @@ import functools
 import json
 import re
 import secrets
+import stat
 from pathlib import Path
 from typing import Any
 
 from dptutor._validate import check_int, check_path, check_real, check_str
 from dptutor.assignments.feedback import Feedback, fmt_points
 from dptutor.assignments.registry import check, get_assignment
+from dptutor.course.intake import look_named, read_named
 
 __all__ = ["STEPS", "AUTOGRADER_FILES", "TimeLimitExceeded", "arm_time_limit", "export_otter", "grading_score",
            "reaches", "feedback_clean", "show_feedback", "show_grading_report", "wheel_requirements",
@@ -265,8 +267,7 @@ def _build_wheel(outdir: Path | str) -> Path:
     import tempfile
 
     outdir = Path(check_path(outdir, "outdir"))
-    if outdir.exists() and not outdir.is_dir():
-        raise ValueError(f"outdir: {outdir} exists and is not a folder")
+    _check_outdir(outdir)
     root = _repository_root()
     outdir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="dptutor-wheel-") as scratch, \
@@ -288,16 +289,28 @@ def _build_wheel(outdir: Path | str) -> Path:
     return target
 
 
+def _check_outdir(outdir: Path) -> None:
+    """ValueError naming ``outdir`` if it exists and is not a folder, or cannot be looked at."""
+    found = look_named(outdir, name="outdir")
+    if found is not None and not stat.S_ISDIR(found.st_mode):
+        raise ValueError(f"outdir: {outdir} exists and is not a folder")
+
+
+#: The largest wheel read (bytes), far above dptutor's own.
+_MAX_WHEEL_BYTES = 256 << 20
+
+
 def _wheel_metadata(wheel: Path) -> str:
     """The METADATA of a dptutor wheel (ValueError naming ``wheel`` if it is not one)."""
+    import io
     import zipfile
 
-    if not wheel.is_file():
-        raise ValueError(f"wheel: {wheel} is not a file")
     if not _WHEEL_NAME.match(wheel.name):
         raise ValueError(f"wheel: {wheel.name} is not the name of a dptutor wheel (dptutor-VERSION-...-....whl)")
+    # Read once (no check before; a FIFO would block the zip reader): a ValueError naming wheel if not a regular file.
+    data = read_named(wheel, _MAX_WHEEL_BYTES, role="the wheel", name="wheel", follow_links=True)
     try:
-        with zipfile.ZipFile(wheel) as zf:
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
             names = set(zf.namelist())
             meta = [n for n in names if re.fullmatch(r"dptutor-[^/]*\.dist-info/METADATA", n)]
             if "dptutor/course/otter.py" not in names or len(meta) != 1:
@@ -452,8 +465,7 @@ def export_otter(assignment: str, outdir: Path | str, *, time_limit: float = 60,
     a = get_assignment(assignment)
     outdir = Path(check_path(outdir, "outdir"))
     time_limit = check_real(time_limit, "time_limit", low=MIN_TIME_LIMIT, high=MAX_TIME_LIMIT)
-    if outdir.exists() and not outdir.is_dir():
-        raise ValueError(f"outdir: {outdir} exists and is not a folder")
+    _check_outdir(outdir)
     if wheel is not None:
         wheel = Path(check_path(wheel, "wheel"))
         _wheel_metadata(wheel)  # ValueError naming wheel before anything is written

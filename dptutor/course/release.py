@@ -10,10 +10,12 @@ banner (:func:`with_banner`) that names its instructor notebook and the command.
 from __future__ import annotations
 
 import re
+import stat
 from pathlib import Path
 
 from dptutor._validate import check_str
 from dptutor.assignments.registry import ASSIGNMENTS
+from dptutor.course.intake import look_named, read_named
 from dptutor.grid_files import atomic_write_text
 
 __all__ = ["BEGIN_MARKER", "END_MARKER", "RELEASE_COMMAND", "book_assignments_folder", "student_version",
@@ -93,17 +95,19 @@ def release(folder: Path | str | None = None) -> list[Path]:
     if folder is not None and not isinstance(folder, (str, Path)):
         raise TypeError(f"folder must be a path, got {type(folder).__name__}")
     folder = Path(folder) if folder is not None else book_assignments_folder()
-    if not (folder / "instructor").is_dir():
+    found = look_named(folder / "instructor", name="folder")  # ValueError naming folder if it cannot be looked at
+    if found is None or not stat.S_ISDIR(found.st_mode):
         raise ValueError(f"folder: {folder} has no instructor/ subfolder")
     texts = {}  # every notebook is read and checked before any is written
     for a in ASSIGNMENTS.values():
         source = folder / "instructor" / a.notebook
-        if not source.is_file():
-            raise ValueError(f"folder: {source} is missing or not a regular file")
+        # read once (no check before): missing, a FIFO, a folder, unreadable are one ValueError naming folder
+        data = read_named(source, 16 << 20, role="the instructor notebook", name="folder", follow_links=True)
         try:
-            texts[folder / a.notebook] = released_notebook(source.read_text(encoding="utf-8"), a.notebook)
-        except (OSError, UnicodeDecodeError) as exc:
+            text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")  # as read_text reads it
+        except UnicodeDecodeError as exc:
             raise ValueError(f"folder: {source} cannot be read ({exc})") from None
+        texts[folder / a.notebook] = released_notebook(text, a.notebook)
     for target, text in texts.items():
         atomic_write_text(target, text)  # an interrupted run leaves the old notebook, never a part
     return list(texts)

@@ -22,6 +22,7 @@ from dptutor.assignments.feedback import Assignment
 from dptutor.assignments.registry import get_assignment
 from dptutor.course.config import GradingConfig, Override, load_config, read_manifest, read_overrides
 from dptutor.course.folders import load_course
+from dptutor.course.intake import MissingFile
 from dptutor.course.reports import feedback_files, write_feedback, write_instructor_report
 from dptutor.course.result import SubmissionResult
 from dptutor.course.scores import ScoreRecord, read_scores, write_scores
@@ -142,16 +143,17 @@ def rescore(options: RescoreOptions) -> list[ScoreRecord]:
     if not isinstance(options, RescoreOptions):
         raise TypeError(f"options must be a RescoreOptions, got {type(options).__name__}")
     a = get_assignment(options.assignment)
-    course, config_path = None, options.config
+    course, config_path, optional = None, options.config, False
     if options.course is not None:
         folder = load_course(options.course)
         course = folder.identifier
-        if config_path is None and folder.config.is_file():
-            config_path = folder.config
-    if not options.csv.is_file():
-        raise ValueError(f"--csv {options.csv}: no such scores file")
-    records = read_scores(options.csv, a, course=course)
-    config = load_config(config_path, a) if config_path is not None else None
+        if config_path is None:  # the course folder's configuration, if it has one (one look: no check before)
+            config_path, optional = folder.config, True
+    try:  # one look at the file (no check before the read: a file removed or swapped in between)
+        records = read_scores(options.csv, a, course=course)
+    except MissingFile:
+        raise ValueError(f"--csv {options.csv}: no such scores file") from None
+    config = load_config(config_path, a, missing_ok=optional) if config_path is not None else None
     overrides = read_overrides(options.overrides, a, config) if options.overrides is not None else None
     times = _times(config, records, options.submissions) if config is not None else {}
     new = [rescored(r, a, config=config, when=times.get(r.result.file), overrides=overrides) for r in records]

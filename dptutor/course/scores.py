@@ -27,13 +27,14 @@ import csv
 import io
 import json
 import math
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from dptutor._validate import check_path, check_real, check_sequence, check_str
 from dptutor.course.config import Override
-from dptutor.course.intake import read_named
+from dptutor.course.intake import look_named, read_named
 from dptutor.assignments.feedback import Assignment, fmt_points
 from dptutor.course.result import SubmissionResult
 from dptutor.course.textsafe import csv_cell, csv_document, csv_text, one_line
@@ -293,9 +294,10 @@ def write_scores(path: Path | str, assignment: Assignment, records: Sequence[Sco
     if not all(isinstance(r, ScoreRecord) for r in records):
         raise TypeError("records must be ScoreRecord objects")
     rows = [r.row(assignment) for r in records]
-    if not path.parent.is_dir():
+    above, here = look_named(path.parent), look_named(path)  # a ValueError naming path if one cannot be looked at
+    if above is None or not stat.S_ISDIR(above.st_mode):
         raise ValueError(f"path: the folder {path.parent} does not exist")
-    if path.is_dir():
+    if here is not None and stat.S_ISDIR(here.st_mode):
         raise ValueError(f"path: {path} is a folder")
     atomic_write_text(path, csv_document([scores_header(assignment), *rows]))  # synced, 0644 as other outputs
 

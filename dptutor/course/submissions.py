@@ -31,10 +31,12 @@ extension (flat layout):
 from __future__ import annotations
 
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from dptutor._validate import check_path, check_str
+from dptutor.course.intake import look_named
 from dptutor.course.textsafe import display_name
 
 __all__ = ["NOTEBOOK_SUFFIXES", "Submission", "find_submissions", "student_identity"]
@@ -90,11 +92,21 @@ def find_submissions(folder: Path | str) -> list[Submission]:
     """The submissions in ``folder`` (layouts in the module docstring), in name order.
 
     ValueError (naming ``folder``) when there is none, or when a sub-folder does not hold exactly one
-    notebook: the message lists every problem found.
+    notebook: the message lists every problem found; also when it, or a sub-folder, cannot be read.
     """
     folder = Path(check_path(folder, "folder"))
-    if not folder.is_dir():
+    status = look_named(folder, name="folder")
+    if status is None or not stat.S_ISDIR(status.st_mode):
         raise ValueError(f"folder: {folder} is not a folder")
+    try:
+        return _found(folder)
+    except OSError as exc:  # a folder that cannot be listed, an entry that cannot be looked at (EACCES)
+        where = f" ({exc.filename})" if exc.filename is not None else ""
+        raise ValueError(f"folder: {folder} cannot be read{where}: {exc.strerror or exc}") from None
+
+
+def _found(folder: Path) -> list[Submission]:
+    """What :func:`find_submissions` finds in the folder ``folder``."""
     found = [Submission(display_name(p.name), p) for p in _notebooks(folder)]
     problems = []
     for sub in sorted(p for p in folder.iterdir() if p.is_dir() and not p.is_symlink() and not p.name.startswith(".")):
