@@ -19,6 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dptutor._validate import check_int, check_positive, check_probability, check_real, check_rng, check_size
+from dptutor._validate.rounding import exact_rational, toward, toward_positive
 from dptutor.exact import check_sigma, sample_discrete_gaussian
 from dptutor.gaussian import gaussian_sigma_analytic
 
@@ -82,7 +83,8 @@ def discrete_gaussian_delta(epsilon: float, sigma: int | Fraction, sensitivity: 
     ``X ~ N_Z(0, sigma^2)`` and ``c = Delta / 2 - eps sigma^2 / Delta`` (Canonne, Kamath and Steinke 2020,
     Theorem 7).  Both probabilities are summed over the integers (the threshold found in exact rational
     arithmetic) and the tail beyond ``e^-750`` is bounded; the value returned is the sum
-    plus a bound on every rounding and truncation error, so it is never below the true delta.
+    plus a bound on every rounding and truncation error, so it is never below the true delta.  An exact
+    ``epsilon`` (a ``Fraction``, a long double) is rounded down to a double first.
 
     Parameters
     ----------
@@ -103,7 +105,9 @@ def discrete_gaussian_delta(epsilon: float, sigma: int | Fraction, sensitivity: 
     TypeError, ValueError
         For a bad argument, or a ``sigma`` and ``sensitivity`` that need more than 2^22 terms (sigma above ~54000).
     """
-    eps = check_real(epsilon, "epsilon", low=0.0)
+    # an exact epsilon rounded down: its nearest double could skip a term just above the threshold (24 - 2^-50
+    # with sigma 1/4 gave a delta 2.4e-5 relative below the exact one, past the error bound)
+    eps = toward(epsilon, check_real(epsilon, "epsilon", low=0.0), "epsilon", up=False)
     sig = check_sigma(sigma)
     steps = _sensitivity_steps(sensitivity)
     value, err = _dg_profile(eps, sig, steps)
@@ -114,7 +118,8 @@ def discrete_gaussian_epsilon(delta: float, sigma: int | Fraction, sensitivity: 
     """The smallest epsilon (to 1e-12) with ``discrete_gaussian_delta(epsilon, sigma, sensitivity) <= delta``.
 
     ``delta(eps)`` is continuous and decreasing; solved with ``scipy.optimize.brentq``, then moved up
-    until the rounded-up delta is within the target (so the answer is never too small).
+    until the rounded-up delta is within the target (so the answer is never too small; an exact target
+    ``delta`` is rounded down first).
 
     Parameters
     ----------
@@ -137,7 +142,7 @@ def discrete_gaussian_epsilon(delta: float, sigma: int | Fraction, sensitivity: 
     """
     from scipy import optimize
 
-    dlt = check_probability(delta, "delta")
+    dlt = toward_positive(delta, check_probability(delta, "delta"), "delta", up=False)  # the target rounded down
     sig = check_sigma(sigma)
     steps = _sensitivity_steps(sensitivity)
     f = lambda e: discrete_gaussian_delta(e, sig, steps) - dlt  # noqa: E731
@@ -175,7 +180,8 @@ def discrete_gaussian_sigma(epsilon: float, delta: float, sensitivity: int = 1) 
 
     Balle and Wang's (2018) idea, with the exact discrete profile in place of the continuous one: a
     bisection on ``sigma`` (started from the continuous analytic sigma), then rounded up to the grid,
-    and the result checked against the target (the guarantee does not rest on monotonicity).
+    and the result checked against the target (the guarantee does not rest on monotonicity).  An exact
+    ``epsilon`` or ``delta`` (a ``Fraction``, a long double) is rounded down to a double first.
 
     Parameters
     ----------
@@ -196,8 +202,7 @@ def discrete_gaussian_sigma(epsilon: float, delta: float, sensitivity: int = 1) 
     TypeError, ValueError
         For a bad argument, or a target that needs ``sigma`` outside [1e-3, ~49000] (the sums of delta).
     """
-    eps = check_positive(epsilon, "epsilon")
-    dlt = check_probability(delta, "delta")
+    eps, dlt = _targets_down(epsilon, delta)
     steps = _sensitivity_steps(sensitivity)
     start = gaussian_sigma_analytic(eps, dlt, float(steps))
     ok = lambda s: discrete_gaussian_delta(eps, _sigma_on_grid(s), steps) <= dlt  # noqa: E731
@@ -228,9 +233,17 @@ def discrete_gaussian_sigma(epsilon: float, delta: float, sensitivity: int = 1) 
     return sig
 
 
+def _targets_down(epsilon: object, delta: object) -> tuple[float, float]:
+    """A target ``epsilon`` and ``delta`` checked and rounded down (an exact one's nearest double may be above it,
+    and a sigma that meets that target then misses the exact one)."""
+    eps = toward_positive(epsilon, check_positive(epsilon, "epsilon"), "epsilon", up=False)
+    return eps, toward_positive(delta, check_probability(delta, "delta"), "delta", up=False)
+
+
 def _granularity(value: object) -> float:
     r = check_positive(value, "granularity")
-    if math.frexp(r)[0] != 0.5:
+    exact = exact_rational(value)  # the exact value, not only its nearest double: 2^-1 + 2^-61 is not a power of 2
+    if math.frexp(r)[0] != 0.5 or exact not in (None, Fraction(r)):
         raise ValueError(f"granularity must be a power of two, got {value!r}")
     return r
 
@@ -347,8 +360,7 @@ def discrete_gaussian_release(
     TypeError, ValueError
         For a bad argument (the message names it).
     """
-    eps = check_positive(epsilon, "epsilon")
-    dlt = check_probability(delta, "delta")
+    eps, dlt = _targets_down(epsilon, delta)
     if granularity is None:
         steps = _sensitivity_steps(sensitivity)
         name = "discrete_gaussian"

@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dptutor._validate import check_choice, check_float_array, check_positive, check_probability, check_real, check_rng
+from dptutor._validate.rounding import toward, toward_positive
 from dptutor.renyi import round_up
 
 __all__ = [
@@ -82,7 +83,9 @@ def gaussian_delta(epsilon: float, sigma: float, sensitivity: float = 1.0) -> fl
     ``delta(epsilon) = Phi(D/(2 sigma) - eps sigma/D) - e^eps Phi(-D/(2 sigma) - eps sigma/D)``
     (the privacy profile of the Gaussian mechanism; it is exact, not a bound).  Computed with mpmath, with
     the digits that a log-space evaluation in doubles says are lost to cancellation, and rounded up: the
-    result is never below the exact delta (at most an ulp or so above it).
+    result is never below the exact delta (at most an ulp or so above it).  An exact input (a ``Fraction``,
+    a long double, an int beyond 2**53) is first rounded to the double on its safe side: ``epsilon`` and
+    ``sigma`` down, ``sensitivity`` up.
 
     Parameters
     ----------
@@ -108,9 +111,11 @@ def gaussian_delta(epsilon: float, sigma: float, sensitivity: float = 1.0) -> fl
     >>> 0.0 < gaussian_delta(1.0, 4.0) < 1e-3
     True
     """
-    eps = check_real(epsilon, "epsilon", low=0.0)  # epsilon = 0: the total variation distance, as documented
-    sig = check_positive(sigma, "sigma")
-    sens = check_positive(sensitivity, "sensitivity")
+    # epsilon = 0: the total variation distance, as documented.  Exact inputs to the side of a larger delta (their
+    # nearest doubles gave a delta below the exact one: a sigma of 11/10, a sensitivity of 1/3, an epsilon of 4/5)
+    eps = toward(epsilon, check_real(epsilon, "epsilon", low=0.0), "epsilon", up=False)
+    sig = toward_positive(sigma, check_positive(sigma, "sigma"), "sigma", up=False)
+    sens = toward(sensitivity, check_positive(sensitivity, "sensitivity"), "sensitivity", up=True)
     s = sig / sens
     if not math.isfinite(s) or s == 0.0:
         raise ValueError(f"sigma / sensitivity must be a positive finite number, got {sig!r} / {sens!r}")
@@ -150,10 +155,12 @@ def _delta_up(eps: float, sig: float, sens: float, digits: int) -> float:
 
 
 def _check_gaussian_parameters(epsilon: object, delta: object, sensitivity: object) -> tuple[float, float, float]:
+    """The checked targets rounded down and the sensitivity up (an exact input, such as a ``Fraction``, to the
+    double on the side of more noise: its nearest double gave a sigma below the exact calibration's)."""
     return (
-        check_positive(epsilon, "epsilon"),
-        check_probability(delta, "delta"),
-        check_positive(sensitivity, "sensitivity"),
+        toward_positive(epsilon, check_positive(epsilon, "epsilon"), "epsilon", up=False),
+        toward_positive(delta, check_probability(delta, "delta"), "delta", up=False),
+        toward(sensitivity, check_positive(sensitivity, "sensitivity"), "sensitivity", up=True),
     )
 
 
@@ -177,7 +184,8 @@ def gaussian_sigma_classic(epsilon: float, delta: float, sensitivity: float) -> 
     Returns
     -------
     float
-        ``sigma``, rounded up: never below the formula's exact value.
+        ``sigma``, rounded up: never below the formula's exact value (at the exact inputs: a ``Fraction``
+        ``epsilon`` or ``delta`` is rounded down first, a ``sensitivity`` up).
 
     Raises
     ------
@@ -230,7 +238,7 @@ def gaussian_sigma_analytic(epsilon: float, delta: float, sensitivity: float) ->
     -------
     float
         The least ``sigma`` with ``gaussian_delta(epsilon, sigma, sensitivity) <= delta`` (to the root
-        finder's tolerance).
+        finder's tolerance; an exact ``epsilon`` or ``delta`` is rounded down first, a ``sensitivity`` up).
 
     Raises
     ------
@@ -294,7 +302,7 @@ def gaussian_mechanism(
     """The Gaussian mechanism: ``x + N(0, sigma^2)`` elementwise, (epsilon, delta)-DP.
 
     ``x`` is a real array of shape ``(trials, n)`` (each row one dataset's query answer).
-    ``sensitivity`` is the query's l2 sensitivity; the default ``None`` means ``sqrt(n)``, the l2
+    ``sensitivity`` is the query's l2 sensitivity; the default ``None`` means ``sqrt(n)`` (rounded up), the l2
     sensitivity of the identity on [0, 1]^n (the l1 sensitivity ``n`` is what the Laplace
     mechanism needs).  ``calibration`` is ``"analytic"`` (:func:`gaussian_sigma_analytic`, the
     least noise, any epsilon) or ``"classic"`` (:func:`gaussian_sigma_classic`, epsilon < 1).
@@ -328,7 +336,7 @@ def gaussian_mechanism(
     rng = check_rng(rng)
     if sensitivity is None and arr.shape[1] == 0:
         raise ValueError("x must have at least one column (n >= 1) for the default sensitivity sqrt(n)")
-    sens = math.sqrt(arr.shape[1]) if sensitivity is None else sensitivity
+    sens = _sqrt_up(arr.shape[1]) if sensitivity is None else sensitivity
     how = check_choice(calibration, "calibration", ("analytic", "classic"))
     calibrate = gaussian_sigma_analytic if how == "analytic" else gaussian_sigma_classic
     sigma = calibrate(epsilon, delta, sens)
@@ -339,3 +347,9 @@ def gaussian_mechanism(
     if not np.isfinite(out).all():
         raise ValueError(f"x + noise overflows: |x| too large for sigma={sigma:g}")
     return out
+
+
+def _sqrt_up(n: int) -> float:
+    """The smallest double at least ``sqrt(n)`` (``math.sqrt`` rounds to nearest: ``sqrt(3)`` came out below)."""
+    root = math.sqrt(n)
+    return math.nextafter(root, math.inf) if Fraction(root) ** 2 < n else root

@@ -25,8 +25,8 @@ import scipy.fft
 from numpy.typing import NDArray
 from scipy import special
 
-from dptutor._validate import check_bool, check_choice, check_float_array, check_int, check_real
-from dptutor._validate.rounding import toward, toward_positive
+from dptutor._validate import check_bool, check_choice, check_float_array, check_int, check_real, shown
+from dptutor._validate.rounding import exact_rational, toward, toward_positive
 from dptutor.renyi import ORDERS, nudge_down, nudge_up, rdp_subsampled_gaussian, rdp_to_dp, round_down, round_up
 
 __all__ = [
@@ -390,7 +390,7 @@ def pld_gaussian(
     Parameters
     ----------
     sigma : float
-        The noise's standard deviation, 1e-3 to 1e6.
+        The noise's standard deviation, 1e-3 to 1e6 (an exact value: ``Fraction(1, 1000)`` is accepted).
     sampling_probability : float, optional
         ``q`` in (0, 1] (default 1: no subsampling).
     direction : {"remove", "add"}, optional
@@ -413,6 +413,9 @@ def pld_gaussian(
         For an argument of the wrong type or out of range, or a grid too fine (more than 2^23 cells).
     """
     s = check_real(sigma, "sigma", low=1e-3, high=1e6)
+    exact = exact_rational(sigma)  # the range is the exact value's: 1/1000 is in it (its double, rounded down, not)
+    if exact is not None and not Fraction(1, 1000) <= exact <= 10**6:
+        raise ValueError(f"sigma must lie in [0.001, 1e+06], got {shown(sigma)}")
     q = check_real(sampling_probability, "sampling_probability", low=0.0, high=1.0, low_open=True)
     direction = check_choice(direction, "direction", ("remove", "add"))
     h = check_real(grid, "grid", low=1e-6, high=1.0)
