@@ -428,12 +428,12 @@ def _candidate_shares() -> tuple[float, float]:
 
 def _choose_cut(
     cum_sel: NDArray[np.int64], n_sel: int, n_est: int, each: float, delta: float, bounds: str, selection: float,
-    z_sel: float | None = None,
+    z_sel: float | None = None, score_out: list[float] | None = None,
 ) -> tuple[int, int]:
     """Selection: ``(combination, cut)`` that maximise the projected lower bound of each cut j (prefix = first
     j cells) and combination, at the estimation half's size, with Wilson bounds in place of the exact ones.
     ``z_sel`` (the cautious candidate of ``bounds="joint"``) counts the selection half's noise at that many
-    standard errors instead of at the bound's ``z``.
+    standard errors instead of at the bound's ``z``.  ``score_out``, a list, receives the chosen cut's score.
 
     ``cum_sel`` holds the selection half's cumulative counts ``(2, cells + 1)``; ``each`` is the error of each
     final one-sided bound.
@@ -479,7 +479,24 @@ def _choose_cut(
     scores_arr[:, (seen == 0) | (seen == 2 * n_sel)] = -np.inf
     best = int(np.argmax(scores_arr))
     combo_sel, cut = divmod(best, cells - 1)
+    if score_out is not None:
+        score_out.append(float(scores_arr.flat[best]))
     return combo_sel, int(j[cut])
+
+
+def selection_score(sel: NDArray[np.int64], n_sel: int, n_est: int, confidence: float, delta: float, bounds: str,
+                    selection: float, z_sel: float | None = None) -> float:
+    """The projected lower bound of the cut that :func:`bound_from_counts` would choose on the selection counts
+    ``sel`` (``(2, cells)``, real cells in value order): how ``audit_pair`` compares candidate statistics on its
+    selection half; ``z_sel`` as for the cautious cut.  ``-inf`` when no cut tells the datasets apart."""
+    if sel.shape[1] < 2:
+        return -math.inf
+    alpha = 1.0 - confidence
+    each = alpha / 4.0 if bounds == "four" else alpha / 2.0
+    cum_sel = np.concatenate([np.zeros((2, 1), dtype=np.int64), np.cumsum(sel, axis=1)], axis=1)
+    found: list[float] = []
+    _choose_cut(cum_sel, n_sel, n_est, each, delta, bounds, selection, z_sel=z_sel, score_out=found)
+    return found[0]
 
 
 def _estimate(

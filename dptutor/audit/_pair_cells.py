@@ -460,3 +460,63 @@ def discrete_order(table: dict[Any, NDArray[np.int64]]) -> tuple[list[Any], NDAr
     order = np.lexsort((-ratio, unseen))  # stable: seen values first, then by ratio, ties by value
     return [keys[i] for i in order], arr[order, 0:2].T, arr[order, 2:4].T
 
+
+
+@dataclass(frozen=True)
+class Layouts:
+    """The cells of several statistics of the same outputs, side by side (their counts concatenated): how the
+    selection half counts every candidate statistic of ``audit_pair``'s learned mode."""
+
+    layouts: tuple[Layout, ...]
+    mode: str = "real"
+
+    @property
+    def cells(self) -> int:
+        return sum(layout.cells for layout in self.layouts)
+
+    def split(self, counts: NDArray[np.int64]) -> list[NDArray[np.int64]]:
+        """Concatenated ``(2, cells)`` counts cut back into one array per statistic."""
+        edges = np.cumsum([layout.cells for layout in self.layouts])[:-1]
+        return np.split(counts, edges, axis=1)
+
+
+def multi_probe(
+    mechanism: Any, name: str, x: Any, x_prime: Any, size: int, seed_seq: np.random.SeedSequence,
+    statistics: tuple[Any, ...],
+) -> tuple[Layouts, NDArray[np.int64]]:
+    """:func:`probe_block` for several real-valued statistics of the same outputs: each gets the cells its own
+    values call for; the counts of all are concatenated.  The runs are those :func:`probe_block` makes."""
+    rng = np.random.Generator(np.random.PCG64(seed_seq))
+    first = checked_outputs(first_call(mechanism, x, min(size, 64), rng, "x", name), min(size, 64), None, None,
+                            name, "x", x, numeric=False)
+    row_shape, floating = first.shape[1:], first.dtype.kind == "f"
+    if int(math.prod(row_shape)) == 0:
+        raise ValueError(f"mechanism {name!r} returned empty outputs (shape {first.shape})")
+    plain = [Layout(mode="real", row_shape=row_shape, floating=floating, statistic=s) for s in statistics]
+    values: list[list[list[np.ndarray]]] = [[[_values(first, lay, name).copy()] for lay in plain], [[] for _ in plain]]
+    runs = ((x, "x", draw_outputs(mechanism, x, size - first.shape[0], rng, plain[0], name, "x")),
+            (x_prime, "x_prime", draw_outputs(mechanism, x_prime, size, rng, plain[0], name, "x_prime")))
+    for d, (_, _, draws) in enumerate(runs):
+        for out in draws:
+            for k, lay in enumerate(plain):
+                values[d][k].append(_values(out, lay, name).copy())
+    layouts, counts = [], []
+    for k, statistic in enumerate(statistics):
+        both = [np.concatenate(values[d][k]) for d in (0, 1)]
+        layout = _real_layout(np.concatenate(both), row_shape, floating, statistic)
+        layouts.append(layout)
+        counts.append(np.stack([_bin_counts(both[d], layout) for d in (0, 1)]))
+    return Layouts(tuple(layouts)), np.concatenate(counts, axis=1)
+
+
+def multi_block(
+    mechanism: Any, name: str, x: Any, x_prime: Any, size: int, seed_seq: np.random.SeedSequence, layouts: Layouts
+) -> NDArray[np.int64]:
+    """:func:`pair_block` counting the same runs in the cells of every statistic of ``layouts`` (concatenated)."""
+    rng = np.random.Generator(np.random.PCG64(seed_seq))
+    parts = [np.zeros((2, layout.cells), dtype=np.int64) for layout in layouts.layouts]
+    for d, data in enumerate((x, x_prime)):
+        for out in draw_outputs(mechanism, data, size, rng, layouts.layouts[0], name, ("x", "x_prime")[d]):
+            for part, layout in zip(parts, layouts.layouts):
+                part[d] += _bin_counts(_values(out, layout, name), layout)
+    return np.concatenate(parts, axis=1)

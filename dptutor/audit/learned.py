@@ -22,6 +22,8 @@ Models (DP-Sniper, Bichsel et al., IEEE S&P 2021, uses a classifier for the same
 ``"auto"`` (the default) chooses among logistic regression, the additive model at a few numbers of knots
 (:data:`AUTO_CANDIDATES`) and the two templates (when the inputs are given and fit) by two-fold cross-validated
 log-loss on the fitting sample, so the choice too is a function of the selection half only.
+:func:`dptutor.audit.audit_pair` fits every candidate instead (:func:`fit_candidates`) and chooses on the rest of
+its selection half, by the bound each candidate's best event projects.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from dptutor.audit._learned_maps import (
 from dptutor.audit._threads import one_thread
 from dptutor.audit.template import NoiseTemplate, fit_template, template_of
 
-__all__ = ["LearnedStatistic", "fit_statistic", "AdditiveMap", "fit_additive_map", "LEARN_TRIALS", "LEARN_MAX_TRIALS",
+__all__ = ["LearnedStatistic", "fit_statistic", "fit_candidates", "AdditiveMap", "fit_additive_map", "LEARN_TRIALS", "LEARN_MAX_TRIALS",
            "ATOM_FRACTION", "SPLINE_KNOTS", "MAX_KNOTS", "TAILS", "AUTO_CANDIDATES", "MODELS"]
 
 # The additive model's constants live with it in ``_learned_maps``; they are bound here again, with their
@@ -158,6 +160,10 @@ class LearnedStatistic:
     def __repr__(self) -> str:
         return f"LearnedStatistic(kind={self.kind!r}, width={self.width})"
 
+    @property
+    def __name__(self) -> str:  # how an audit's event names it: "learned_additive(output) >= 0.12"
+        return f"learned_{self.kind}"
+
 
 @renamed_parameters(seed="rng")
 def fit_statistic(
@@ -209,27 +215,82 @@ def fit_statistic(
     TypeError, ValueError
         Naming the bad parameter.
     """
+    model = check_choice(model, "model", MODELS)
+    knots = check_int(knots, "knots", minimum=2, maximum=MAX_KNOTS)
+    tails = check_choice(tails, "tails", TAILS)
+    a, b, seed, template, rows, labels, constant = _prepared(outputs_x, outputs_x_prime, rng, inputs)
+    if model in ("template", "running") and template is None:
+        raise ValueError("inputs must be two distinct numeric datasets (scalars, or vectors whose length divides the output's) "
+                         f"for model={model!r}, got {inputs!r:.80}")
+    if constant is not None:
+        return constant
+    with one_thread():
+        if model == "auto":
+            model, knots, tails = _choose(a, b, seed, template)
+        return _fit(rows, labels, model, knots, tails, seed, template)
+
+
+def fit_candidates(
+    outputs_x: Any,
+    outputs_x_prime: Any,
+    *,
+    rng: int | np.random.SeedSequence | np.random.Generator = 0,
+    inputs: tuple[Any, Any] | None = None,
+) -> tuple[LearnedStatistic, ...]:
+    """Every candidate of ``model="auto"`` fitted on the whole sample, for a choice made on other runs.
+
+    :func:`fit_statistic` chooses by cross-validated log-loss on the fitting sample itself, which at the
+    sizes an audit fits on often cannot tell the candidates apart.  :func:`dptutor.audit.audit_pair` instead
+    counts every candidate's values on its selection half and keeps the one whose best event scores highest.
+
+    Parameters
+    ----------
+    outputs_x, outputs_x_prime, rng, inputs
+        As for :func:`fit_statistic`.
+
+    Returns
+    -------
+    tuple of LearnedStatistic
+        The models of :data:`AUTO_CANDIDATES` in order, then the noise template and (outputs of several values)
+        the running template when ``inputs`` give one; a single constant statistic when every output is the same.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the bad parameter.
+    """
+    a, _, seed, template, rows, labels, constant = _prepared(outputs_x, outputs_x_prime, rng, inputs)
+    if constant is not None:
+        return (constant,)
+    with one_thread():
+        return tuple(_fit(rows, labels, *candidate, seed, template) for candidate in _candidates(a.shape[1], template))
+
+
+def _candidates(width: int, template: NoiseTemplate | None) -> tuple[tuple[str, int, str], ...]:
+    """:data:`AUTO_CANDIDATES`, then the templates that apply (the running one only to outputs of several values)."""
+    extra = () if template is None else tuple((m, SPLINE_KNOTS, "flat") for m in ("template", "running")[:1 + (width > 1)])
+    return (*AUTO_CANDIDATES, *extra)
+
+
+def _prepared(outputs_x: Any, outputs_x_prime: Any, rng: Any, inputs: Any) -> tuple:
+    """The checked sample of :func:`fit_statistic`: ``(a, b, seed, template, rows, labels, constant)``, where
+    ``constant`` is a constant statistic when there is nothing to learn (else None)."""
     a, b = as_rows(outputs_x, "outputs_x"), as_rows(outputs_x_prime, "outputs_x_prime")
     if a.shape[1] != b.shape[1]:
         raise ValueError(
             f"outputs_x_prime must have the shape of outputs_x per output ({a.shape[1]} values), got {b.shape[1]}"
         )
-    model = check_choice(model, "model", MODELS)
-    knots = check_int(knots, "knots", minimum=2, maximum=MAX_KNOTS)
-    tails = check_choice(tails, "tails", TAILS)
     if isinstance(rng, np.random.SeedSequence):
         rng = int(rng.generate_state(1)[0])
     elif isinstance(rng, np.random.Generator):
         rng = int(rng.integers(0, 2**32))
     seed = check_int(rng, "rng", minimum=0, maximum=2**32 - 1)
     template = None if inputs is None else template_of(inputs, a.shape[1])
-    if model in ("template", "running") and template is None:
-        raise ValueError("inputs must be two distinct numeric datasets (scalars, or vectors whose length divides the output's) "
-                         f"for model={model!r}, got {inputs!r:.80}")
     rows = np.concatenate([a, b])
     labels = np.concatenate([np.zeros(a.shape[0], dtype=np.int64), np.ones(b.shape[0], dtype=np.int64)])
     infinite = ~np.isfinite(rows).all(axis=0)
     features = _features(rows, infinite)
+    constant = None
     if features.shape[0] < 2 or not (features.max(axis=0) > features.min(axis=0)).any():  # exact at any magnitude
         # Every output identical (or one output): nothing to learn; a constant score.
         from sklearn.dummy import DummyClassifier
@@ -237,11 +298,8 @@ def fit_statistic(
         est: Any = DummyClassifier(strategy="prior")
         est.decision_function = _ConstantScore()
         est.fit(features, labels)
-        return LearnedStatistic(model=est, kind="logistic", width=a.shape[1], infinite=infinite)
-    with one_thread():
-        if model == "auto":
-            model, knots, tails = _choose(a, b, seed, template)
-        return _fit(rows, labels, model, knots, tails, seed, template)
+        constant = LearnedStatistic(model=est, kind="logistic", width=a.shape[1], infinite=infinite)
+    return a, b, seed, template, rows, labels, constant
 
 
 #: The candidates of ``model="auto"``, in order of preference on a tie, as (model, knots, tails), the last two
@@ -271,8 +329,7 @@ def _choose(a: NDArray[np.float64], b: NDArray[np.float64], seed: int,
                  np.concatenate([np.zeros(fa.shape[0], dtype=np.int64), np.ones(fb.shape[0], dtype=np.int64)]))
                 for fa, fb in folds]  # the same two training sets for every candidate
     best, best_loss = AUTO_CANDIDATES[0], math.inf
-    extra = [] if template is None else [(m, SPLINE_KNOTS, "flat") for m in ("template", "running")[:1 + (a.shape[1] > 1)]]
-    for candidate in (*AUTO_CANDIDATES, *extra):
+    for candidate in _candidates(a.shape[1], template):
         loss = 0.0
         for k in range(2):
             va, vb = folds[1 - k]

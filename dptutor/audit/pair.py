@@ -29,7 +29,15 @@ from dptutor._validate import (
     renamed_parameters,
     seed_entropy,
 )
-from dptutor.audit._pair_bounds import BACKUP_SHARE, BACKUP_Z, PAIR_BOUNDS, POISSON_MARGIN, PairAudit, bound_from_counts
+from dptutor.audit._pair_bounds import (
+    BACKUP_SHARE,
+    BACKUP_Z,
+    PAIR_BOUNDS,
+    POISSON_MARGIN,
+    PairAudit,
+    bound_from_counts,
+    selection_score,
+)
 from dptutor.audit._pair_cells import (
     PAIR_CALL_ELEMENTS,
     PAIR_CENTRAL_BINS,
@@ -37,16 +45,19 @@ from dptutor.audit._pair_cells import (
     PAIR_MAX_INT_CATEGORIES,
     PAIR_TAIL_BINS,
     Layout,
+    Layouts,
     callable_name,
     checked_outputs,
     discrete_order,
     draw_outputs,
     first_call,
+    multi_block,
+    multi_probe,
     pair_block,
     probe_block,
 )
 from dptutor.audit._sanity_runs import BLOCK_TRIALS
-from dptutor.audit.learned import LEARN_MAX_TRIALS, LEARN_TRIALS, LearnedStatistic, fit_statistic
+from dptutor.audit.learned import LEARN_MAX_TRIALS, LEARN_TRIALS, LearnedStatistic, fit_candidates
 from dptutor.audit.template import CalibratedTemplate, template_of
 
 # =============================================================================================
@@ -184,8 +195,12 @@ def audit_pair(
     too many possible values to count one by one (or with ``statistic="learned"`` for any output), a
     sixteenth of the selection half (at least ``LEARN_TRIALS``, at most ``LEARN_MAX_TRIALS``, never more
     than half of it) runs of each dataset, taken out of the selection half, fit a classifier of "which dataset produced this output"
-    (:func:`dptutor.audit.learned.fit_statistic`), whose log-odds is then the statistic.  It sees no run
-    of the estimation half, so the bound below stays sound.
+    (:func:`dptutor.audit.learned.fit_candidates`: logistic regression, the additive model at several numbers of
+    knots and, for numeric inputs, the noise templates), whose log-odds are the candidate statistics.  The rest
+    of the selection half counts the values of every candidate, and the one whose best cut projects the highest
+    bound is the statistic (held-out log-loss on the fitting sample, which ``fit_statistic``'s ``"auto"`` uses,
+    often cannot rank them at that size).  Neither step sees a run of the estimation half, so the bound below
+    stays sound.
 
     Method.  Each dataset is run ``trials`` times.  The first ``int(selection * trials)`` runs (the
     selection half; ``trials // 2`` by default) choose an event S: a threshold ``value >= t`` or ``value < t`` on a real output (or on the
@@ -263,14 +278,21 @@ def audit_pair(
                                          pool_size=seed_seq.pool_size)
         statistic, n_fit, probed = _learned_statistic(mechanism, name, x, x_prime, n_sel, trials, fit_seq,
                                                       statistic == "learned", statistic == "template")
+    if isinstance(statistic, tuple) and len(statistic) == 1:
+        statistic = statistic[0]  # a constant: every output was the same
     n_sel_blocks = n_sel - n_fit
     n_tasks = -(-n_sel_blocks // BLOCK_TRIALS) - 1 + -(-n_est // BLOCK_TRIALS)
     workers = check_workers(workers, "workers", tasks=max(1, n_tasks))
-    tasks = itertools.chain(_blocks(0, sel_seq, n_sel_blocks, 1), _blocks(1, est_seq, n_est, 0))
-    _, first_size, first_seed = next(_blocks(0, sel_seq, n_sel_blocks, 0))
-    # The outputs that showed no statistic is needed open the selection half, so the audit asks for
-    # exactly ``trials`` runs of each dataset (a grader replaying recorded outputs has no more).
-    layout, probe = probe_block(mechanism, name, x, x_prime, first_size, first_seed, statistic, probed)
+    if isinstance(statistic, tuple):  # the learned candidates: the selection half chooses one, then the estimation
+        statistic, layout, probe = _chosen_statistic(mechanism, name, x, x_prime, statistic, sel_seq, (n_sel_blocks, n_est),
+                                                     workers, executor, (conf, dlt, bounds, frac))
+        tasks: Any = _blocks(1, est_seq, n_est, 0)
+    else:
+        tasks = itertools.chain(_blocks(0, sel_seq, n_sel_blocks, 1), _blocks(1, est_seq, n_est, 0))
+        _, first_size, first_seed = next(_blocks(0, sel_seq, n_sel_blocks, 0))
+        # The outputs that showed no statistic is needed open the selection half, so the audit asks for
+        # exactly ``trials`` runs of each dataset (a grader replaying recorded outputs has no more).
+        layout, probe = probe_block(mechanism, name, x, x_prime, first_size, first_seed, statistic, probed)
     counter = _Counts(layout, probe, name)
     _run_pair_blocks(mechanism, name, x, x_prime, layout, tasks, workers, executor, counter.add, statistic)
     tallies = counter.tallies()
@@ -441,7 +463,8 @@ def _learned_statistic(
     mechanism: Any, name: str, x: Any, x_prime: Any, n_sel: int, trials: int, fit_seq: np.random.SeedSequence,
     force: bool, template: bool = False,
 ) -> tuple[Any, int, Any]:
-    """``(statistic, runs per dataset spent, None)``: a :class:`~dptutor.audit.learned.LearnedStatistic` fitted on
+    """``(statistics, runs per dataset spent, None)``: the candidate statistics
+    (:func:`~dptutor.audit.learned.fit_candidates`, a tuple of :class:`~dptutor.audit.learned.LearnedStatistic`) fitted on
     ``min(n_sel // 2, max(LEARN_TRIALS, trials // 32), LEARN_MAX_TRIALS)`` runs of each dataset (a sixteenth of
     the selection half when it is half of the runs), or ``(None, 0)`` when the outputs need none
     (unless ``force``): a scalar, or an integer vector whose output space (distinct values per coordinate
@@ -480,8 +503,34 @@ def _learned_statistic(
         outs = [o.reshape(o.shape[0], -1).astype(np.float64)
                 for o in draw_outputs(mechanism, data, n_fit, rng, probe, name, label)]
         samples.append(outs[0] if len(outs) == 1 else np.concatenate(outs))
-    return (fit_statistic(samples[0], samples[1], rng=int(fit_seq.generate_state(1)[0]), inputs=(x, x_prime)),
+    return (fit_candidates(samples[0], samples[1], rng=int(fit_seq.generate_state(1)[0]), inputs=(x, x_prime)),
             n_fit, None)
+
+
+def _chosen_statistic(
+    mechanism: Any, name: str, x: Any, x_prime: Any, candidates: tuple[Any, ...], sel_seq: np.random.SeedSequence,
+    sizes: tuple[int, int], workers: int, executor: concurrent.futures.Executor | None, settings: tuple,
+) -> tuple[Any, Layout, NDArray[np.int64]]:
+    """``(statistic, layout, selection counts)``: the candidate whose best cut scores highest on the selection half
+    (``sizes[0]`` runs of each dataset, every candidate counted on the same runs, each cut scored as the cautious
+    cut of ``bounds="joint"`` is, at :data:`BACKUP_Z`; the first on a tie), with its
+    cells and counts.  The choice, like the cut, is a function of the selection half only."""
+    n_sel, n_est = sizes
+    confidence, delta, bounds, selection = settings
+    _, first_size, first_seed = next(_blocks(0, sel_seq, n_sel, 0))
+    layouts, total = multi_probe(mechanism, name, x, x_prime, first_size, first_seed, candidates)
+
+    def add(half: int, block: Any) -> None:
+        total[...] += block
+
+    _run_pair_blocks(mechanism, name, x, x_prime, layouts, _blocks(0, sel_seq, n_sel, 1), workers, executor, add,
+                     candidates, block=multi_block)
+    parts = layouts.split(total)
+    # Each score counts the selection half's noise at BACKUP_Z standard errors, the cautious cut's rule: with many
+    # candidates' thousands of cuts, the plain score let an overfitted model's thin tail win (benchmarks/README.md).
+    scores = [selection_score(part, n_sel, n_est, confidence, delta, bounds, selection, z_sel=BACKUP_Z) for part in parts]
+    k = int(np.argmax(scores))
+    return candidates[k], layouts.layouts[k], np.array(parts[k])
 
 
 def _checked_block(block: Any, size: int, layout: Layout) -> Any:
@@ -500,10 +549,11 @@ def _checked_block(block: Any, size: int, layout: Layout) -> Any:
 
 
 def _run_pair_blocks(
-    mechanism: Any, name: str, x: Any, x_prime: Any, layout: Layout, tasks: Any, workers: int,
-    executor: concurrent.futures.Executor | None, add: Any, statistic: Any,
+    mechanism: Any, name: str, x: Any, x_prime: Any, layout: Layout | Layouts, tasks: Any, workers: int,
+    executor: concurrent.futures.Executor | None, add: Any, statistic: Any, block: Any = pair_block,
 ) -> None:
-    """Run the blocks of the iterator ``tasks`` (half, size, seed) here, in a process pool or on ``executor``."""
+    """Run the blocks of the iterator ``tasks`` (half, size, seed) here, in a process pool or on ``executor``
+    (``block``: :func:`pair_block`, or :func:`multi_block` with the cells of several statistics)."""
     own_pool = None
     pool = executor
     if pool is None and workers > 1:
@@ -517,7 +567,7 @@ def _run_pair_blocks(
         own_pool = pool = concurrent.futures.ProcessPoolExecutor(max_workers=workers)
     if pool is None:
         for half, size, child in tasks:
-            add(half, pair_block(mechanism, name, x, x_prime, size, child, layout))
+            add(half, block(mechanism, name, x, x_prime, size, child, layout))
         return
     pending: dict[concurrent.futures.Future, tuple[int, int]] = {}
     it = iter(tasks)
@@ -528,7 +578,7 @@ def _run_pair_blocks(
                 if task is None:
                     break
                 half, size, child = task
-                pending[pool.submit(pair_block, mechanism, name, x, x_prime, size, child, layout)] = (half, size)
+                pending[pool.submit(block, mechanism, name, x, x_prime, size, child, layout)] = (half, size)
             if not pending:
                 break
             done, _ = concurrent.futures.wait(pending, return_when=concurrent.futures.FIRST_COMPLETED)

@@ -459,7 +459,7 @@ def test_the_learned_bound_never_exceeds_the_exact_epsilon(bench, name):
     for seed in range(4):
         result = entry.audit(20_000, rng=seed)
         assert result.selection_trials == 10_000 and result.estimation_trials == 10_000
-        assert "LearnedStatistic" in result.event
+        assert result.event.startswith("learned_")
         assert result.lower_bound <= entry.true_epsilon, (name, seed, result)
 
 
@@ -481,7 +481,7 @@ def test_learned_statistic_is_forced_and_reproducible():
     mech = functools.partial(svt, epsilon=0.1, algorithm=4, c=1)
     a = audit_pair(mech, (1.0,) * 10, (2.0,) * 5 + (0.0,) * 5, epsilon=0.1, trials=4000, rng=9, statistic="learned")
     b = audit_pair(mech, (1.0,) * 10, (2.0,) * 5 + (0.0,) * 5, epsilon=0.1, trials=4000, rng=9, statistic="learned")
-    assert "LearnedStatistic" in a.event and a.lower_bound == b.lower_bound and a.event == b.event
+    assert a.event.startswith("learned_") and a.lower_bound == b.lower_bound and a.event == b.event
 
 
 # ---------------------------------------------------------------------------------------------

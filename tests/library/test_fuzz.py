@@ -361,6 +361,7 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
     "audit.pair.audit_pair": {"mechanism": lambda ctx: _zoo_count(), "x": _const(0.0), "x_prime": _const(1.0)},
     "audit.pair.PairAudit.bound_at": {"confidence_level": _const(0.9)},
     "audit.learned.fit_statistic": {"outputs_x": _const(np.zeros((4, 2))), "outputs_x_prime": _const(np.ones((4, 2)))},
+    "audit.learned.fit_candidates": {"outputs_x": _const(np.zeros((4, 2))), "outputs_x_prime": _const(np.ones((4, 2)))},
     "audit.learned.fit_additive_map": {"outputs": _const(np.array([[0.0, 1.0], [0.0, 2.0], [1.0, 3.0], [0.0, 4.0]]))},
     "audit.learned.AdditiveMap": {"knots": _const((np.array([0.0, 1.0]), np.empty(0))),
                                   "atoms": _const((np.empty(0), np.array([-np.inf, 0.0])))},
@@ -593,6 +594,8 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
     "course.intake.read_student_cells": {"path": lambda ctx: ctx.submissions() / "tiny.ipynb"},
     "course.intake.capped_client": {"limit": _const(1024)},
     "course.intake.read_regular": {"path": lambda ctx: ctx.submissions() / "tiny.ipynb", "limit": _const(1 << 20)},
+    "course.intake.read_named": {"path": lambda ctx: ctx.submissions() / "tiny.ipynb", "limit": _const(1 << 20),
+                                 "role": _const("the notebook")},
     "course.textsafe.feedback_name": {"file": _const("a.md")},
     # The course workflow: configuration, overrides, score files, layouts, LMS export.
     "course.config.GradingConfig.question_points": {"assignment": lambda ctx: _grading_assignment()},

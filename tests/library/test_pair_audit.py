@@ -490,8 +490,8 @@ def test_the_template_statistic_fits_nothing_and_falls_back_where_it_does_not_ap
     from dptutor.audit import pair as pair_module
 
     fits = []
-    real_fit = pair_module.fit_statistic
-    monkeypatch.setattr(pair_module, "fit_statistic", lambda *a, **k: fits.append(1) or real_fit(*a, **k))
+    real_fit = pair_module.fit_candidates
+    monkeypatch.setattr(pair_module, "fit_candidates", lambda *a, **k: fits.append(1) or real_fit(*a, **k))
     x, xp = (0.0, 0.0, 0.0), (1.0, 1.0, 1.0)
     templ = audit_pair(_noisy_copies, x, xp, epsilon=3.0, trials=40_000, rng=3, statistic="template")
     assert not fits and templ.threshold is not None
