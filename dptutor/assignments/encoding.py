@@ -39,15 +39,15 @@ __all__ = [
 #: The largest answer file the grader reads (bytes), and the largest array in it (elements).
 MAX_RECORD_BYTES = 160 * 2**20
 MAX_ARRAY_ELEMENTS = 2**23
-#: The longest JSON text of a file's metadata (characters): :class:`Writer` never writes more (a value past the room
+#: The most characters of JSON text in a file's metadata. :class:`Writer` never writes more (a value past the room
 #: it keeps for values becomes a placeholder, long exception messages are cut, else it refuses before writing) and
 #: the grader refuses more before parsing it (4 Mi characters take 16 MiB in ``meta.npy``, parsed at most about
 #: 130 MB of the grader's memory; the file's cap alone let 40 Mi characters, over 1 GB, through).
 MAX_META_CHARS = 2**22
-#: The room of one file's values in its metadata (characters): the rest of ``MAX_META_CHARS`` is left for what
+#: The characters of metadata one file's values may take. The rest of ``MAX_META_CHARS`` is left for what
 #: every call records whatever its value (its changed arguments, its generators' states, a cut message).
 VALUE_ROOM = 2**21
-#: The longest exception message of an answer whose messages are cut to fit ``MAX_META_CHARS`` (characters).
+#: The characters kept of each exception message when an answer's messages are cut to fit ``MAX_META_CHARS``.
 CUT_MESSAGE = 40
 _SMALL = 200  # a value whose JSON is at most this long is never replaced by a placeholder (characters)
 #: Calls one cell may carry, and cells (call batches and timed repeats) one question may make.

@@ -32,7 +32,7 @@ from dptutor.course.intake import read_named
 __all__ = ["RecordError"]
 
 _MEMBER = re.compile(r"^(meta|a[0-9]{1,6})\.npy$")
-#: The most bytes of ``meta.npy`` read: ``MAX_META_CHARS`` characters of 4 bytes (a ``U`` string) and a version 1
+#: The most bytes of ``meta.npy`` read, enough for ``MAX_META_CHARS`` characters of 4 bytes (a ``U`` string) and a version 1
 #: ``.npy`` header (at most 10 + 65,535 bytes); checked before the member is read.
 _MAX_META_MEMBER = 4 * MAX_META_CHARS + 10 + 65_535
 
