@@ -49,7 +49,7 @@ from dptutor.discrete_gaussian import (
     discrete_gaussian_release,
     discrete_gaussian_sigma,
 )
-from dptutor.gaussian import gaussian_delta, gaussian_sigma_analytic, gaussian_sigma_classic
+from dptutor.gaussian import calibration_targets, gaussian_delta, gaussian_sigma_analytic, gaussian_sigma_classic
 from dptutor.renyi import round_down, round_up
 
 __all__ = [
@@ -360,8 +360,7 @@ def gaussian_release(
     """
     how = check_choice(calibration, "calibration", tuple(CALIBRATIONS))
     # the targets rounded down and the sensitivity up: sigma is never below the exact calibration's
-    eps = toward_positive(epsilon, check_positive(epsilon, "epsilon"), "epsilon", up=False)
-    dlt = toward_positive(delta, check_probability(delta, "delta"), "delta", up=False)
+    eps, dlt = calibration_targets(epsilon, delta)
     sens = toward(sensitivity, check_positive(sensitivity, "sensitivity"), "sensitivity", up=True)
     if how == "classic":
         sigma = gaussian_sigma_classic(eps, dlt, sens)

@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 from dptutor._validate import check_int, check_positive, check_probability, check_real, check_rng, check_size
 from dptutor._validate.rounding import exact_rational, toward, toward_positive
 from dptutor.exact import check_sigma, sample_discrete_gaussian
-from dptutor.gaussian import gaussian_sigma_analytic
+from dptutor.gaussian import calibration_targets, gaussian_sigma_analytic
 
 __all__ = [
     "discrete_gaussian_delta",
@@ -202,7 +202,7 @@ def discrete_gaussian_sigma(epsilon: float, delta: float, sensitivity: int = 1) 
     TypeError, ValueError
         For a bad argument, or a target that needs ``sigma`` outside [1e-3, ~49000] (the sums of delta).
     """
-    eps, dlt = _targets_down(epsilon, delta)
+    eps, dlt = calibration_targets(epsilon, delta)
     steps = _sensitivity_steps(sensitivity)
     start = gaussian_sigma_analytic(eps, dlt, float(steps))
     ok = lambda s: discrete_gaussian_delta(eps, _sigma_on_grid(s), steps) <= dlt  # noqa: E731
@@ -231,13 +231,6 @@ def discrete_gaussian_sigma(epsilon: float, delta: float, sensitivity: int = 1) 
     if discrete_gaussian_delta(eps, sig, steps) > dlt:  # pragma: no cover - the loop keeps ok(hi)
         raise RuntimeError("calibration failed to reach the target delta")
     return sig
-
-
-def _targets_down(epsilon: object, delta: object) -> tuple[float, float]:
-    """A target ``epsilon`` and ``delta`` checked and rounded down (an exact one's nearest double may be above it,
-    and a sigma that meets that target then misses the exact one)."""
-    eps = toward_positive(epsilon, check_positive(epsilon, "epsilon"), "epsilon", up=False)
-    return eps, toward_positive(delta, check_probability(delta, "delta"), "delta", up=False)
 
 
 def _granularity(value: object) -> float:
@@ -360,7 +353,7 @@ def discrete_gaussian_release(
     TypeError, ValueError
         For a bad argument (the message names it).
     """
-    eps, dlt = _targets_down(epsilon, delta)
+    eps, dlt = calibration_targets(epsilon, delta)
     if granularity is None:
         steps = _sensitivity_steps(sensitivity)
         name = "discrete_gaussian"

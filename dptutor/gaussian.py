@@ -154,14 +154,20 @@ def _delta_up(eps: float, sig: float, sens: float, digits: int) -> float:
     return round_up(Fraction(int(man)) * Fraction(2) ** int(exp))
 
 
+def calibration_targets(epsilon: object, delta: object) -> tuple[float, float]:
+    """A target ``epsilon`` > 0 and ``delta`` in (0, 1) that a noise scale must meet, checked and rounded down (an
+    exact input, such as a ``Fraction``, to the double at most it: its nearest double may lie above it, and a
+    sigma that meets that double then misses the exact target).  The discrete Gaussian's and ``approximate_dp``'s
+    calibrations use it too."""
+    return (toward_positive(epsilon, check_positive(epsilon, "epsilon"), "epsilon", up=False),
+            toward_positive(delta, check_probability(delta, "delta"), "delta", up=False))
+
+
 def _check_gaussian_parameters(epsilon: object, delta: object, sensitivity: object) -> tuple[float, float, float]:
-    """The checked targets rounded down and the sensitivity up (an exact input, such as a ``Fraction``, to the
+    """The checked targets rounded down (:func:`calibration_targets`) and the sensitivity up (an exact input to the
     double on the side of more noise: its nearest double gave a sigma below the exact calibration's)."""
-    return (
-        toward_positive(epsilon, check_positive(epsilon, "epsilon"), "epsilon", up=False),
-        toward_positive(delta, check_probability(delta, "delta"), "delta", up=False),
-        toward(sensitivity, check_positive(sensitivity, "sensitivity"), "sensitivity", up=True),
-    )
+    return (*calibration_targets(epsilon, delta),
+            toward(sensitivity, check_positive(sensitivity, "sensitivity"), "sensitivity", up=True))
 
 
 def gaussian_sigma_classic(epsilon: float, delta: float, sensitivity: float) -> float:
