@@ -428,12 +428,21 @@ def _candidate_shares() -> tuple[float, float]:
 
 def _choose_cut(
     cum_sel: NDArray[np.int64], n_sel: int, n_est: int, each: float, delta: float, bounds: str, selection: float,
-    z_sel: float | None = None, score_out: list[float] | None = None,
+    z_sel: float | None = None,
 ) -> tuple[int, int]:
-    """Selection: ``(combination, cut)`` that maximise the projected lower bound of each cut j (prefix = first
+    """:func:`_best_cut` without its score."""
+    combo_sel, cut, _ = _best_cut(cum_sel, n_sel, n_est, each, delta, bounds, selection, z_sel)
+    return combo_sel, cut
+
+
+def _best_cut(
+    cum_sel: NDArray[np.int64], n_sel: int, n_est: int, each: float, delta: float, bounds: str, selection: float,
+    z_sel: float | None = None,
+) -> tuple[int, int, float]:
+    """Selection: ``(combination, cut, score)`` that maximise the projected lower bound (the score) of each cut j (prefix = first
     j cells) and combination, at the estimation half's size, with Wilson bounds in place of the exact ones.
     ``z_sel`` (the cautious candidate of ``bounds="joint"``) counts the selection half's noise at that many
-    standard errors instead of at the bound's ``z``.  ``score_out``, a list, receives the chosen cut's score.
+    standard errors instead of at the bound's ``z``.
 
     ``cum_sel`` holds the selection half's cumulative counts ``(2, cells + 1)``; ``each`` is the error of each
     final one-sided bound.
@@ -479,9 +488,7 @@ def _choose_cut(
     scores_arr[:, (seen == 0) | (seen == 2 * n_sel)] = -np.inf
     best = int(np.argmax(scores_arr))
     combo_sel, cut = divmod(best, cells - 1)
-    if score_out is not None:
-        score_out.append(float(scores_arr.flat[best]))
-    return combo_sel, int(j[cut])
+    return combo_sel, int(j[cut]), float(scores_arr.flat[best])
 
 
 def selection_score(sel: NDArray[np.int64], n_sel: int, n_est: int, confidence: float, delta: float, bounds: str,
@@ -494,9 +501,7 @@ def selection_score(sel: NDArray[np.int64], n_sel: int, n_est: int, confidence: 
     alpha = 1.0 - confidence
     each = alpha / 4.0 if bounds == "four" else alpha / 2.0
     cum_sel = np.concatenate([np.zeros((2, 1), dtype=np.int64), np.cumsum(sel, axis=1)], axis=1)
-    found: list[float] = []
-    _choose_cut(cum_sel, n_sel, n_est, each, delta, bounds, selection, z_sel=z_sel, score_out=found)
-    return found[0]
+    return _best_cut(cum_sel, n_sel, n_est, each, delta, bounds, selection, z_sel)[2]
 
 
 def _estimate(

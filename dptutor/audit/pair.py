@@ -198,9 +198,9 @@ def audit_pair(
     (:func:`dptutor.audit.learned.fit_candidates`: logistic regression, the additive model at several numbers of
     knots and, for numeric inputs, the noise templates), whose log-odds are the candidate statistics.  The rest
     of the selection half counts the values of every candidate, and the one whose best cut projects the highest
-    bound is the statistic (held-out log-loss on the fitting sample, which ``fit_statistic``'s ``"auto"`` uses,
-    often cannot rank them at that size).  Neither step sees a run of the estimation half, so the bound below
-    stays sound.
+    bound (its selection noise counted at ``BACKUP_Z`` standard errors) is the statistic (held-out log-loss on the
+    fitting sample, which ``fit_statistic``'s ``"auto"`` uses, often cannot rank them at that size).  Neither step
+    sees a run of the estimation half, so the bound below stays sound.
 
     Method.  Each dataset is run ``trials`` times.  The first ``int(selection * trials)`` runs (the
     selection half; ``trials // 2`` by default) choose an event S: a threshold ``value >= t`` or ``value < t`` on a real output (or on the
