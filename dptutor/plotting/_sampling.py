@@ -18,6 +18,7 @@ from dptutor._validate import (
     check_real,
     check_sequence,
     check_str,
+    renamed_parameters,
 )
 from dptutor.plotting._checks import MAX_BINS, MAX_DRAWN, MAX_PANELS, curve_values, drawn_interval, samples_array
 
@@ -298,24 +299,25 @@ def plot_ecdfs(
     return fig
 
 
+@renamed_parameters(z="y")
 def plot_neighbouring_densities(
     panels: Sequence[tuple[str, Callable[[np.ndarray], np.ndarray], Callable[[np.ndarray], np.ndarray]]],
     *,
-    z: float,
+    y: float,
     limits: tuple[float, float] = (-4.0, 6.0),
     labels: tuple[str, str] = NEIGHBOUR_LABELS,
 ) -> Figure:
     """Output densities of a mechanism on two neighbouring inputs, one panel per mechanism.
 
-    ``panels`` holds ``(title, pdf_x, pdf_x_prime)``.  The output ``z`` is marked, with the two
-    density values at ``z`` as dots: the privacy loss at ``z`` is the log of their ratio.
+    ``panels`` holds ``(title, pdf_x, pdf_x_prime)``.  The output ``y`` is marked, with the two
+    density values at ``y`` as dots: the privacy loss at ``y`` is the log of their ratio.
 
     Parameters
     ----------
     panels : sequence of (str, callable, callable)
         ``(title, pdf_x, pdf_x_prime)``, one panel each.
-    z : float
-        The output marked, strictly inside ``limits``.
+    y : float
+        The output marked, strictly inside ``limits``.  (Deprecated alias: ``z``.)
     limits : (float, float), optional
         The range drawn: finite, ``low < high``.
     labels : (str, str), optional
@@ -329,7 +331,7 @@ def plot_neighbouring_densities(
     Raises
     ------
     TypeError, ValueError
-        Naming the bad parameter.
+        Naming the bad parameter (a ``TypeError`` also if both ``y`` and its alias ``z`` are passed).
     """
     panel_list = check_sequence(panels, "panels")
     if len(panel_list) > MAX_PANELS:
@@ -338,9 +340,9 @@ def plot_neighbouring_densities(
         if not (isinstance(panel, tuple) and len(panel) == 3 and callable(panel[1]) and callable(panel[2])):
             raise ValueError(f"panels[{i}] must be (title, pdf_x, pdf_x_prime) with two callables")
     lo, hi = drawn_interval(limits, "limits")
-    z = check_real(z, "z")
-    if not lo < z < hi:
-        raise ValueError(f"z must lie inside limits {(lo, hi)}, got {z!r}")
+    y = check_real(y, "y")
+    if not lo < y < hi:
+        raise ValueError(f"y must lie inside limits {(lo, hi)}, got {y!r}")
     label_list = [check_str(s, "labels") for s in check_sequence(labels, "labels", min_len=2)]
     if len(label_list) != 2:
         raise ValueError(f"labels must be two strings, got {len(label_list)}")
@@ -348,7 +350,7 @@ def plot_neighbouring_densities(
     grid = np.linspace(lo, hi, 1001)
     if not np.isfinite(grid).all():
         raise ValueError(f"limits {(lo, hi)} are too wide to draw")
-    point = np.array([z])
+    point = np.array([y])
     drawn = [
         (str(title), [(curve_values(pdf, grid, f"panels[{i}] pdf"), float(curve_values(pdf, point, f"panels[{i}] pdf")[0]))
                       for pdf in (pdf_x, pdf_xp)])
@@ -357,12 +359,12 @@ def plot_neighbouring_densities(
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.0), sharey=True,
                              layout="constrained", squeeze=False)
     for ax, (title, curves) in zip(axes.flat, drawn):
-        for k, ((values, at_z), lab) in enumerate(zip(curves, labels)):
+        for k, ((values, at_y), lab) in enumerate(zip(curves, labels)):
             ax.plot(grid, values, color=f"C{k}", lw=2, label=lab)
-            ax.plot([z], [at_z], "o", color=f"C{k}")
-        ax.axvline(z, color="0.3", lw=0.8, ls="--")
+            ax.plot([y], [at_y], "o", color=f"C{k}")
+        ax.axvline(y, color="0.3", lw=0.8, ls="--")
         ax.set_title(title, fontsize="medium")
-        ax.set_xlabel("output $z$")
+        ax.set_xlabel("output $y$")
         ax.grid(alpha=0.3)
     axes[0, 0].set_ylabel("density")
     axes[0, 0].legend(loc="upper right", fontsize="small")

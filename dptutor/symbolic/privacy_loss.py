@@ -9,7 +9,7 @@ from functools import lru_cache
 
 import sympy as sp
 
-from dptutor._validate import check_real, is_bool, shown
+from dptutor._validate import check_real, is_bool, renamed_parameters, shown
 from dptutor.symbolic.dptext import dptext_law
 from dptutor.symbolic.laplace import nonnegative_symbol, positive_symbol, symbols
 
@@ -171,7 +171,7 @@ def laplace_mechanism_privacy_loss() -> LaplaceMechanismProof:
 
 @dataclass(frozen=True)
 class Theorem32:
-    """Densities of DPText's output at ``z`` for ``X = 0`` and ``X' = 1`` (identity query).
+    """Densities of DPText's output at ``y`` for ``X = 0`` and ``X' = 1`` (identity query).
 
     Parameters
     ----------
@@ -182,10 +182,11 @@ class Theorem32:
     Notes
     -----
     It raises no exception (the fields are not checked: the record only carries what ``theorem_3_2`` derived).
+    The read-only property ``z`` is the old name of the field ``y``, kept for existing callers.
     """
 
-    z: sp.Expr
-    density_x: sp.Expr  # continuous-part density at z with mu = f(X) = 0 (NaN discarded)
+    y: sp.Expr  # the witness output, in (0, 1)
+    density_x: sp.Expr  # continuous-part density at y with mu = f(X) = 0 (NaN discarded)
     density_xprime: sp.Expr  # ... with mu = f(X') = 1: zero
     density_x_nan_zero: sp.Expr  # the same under the NaN -> 0 policy
     density_xprime_nan_zero: sp.Expr
@@ -194,25 +195,31 @@ class Theorem32:
     atom_at_zero_x: sp.Expr  # NaN -> 0 policy: P(M(X) = 0) = 1/2 (the CDF's jump at 0 when mu = 0)
     atom_at_zero_xprime: sp.Expr  # P(M(X') = 0) = 0: even a single output value separates X and X'
     privacy_loss: sp.Expr  # ln(p / 0) = oo
-    laplace_loss: sp.Expr  # the correct Laplace mechanism's loss at the same z: finite
+    laplace_loss: sp.Expr  # the correct Laplace mechanism's loss at the same y: finite
     laplace_loss_with_b_1_over_eps: sp.Expr
     violates_dp: bool  # privacy loss exceeds every finite epsilon
 
+    @property
+    def z(self) -> sp.Expr:
+        """The witness output ``y``, under its old name ``z`` (read-only; use ``y``)."""
+        return self.y
 
-def theorem_3_2(z: sp.Expr | float = sp.Rational(1, 10)) -> Theorem32:
-    """Theorem 3.2 with symbolic positive ``b``: at ``z = 0.1`` the output density is positive for
+
+@renamed_parameters(z="y")
+def theorem_3_2(y: sp.Expr | float = sp.Rational(1, 10)) -> Theorem32:
+    """Theorem 3.2 with symbolic positive ``b``: at the output ``y = 0.1`` the density is positive for
     ``X = 0`` and zero for ``X' = 1``, so the likelihood ratio and the privacy loss are infinite.
 
     The ratio ``p / 0`` is ``zoo`` in sympy (complex infinity); since both densities are real and
     ``p > 0``, the privacy loss ``ln(p / 0)`` is the limit ``ln(p / q)`` as ``q -> 0+``, i.e. ``+oo``.
 
-    The theorem is about outputs ``z`` in (0, 1), where DPText's output on ``X' = 1`` has no
-    density; any other ``z`` (or a non-number) is refused with a ``ValueError`` or ``TypeError``.
+    The theorem is about outputs ``y`` in (0, 1), where DPText's output on ``X' = 1`` has no
+    density; any other ``y`` (or a non-number) is refused with a ``ValueError`` or ``TypeError``.
 
     Parameters
     ----------
-    z : sympy.Expr or float, default 1/10
-        The output, in the open interval (0, 1).
+    y : sympy.Expr or float, default 1/10
+        The output, in the open interval (0, 1).  (Deprecated alias: ``z``.)
 
     Returns
     -------
@@ -222,46 +229,46 @@ def theorem_3_2(z: sp.Expr | float = sp.Rational(1, 10)) -> Theorem32:
     Raises
     ------
     TypeError
-        If ``z`` is not a real number.
+        If ``y`` is not a real number, or if both ``y`` and its alias ``z`` are passed.
     ValueError
-        If ``z`` is not in (0, 1).
+        If ``y`` is not in (0, 1).
     """
-    return _theorem_3_2(_check_z(z))
+    return _theorem_3_2(_check_y(y))
 
 
-#: The most bits of a number in ``z`` (a float of 10**6 digits took minutes, 1 / 10**100000 failed to print).
-_MAX_Z_BITS: int = 4096
+#: The most bits of a number in ``y`` (a float of 10**6 digits took minutes, 1 / 10**100000 failed to print).
+_MAX_Y_BITS: int = 4096
 
 
 def _too_long(n: sp.Number) -> bool:
     if isinstance(n, sp.Float):
-        return n._prec > _MAX_Z_BITS
-    return isinstance(n, sp.Rational) and max(abs(n.p), n.q).bit_length() > _MAX_Z_BITS
+        return n._prec > _MAX_Y_BITS
+    return isinstance(n, sp.Rational) and max(abs(n.p), n.q).bit_length() > _MAX_Y_BITS
 
 
-def _check_z(z: object) -> sp.Expr:
-    """``z`` as a sympy number in the open interval (0, 1)."""
-    if isinstance(z, sp.Basic):
-        if not (isinstance(z, sp.Expr) and z.is_number and z.is_extended_real):
-            raise TypeError(f"z must be a real number, got {shown(z, str)}")
-        value = z
-        if any(_too_long(n) for n in z.atoms(sp.Number)):  # sympy takes minutes, or cannot print, beyond
-            raise ValueError(f"z must be built of numbers of at most {_MAX_Z_BITS} bits (numerators, denominators, "
+def _check_y(y: object) -> sp.Expr:
+    """``y`` as a sympy number in the open interval (0, 1)."""
+    if isinstance(y, sp.Basic):
+        if not (isinstance(y, sp.Expr) and y.is_number and y.is_extended_real):
+            raise TypeError(f"y must be a real number, got {shown(y, str)}")
+        value = y
+        if any(_too_long(n) for n in y.atoms(sp.Number)):  # sympy takes minutes, or cannot print, beyond
+            raise ValueError(f"y must be built of numbers of at most {_MAX_Y_BITS} bits (numerators, denominators, "
                              "float precisions)")  # (not printed: a float of 10**6 digits takes 10 s to print)
-    elif isinstance(z, numbers.Integral) and not is_bool(z):
-        value = sp.Integer(int(z))
+    elif isinstance(y, numbers.Integral) and not is_bool(y):
+        value = sp.Integer(int(y))
     else:
-        value = sp.sympify(check_real(z, "z"))
+        value = sp.sympify(check_real(y, "y"))
     if not (bool(value.is_positive) and bool((value - 1).is_negative)):
-        raise ValueError(f"z must lie in the open interval (0, 1), where Theorem 3.2 applies, got {shown(z, str)}")
+        raise ValueError(f"y must lie in the open interval (0, 1), where Theorem 3.2 applies, got {shown(y, str)}")
     return value
 
 
 @lru_cache(maxsize=None)
-def _theorem_3_2(z: sp.Expr) -> Theorem32:
+def _theorem_3_2(y: sp.Expr) -> Theorem32:
     s = symbols()
     law = dptext_law()
-    at = lambda pdf, mu_val: sp.simplify(pdf.subs({s.mu: mu_val, s.t: z}))  # noqa: E731
+    at = lambda pdf, mu_val: sp.simplify(pdf.subs({s.mu: mu_val, s.t: y}))  # noqa: E731
     p_x, p_xp = at(law.pdf_nan_discard, 0), at(law.pdf_nan_discard, 1)
     p_x0, p_xp0 = at(law.pdf_nan_zero, 0), at(law.pdf_nan_zero, 1)
     q = positive_symbol("q")
@@ -274,10 +281,10 @@ def _theorem_3_2(z: sp.Expr) -> Theorem32:
         return sp.simplify(f.subs(s.t, 0) - sp.limit(f.subs(s.t, -h), h, 0, "+"))
 
     fx, fxp = _query_symbols()
-    lap = sp.simplify(privacy_loss_expr().subs({s.y: z, fx: 0, fxp: 1}))
+    lap = sp.simplify(privacy_loss_expr().subs({s.y: y, fx: 0, fxp: 1}))
     lap_eps = sp.simplify(lap.subs(s.b, 1 / s.epsilon))
     return Theorem32(
-        z=z,
+        y=y,
         density_x=p_x,
         density_xprime=p_xp,
         density_x_nan_zero=p_x0,

@@ -214,14 +214,14 @@ def test_corrupted_results_csv_is_checked_and_recomputed(tmp_path, how):
 # ---------------------------------------------------------------------------------------------
 
 
-def test_theorem_3_2_only_for_z_in_the_unit_interval():
+def test_theorem_3_2_only_for_y_in_the_unit_interval():
     assert theorem_3_2(0.5).violates_dp
-    for z in (2, -1, 0, 1):
-        with pytest.raises(ValueError, match="z"):
-            theorem_3_2(z)
-    for z in ("0.1", [0.1], None):
-        with pytest.raises(TypeError, match="z"):
-            theorem_3_2(z)
+    for y in (2, -1, 0, 1):
+        with pytest.raises(ValueError, match=r"^y must"):
+            theorem_3_2(y)
+    for y in ("0.1", [0.1], None):
+        with pytest.raises(TypeError, match=r"^y must"):
+            theorem_3_2(y)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ CALLS = {
     "plot_histograms_with_pdf": lambda: plotting.plot_histograms_with_pdf({"a": draws}, laplace_pdf),
     "plot_ecdfs": lambda: plotting.plot_ecdfs({"a": draws}, {"a": laplace_cdf}),
     "plot_neighbouring_densities": lambda: plotting.plot_neighbouring_densities(
-        [("a", lambda t: laplace_pdf(t, 0.0, 1.0), lambda t: laplace_pdf(t, 1.0, 1.0))], z=0.1),
+        [("a", lambda t: laplace_pdf(t, 0.0, 1.0), lambda t: laplace_pdf(t, 1.0, 1.0))], y=0.1),
     "plot_uniform_distributions": lambda: plotting.plot_uniform_distributions(),
     "plot_laplace_family": lambda: plotting.plot_laplace_family(),
     "plot_loss_regions": lambda: plotting.plot_loss_regions(),

@@ -337,7 +337,7 @@ VALID_FOR: dict[str, dict[str, Factory]] = {
     "plotting.plot_sampling_strategies": {"panels": lambda ctx: [("a", np.linspace(-3, 3, 7))]},
     "plotting.plot_histograms_with_pdf": {"samples": lambda ctx: {"a": np.linspace(-3, 3, 7)}, "pdf": _const(_pdf)},
     "plotting.plot_ecdfs": {"samples": lambda ctx: {"a": np.linspace(-3, 3, 7)}, "cdfs": _const({"a": _cdf})},
-    "plotting.plot_neighbouring_densities": {"panels": _const([("t", _pdf, _pdf)]), "z": _const(0.5)},
+    "plotting.plot_neighbouring_densities": {"panels": _const([("t", _pdf, _pdf)]), "y": _const(0.5)},
     "plotting.plot_sanity_check": {"results": _const({"laplace": {"1.0": {"2": 0.5}}}),
                                    "panels": _const((("Laplace", ("laplace",)),))},
     "plotting.plot_seed_estimates": {"losses": _const((1.0, 1.1)), "lower_bounds": _const((0.5, 0.6))},

@@ -200,7 +200,7 @@ def _raises(x):
     (lambda: plotting.plot_histograms_with_pdf({"a": [1.0]}, lambda x: np.full(x.shape, np.nan)), "pdf"),
     (lambda: plotting.plot_histograms_with_pdf({"a": [1.0]}, _raises), "pdf"),
     (lambda: plotting.plot_ecdfs({"a": [1.0]}, {"L": _raises}), "cdfs"),
-    (lambda: plotting.plot_neighbouring_densities([("t", _raises, laplace_pdf)], z=0.5), "panels"),
+    (lambda: plotting.plot_neighbouring_densities([("t", _raises, laplace_pdf)], y=0.5), "panels"),
     (lambda: plotting.plot_attack_comparison([("laplace", 2, 1.0, 1.0, 1.0)], true_ratio={"laplace": _raises}),
      "true_ratio"),
     (lambda: plotting.plot_sanity_check([]), "results"),

@@ -186,12 +186,12 @@ def test_a_huge_number_in_the_message_still_names_the_parameter(call, param):
     assert _names(str(info.value), param)
 
 
-def test_theorem_3_2_with_a_huge_rational_names_z():
+def test_theorem_3_2_with_a_huge_rational_names_y():
     from dptutor.symbolic import theorem_3_2
 
     with pytest.raises(ValueError) as info:
         theorem_3_2(sp.Rational(10**5000 + 1, 10**5000))
-    assert _names(str(info.value), "z")
+    assert _names(str(info.value), "y")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -268,14 +268,14 @@ def test_theorem_3_2_refuses_numbers_sympy_cannot_handle(make):
 
     with pytest.raises(ValueError) as info:
         theorem_3_2(make())
-    assert _names(str(info.value), "z")
+    assert _names(str(info.value), "y")
 
 
 def test_theorem_3_2_keeps_exact_and_long_inputs():
     from dptutor.symbolic import privacy_loss
 
-    assert privacy_loss._check_z(sp.Rational(1, 10**400)) == sp.Rational(1, 10**400)
-    assert privacy_loss._check_z(sp.Float("0.25", 300)) == sp.Float("0.25", 300)
+    assert privacy_loss._check_y(sp.Rational(1, 10**400)) == sp.Rational(1, 10**400)
+    assert privacy_loss._check_y(sp.Float("0.25", 300)) == sp.Float("0.25", 300)
 
 
 # ---------------------------------------------------------------------------------------------

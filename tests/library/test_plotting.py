@@ -113,18 +113,18 @@ def test_plot_ecdfs_counts_nan_as_missing_mass() -> None:
         plotting.plot_ecdfs({"kept": kept}, {"bad": 3})  # type: ignore[dict-item]
 
 
-def test_plot_neighbouring_densities_marks_z() -> None:
+def test_plot_neighbouring_densities_marks_y() -> None:
     fig = plotting.plot_neighbouring_densities(
         [("DPText", lambda x: dptext_pdf(x, 0.0, 1.0, nan="discard"),
-          lambda x: dptext_pdf(x, 1.0, 1.0, nan="discard"))], z=0.1)
+          lambda x: dptext_pdf(x, 1.0, 1.0, nan="discard"))], y=0.1)
     try:
         ax = fig.axes[0]
         dots = [line for line in ax.lines if line.get_marker() == "o"]
         assert [d.get_ydata()[0] for d in dots] == pytest.approx([np.exp(-0.1), 0.0])
     finally:
         plt.close(fig)
-    with pytest.raises(ValueError, match="z"):
-        plotting.plot_neighbouring_densities([("a", laplace_pdf, laplace_pdf)], z=100.0)
+    with pytest.raises(ValueError, match=r"^y must lie inside limits"):
+        plotting.plot_neighbouring_densities([("a", laplace_pdf, laplace_pdf)], y=100.0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -391,7 +391,7 @@ ABSURD_CALLS = {
                                  ("range", lambda v: plotting.plot_sampling_strategies([("t", np.arange(5.0), (v, 1e300))]))],
     "plot_histograms_with_pdf": [("limits", lambda v: plotting.plot_histograms_with_pdf({"a": np.arange(5.0)}, _pdf, limits=(v, 1.0)))],
     "plot_ecdfs": [("limits", lambda v: plotting.plot_ecdfs({"a": np.arange(5.0)}, {"a": _cdf}, limits=(-1.0, v)))],
-    "plot_neighbouring_densities": [("limits", lambda v: plotting.plot_neighbouring_densities([("t", _pdf, _pdf)], z=0.5,
+    "plot_neighbouring_densities": [("limits", lambda v: plotting.plot_neighbouring_densities([("t", _pdf, _pdf)], y=0.5,
                                                                                               limits=(-v, v)))],
     "plot_uniform_distributions": [("intervals", lambda v: plotting.plot_uniform_distributions(3, [(0.0, v)])),
                                    ("intervals", lambda v: plotting.plot_uniform_distributions(3, [(v, 1e300)]))],

@@ -300,14 +300,14 @@ def test_laplace_mechanism_regions_numeric() -> None:
 
 def test_theorem_3_2_symbolic() -> None:
     th = theorem_3_2()
-    assert th.z == sp.Rational(1, 10)
+    assert th.y == sp.Rational(1, 10)
     assert zero(th.density_x - sp.exp(-sp.Rational(1, 10) / b) / b)
     assert zero(th.density_x_nan_zero - sp.exp(-sp.Rational(1, 10) / b) / (2 * b))
     assert th.density_xprime == 0 and th.density_xprime_nan_zero == 0
     assert th.density_x_positive and th.density_xprime_zero
     assert th.privacy_loss == sp.oo and th.violates_dp
     assert th.atom_at_zero_x == HALF and th.atom_at_zero_xprime == 0
-    # The correct Laplace mechanism at the same z: (|0.1 - 1| - |0.1 - 0|) / b = 4/(5b); <= epsilon.
+    # The correct Laplace mechanism at the same y: (|0.1 - 1| - |0.1 - 0|) / b = 4/(5b); <= epsilon.
     assert zero(th.laplace_loss - sp.Rational(4, 5) / b)
     assert zero(th.laplace_loss_with_b_1_over_eps - sp.Rational(4, 5) * eps)
     assert (eps - th.laplace_loss_with_b_1_over_eps).is_positive
