@@ -6,7 +6,6 @@ import concurrent.futures
 import copy
 import itertools
 import math
-import pickle
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from fractions import Fraction
@@ -29,6 +28,7 @@ from dptutor._validate import (
     renamed_parameters,
     seed_entropy,
 )
+from dptutor.audit._pair_blocks import Counts, blocks, run_pair_blocks
 from dptutor.audit._pair_bounds import (
     BACKUP_SHARE,
     BACKUP_Z,
@@ -45,15 +45,12 @@ from dptutor.audit._pair_cells import (
     PAIR_MAX_INT_CATEGORIES,
     PAIR_TAIL_BINS,
     Layout,
-    Layouts,
     callable_name,
     checked_outputs,
-    discrete_order,
     draw_outputs,
     first_call,
     multi_block,
     multi_probe,
-    pair_block,
     probe_block,
 )
 from dptutor.audit._sanity_runs import BLOCK_TRIALS
@@ -71,7 +68,8 @@ from dptutor.audit.template import CalibratedTemplate, template_of
 #    real output (or of ``statistic(output)``), or the distinct values of a discrete output.
 # 2. Every other block, of both halves, is independent (seeded by ``SeedSequence.spawn``) and only
 #    counts how many outputs of ``x`` and of ``x_prime`` fall in each cell; integer counts add up
-#    in any order, so the result does not depend on ``workers`` or ``executor``.
+#    in any order, so the result does not depend on ``workers`` or ``executor`` (the blocks are seeded,
+#    run and counted in ``dptutor.audit._pair_blocks``).
 # 3. The selection half's counts order the cells (by value, or by estimated likelihood ratio) and
 #    choose the cut: the event S is a prefix of that order (or its complement).
 # 4. The estimation half's counts of S, with Clopper-Pearson bounds, give the lower bound.
@@ -286,15 +284,16 @@ def audit_pair(
     if isinstance(statistic, tuple):  # the learned candidates: the selection half chooses one, then the estimation
         statistic, layout, probe = _chosen_statistic(mechanism, name, x, x_prime, statistic, sel_seq, (n_sel_blocks, n_est),
                                                      workers, executor, (conf, dlt, bounds, frac))
-        tasks: Any = _blocks(1, est_seq, n_est, 0)
+        tasks: Any = blocks(1, est_seq, n_est, 0)
     else:
-        tasks = itertools.chain(_blocks(0, sel_seq, n_sel_blocks, 1), _blocks(1, est_seq, n_est, 0))
-        _, first_size, first_seed = next(_blocks(0, sel_seq, n_sel_blocks, 0))
+        tasks = itertools.chain(blocks(0, sel_seq, n_sel_blocks, 1), blocks(1, est_seq, n_est, 0))
+        _, first_size, first_seed = next(blocks(0, sel_seq, n_sel_blocks, 0))
         # The outputs that showed no statistic is needed open the selection half, so the audit asks for
         # exactly ``trials`` runs of each dataset (a grader replaying recorded outputs has no more).
         layout, probe = probe_block(mechanism, name, x, x_prime, first_size, first_seed, statistic, probed)
-    counter = _Counts(layout, probe, name)
-    _run_pair_blocks(mechanism, name, x, x_prime, layout, tasks, workers, executor, counter.add, statistic)
+    counter = Counts(layout, probe, name)
+    run_pair_blocks(mechanism, name, x, x_prime, layout, tasks, workers, executor, counter.add, statistic,
+                    in_flight=PAIR_IN_FLIGHT)
     tallies = counter.tallies()
     extra = counter.add_prior(prior)
     keys, sel, est = counter.ordered()
@@ -394,71 +393,6 @@ class _FreshCopies:
         return self.mechanism(_read_only(data) if _needs_fresh_copies(data) else data, size, rng)
 
 
-def _blocks(half: int, parent: np.random.SeedSequence, total: int, start: int) -> Any:
-    """Block ``i`` of a half: ``(half, min(BLOCK_TRIALS, rest), seed)``, seeded by ``parent.spawn``'s i-th child
-    (made lazily, so that 10^12 runs need no list of 10^7 seeds)."""
-    for i in range(start, -(-total // BLOCK_TRIALS)):
-        child = np.random.SeedSequence(parent.entropy, spawn_key=parent.spawn_key + (i,), pool_size=parent.pool_size)
-        yield half, min(BLOCK_TRIALS, total - i * BLOCK_TRIALS), child
-
-
-class _Counts:
-    """The counts of both halves: ``(2, cells)`` arrays of histogram cells (real outputs), or a table
-    ``value -> (selection x, selection x', estimation x, estimation x')`` (discrete outputs)."""
-
-    def __init__(self, layout: Layout, probe: Any, name: str) -> None:
-        self.real = layout.mode == "real"
-        self.name = name
-        self.totals: Any = [probe, np.zeros_like(probe)] if self.real else None
-        self.table: dict[Any, NDArray[np.int64]] = {}
-        if not self.real:
-            self.add(0, probe)
-
-    def add(self, half: int, block: Any) -> None:
-        """Add one block's counts to ``half`` (0: selection, 1: estimation)."""
-        if self.real:
-            self.totals[half] += block
-            return
-        for d in (0, 1):
-            for key, c in block[d].items():
-                self._row(key)[2 * half + d] += c
-
-    def _row(self, key: Any, prior: bool = False) -> NDArray[np.int64]:
-        """The counts of the output value ``key``: a new row of zeros the first time, unless the table already holds
-        ``PAIR_MAX_CATEGORIES`` values (an error naming the mechanism, or ``prior`` for a value it brought)."""
-        row = self.table.get(key)
-        if row is None:
-            if len(self.table) >= PAIR_MAX_CATEGORIES:
-                if prior:
-                    raise ValueError(f"prior and the audit's outputs hold more than {PAIR_MAX_CATEGORIES} distinct values")
-                raise ValueError(
-                    f"mechanism {self.name!r} returned more than {PAIR_MAX_CATEGORIES} distinct outputs; "
-                    "audit it through statistic=... (a function from outputs to reals) or statistic='learned'"
-                )
-            row = self.table[key] = np.zeros(4, dtype=np.int64)
-        return row
-
-    def tallies(self) -> dict[Any, tuple[int, int]] | None:
-        """Each output value's counts under x and x_prime over both halves; None for real outputs."""
-        return None if self.real else {k: (int(r[0] + r[2]), int(r[1] + r[3])) for k, r in self.table.items()}
-
-    def add_prior(self, prior: dict[Any, tuple[int, int]] | None) -> int:
-        """Add earlier runs' counts (checked) to the selection half's, for discrete outputs; the runs per dataset added."""
-        if self.real or not prior:
-            return 0
-        for key, (a, b) in prior.items():
-            row = self._row(key, prior=True)
-            row[0] += a
-            row[1] += b
-        return sum(a for a, _ in prior.values())
-
-    def ordered(self) -> tuple[list[Any], NDArray[np.int64], NDArray[np.int64]]:
-        """``(keys, selection counts, estimation counts)``, the cells in the order of the candidate events."""
-        if self.real:
-            return [], self.totals[0], self.totals[1]
-        return discrete_order(self.table)
-
-
 def _learned_statistic(
     mechanism: Any, name: str, x: Any, x_prime: Any, n_sel: int, trials: int, fit_seq: np.random.SeedSequence,
     force: bool, template: bool = False,
@@ -517,80 +451,17 @@ def _chosen_statistic(
     cells and counts.  The choice, like the cut, is a function of the selection half only."""
     n_sel, n_est = sizes
     confidence, delta, bounds, selection = settings
-    _, first_size, first_seed = next(_blocks(0, sel_seq, n_sel, 0))
+    _, first_size, first_seed = next(blocks(0, sel_seq, n_sel, 0))
     layouts, total = multi_probe(mechanism, name, x, x_prime, first_size, first_seed, candidates)
 
     def add(half: int, block: Any) -> None:
         total[...] += block
 
-    _run_pair_blocks(mechanism, name, x, x_prime, layouts, _blocks(0, sel_seq, n_sel, 1), workers, executor, add,
-                     candidates, block=multi_block)
+    run_pair_blocks(mechanism, name, x, x_prime, layouts, blocks(0, sel_seq, n_sel, 1), workers, executor, add,
+                    candidates, block=multi_block, in_flight=PAIR_IN_FLIGHT)
     parts = layouts.split(total)
     # Each score counts the selection half's noise at BACKUP_Z standard errors, the cautious cut's rule: with many
     # candidates' thousands of cuts, the plain score let an overfitted model's thin tail win (benchmarks/README.md).
     scores = [selection_score(part, n_sel, n_est, confidence, delta, bounds, selection, z_sel=BACKUP_Z) for part in parts]
     k = int(np.argmax(scores))
     return candidates[k], layouts.layouts[k], np.array(parts[k])
-
-
-def _checked_block(block: Any, size: int, layout: Layout) -> Any:
-    """A block's counts from a pool or an executor, checked to be what :func:`pair_block` returns for ``size`` runs
-    of each dataset (an executor that did not run it, returning None, made a numpy casting error naming nothing)."""
-    if layout.mode == "real":
-        ok = (isinstance(block, np.ndarray) and block.dtype == np.int64 and block.shape == (2, layout.cells)
-              and bool((block >= 0).all()) and bool((block.sum(axis=1) == size).all()))
-    else:
-        ok = (isinstance(block, (list, tuple)) and len(block) == 2 and all(isinstance(d, dict) for d in block)
-              and all(isinstance(c, (int, np.integer)) and c >= 0 for d in block for c in d.values())
-              and all(sum(d.values()) == size for d in block))
-    if not ok:
-        raise TypeError(f"executor must return each block's counts ({size} runs of each dataset), got {type(block).__name__}")
-    return block
-
-
-def _run_pair_blocks(
-    mechanism: Any, name: str, x: Any, x_prime: Any, layout: Layout | Layouts, tasks: Any, workers: int,
-    executor: concurrent.futures.Executor | None, add: Any, statistic: Any, block: Any = pair_block,
-) -> None:
-    """Run the blocks of the iterator ``tasks`` (half, size, seed) here, in a process pool or on ``executor``
-    (``block``: :func:`pair_block`, or :func:`multi_block` with the cells of several statistics)."""
-    own_pool = None
-    pool = executor
-    if pool is None and workers > 1:
-        for label, obj in (("mechanism", mechanism), ("statistic", statistic), ("x", x), ("x_prime", x_prime)):
-            try:
-                pickle.dumps(obj)
-            except Exception as exc:
-                raise TypeError(
-                    f"{label} must be picklable to run with workers > 1 (define {name!r} at module level)"
-                ) from exc
-        own_pool = pool = concurrent.futures.ProcessPoolExecutor(max_workers=workers)
-    if pool is None:
-        for half, size, child in tasks:
-            add(half, block(mechanism, name, x, x_prime, size, child, layout))
-        return
-    pending: dict[concurrent.futures.Future, tuple[int, int]] = {}
-    it = iter(tasks)
-    try:
-        while True:
-            while len(pending) < PAIR_IN_FLIGHT:
-                task = next(it, None)
-                if task is None:
-                    break
-                half, size, child = task
-                pending[pool.submit(block, mechanism, name, x, x_prime, size, child, layout)] = (half, size)
-            if not pending:
-                break
-            done, _ = concurrent.futures.wait(pending, return_when=concurrent.futures.FIRST_COMPLETED)
-            for fut in done:
-                half, size = pending.pop(fut)
-                add(half, _checked_block(fut.result(), size, layout))
-    except BaseException:
-        for fut in pending:
-            fut.cancel()
-        raise
-    finally:
-        if own_pool is not None:
-            own_pool.shutdown(wait=True, cancel_futures=True)
-
-
