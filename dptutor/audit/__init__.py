@@ -14,6 +14,8 @@ One module per idea:
   the inputs (starting pairs, a local search) on a stated share of a total run budget, then a fresh confirmation;
 - :mod:`dptutor.audit.pair_pool`: the pairs that search starts from (:func:`vector_pairs`, :func:`value_pairs`) and
   the local moves it may try (:func:`pair_moves`);
+- :mod:`dptutor.audit.paired`: :func:`paired_ratio_bound`, the lower bound ``bounds="joint"`` uses for frequent
+  events (a paired difference with a Berry-Esseen allowance);
 - :mod:`dptutor.audit.limits`: :func:`reach_probability`, a Neyman-Pearson limit on what any valid audit
   can report from a given number of runs, and :func:`reach_count_probability`, the same for how many of
   several independent audits reach their targets;
@@ -25,15 +27,16 @@ Every public name of these modules is importable from ``dptutor.audit``.
 
 from __future__ import annotations
 
-from dptutor.audit import learned, limits, one_run, pair, pair_pool, pair_search, sanity, search
+from dptutor.audit import learned, limits, one_run, pair, pair_pool, pair_search, paired, sanity, search
 from dptutor.audit.learned import *  # noqa: F401,F403
 from dptutor.audit.limits import *  # noqa: F401,F403
 from dptutor.audit.one_run import *  # noqa: F401,F403
 from dptutor.audit.pair import *  # noqa: F401,F403
 from dptutor.audit.pair_pool import *  # noqa: F401,F403
 from dptutor.audit.pair_search import *  # noqa: F401,F403
+from dptutor.audit.paired import *  # noqa: F401,F403
 from dptutor.audit.sanity import *  # noqa: F401,F403
 from dptutor.audit.search import *  # noqa: F401,F403
 
 __all__ = [*sanity.__all__, *pair.__all__, *learned.__all__, *search.__all__, *pair_pool.__all__, *pair_search.__all__,
-           *limits.__all__, *one_run.__all__]
+           *paired.__all__, *limits.__all__, *one_run.__all__]

@@ -20,9 +20,11 @@ from dptutor._validate import (
     check_real,
     check_seed,
     check_tallies,
+    shown,
 )
 from dptutor.audit._pair_cells import Layout, callable_name
 from dptutor.audit._sanity_result import format_loss
+from dptutor.audit.paired import paired_projection, paired_ratio_bound
 
 #: The ways :func:`audit_pair` bounds the chosen event's probabilities (``bounds=``).
 PAIR_BOUNDS: tuple[str, ...] = ("four", "two", "joint")
@@ -156,6 +158,10 @@ class PairAudit:
         ``bounds="joint"`` with two candidate events (the first cut and a different cautious one): their
         estimation counts, shape ``(2, 2, 2)``, each table oriented like ``counts``, the first cut's first;
         ``counts`` is one of the two.  None when one event was bounded.
+    paired : tuple of bool or None, optional
+        ``bounds="joint"``: for each event bounded (the first cut's first), whether its bound is the paired difference
+        bound (``dptutor.audit.paired``, chosen by the selection half for frequent events) rather than the share
+        after a Poisson thinning.  None: the share (as for results made before the choice existed).
     tallies : mapping or None, optional
         For outputs counted value by value: each output value seen (an int, or a tuple of ints) mapped to how
         often it came out under ``x`` and under ``x_prime`` over all the audit's runs, both halves (a new dict;
@@ -186,6 +192,7 @@ class PairAudit:
     bounds: str = "four"
     candidates: Any = None
     tallies: Any = None
+    paired: Any = None
 
     def __post_init__(self) -> None:
         check_real(self.lower_bound, "lower_bound", low=0.0)
@@ -222,6 +229,8 @@ class PairAudit:
             object.__setattr__(self, "candidates", both)
         if self.tallies is not None:
             object.__setattr__(self, "tallies", check_tallies(self.tallies, "tallies"))
+        if self.paired is not None:
+            object.__setattr__(self, "paired", _check_paired(self.paired, self.bounds, self.candidates))
 
     def bound_at(self, confidence_level: float) -> float:
         """The lower bound at another confidence level, from the same event and estimation counts.
@@ -229,7 +238,8 @@ class PairAudit:
         The event, its direction and its side were fixed by the selection half whatever the level, so only
         the last step changes: the two exact one-sided bounds (``"two"``: each at ``(1 - confidence_level) / 2``;
         ``"four"``: the reported combination's, each at a quarter of the error), or the joint bound on the
-        numerator's share after the same seeded Poisson thinning (``"joint"``).  At :attr:`confidence` it is
+        numerator's share after the same seeded Poisson thinning or the paired difference bound, as
+        :attr:`paired` records (``"joint"``).  At :attr:`confidence` it is
         :attr:`lower_bound` (for ``"four"``, when that is positive).
 
         Parameters
@@ -249,11 +259,13 @@ class PairAudit:
         """
         alpha = 1.0 - check_probability(confidence_level, "confidence_level")
         n = self.estimation_trials or int(self.counts[0].sum())
+        flags = self.paired or (False, False)
         if self.candidates is None:
             return _fixed_event_bound(int(self.counts[0, 0]), int(self.counts[1, 0]), n, alpha, self.delta, self.bounds,
-                                      self.seed)
-        return max(_fixed_event_bound(int(t[0, 0]), int(t[1, 0]), n, share * alpha, self.delta, self.bounds, self.seed)
-                   for t, share in zip(self.candidates, _candidate_shares()))
+                                      self.seed, paired=flags[0])
+        return max(_fixed_event_bound(int(t[0, 0]), int(t[1, 0]), n, share * alpha, self.delta, self.bounds, self.seed,
+                                      paired=flag)
+                   for t, share, flag in zip(self.candidates, _candidate_shares(), flags))
 
     def is_violation(self) -> bool:
         """True when the lower bound exceeds the claimed ``epsilon``: the mechanism is not
@@ -321,6 +333,17 @@ class PairAudit:
         )
 
 
+def _check_paired(value: Any, bounds: str, candidates: Any) -> tuple[bool, ...]:
+    """``PairAudit.paired``: a tuple of bools, one per event bounded, with ``bounds="joint"`` only."""
+    if not isinstance(value, tuple) or not all(isinstance(v, bool) for v in value):
+        raise TypeError(f"paired must be a tuple of bools, got {shown(value)}")
+    if bounds != "joint":
+        raise ValueError(f"paired goes with bounds='joint' only, got bounds={bounds!r}")
+    if len(value) != (1 if candidates is None else 2):
+        raise ValueError(f"paired must have one entry per event bounded ({1 if candidates is None else 2}), got {len(value)}")
+    return value
+
+
 def _describe_set(keys: list[Any]) -> str:
     shown = ", ".join(map(str, keys[:8]))
     if len(keys) <= 8:
@@ -368,9 +391,9 @@ def bound_from_counts(
 
     # 2. Estimation: exact (Clopper-Pearson) bounds on the estimation half's counts; the larger of two candidates.
     found = []
-    for combo_sel, cut, alpha_i in picks:
+    for combo_sel, cut, paired, alpha_i in picks:
         k = [int(cum_est[0, cut]), int(cum_est[1, cut])]
-        combo, lower = _estimate(k, n_est, each, alpha_i, delta, bounds, combo_sel, seed)
+        combo, lower = _estimate(k, n_est, each, alpha_i, delta, bounds, combo_sel, seed, paired)
         complement, num = _COMBOS[combo]
         k_in = [n_est - k[d] if complement else k[d] for d in (0, 1)]
         table = np.array([[k_in[num], n_est - k_in[num]], [k_in[1 - num], n_est - k_in[1 - num]]])  # numerator first
@@ -400,21 +423,23 @@ def bound_from_counts(
         selection_trials=n_sel + n_fit, estimation_trials=n_est, threshold=threshold,
         false_positive_rates=fpr, false_negative_rates=fnr, bounds=bounds,
         candidates=np.stack([f[3] for f in found]) if len(found) == 2 else None, tallies=tallies,
+        paired=tuple(pick[2] for pick in picks) if bounds == "joint" else None,
     )
 
 
 def _candidate_cuts(
     cum_sel: NDArray[np.int64], n_sel: int, n_est: int, each: float, alpha: float, delta: float, bounds: str,
     selection: float,
-) -> list[tuple[int, int, float]]:
-    """The events to bound, as ``(combination, cut, error)``: the selection half's cut at the whole error, or with
-    ``bounds="joint"`` and a different cautious cut (:data:`BACKUP_Z`), both, the error split by :data:`BACKUP_SHARE`."""
+) -> list[tuple[int, int, bool, float]]:
+    """The events to bound, as ``(combination, cut, paired, error)``: the selection half's cut at the whole error, or
+    with ``bounds="joint"`` and a different cautious cut (:data:`BACKUP_Z`), both, the error split by
+    :data:`BACKUP_SHARE`; ``paired`` says which bound ``"joint"`` uses for the event (:func:`_best_cut`)."""
     first = _choose_cut(cum_sel, n_sel, n_est, each, delta, bounds, selection)
     shares = _candidate_shares()
     if bounds == "joint" and shares[1] > 0:  # 0: no cautious candidate (how the benchmarks compare the two)
         z_backup = check_real(BACKUP_Z, "BACKUP_Z", low=0.0, low_open=True)
         backup = _choose_cut(cum_sel, n_sel, n_est, each, delta, bounds, selection, z_sel=z_backup)
-        if backup != first:
+        if backup[:2] != first[:2]:
             return [(*cut, share * alpha) for cut, share in zip((first, backup), shares)]
     return [(*first, alpha)]
 
@@ -429,23 +454,24 @@ def _candidate_shares() -> tuple[float, float]:
 def _choose_cut(
     cum_sel: NDArray[np.int64], n_sel: int, n_est: int, each: float, delta: float, bounds: str, selection: float,
     z_sel: float | None = None,
-) -> tuple[int, int]:
+) -> tuple[int, int, bool]:
     """:func:`_best_cut` without its score."""
-    combo_sel, cut, _ = _best_cut(cum_sel, n_sel, n_est, each, delta, bounds, selection, z_sel)
-    return combo_sel, cut
+    combo_sel, cut, _, paired = _best_cut(cum_sel, n_sel, n_est, each, delta, bounds, selection, z_sel)
+    return combo_sel, cut, paired
 
 
 def _best_cut(
     cum_sel: NDArray[np.int64], n_sel: int, n_est: int, each: float, delta: float, bounds: str, selection: float,
     z_sel: float | None = None,
-) -> tuple[int, int, float]:
-    """Selection: ``(combination, cut, score)`` that maximise the projected lower bound (the score) of each cut j (prefix = first
+) -> tuple[int, int, float, bool]:
+    """Selection: ``(combination, cut, score, paired)`` that maximise the projected lower bound (the score) of each cut j (prefix = first
     j cells) and combination, at the estimation half's size, with Wilson bounds in place of the exact ones.
     ``z_sel`` (the cautious candidate of ``bounds="joint"``) counts the selection half's noise at that many
     standard errors instead of at the bound's ``z``.
 
     ``cum_sel`` holds the selection half's cumulative counts ``(2, cells + 1)``; ``each`` is the error of each
-    final one-sided bound.
+    final one-sided bound.  With ``bounds="joint"`` each cut is also scored for the paired difference bound
+    (``paired_projection``), and ``paired`` says whether that score won: the bound the estimation half will use.
     """
     from scipy import stats
 
@@ -467,7 +493,7 @@ def _best_cut(
     z += (z if z_sel is None else z_sel) * math.sqrt(ratio)
     j = np.arange(1, cells)
     p = cum_sel[:, 1:cells] / n_sel  # (2, cells - 1): P[prefix] under x and x_prime
-    scores = []
+    scores, paired = [], []
     for complement, num in _COMBOS:
         q = 1.0 - p if complement else p
         if bounds == "joint":
@@ -476,7 +502,9 @@ def _best_cut(
             lo, _ = _wilson(share, np.maximum(both * n_est, 1.0), z)
             score = _log_ratio(lo, np.maximum(1.0 - lo, 1e-300))
             score[both <= 0] = -np.inf
-            scores.append(score)
+            other = paired_projection(q[num], q[1 - num], n_est, z, 2.0 * each)
+            paired.append(other > score)
+            scores.append(np.maximum(score, other))
             continue
         lo, _ = _wilson(q[num], n_est, z)
         _, hi = _wilson(q[1 - num], n_est, z)
@@ -488,7 +516,7 @@ def _best_cut(
     scores_arr[:, (seen == 0) | (seen == 2 * n_sel)] = -np.inf
     best = int(np.argmax(scores_arr))
     combo_sel, cut = divmod(best, cells - 1)
-    return combo_sel, int(j[cut]), float(scores_arr.flat[best])
+    return combo_sel, int(j[cut]), float(scores_arr.flat[best]), bool(paired and np.stack(paired).flat[best])
 
 
 def selection_score(sel: NDArray[np.int64], n_sel: int, n_est: int, confidence: float, delta: float, bounds: str,
@@ -505,7 +533,8 @@ def selection_score(sel: NDArray[np.int64], n_sel: int, n_est: int, confidence: 
 
 
 def _estimate(
-    k: list[int], n_est: int, each: float, alpha: float, delta: float, bounds: str, combo_sel: int, seed: Any
+    k: list[int], n_est: int, each: float, alpha: float, delta: float, bounds: str, combo_sel: int, seed: Any,
+    paired: bool = False,
 ) -> tuple[int, float]:
     """Estimation: ``(combination, lower bound)`` from the event's counts ``k`` (of ``x``, of ``x_prime``) among
     ``n_est`` runs of each dataset, with exact (Clopper-Pearson) one-sided bounds."""
@@ -525,17 +554,19 @@ def _estimate(
         combo = combo_sel
         complement, num = _COMBOS[combo]
         k_c = [n_est - k[d] if complement else k[d] for d in (0, 1)]
-        lower = _fixed_event_bound(k_c[num], k_c[1 - num], n_est, alpha, delta, bounds, seed)
+        lower = _fixed_event_bound(k_c[num], k_c[1 - num], n_est, alpha, delta, bounds, seed, paired=paired)
     return combo, lower
 
 
-def _fixed_event_bound(k_num: int, k_den: int, n: int, alpha: float, delta: float, bounds: str, seed: Any) -> float:
+def _fixed_event_bound(k_num: int, k_den: int, n: int, alpha: float, delta: float, bounds: str, seed: Any, *,
+                       paired: bool = False) -> float:
     """The lower bound on ``ln((p_num - delta) / p_den)`` for an event, direction and side fixed in advance,
     from its counts ``k_num`` and ``k_den`` among ``n`` runs of each dataset at total error ``alpha``: the joint
-    bound (``"joint"``), or an exact lower bound on the numerator and upper bound on the denominator, each at
-    ``alpha / 2`` (``"two"``) or ``alpha / 4`` (``"four"``, the reported combination of the four)."""
+    bound (``"joint"``: the share after a Poisson thinning, or the paired difference bound if ``paired``), or an
+    exact lower bound on the numerator and upper bound on the denominator, each at ``alpha / 2`` (``"two"``) or
+    ``alpha / 4`` (``"four"``, the reported combination of the four)."""
     if bounds == "joint":
-        return _joint_bound(k_num, k_den, n, alpha, seed)
+        return paired_ratio_bound(k_num, k_den, n, 1.0 - alpha) if paired else _joint_bound(k_num, k_den, n, alpha, seed)
     each = alpha / 4.0 if bounds == "four" else alpha / 2.0
     low = _exact_one_sided(k_num, n, each, lower=True)
     high = _exact_one_sided(k_den, n, each, lower=False)

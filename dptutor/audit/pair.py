@@ -222,7 +222,10 @@ def audit_pair(
     ``delta = 0``): the direction and side are chosen the same way, and one Clopper-Pearson bound at error
     ``1 - confidence_level`` on the numerator's share of the event's runs bounds the ratio itself, after a Poisson
     thinning of each dataset's estimation runs that makes that share exactly binomial (its own seeded draw;
-    ``counts`` still reports the whole estimation half).  It is tighter, and where the event's loss is
+    ``counts`` still reports the whole estimation half).  The thinning inflates the variance by ``1 / (1 - p)`` for an
+    event of probability ``p``, so the selection half also scores each cut for the paired difference bound
+    (``dptutor.audit.paired``, on the whole estimation half) and the event is bounded by whichever scored higher
+    (recorded in ``paired``): the paired bound on frequent events, the share on rare ones.  It is tighter, and where the event's loss is
     exactly epsilon it errs upward more often, up to ``1 - confidence_level``.  The selection half also proposes a
     cautious cut, whose score counts its own noise at ``BACKUP_Z`` standard errors; when that cut differs, the two
     events are bounded at errors ``(1 - BACKUP_SHARE)`` and ``BACKUP_SHARE`` times ``1 - confidence_level``, the larger
