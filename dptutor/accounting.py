@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
-from dptutor._validate import check_float_array, check_int, check_real, toward
+from dptutor._validate import check_float_array, check_int, check_real, checked_toward
 from dptutor._validate.rounding import add_rounded, mul_rounded
 from dptutor.pld import (  # MAX_PLD_K and MAX_ORDER: still importable from here
     MAX_PLD_K,  # noqa: F401 (re-exported: importable from dptutor.accounting as before the split)
@@ -118,8 +118,8 @@ def basic_composition(epsilon: float, delta: float, k: int) -> tuple[float, floa
     TypeError, ValueError
         For an argument of the wrong type or out of range (the message names it).
     """
-    eps = toward(epsilon, check_real(epsilon, "epsilon", low=0.0), "epsilon", up=True)
-    dlt = toward(delta, check_real(delta, "delta", low=0.0, high=1.0), "delta", up=True)
+    eps = checked_toward(epsilon, "epsilon", check_real, up=True, low=0.0)
+    dlt = checked_toward(delta, "delta", check_real, up=True, low=0.0, high=1.0)
     k = _k(k)
     return mul_rounded(k, eps), min(1.0, mul_rounded(k, dlt))
 
@@ -149,8 +149,8 @@ def advanced_composition(epsilon: float, delta: float, k: int, delta_prime: floa
     TypeError, ValueError
         For an argument of the wrong type or out of range (the message names it).
     """
-    eps = toward(epsilon, check_real(epsilon, "epsilon", low=0.0), "epsilon", up=True)
-    dlt = toward(delta, check_real(delta, "delta", low=0.0, high=1.0), "delta", up=True)
+    eps = checked_toward(epsilon, "epsilon", check_real, up=True, low=0.0)
+    dlt = checked_toward(delta, "delta", check_real, up=True, low=0.0, high=1.0)
     k = _k(k)
     dp = check_real(delta_prime, "delta_prime", low=0.0, high=1.0, low_open=True, high_open=True)
     two_log = -2.0 * math.log(dp)  # not 2 ln(1 / dp): 1 / 1e-310 overflows
@@ -235,12 +235,11 @@ def optimal_composition_delta(epsilon: float, k: int, epsilon_total: float, delt
     TypeError, ValueError
         For an argument of the wrong type or out of range (the message names it).
     """
-    eps = toward(epsilon, check_real(epsilon, "epsilon", low=0.0, high=1e4), "epsilon", up=True)
+    eps = checked_toward(epsilon, "epsilon", check_real, up=True, low=0.0, high=1e4)
     k = _k(k, MAX_OPTIMAL_K)
     # the target rounded down: the delta at a smaller epsilon_total is the larger (the safe side)
-    eps_t = toward(epsilon_total, check_real(epsilon_total, "epsilon_total", low=0.0, allow_inf=True), "epsilon_total",
-                   up=False)
-    dlt = toward(delta, check_real(delta, "delta", low=0.0, high=1.0), "delta", up=True)
+    eps_t = checked_toward(epsilon_total, "epsilon_total", check_real, up=False, low=0.0, allow_inf=True)
+    dlt = checked_toward(delta, "delta", check_real, up=True, low=0.0, high=1.0)
     hockey = 0.0 if eps_t == math.inf else _hockey_stick_upper(k, eps, eps_t)
     if dlt == 0.0 or hockey == 1.0:
         return hockey
@@ -277,11 +276,11 @@ def optimal_composition_epsilon(epsilon: float, k: int, delta_total: float, delt
     TypeError, ValueError
         For an argument of the wrong type or out of range (the message names it).
     """
-    eps = toward(epsilon, check_real(epsilon, "epsilon", low=0.0, high=1e4), "epsilon", up=True)
+    eps = checked_toward(epsilon, "epsilon", check_real, up=True, low=0.0, high=1e4)
     k = _k(k, MAX_OPTIMAL_K)
     # the target rounded down: the epsilon at a smaller delta_total is the larger (the safe side)
-    target = toward(delta_total, check_real(delta_total, "delta_total", low=0.0, high=1.0), "delta_total", up=False)
-    dlt = toward(delta, check_real(delta, "delta", low=0.0, high=1.0), "delta", up=True)
+    target = checked_toward(delta_total, "delta_total", check_real, up=False, low=0.0, high=1.0)
+    dlt = checked_toward(delta, "delta", check_real, up=True, low=0.0, high=1.0)
     hi = mul_rounded(k, eps)  # rounded up: at hi >= k epsilon the hockey stick is exactly 0
     if optimal_composition_delta(eps, k, hi, dlt) > target:
         return math.inf
@@ -321,8 +320,8 @@ def tradeoff_beta(alpha: Any, epsilon: float, delta: float = 0.0) -> NDArray[np.
     a = check_float_array(alpha, "alpha", finite=True)
     if np.any((a < 0) | (a > 1)):
         raise ValueError("alpha must lie in [0, 1]")
-    eps = toward(epsilon, check_real(epsilon, "epsilon", low=0.0, allow_inf=True), "epsilon", up=True)
-    dlt = toward(delta, check_real(delta, "delta", low=0.0, high=1.0), "delta", up=True)
+    eps = checked_toward(epsilon, "epsilon", check_real, up=True, low=0.0, allow_inf=True)
+    dlt = checked_toward(delta, "delta", check_real, up=True, low=0.0, high=1.0)
     keep = 1.0 - dlt  # 1 - delta rounded DOWN: every step below errs low (a beta too small is the safe side)
     if Fraction(keep) > 1 - Fraction(dlt):
         keep = math.nextafter(keep, -math.inf)
@@ -377,9 +376,9 @@ def group_privacy(epsilon: float, k: int, delta: float = 0.0) -> tuple[float, fl
     >>> group_privacy(0.5, 3)
     (1.5, 0.0)
     """
-    eps = toward(epsilon, check_real(epsilon, "epsilon", low=0.0), "epsilon", up=True)
+    eps = checked_toward(epsilon, "epsilon", check_real, up=True, low=0.0)
     k = _k(k)
-    dlt = toward(delta, check_real(delta, "delta", low=0.0, high=1.0), "delta", up=True)
+    dlt = checked_toward(delta, "delta", check_real, up=True, low=0.0, high=1.0)
     if dlt == 0.0:
         return mul_rounded(k, eps), 0.0
     if eps == 0.0 or k == 1:

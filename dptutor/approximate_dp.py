@@ -40,8 +40,8 @@ from dptutor._validate import (
     check_real,
     check_rng,
     check_size,
+    checked_toward,
 )
-from dptutor._validate.rounding import toward, toward_positive
 from dptutor.discrete_gaussian import (
     DiscreteGaussianRelease,
     discrete_gaussian_delta,
@@ -49,7 +49,8 @@ from dptutor.discrete_gaussian import (
     discrete_gaussian_release,
     discrete_gaussian_sigma,
 )
-from dptutor.gaussian import calibration_targets, gaussian_delta, gaussian_sigma_analytic, gaussian_sigma_classic
+from dptutor.gaussian import (calibration_targets, gaussian_delta, gaussian_sigma_analytic, gaussian_sigma_classic,
+                              scale_noise)
 from dptutor.renyi import round_down, round_up
 
 __all__ = [
@@ -94,8 +95,8 @@ def gaussian_privacy_loss(sigma: float, sensitivity: float = 1.0) -> Any:
     """
     from scipy import stats
 
-    sens = toward(sensitivity, check_positive(sensitivity, "sensitivity"), "sensitivity", up=True)
-    sig = toward_positive(sigma, check_positive(sigma, "sigma"), "sigma", up=False)
+    sens = checked_toward(sensitivity, "sensitivity", check_positive, up=True)
+    sig = checked_toward(sigma, "sigma", check_positive, up=False, positive=True)
     mu = round_up(Fraction(sens) / Fraction(sig))  # the worst case: sensitivity up, sigma down, their ratio up
     if not math.isfinite(mu) or mu < sys.float_info.min:  # a subnormal scale overflows scipy's (x - loc) / scale
         raise ValueError(f"sensitivity / sigma must be a positive finite (normal) number, got {mu!r}")
@@ -127,7 +128,7 @@ def delta_from_losses(losses: Any, epsilon: float) -> float:
         For a bad ``losses`` or ``epsilon``.
     """
     arr = check_float_array(losses, "losses", ndim=1, min_size=1)
-    eps = toward_positive(epsilon, check_positive(epsilon, "epsilon"), "epsilon", up=False)  # delta is larger below
+    eps = checked_toward(epsilon, "epsilon", check_positive, up=False, positive=True)  # delta is larger below
     with np.errstate(over="ignore"):  # a gap (or its exp) overflowing to inf is where the term is 0 anyway
         gap = eps - arr
         terms = np.where(gap < 0.0, -np.expm1(np.minimum(gap, 0.0)), 0.0)
@@ -162,9 +163,9 @@ def gaussian_epsilon(delta: float, sigma: float, sensitivity: float = 1.0) -> fl
     from scipy import optimize
 
     # the target delta and sigma rounded down, the sensitivity up: never an epsilon below the exact one
-    dlt = toward_positive(delta, check_probability(delta, "delta"), "delta", up=False)
-    sig = toward_positive(sigma, check_positive(sigma, "sigma"), "sigma", up=False)
-    sens = toward(sensitivity, check_positive(sensitivity, "sensitivity"), "sensitivity", up=True)
+    dlt = checked_toward(delta, "delta", check_probability, up=False, positive=True)
+    sig = checked_toward(sigma, "sigma", check_positive, up=False, positive=True)
+    sens = checked_toward(sensitivity, "sensitivity", check_positive, up=True)
     mu = sens / sig
     if not math.isfinite(mu) or mu == 0.0:
         raise ValueError(f"sensitivity / sigma must be a positive finite number, got {mu!r}")
@@ -214,7 +215,7 @@ def gaussian_tradeoff(alpha: Any, mu: float) -> NDArray[np.float64]:
     a = check_float_array(alpha, "alpha")
     if np.any((a < 0) | (a > 1)):
         raise ValueError("alpha must lie in [0, 1]")
-    m = toward(mu, check_real(mu, "mu", low=0.0), "mu", up=True)  # mu = 0: perfect privacy, G_0(alpha) = 1 - alpha
+    m = checked_toward(mu, "mu", check_real, up=True, low=0.0)  # mu = 0: perfect privacy, G_0(alpha) = 1 - alpha
     values, inverse = np.unique(a, return_inverse=True)
     out = np.array([_tradeoff_down(float(v), m) for v in values], dtype=np.float64)
     result = out[inverse.ravel()].reshape(a.shape)
@@ -278,7 +279,10 @@ class GaussianRelease:
 
     ``data`` is a real scalar or 1-D vector (the query's exact answer); the result has shape
     ``(size,)`` or ``(size, len(data))``.  Picklable, so it runs with ``audit_pair(workers=2)``.  An exact
-    ``sigma`` (a ``Fraction``, a long double) is rounded up to a double: the noise is never below it.
+    ``sigma`` (a ``Fraction``, a long double) is rounded up to a double: the noise is never below it.  Each noise
+    value is the standard normal draw times ``sigma`` rounded away from zero (``dptutor.gaussian.scale_noise``), never
+    smaller in magnitude than the exact product; the sum ``data + noise`` is rounded to nearest (see
+    ``dptutor.gaussian.gaussian_mechanism`` for what that does and does not guarantee).
 
     Parameters
     ----------
@@ -298,7 +302,7 @@ class GaussianRelease:
 
     def __post_init__(self) -> None:
         # the noise added is never below the exact sigma (the nearest double was below a Fraction(1, 3))
-        object.__setattr__(self, "sigma", toward(self.sigma, check_positive(self.sigma, "sigma"), "sigma", up=True))
+        object.__setattr__(self, "sigma", checked_toward(self.sigma, "sigma", check_positive, up=True))
         if not isinstance(self.name, str):
             raise TypeError(f"name must be a string, got {type(self.name).__name__}")
 
@@ -309,9 +313,8 @@ class GaussianRelease:
             raise ValueError(f"size must be a non-negative int, got {size!r}")
         (rows,) = shape
         rng = check_rng(rng)
-        out = rng.standard_normal((rows,) + value.shape)
+        out = scale_noise(rng.standard_normal((rows,) + value.shape), self.sigma)  # |noise| >= |z| sigma, exactly
         with np.errstate(over="ignore"):  # an overflow is reported below, as a ValueError
-            out *= self.sigma
             out += value
         if not np.isfinite(out).all():
             raise ValueError(f"data + noise overflows: |data| too large for sigma={self.sigma:g}")
@@ -361,7 +364,7 @@ def gaussian_release(
     how = check_choice(calibration, "calibration", tuple(CALIBRATIONS))
     # the targets rounded down and the sensitivity up: sigma is never below the exact calibration's
     eps, dlt = calibration_targets(epsilon, delta)
-    sens = toward(sensitivity, check_positive(sensitivity, "sensitivity"), "sensitivity", up=True)
+    sens = checked_toward(sensitivity, "sensitivity", check_positive, up=True)
     if how == "classic":
         sigma = gaussian_sigma_classic(eps, dlt, sens)
     elif how == "laplace_rule":
@@ -403,7 +406,7 @@ def name_and_shame(records: Any, delta: float, rng: np.random.Generator) -> NDAr
         For a bad ``records``, ``delta`` or ``rng``.
     """
     arr = check_float_array(records, "records", ndim=(1, 2))
-    dlt = toward(delta, check_probability(delta, "delta"), "delta", up=False)
+    dlt = checked_toward(delta, "delta", check_probability, up=False)
     rng = check_rng(rng)
     # ``random`` draws multiples of 2^-53, so P[U < d] is d rounded UP to one: cut at d rounded down to one
     cut = math.floor(dlt * 2.0**53) * 2.0**-53  # exact (a power-of-two scaling): P[U < cut] = cut <= delta

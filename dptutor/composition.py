@@ -21,8 +21,7 @@ from typing import Iterable
 import numpy as np
 import sympy as sp
 
-from dptutor._validate import (MAX_ELEMENTS, check_bool, check_int, check_positive, check_real, check_sequence, shown,
-                               toward)
+from dptutor._validate import MAX_ELEMENTS, check_bool, check_int, check_positive, check_real, check_sequence, checked_toward, shown
 from dptutor._validate.rounding import mul_rounded
 from dptutor.renyi import round_up
 
@@ -44,7 +43,7 @@ def _epsilon(value: object, name: str, *, up: bool = True) -> float:
     """``value`` checked positive, as the double on the safe side of its exact value: at least it (a budget
     spent) or at most it (``up=False``: a total).  The nearest double (what ``float`` gives) was below a
     ``Fraction(1, 3)`` or a long double ``1 + 2**-60``, so their sum understated the budget spent."""
-    eps = toward(value, check_positive(value, name), name, up=up)
+    eps = checked_toward(value, name, check_positive, up=up)
     if eps == 0.0:
         raise ValueError(f"{name} must be representable as a positive float, got {shown(value)} (below the smallest "
                          "positive double)")

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dptutor._validate import check_int, check_positive, check_probability, check_real, check_rng, check_size
-from dptutor._validate.rounding import exact_rational, toward, toward_positive
+from dptutor._validate import check_int, check_positive, check_probability, check_real, check_rng, check_size, checked_toward
+from dptutor._validate.rounding import exact_rational
 from dptutor.exact import check_sigma, sample_discrete_gaussian
 from dptutor.gaussian import calibration_targets, gaussian_sigma_analytic
 
@@ -107,7 +107,7 @@ def discrete_gaussian_delta(epsilon: float, sigma: int | Fraction, sensitivity: 
     """
     # an exact epsilon rounded down: its nearest double could skip a term just above the threshold (24 - 2^-50
     # with sigma 1/4 gave a delta 2.4e-5 relative below the exact one, past the error bound)
-    eps = toward(epsilon, check_real(epsilon, "epsilon", low=0.0), "epsilon", up=False)
+    eps = checked_toward(epsilon, "epsilon", check_real, up=False, low=0.0)
     sig = check_sigma(sigma)
     steps = _sensitivity_steps(sensitivity)
     value, err = _dg_profile(eps, sig, steps)
@@ -142,7 +142,7 @@ def discrete_gaussian_epsilon(delta: float, sigma: int | Fraction, sensitivity: 
     """
     from scipy import optimize
 
-    dlt = toward_positive(delta, check_probability(delta, "delta"), "delta", up=False)  # the target rounded down
+    dlt = checked_toward(delta, "delta", check_probability, up=False, positive=True)  # the target rounded down
     sig = check_sigma(sigma)
     steps = _sensitivity_steps(sensitivity)
     f = lambda e: discrete_gaussian_delta(e, sig, steps) - dlt  # noqa: E731
@@ -288,7 +288,7 @@ class DiscreteGaussianRelease:
         Returns
         -------
         int
-            ``round(data / r)``.
+            ``round(data / r)``, of the exact value of ``data`` (ties to even).
 
         Raises
         ------
@@ -299,6 +299,12 @@ class DiscreteGaussianRelease:
         r = 1.0 if self.granularity is None else self.granularity
         with np.errstate(over="ignore"):
             q = float(np.rint(value / r))
+        exact = exact_rational(data)
+        if exact is not None and exact != value and abs(q) < 2.0**52:
+            # A Fraction or a long double between two doubles, rounded from its exact value: its nearest double may be
+            # a midpoint that rounds the other way (1/2 + 2^-54 to 0, 3/2 - 2^-53 to 2: 2 steps apart at distance
+            # below 1, one more than the floor(sensitivity / r) + 1 the calibration assumes).
+            q, value = float(round(exact / Fraction(r))), exact
         if self.granularity is None and value != q:
             raise ValueError(f"data must be an integer for an integer query (granularity=None), got {data!r}")
         if not abs(q) < 2.0**52:
@@ -362,6 +368,8 @@ def discrete_gaussian_release(
         sens = check_positive(sensitivity, "sensitivity")
         if not sens / r < 2.0**40:
             raise ValueError(f"sensitivity / granularity must stay below 2**40, got {sens / r:g}")
+        # the nearest double of an exact sensitivity is safe here: every multiple k r is a double, so none lies
+        # strictly between the exact value and its nearest double, and floor(sensitivity / r) is the same or larger
         steps = math.floor(Fraction(sens) / Fraction(r)) + 1
         name = f"discrete_gaussian[r=2^{math.frexp(r)[1] - 1}]"
     sigma = discrete_gaussian_sigma(eps, dlt, steps)

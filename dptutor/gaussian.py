@@ -14,8 +14,7 @@ from fractions import Fraction
 import numpy as np
 from numpy.typing import NDArray
 
-from dptutor._validate import check_choice, check_float_array, check_positive, check_probability, check_real, check_rng
-from dptutor._validate.rounding import toward, toward_positive
+from dptutor._validate import check_choice, check_float_array, check_positive, check_probability, check_real, check_rng, checked_toward
 from dptutor.renyi import round_up
 
 __all__ = [
@@ -23,6 +22,7 @@ __all__ = [
     "gaussian_sigma_classic",
     "gaussian_sigma_analytic",
     "gaussian_mechanism",
+    "scale_noise",
 ]
 
 
@@ -113,9 +113,9 @@ def gaussian_delta(epsilon: float, sigma: float, sensitivity: float = 1.0) -> fl
     """
     # epsilon = 0: the total variation distance, as documented.  Exact inputs to the side of a larger delta (their
     # nearest doubles gave a delta below the exact one: a sigma of 11/10, a sensitivity of 1/3, an epsilon of 4/5)
-    eps = toward(epsilon, check_real(epsilon, "epsilon", low=0.0), "epsilon", up=False)
-    sig = toward_positive(sigma, check_positive(sigma, "sigma"), "sigma", up=False)
-    sens = toward(sensitivity, check_positive(sensitivity, "sensitivity"), "sensitivity", up=True)
+    eps = checked_toward(epsilon, "epsilon", check_real, up=False, low=0.0)
+    sig = checked_toward(sigma, "sigma", check_positive, up=False, positive=True)
+    sens = checked_toward(sensitivity, "sensitivity", check_positive, up=True)
     s = sig / sens
     if not math.isfinite(s) or s == 0.0:
         raise ValueError(f"sigma / sensitivity must be a positive finite number, got {sig!r} / {sens!r}")
@@ -159,15 +159,15 @@ def calibration_targets(epsilon: object, delta: object) -> tuple[float, float]:
     exact input, such as a ``Fraction``, to the double at most it: its nearest double may lie above it, and a
     sigma that meets that double then misses the exact target).  The discrete Gaussian's and ``approximate_dp``'s
     calibrations use it too."""
-    return (toward_positive(epsilon, check_positive(epsilon, "epsilon"), "epsilon", up=False),
-            toward_positive(delta, check_probability(delta, "delta"), "delta", up=False))
+    return (checked_toward(epsilon, "epsilon", check_positive, up=False, positive=True),
+            checked_toward(delta, "delta", check_probability, up=False, positive=True))
 
 
 def _check_gaussian_parameters(epsilon: object, delta: object, sensitivity: object) -> tuple[float, float, float]:
     """The checked targets rounded down (:func:`calibration_targets`) and the sensitivity up (an exact input to the
     double on the side of more noise: its nearest double gave a sigma below the exact calibration's)."""
     return (*calibration_targets(epsilon, delta),
-            toward(sensitivity, check_positive(sensitivity, "sensitivity"), "sensitivity", up=True))
+            checked_toward(sensitivity, "sensitivity", check_positive, up=True))
 
 
 def gaussian_sigma_classic(epsilon: float, delta: float, sensitivity: float) -> float:
@@ -297,6 +297,87 @@ def gaussian_sigma_analytic(epsilon: float, delta: float, sensitivity: float) ->
     return sigma
 
 
+#: Elements per block in ``scale_noise``: its dozen temporaries stay small (and in cache) for any size of ``z``.
+_NOISE_BLOCK: int = 1 << 15
+
+
+def scale_noise(z: object, sigma: object) -> NDArray[np.float64]:
+    """``z * sigma`` elementwise, each product rounded away from zero: noise never smaller than its exact scale.
+
+    A mechanism draws standard noise ``z`` and multiplies it by its scale.  In doubles the product is rounded to
+    nearest, and about half the time that is toward zero: the noise added is then up to half an ulp smaller
+    in magnitude than ``|z| sigma``, a shrinking that is tiny but systematic, where the privacy proof assumes
+    noise of scale at least ``sigma``.  Here each element is instead the double of least magnitude at or
+    beyond the exact real product ``z sigma`` (with its sign): the nearest product, moved one ulp away from
+    zero exactly where it fell short.  Which products fell short is known exactly: with ``z = m 2^e`` and
+    ``sigma = s 2^f`` (``np.frexp``, mantissas in [1/2, 1)), Dekker's TwoProduct gives ``m s = q + err``
+    exactly, and the rounded product scaled by ``2^-(e + f)`` equals ``q``, except when it underflowed (or
+    overflowed), where the scaled difference is still exact; the sign of ``z sigma`` minus the rounded product
+    is then that of ``(q - scaled) + err``.  It costs about 1.5 standard normal draws per element.
+
+    Parameters
+    ----------
+    z : array_like
+        Standard draws (any finite reals).
+    sigma : float
+        The scale, ``> 0``; an exact value (a ``Fraction``, a long double) is rounded up to a double first.
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        A new array shaped like ``z``: the products, ``+-inf`` where ``|z| sigma`` lies beyond the largest double
+        (the mechanisms report that as an overflow).
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a bad ``z`` (not real, or not finite) or ``sigma``.
+
+    Examples
+    --------
+    >>> from fractions import Fraction
+    >>> z, sigma = 0.1, 0.3
+    >>> abs(Fraction(z * sigma)) < Fraction(z) * Fraction(sigma)  # round to nearest: a hair too small
+    True
+    >>> Fraction(float(scale_noise(z, sigma))) >= Fraction(z) * Fraction(sigma)
+    True
+    """
+    arr = check_float_array(z, "z", finite=True)
+    sig = checked_toward(sigma, "sigma", check_positive, up=True)
+    flat = arr.reshape(-1)
+    out = np.empty(flat.shape, dtype=np.float64)
+    for start in range(0, flat.size, _NOISE_BLOCK):
+        out[start:start + _NOISE_BLOCK] = _away_from_zero(flat[start:start + _NOISE_BLOCK], sig)
+    return out.reshape(arr.shape)
+
+
+def _away_from_zero(z: NDArray[np.float64], sigma: float) -> NDArray[np.float64]:
+    """``z * sigma`` (finite ``z``, finite ``sigma > 0``) rounded away from zero: see ``scale_noise``."""
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        product = z * sigma  # rounded to nearest (0.0 or a subnormal on underflow, inf on overflow)
+        m, e = np.frexp(z)
+        s, f = math.frexp(sigma)
+        q = m * s  # 0 or in [1/4, 1]: exact up to err, and no underflow in TwoProduct's terms
+        split = 134217729.0 * m  # Veltkamp's split of m and s into 26-bit halves (2^27 + 1)
+        m_hi = split - (split - m)
+        m_lo = m - m_hi
+        s_split = 134217729.0 * s
+        s_hi = s_split - (s_split - s)
+        s_lo = s - s_hi
+        err = m_hi * s_hi - q
+        err += m_hi * s_lo
+        err += m_lo * s_hi
+        err += m_lo * s_lo  # m s = q + err exactly (Dekker 1971)
+        e += f
+        np.negative(e, out=e)
+        q -= np.ldexp(product, e)  # exact: 0 unless the product under- or overflowed (then Sterbenz, 0 or +-inf)
+        q += err  # z sigma - product, scaled by 2^-(e + f): its sign, exactly (a rounded sum keeps its sign)
+        q *= m  # positive where that error has the sign of z (m has it): the product fell short
+        bits = product.view(np.int64)
+        bits += q > 0  # one ulp away from zero: doubles are sign and magnitude (-0.0 + 1 ulp is -5e-324)
+    return product
+
+
 def gaussian_mechanism(
     x: NDArray,
     epsilon: float,
@@ -337,6 +418,16 @@ def gaussian_mechanism(
     ------
     TypeError, ValueError
         For a bad argument (the message names it), or outputs that overflow.
+
+    Notes
+    -----
+    What the doubles guarantee: ``sigma`` is never below the calibration's exact value, and each noise value is
+    ``z * sigma`` rounded away from zero (:func:`scale_noise`), never smaller in magnitude than the exact product of
+    numpy's standard normal draw ``z`` (itself a double, from a ziggurat) and ``sigma``.  The release
+    ``x + noise`` is then rounded to nearest, as every floating-point addition is: within half an ulp of the
+    exact sum, on either side.  That rounding is not fixed here: as the book's floating-point chapter shows (the
+    grid lemma), the doubles a release can take depend on ``x``, so no floating-point Gaussian mechanism is
+    exactly (epsilon, delta)-DP as implemented; the discrete Gaussian (``dptutor.discrete_gaussian``) is.
     """
     arr = check_float_array(x, "x", finite=True, ndim=2)
     rng = check_rng(rng)
@@ -346,9 +437,8 @@ def gaussian_mechanism(
     how = check_choice(calibration, "calibration", ("analytic", "classic"))
     calibrate = gaussian_sigma_analytic if how == "analytic" else gaussian_sigma_classic
     sigma = calibrate(epsilon, delta, sens)
-    out = rng.standard_normal(arr.shape)
+    out = scale_noise(rng.standard_normal(arr.shape), sigma)  # |noise| >= |z| sigma: never shrunk by rounding
     with np.errstate(over="ignore"):  # an overflow is reported below, as a ValueError
-        np.multiply(out, sigma, out=out)
         np.add(out, arr, out=out)
     if not np.isfinite(out).all():
         raise ValueError(f"x + noise overflows: |x| too large for sigma={sigma:g}")

@@ -25,7 +25,7 @@ import scipy.fft
 from numpy.typing import NDArray
 from scipy import special
 
-from dptutor._validate import check_bool, check_choice, check_float_array, check_int, check_real, shown
+from dptutor._validate import check_bool, check_choice, check_float_array, check_int, check_real, checked_toward, shown
 from dptutor._validate.rounding import exact_rational, toward, toward_positive
 from dptutor.renyi import ORDERS, nudge_down, nudge_up, rdp_subsampled_gaussian, rdp_to_dp, round_down, round_up
 
@@ -175,7 +175,7 @@ class PrivacyLossDistribution:
             For a bad ``epsilon``.
         """
         # a Fraction epsilon on the safe side: down for an upper bound on delta (its nearest double may be above it)
-        eps = toward(epsilon, check_real(epsilon, "epsilon", allow_inf=True), "epsilon", up=not self.pessimistic)
+        eps = checked_toward(epsilon, "epsilon", check_real, up=not self.pessimistic, allow_inf=True)
         if eps == math.inf:
             return self.infinity_mass
         eps = max(eps, -1.7976931348623157e308)  # -inf: every finite loss counts fully
@@ -217,7 +217,7 @@ class PrivacyLossDistribution:
         TypeError, ValueError
             For a bad ``delta``.
         """
-        target = toward(delta, check_real(delta, "delta", low=0.0, high=1.0), "delta", up=not self.pessimistic)
+        target = checked_toward(delta, "delta", check_real, up=not self.pessimistic, low=0.0, high=1.0)
         if self.infinity_mass > target:
             return math.inf
         if self.delta(0.0) <= target:

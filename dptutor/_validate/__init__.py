@@ -23,14 +23,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dptutor._validate.arrays import MAX_ELEMENTS, check_batch, check_broadcast, immutable_finite_array
-from dptutor._validate.rounding import exact_rational, toward
+from dptutor._validate.rounding import checked_toward, exact_rational, toward
 
 __all__ = ["MAX_ELEMENTS", "MAX_WORKERS", "is_bool", "shown", "check_bool", "check_real", "check_positive",
            "check_probability", "check_int", "check_choice", "check_callable", "check_rng", "check_seed",
            "check_size", "check_float_array", "check_workers", "check_str", "check_path", "check_interval",
            "check_broadcast", "check_mapping", "check_sequence", "check_batch", "immutable_finite_array",
            "check_labels", "check_count",  # check_labels and check_count: for dptutor.learning
-           "MAX_SEQUENCE_LENGTH", "MAX_SEED_LENGTH", "MAX_SEED_BITS", "exact_rational", "toward"]
+           "MAX_SEQUENCE_LENGTH", "MAX_SEED_LENGTH", "MAX_SEED_BITS", "exact_rational", "toward", "checked_toward"]
 
 #: The longest sequence (list, tuple, 1-D array) ``check_sequence`` accepts: its items are then checked one by
 #: one in Python (about a second per million), so a longer one is refused at once with a ValueError naming it.

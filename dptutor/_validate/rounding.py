@@ -3,7 +3,8 @@
 A privacy parameter given as a ``Fraction``, a long double or an int beyond 2**53 has an exact value that the
 nearest double (what ``float`` gives) may undershoot or overshoot.  A bound computed from the nearest double can
 then fall on the optimistic side of the bound at the exact input.  :func:`toward` moves the checked double one
-step to the safe side when it lies on the wrong one; a plain double is returned as it is.
+step to the safe side when it lies on the wrong one; a plain double is returned as it is.  ``checked_toward`` is
+the check of ``dptutor._validate`` and that step in one call.
 
 ``round_up`` and ``round_down`` (the smallest double at least, or the largest at most, an exact rational) are the
 core of ``dptutor.renyi.round_up`` and ``dptutor.renyi.round_down``, here so that ``toward`` can use them too;
@@ -17,11 +18,13 @@ import math
 import numbers
 import operator
 from fractions import Fraction
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-__all__ = ["exact_rational", "toward", "toward_positive", "round_up", "round_down", "add_rounded", "mul_rounded"]
+__all__ = ["exact_rational", "toward", "toward_positive", "checked_toward", "round_up", "round_down", "add_rounded",
+           "mul_rounded"]
 
 _MAX_FLOAT = Fraction(1.7976931348623157e308)
 
@@ -66,6 +69,56 @@ def toward_positive(value: object, checked: float, name: str, *, up: bool) -> fl
         raise ValueError(f"{name} must be representable as a positive float, got a {type(value).__name__} below the "
                          "smallest positive double")
     return moved
+
+
+def checked_toward(value: object, name: str, check: Callable[..., float], *, up: bool, positive: bool = False,
+                   **check_kwargs: Any) -> float:
+    """``value`` checked by ``check``, then as the double on the safe side of its exact value: one call for
+    ``toward(value, check(value, name, **check_kwargs), name, up=up)`` (``toward_positive`` with ``positive``).
+
+    Parameters
+    ----------
+    value : object
+        The argument as the caller got it: a float, an int (beyond 2**53 too), a ``Fraction``, a numpy scalar
+        (a long double too), ...
+    name : str
+        The parameter's name, which every error message starts with.
+    check : callable
+        A check of ``dptutor._validate`` called as ``check(value, name, **check_kwargs)`` and returning a float:
+        ``check_real``, ``check_positive`` or ``check_probability``.
+    up : bool
+        True for the smallest double at least the exact value, False for the largest double at most it.
+    positive : bool, optional
+        If True, a nonzero checked value whose double on the safe side is 0.0 (a positive value below the
+        smallest positive double, rounded down) is a ``ValueError``, as in ``toward_positive``; if False (the
+        default), it is returned as 0.0, as in ``toward``.
+    **check_kwargs
+        The keyword arguments of ``check``, such as ``low=0.0``, ``high=1.0``, ``allow_inf=True`` or
+        ``closed=True``.
+
+    Returns
+    -------
+    float
+        The checked double, moved one step up (or down) where it lies below (or above) the exact value; a
+        plain double (and an infinity ``check`` allowed) as ``check`` returned it.
+
+    Raises
+    ------
+    TypeError, ValueError
+        What ``check`` raises for a bad ``value``, naming ``name``; a ``ValueError`` naming it, too, for a
+        value with no finite double on the safe side (or, with ``positive``, no positive one).
+
+    Examples
+    --------
+    >>> from fractions import Fraction
+    >>> from dptutor._validate import check_positive, check_real
+    >>> checked_toward(Fraction(1, 3), "sigma", check_positive, up=True)  # the nearest double is below 1/3
+    0.33333333333333337
+    >>> checked_toward(Fraction(1, 3), "epsilon", check_real, up=False, low=0.0)
+    0.3333333333333333
+    """
+    checked = check(value, name, **check_kwargs)
+    return (toward_positive if positive else toward)(value, checked, name, up=up)
 
 
 def round_up(exact: Fraction) -> float:

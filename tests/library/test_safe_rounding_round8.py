@@ -21,7 +21,8 @@ from dptutor.discrete_gaussian import (
     discrete_gaussian_release,
     discrete_gaussian_sigma,
 )
-from dptutor.gaussian import gaussian_delta, gaussian_mechanism, gaussian_sigma_analytic, gaussian_sigma_classic
+from dptutor.gaussian import (gaussian_delta, gaussian_mechanism, gaussian_sigma_analytic, gaussian_sigma_classic,
+                              scale_noise)
 from dptutor.pld import pld_gaussian
 from dptutor.renyi import round_down, round_up
 
@@ -100,10 +101,11 @@ def test_gaussian_mechanism_default_sensitivity_is_sqrt_n_rounded_up():
     with mpmath.workdps(60):
         assert mpmath.mpf(sigma) >= _exact_classic(0.5, 1e-5, 1) * mpmath.sqrt(3)
     out = gaussian_mechanism(np.zeros((2, 3)), 0.5, 1e-5, np.random.default_rng(1), calibration="classic")
-    assert np.array_equal(out, np.random.default_rng(1).standard_normal((2, 3)) * sigma)
+    assert np.array_equal(out, scale_noise(np.random.default_rng(1).standard_normal((2, 3)), sigma))
     # a square n is exact
     out4 = gaussian_mechanism(np.zeros((1, 4)), 0.5, 1e-5, np.random.default_rng(1), calibration="classic")
-    assert np.array_equal(out4, np.random.default_rng(1).standard_normal((1, 4)) * gaussian_sigma_classic(0.5, 1e-5, 2))
+    assert np.array_equal(out4, scale_noise(np.random.default_rng(1).standard_normal((1, 4)),
+                                          gaussian_sigma_classic(0.5, 1e-5, 2)))
 
 
 def _exact_discrete_delta(epsilon: object, sigma: object) -> mpmath.mpf:
