@@ -36,25 +36,29 @@ Why it holds (at the true ratio ``a = p / q >= 1``; below it, or for ``a`` below
    ``p <= q``, a bound above 0 needs ``eps = 0`` rejected; the threshold depends on ``K'`` alone and ``K`` only grows
    with ``p``, so that has probability at most its value at ``p = q``, at most ``gamma`` by steps 1-6.
 
-In floating point every comparison leans toward not rejecting (``_SLACK``), so the double returned is at most the
-bound in real arithmetic.  The Clopper-Pearson ends come from scipy's beta quantiles, widened by the same slack.
+In floating point every comparison leans toward not rejecting (``_SLACK``), and the counts' difference is exact
+(a ``Fraction``), so the double returned is at most the bound in real arithmetic.  The Clopper-Pearson ends come
+from scipy's beta quantiles, widened by the same slack.
 """
 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 from numpy.typing import NDArray
 
 from dptutor._validate import check_float_array, check_int, check_probability, check_real
 
-__all__ = ["BERRY_ESSEEN_C", "NUISANCE_SHARE", "paired_ratio_bound", "paired_projection"]
+__all__ = ["BERRY_ESSEEN_C", "MAX_RUNS", "NUISANCE_SHARE", "paired_ratio_bound", "paired_projection"]
 
 #: Shevtsova's (2011) constant in the Berry-Esseen inequality for sums of identically distributed summands.
 BERRY_ESSEEN_C: float = 0.4748
 #: The share of the error spent on the interval for the denominator's probability (``beta`` in the module docstring).
 NUISANCE_SHARE: float = 0.02
+#: The most runs per input ``n`` may give (far beyond any audit; the bound's doubles stay finite up to it).
+MAX_RUNS: int = 1 << 62
 #: Relative slack on every quantity the rejection compares, far above the few ulps of error in each.
 _SLACK = 1e-9
 _BISECTIONS = 64
@@ -113,7 +117,7 @@ def paired_ratio_bound(k_num: int, k_den: int, n: int, confidence_level: float =
     >>> round(paired_ratio_bound(2_500_000, 2_262_000, 5_000_000), 4)  # ln of the counts' ratio: 0.1000
     0.0989
     """
-    n = check_int(n, "n", minimum=1)
+    n = check_int(n, "n", minimum=1, maximum=MAX_RUNS)
     k_num = check_int(k_num, "k_num", minimum=0, maximum=n)
     k_den = check_int(k_den, "k_den", minimum=0, maximum=n)
     gamma = 1.0 - check_probability(confidence_level, "confidence_level")
@@ -127,10 +131,13 @@ def paired_ratio_bound(k_num: int, k_den: int, n: int, confidence_level: float =
     def rejected(eps: float) -> bool:
         a = math.exp(eps) * (1.0 + _SLACK)
         allowance = BERRY_ESSEEN_C * a / math.sqrt(n * least) * (1.0 + _SLACK)
-        if allowance >= gamma - beta:
+        left = (gamma - beta) * (1.0 - _SLACK) - allowance  # the error left for the normal tail, a hair small
+        if left <= 0.0:
             return False
-        z = -float(special.ndtri(gamma - beta - allowance)) * (1.0 + _SLACK)  # Phi^-1(1 - x) = -Phi^-1(x), exact in tails
-        return k_num - a * k_den >= z * math.sqrt(n * a * (1.0 + a) * most) * (1.0 + _SLACK)
+        z = -float(special.ndtri(left)) * (1.0 + _SLACK)  # Phi^-1(1 - x) = -Phi^-1(x), exact in the tails
+        threshold = z * math.sqrt(n * a * (1.0 + a) * most) * (1.0 + _SLACK)
+        # The difference exactly: in doubles, k_num - a k_den loses units once the counts pass 2^53 / a.
+        return Fraction(k_num) - Fraction(a) * k_den >= Fraction(threshold)
 
     if not rejected(0.0):
         return 0.0
@@ -180,7 +187,7 @@ def paired_projection(p_num: NDArray[np.float64], p_den: NDArray[np.float64], n:
             raise ValueError(f"{name} must hold probabilities in [0, 1], got a largest entry of {float(arr.max())!r}")
     if p.shape != q.shape:
         raise ValueError(f"p_num and p_den must have the same shape, got {p.shape} and {q.shape}")
-    n = check_int(n, "n", minimum=1)
+    n = check_int(n, "n", minimum=1, maximum=MAX_RUNS)
     z = check_real(z, "z", low=-_MAX_Z, high=_MAX_Z)
     error = check_probability(error, "error")
     out = np.full(p.shape, -np.inf)

@@ -91,9 +91,11 @@ def test_tighter_than_the_poisson_share_on_a_frequent_event() -> None:
 
 
 @pytest.mark.parametrize(("k_num", "k_den", "n", "level"), [(2_500_000, 2_262_000, 5_000_000, 0.95),
-                                                            (30_000, 24_000, 100_000, 0.9), (52_000, 40_000, 200_000, 0.99)])
+                                                            (30_000, 24_000, 100_000, 0.9), (52_000, 40_000, 200_000, 0.99),
+                                                            (2**59 + 12_345, 521_000_000_000_000_001, 2**60, 0.95)])
 def test_matches_a_high_precision_solution(k_num: int, k_den: int, n: int, level: float) -> None:
-    """The double returned is at most the boundary solved at 40 digits, and within 1e-7 of it."""
+    """The double returned is at most the boundary solved at 40 digits, and within 1e-7 of it (also with counts beyond
+    2^53, where the difference of the counts in doubles would lose units)."""
     gamma = 1 - level
     beta = NUISANCE_SHARE * gamma
     low = stats.beta.ppf(beta / 2, k_den, n - k_den + 1)
@@ -137,6 +139,7 @@ def test_zero_where_the_allowance_eats_the_error() -> None:
     ({"k_num": True, "k_den": 1, "n": 10}, TypeError, "k_num"),
     ({"k_num": 5.0, "k_den": 1, "n": 10}, TypeError, "k_num"),
     ({"k_num": 5, "k_den": 1, "n": 0}, ValueError, "n"),
+    ({"k_num": 5, "k_den": 1, "n": 2**62 + 1}, ValueError, "n"),
     ({"k_num": 5, "k_den": 1, "n": 10, "confidence_level": 1.0}, ValueError, "confidence_level"),
     ({"k_num": 5, "k_den": 1, "n": 10, "confidence_level": float("nan")}, ValueError, "confidence_level"),
 ])
