@@ -192,3 +192,14 @@ def test_pair_audit_checks_the_paired_field() -> None:
         PairAudit(**base, paired=(True, False))
     with pytest.raises(ValueError, match="paired"):
         PairAudit(**{**base, "bounds": "two"}, paired=(True,))
+
+
+def test_joint_audits_at_the_boundary_err_within_the_level() -> None:
+    """The whole joint audit, choosing between the two bounds on its selection half: on the Laplace count at epsilon = 1
+    (exact discrete noise, so the events y >= t, t >= 1, have loss exactly epsilon) most audits choose the paired bound,
+    and over 400 seeds the bound exceeds epsilon at a rate consistent with at most 5%."""
+    lap = functools.partial(laplace_count, epsilon=1.0)
+    runs = [audit_pair(lap, 0.0, 1.0, epsilon=1.0, trials=50_000, rng=(20261128, s), selection=0.3, bounds="joint")
+            for s in range(400)]
+    assert sum(r.paired[0] for r in runs) >= 300
+    assert sum(r.lower_bound > 1.0 for r in runs) <= stats.binom.ppf(0.99, 400, 0.05)
