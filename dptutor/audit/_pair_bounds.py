@@ -22,6 +22,7 @@ from dptutor._validate import (
     check_tallies,
     shown,
 )
+from dptutor.audit._binomial import exact_interval, exact_one_sided
 from dptutor.audit._pair_cells import Layout, callable_name
 from dptutor.audit._sanity_result import format_loss
 from dptutor.audit.paired import paired_projection, paired_ratio_bound
@@ -74,24 +75,6 @@ def _log_ratio(num: Any, den: Any) -> Any:
     return out
 
 
-def _exact_interval(k: int, n: int, alpha_each_side: float) -> tuple[float, float]:
-    """Two-sided Clopper-Pearson interval for a binomial proportion, ``alpha_each_side`` per side: the two
-    one-sided bounds of :func:`_exact_one_sided` (beta quantiles; ``scipy.stats.binomtest``'s
-    ``proportion_ci(method="exact")`` finds the same bounds by a root search, some 18 times slower)."""
-    return (_exact_one_sided(k, n, alpha_each_side, lower=True), _exact_one_sided(k, n, alpha_each_side, lower=False))
-
-
-def _exact_one_sided(k: int, n: int, alpha: float, *, lower: bool) -> float:
-    """The one-sided Clopper-Pearson bound at error ``alpha`` for ``k`` successes in ``n`` trials: the lower
-    bound ``Beta(k, n - k + 1).ppf(alpha)`` (0 when ``k = 0``), or the upper ``Beta(k + 1, n - k).isf(alpha)``
-    (1 when ``k = n``)."""
-    from scipy import stats
-
-    if lower:
-        return 0.0 if k == 0 else float(stats.beta.ppf(alpha, k, n - k + 1))
-    return 1.0 if k == n else float(stats.beta.isf(alpha, k + 1, n - k))
-
-
 def _joint_bound(k_num: int, k_den: int, n: int, alpha: float, seed: Any) -> float:
     """The ``bounds="joint"`` lower bound on ``ln(p_num / p_den)`` from the event's counts ``k_num`` and
     ``k_den`` among ``n`` runs of each dataset (the joint variant of the book's split-sample audit).
@@ -111,7 +94,7 @@ def _joint_bound(k_num: int, k_den: int, n: int, alpha: float, seed: Any) -> flo
             return 0.0
         kept.append(int(rng.hypergeometric(k, n - k, size)) if size > 0 else 0)
     m = kept[0] + kept[1]
-    share_lo = _exact_one_sided(kept[0], m, alpha, lower=True) if m > 0 else 0.0
+    share_lo = exact_one_sided(kept[0], m, alpha, lower=True) if m > 0 else 0.0
     if share_lo <= 0.0:
         return 0.0
     return max(0.0, math.log(share_lo) - math.log1p(-share_lo))
@@ -540,8 +523,8 @@ def _estimate(
     ``n_est`` runs of each dataset, with exact (Clopper-Pearson) one-sided bounds."""
     if bounds == "four":
         # Both probabilities, both sides, at alpha/4 each: any of the four combinations may be reported.
-        inside = [_exact_interval(k[d], n_est, each) for d in (0, 1)]
-        outside = [_exact_interval(n_est - k[d], n_est, each) for d in (0, 1)]
+        inside = [exact_interval(k[d], n_est, each) for d in (0, 1)]
+        outside = [exact_interval(n_est - k[d], n_est, each) for d in (0, 1)]
         found = []
         for complement, num in _COMBOS:
             iv = outside if complement else inside
@@ -568,6 +551,6 @@ def _fixed_event_bound(k_num: int, k_den: int, n: int, alpha: float, delta: floa
     if bounds == "joint":
         return paired_ratio_bound(k_num, k_den, n, 1.0 - alpha) if paired else _joint_bound(k_num, k_den, n, alpha, seed)
     each = alpha / 4.0 if bounds == "four" else alpha / 2.0
-    low = _exact_one_sided(k_num, n, each, lower=True)
-    high = _exact_one_sided(k_den, n, each, lower=False)
+    low = exact_one_sided(k_num, n, each, lower=True)
+    high = exact_one_sided(k_den, n, each, lower=False)
     return max(0.0, float(_log_ratio(low - delta, high)))

@@ -50,6 +50,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dptutor._validate import check_float_array, check_int, check_probability, check_real
+from dptutor.audit._binomial import exact_interval
 
 __all__ = ["BERRY_ESSEEN_C", "MAX_RUNS", "NUISANCE_SHARE", "paired_ratio_bound", "paired_projection"]
 
@@ -69,10 +70,7 @@ _MAX_Z = 40.0
 def _interval(k: int, n: int, error: float) -> tuple[float, float]:
     """The two-sided Clopper-Pearson interval for ``k`` successes in ``n`` at ``error`` (half per side), widened by
     the slack and clipped to [0, 1]."""
-    from scipy import stats
-
-    low = 0.0 if k == 0 else float(stats.beta.ppf(error / 2.0, k, n - k + 1))
-    high = 1.0 if k == n else float(stats.beta.isf(error / 2.0, k + 1, n - k))
+    low, high = exact_interval(k, n, error / 2.0)
     return max(0.0, low * (1.0 - _SLACK)), min(1.0, high * (1.0 + _SLACK))
 
 
