@@ -18,7 +18,8 @@ import pytest
 from dptutor.assignments import check, mystery_a, mystery_b
 from dptutor.assignments.feedback import INSTRUCTOR_NOTE, TEST_GRADING_SEED, is_instructor_note
 from dptutor.assignments.instances import SELF_STUDY, AuditMember, answers_scope
-from dptutor.assignments.record import GradingSession, session_scope
+from dptutor.assignments import sampler
+from dptutor.assignments.record import EARLY_STOP_SECONDS, GradingSession, measure, session_scope
 from dptutor.audit import estimate_loss
 from dptutor.distributions import laplace_ppf
 from dptutor.selection import report_noisy_max as package_rnm
@@ -211,20 +212,58 @@ class SlowFor:
         return mu - b * np.sign(u - 0.5) * np.log(1 - 2 * np.abs(u - 0.5))
 
 
-def test_one_slow_series_gets_a_second_look_and_a_slow_function_still_fails() -> None:
+def test_one_slow_series_gets_a_second_look_and_a_slow_function_still_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     # Half a second per million uniforms is over SAMPLER_TIMING_RATIO times numpy's: slowed for the first
     # series only (a busy machine), the function is timed again on fresh uniforms and passes; slowed for
     # both, it fails with the time it took.
+    references: list[float] = []
+    reference_seconds = sampler.reference_seconds
+
+    def recorded(*args, **kwargs):
+        references.append(reference_seconds(*args, **kwargs))
+        return references[-1]
+
+    monkeypatch.setattr(sampler, "reference_seconds", recorded)
     passed = check("sampler", "q3", SlowFor(calls=3), grading_seed=TEST_GRADING_SEED)
     speed = [f for f in passed.findings if f.check == "speed"]
     assert speed and speed[0].passed, passed.report()
     slow = SlowFor(calls=6)
+    references.clear()
     failed = check("sampler", "q3", slow, grading_seed=TEST_GRADING_SEED)
     speed = [f for f in failed.findings if f.check == "speed"]
     assert speed and not speed[0].passed and "times the reference" in speed[0].message, failed.report()
-    # The second series stops at its first repeat over twice the passing time: 3 + 1 timed calls, not 3 + 3.
-    # (Or 3 + 0: its first run on 1 % of the uniforms, scaled up, may already be over that cap on a busy machine.)
-    assert slow.large in (3, 4)
+    # The second series stops at its first repeat over twice the passing time (10 times the reference's first
+    # time): 3 + 1 timed calls, not 3 + 3, unless the machine is so busy that the reference took over 0.05 s.
+    if 2 * sampler.SAMPLER_TIMING_RATIO * references[0] < slow.pause:
+        assert slow.large == 4, (slow.large, references)
+    else:
+        assert slow.large in (4, 5, 6), (slow.large, references)
+
+
+def test_a_fast_function_with_a_fixed_cost_per_call_is_not_cut_short_by_its_scaled_first_run() -> None:
+    # The first run on 1 % of the uniforms is scaled up a hundredfold, its fixed cost too: a 20 ms pause per
+    # call read as 2 s and ended a series capped at 0.5 s before any full-size call (a fast function's second
+    # look failed that way on a busy machine).
+    calls: list[int] = []
+
+    def paused(u, mu, b):
+        calls.append(np.size(u))
+        time.sleep(0.02)
+        return laplace_ppf(u, mu, b)
+
+    inputs = [np.random.default_rng(i).random(1_000_000) for i in range(2)]
+    results, best = measure(paused, inputs, 0.0, 1.0, cap=0.5)
+    assert calls.count(1_000_000) == 2 and best < 0.5, (calls, best)
+    # A hopeless case still stops after the small run: 0.1 s per 1 % reads as 10 s, over EARLY_STOP_SECONDS.
+    calls.clear()
+
+    def hopeless(u, mu, b):
+        calls.append(np.size(u))
+        time.sleep(np.size(u) * 1e-5)
+        return laplace_ppf(u, mu, b)
+
+    results, best = measure(hopeless, inputs, 0.0, 1.0, cap=0.5)
+    assert calls == [10_000] and best > EARLY_STOP_SECONDS and len(results) == 1, (calls, best)
 
 
 # ---------------------------------------------------------------------------------------------
