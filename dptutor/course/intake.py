@@ -38,10 +38,18 @@ The kernel's output
 kernel sends.  Every output and widget message counts, empty ones included, with an overhead of
 :data:`MESSAGE_OVERHEAD` characters on top of what it carries; beyond the limit messages are
 dropped (a cell's first error is still kept, shortened: the grader reads it).
+
+A single message over the limit of the client's ZeroMQ context (``MAXMSGSIZE``) is a protocol error to
+ZeroMQ, which then closes that connection for good (it reconnects only after errors of the connection):
+the IOPub channel would hear nothing more, and every later cell would wait nbclient's ``iopub_timeout`` for
+its end and lose its output.  So when a cell's reply came but its end on IOPub did not, the client
+connects a fresh IOPub socket (same context, same limit: ``_reconnect_iopub``), marks the cell's output
+as cut, and keeps the error the reply reports if IOPub lost it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
 import json
@@ -358,6 +366,32 @@ _CONTROL = frozenset({"status", "execute_input", "execute_reply"})
 TIMED_OUT_KEY = "dptutor_timed_out"
 
 
+#: The note added to a cell whose end (its idle status) never came on IOPub.
+_IOPUB_LOST = "[the grader lost the rest of this cell's output: a message over its size limit, or none in time]"
+
+
+async def _reconnect_iopub(kc: Any, patience: float) -> bool:
+    """Replace the IOPub channel of the kernel client ``kc`` by a fresh SUB socket from its context (whose
+    ``MAXMSGSIZE`` applies to it too) and wait, at most ``patience`` seconds, until a message arrives on it
+    (the status of a ``kernel_info`` request), so that the next cell's messages are not published before the
+    subscription reaches the kernel; whether one did."""
+    from queue import Empty
+
+    kc.iopub_channel.close()
+    kc._iopub_channel = None  # the property connects a new one (jupyter_client's own SUBSCRIBE included)
+    channel = kc.iopub_channel
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + patience
+    while loop.time() < deadline:
+        kc.kernel_info()  # its reply on the shell channel is skipped by nbclient (another parent)
+        try:
+            await channel.get_msg(timeout=min(0.5, max(0.01, deadline - loop.time())))
+            return True
+        except Empty:
+            continue
+    return False
+
+
 def capped_client(limit: int) -> Any:
     """An nbclient ``NotebookClient`` class that keeps at most ``limit`` characters of the kernel's output
     (every message counted: :func:`_message_size`)."""
@@ -367,6 +401,8 @@ def capped_client(limit: int) -> Any:
 
     class CappedClient(NotebookClient):
         kept = 0
+        #: How many times the IOPub channel was connected afresh (``_reconnect_iopub``).
+        iopub_reconnects = 0
 
         def process_message(self, msg: dict, cell: Any, cell_index: int) -> Any:
             msg_type = msg.get("msg_type")
@@ -389,6 +425,28 @@ def capped_client(limit: int) -> Any:
                         "stream", name="stderr", text=f"[output over {limit} characters dropped by the grader]"))
                 return None
             return super().process_message(msg, cell, cell_index)
+
+        async def _async_poll_for_reply(self, msg_id: str, cell: Any, timeout: Any, task_poll_output_msg: Any,
+                                        task_poll_kernel_alive: Any) -> Any:
+            reply = await super()._async_poll_for_reply(msg_id, cell, timeout, task_poll_output_msg,
+                                                        task_poll_kernel_alive)
+            if task_poll_output_msg.cancelled():  # the reply came, the end on IOPub did not (iopub_timeout)
+                self.iopub_reconnects += 1
+                await _reconnect_iopub(self.kc, float(self.iopub_timeout))
+                self._keep_lost_error(cell, reply)
+            return reply
+
+        def _keep_lost_error(self, cell: Any, reply: Any) -> None:
+            """Mark ``cell``'s output as cut and keep the error its ``reply`` reports, if IOPub lost it."""
+            import nbformat
+
+            outputs = cell.setdefault("outputs", [])
+            outputs.append(nbformat.v4.new_output("stream", name="stderr", text=_IOPUB_LOST))
+            content = reply.get("content") if isinstance(reply, dict) else None
+            if isinstance(content, dict) and content.get("status") == "error" and \
+                    not any(o.get("output_type") == "error" for o in outputs):
+                outputs.append(nbformat.v4.new_output("error", ename=str(content.get("ename", ""))[:200],
+                                                      evalue=str(content.get("evalue", ""))[:2000], traceback=[]))
 
         async def _async_handle_timeout(self, timeout: int, cell: Any = None) -> Any:
             if cell is not None:  # a student cell (or a grading cell) ran past its limit: say so, not KeyboardInterrupt
