@@ -289,7 +289,8 @@ verdicts = {"A": "violates", "B": "violates"}'''
         name: subprocess.Popen(
             [sys.executable, "-m", "dptutor", "grade", name, str(folder), "--csv", str(tmp_path / f"{name}.csv"),
              "--feedback", str(tmp_path / f"{name}-feedback"), "--timeout", limits.get(name, ("60", "300"))[0],
-             "--total-timeout", limits.get(name, ("60", "300"))[1], *([] if SANDBOXED else ["--no-sandbox"])],
+             "--total-timeout", limits.get(name, ("60", "300"))[1], *([] if SANDBOXED else ["--no-sandbox"]),
+             *(["--workers", "2"] if name == "sampler" else [])],  # its 8 submissions: the longest folder
             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         for name, folder in folders.items()
     }
