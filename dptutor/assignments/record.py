@@ -177,8 +177,11 @@ def measure(f: Callable, inputs: Sequence[np.ndarray], *args: Any,
     Each ``u`` is one timed repeat: give fresh inputs to each (identical inputs let a memoising
     function look fast).  When grading, each repeat is a cell of its own, timed from outside the
     kernel (on the session's :attr:`~GradingSession.clock`), and stops counting at ``cap`` seconds; in
-    the feedback, it runs here (a first run on 1 % of the input, scaled up, stops a hopeless case early:
-    see ``EARLY_STOP_SECONDS``).  A repeat that raises ends the series.
+    the feedback, it runs here, timed by the CPU time of this thread, as a sandboxed grading counts the
+    sandbox's CPU time: a busy machine slows the wall clock of both sides unevenly (a reference solution
+    once measured 6 times itself on oversubscribed cores), not their CPU time.  A first run on 1 % of the
+    input, scaled up, stops a hopeless case early (see ``EARLY_STOP_SECONDS``).  A repeat that raises ends
+    the series.
     """
     check_callable(f, "f")
     cap = check_positive(cap, "cap")
@@ -191,17 +194,17 @@ def measure(f: Callable, inputs: Sequence[np.ndarray], *args: Any,
         src, out = os.path.join(tmp, "in.npz"), os.path.join(tmp, "out.npz")
         small = inputs[0][: max(1, inputs[0].size // 100)]
         _input_file(src, small)
-        t0 = time.perf_counter()
+        t0 = time.thread_time()
         value, exc = _harness(f, src, out, args)
-        scaled = (time.perf_counter() - t0) * inputs[0].size / max(1, small.size)
+        scaled = (time.thread_time() - t0) * inputs[0].size / max(1, small.size)
         if exc is not None or scaled > max(cap, EARLY_STOP_SECONDS):
             return [(value, exc)], scaled
         best = math.inf
         for u in inputs:
             _input_file(src, u)
-            t0 = time.perf_counter()
+            t0 = time.thread_time()
             value, exc = _harness(f, src, out, args)
-            best = min(best, time.perf_counter() - t0)
+            best = min(best, time.thread_time() - t0)
             results.append((value, exc))
             if exc is not None or best > cap:
                 break
@@ -211,14 +214,15 @@ def measure(f: Callable, inputs: Sequence[np.ndarray], *args: Any,
 def reference_seconds(reference: Callable, inputs: Sequence[np.ndarray], *args: Any, repeats: int = 1) -> float:
     """Best time of the same _harness as :func:`measure` with ``reference`` (trusted code), here, over
     ``repeats`` calls on each input (1 to 100): on the clock the grading session's timed cells use
-    (:attr:`GradingSession.clock`; the CPU time of this thread for ``"cpu"``), else the wall clock, as
-    :func:`measure` uses in the notebook.  Trusted code may repeat: more repeats steady the best time."""
+    (:attr:`GradingSession.clock`: the wall clock for ``"wall"``, the CPU time of this thread for ``"cpu"``),
+    else the CPU time of this thread, as :func:`measure` uses in the notebook.  Trusted code may repeat: more
+    repeats steady the best time."""
     check_callable(reference, "reference")
     repeats = check_int(repeats, "repeats", minimum=1, maximum=100)
     inputs = [u for u in _timing_inputs(inputs) for _ in range(repeats)]
     args = tuple(_plain(args))
     session = _SESSION.get()
-    now = time.thread_time if isinstance(session, GradingSession) and session.clock == "cpu" else time.perf_counter
+    now = time.perf_counter if isinstance(session, GradingSession) and session.clock == "wall" else time.thread_time
     best = math.inf
     with tempfile.TemporaryDirectory(prefix="dptutor-time-") as tmp:
         src, out = os.path.join(tmp, "in.npz"), os.path.join(tmp, "out.npz")

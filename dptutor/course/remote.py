@@ -393,7 +393,9 @@ def grade_in_process(namespace: Mapping[str, Any], assignment: str, *, timeout: 
     kernel's cells here (exec in ``namespace``): the same protocol as the runner, without a kernel
     (``carry_forward``: with error carried forward).
 
-    For tests and for trusted code only: the student's code runs in this process.
+    For tests and for trusted code only: the student's code runs in this process.  A cell's seconds are the
+    CPU time of the thread that runs it, and the reference's those of its own thread (``clock="cpu"``), so that a
+    busy machine slows neither side's count.
     """
     a = get_assignment(assignment)
     if not isinstance(namespace, dict):
@@ -406,7 +408,7 @@ def grade_in_process(namespace: Mapping[str, Any], assignment: str, *, timeout: 
             # As a kernel does, the cell runs in the work folder (the grader names its files there).
             cell: dict[str, Any] = {"outputs": []}
             here = os.getcwd()
-            t0 = time.perf_counter()
+            t0 = time.thread_time()
             try:
                 os.chdir(workdir)
                 exec(compile(source, "<grader cell>", "exec"), namespace)  # noqa: S102 -- trusted by contract
@@ -414,14 +416,14 @@ def grade_in_process(namespace: Mapping[str, Any], assignment: str, *, timeout: 
                 cell["outputs"].append({"output_type": "error", "ename": type(exc).__name__, "evalue": str(exc)})
             finally:
                 os.chdir(here)
-            return cell, time.perf_counter() - t0
+            return cell, time.thread_time() - t0
         return run_cell
 
     async def main() -> dict[str, Any]:
         with tempfile.TemporaryDirectory(prefix="dptutor-grade-") as workdir:
             run_cell = cell_runner(workdir)
             return {q.name: await grade_question(run_cell, a.name, q.name, workdir, timeout=timeout,
-                                                 timed_cap=timed_cap, carry_forward=bool(carry_forward))
+                                                 timed_cap=timed_cap, carry_forward=bool(carry_forward), clock="cpu")
                     for q in a.questions}
 
     return asyncio.run(main())
