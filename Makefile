@@ -67,9 +67,11 @@ lab-check: $(LAB_STAMP)
 	$(BIN)/jupyter-execute --inplace $(VENV)/lab-check.ipynb
 	@echo "lab-check: JupyterLab is installed and the environment's kernel executed book/assignments/sampler.md"
 
-# Two pytest-xdist workers (one per core of CI's machine): the book build and the tests that read it
-# run on one, every other module on whichever is free (tests/conftest.py). TEST_WORKERS=0 runs serially.
-TEST_WORKERS ?= 2
+# Three pytest-xdist workers on CI's two cores: many tests wait on kernels, sandboxes and time limits, and with
+# two workers the cores were idle a third of the time. The book build and the tests that read it run on one
+# worker, every other module on whichever is free (tests/conftest.py). Speed checks count CPU time, so the
+# extra load does not change a verdict. TEST_WORKERS=0 runs serially.
+TEST_WORKERS ?= 3
 test: $(STAMP) lint
 	$(BIN)/python -m pytest --durations=25 $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadscope)
 

@@ -86,7 +86,7 @@ def solutions_build(book_build: BookBuild) -> BookBuild:
 
 
 # ---------------------------------------------------------------------------------------------
-# Parallel runs: `make test` runs pytest-xdist with two workers and the scheduler below
+# Parallel runs: `make test` runs pytest-xdist with three workers and the scheduler below
 # ---------------------------------------------------------------------------------------------
 
 #: The fixtures that build the book, and the test modules that use them. Those modules form one unit
