@@ -366,6 +366,9 @@ _CONTROL = frozenset({"status", "execute_input", "execute_reply"})
 TIMED_OUT_KEY = "dptutor_timed_out"
 
 
+#: The characters of an error's message the grader keeps (it reads errors; their tracebacks are dropped).
+_ERROR_CHARS = 2000
+
 #: The note added to a cell whose end (its idle status) never came on IOPub.
 _IOPUB_LOST = "[the grader lost the rest of this cell's output: a message over its size limit, or none in time]"
 
@@ -392,6 +395,11 @@ async def _reconnect_iopub(kc: Any, patience: float) -> bool:
     return False
 
 
+def _holds_error(outputs: list) -> bool:
+    """Whether a cell's ``outputs`` already hold an error (its first error is the one the grader keeps)."""
+    return any(o.get("output_type") == "error" for o in outputs)
+
+
 def capped_client(limit: int) -> Any:
     """An nbclient ``NotebookClient`` class that keeps at most ``limit`` characters of the kernel's output
     (every message counted: :func:`_message_size`)."""
@@ -401,8 +409,6 @@ def capped_client(limit: int) -> Any:
 
     class CappedClient(NotebookClient):
         kept = 0
-        #: How many times the IOPub channel was connected afresh (``_reconnect_iopub``).
-        iopub_reconnects = 0
 
         def process_message(self, msg: dict, cell: Any, cell_index: int) -> Any:
             msg_type = msg.get("msg_type")
@@ -410,13 +416,13 @@ def capped_client(limit: int) -> Any:
                 return super().process_message(msg, cell, cell_index)
             content = msg.get("content")
             if msg_type == "error" and isinstance(content, dict):  # the grader reads errors: short ones
-                content["evalue"] = str(content.get("evalue", ""))[:2000]
+                content["evalue"] = str(content.get("evalue", ""))[:_ERROR_CHARS]
                 content["traceback"] = []
             before = self.kept
             self.kept += _message_size(content)
             if self.kept > limit:
                 outputs = cell.get("outputs", [])
-                if msg_type == "error" and not any(o.get("output_type") == "error" for o in outputs):
+                if msg_type == "error" and not _holds_error(outputs):
                     return super().process_message(msg, cell, cell_index)  # a cell's first error is kept
                 if before <= limit:
                     import nbformat
@@ -431,7 +437,6 @@ def capped_client(limit: int) -> Any:
             reply = await super()._async_poll_for_reply(msg_id, cell, timeout, task_poll_output_msg,
                                                         task_poll_kernel_alive)
             if task_poll_output_msg.cancelled():  # the reply came, the end on IOPub did not (iopub_timeout)
-                self.iopub_reconnects += 1
                 await _reconnect_iopub(self.kc, float(self.iopub_timeout))
                 self._keep_lost_error(cell, reply)
             return reply
@@ -443,10 +448,9 @@ def capped_client(limit: int) -> Any:
             outputs = cell.setdefault("outputs", [])
             outputs.append(nbformat.v4.new_output("stream", name="stderr", text=_IOPUB_LOST))
             content = reply.get("content") if isinstance(reply, dict) else None
-            if isinstance(content, dict) and content.get("status") == "error" and \
-                    not any(o.get("output_type") == "error" for o in outputs):
+            if isinstance(content, dict) and content.get("status") == "error" and not _holds_error(outputs):
                 outputs.append(nbformat.v4.new_output("error", ename=str(content.get("ename", ""))[:200],
-                                                      evalue=str(content.get("evalue", ""))[:2000], traceback=[]))
+                                                      evalue=str(content.get("evalue", ""))[:_ERROR_CHARS], traceback=[]))
 
         async def _async_handle_timeout(self, timeout: int, cell: Any = None) -> Any:
             if cell is not None:  # a student cell (or a grading cell) ran past its limit: say so, not KeyboardInterrupt
