@@ -212,3 +212,29 @@ def test_the_wall_factor_is_bounded() -> None:
     out = subprocess.run([sys.executable, "-m", "dptutor", "grade", "sampler", ".", "--wall-factor", "101"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "--wall-factor" in out.stderr, out.stderr
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap to run the students' kernels")
+def test_an_interrupted_timed_cell_is_a_time_out_even_without_an_error_output(tmp_path: Path) -> None:
+    """An interrupt that reaches ipykernel as a cell ends, or while it reports an earlier interrupt, is caught in
+    the kernel: no error output, no reply.  The grader read such a cell as a crash with no answer and left the
+    question ungraded (0 points: the semester walk's memo_loop lost q3 so on a loaded machine).  It is a time-out:
+    the speed finding fails and the question's other findings stand.  The state is made here on purpose (the
+    notebook hides its tracebacks), since the race itself needs a loaded machine."""
+    from helpers import ROOT
+    from dptutor.course.executor import grade_notebook
+
+    stub = (ROOT / "book" / "assignments" / "sampler.md").read_text(encoding="utf-8")
+    text = stub + (
+        "\n```{code-cell} ipython3\nget_ipython().showtraceback = lambda *args, **kwargs: None\n\n\n"
+        "def laplace_inverse_cdf(u, mu=0.0, b=1.0):\n    u = np.asarray(u, dtype=float)\n"
+        "    if not (np.isfinite(b) and b > 0) or not np.all((u > 0) & (u < 1)):\n"
+        "        raise ValueError('u must lie in (0, 1) and b > 0')\n"
+        "    while u.size >= 10**6:  # vectorised, but endless on the timed input\n        pass\n"
+        "    return mu - b * np.sign(u - 0.5) * np.log1p(-2 * np.abs(u - 0.5))\n```\n")
+    path = tmp_path / "hidden.md"
+    path.write_text(text, encoding="utf-8")
+    result = grade_notebook(path, "sampler", sandbox="bwrap", timeout=3, total_timeout=120)
+    assert result.scores["q3"] == pytest.approx(0.8), (result.checks, result.messages)
+    assert [passed for check, passed in result.checks["q3"] if check == "speed"] == [False], result.checks
+    assert result.scores["q1"] == 2 and result.scores["q2"] == 1, (result.scores, result.messages)
