@@ -45,6 +45,12 @@ the IOPub channel would hear nothing more, and every later cell would wait nbcli
 its end and lose its output.  So when a cell's reply came but its end on IOPub did not, the client
 connects a fresh IOPub socket (same context, same limit: ``_reconnect_iopub``), marks the cell's output
 as cut, and keeps the error the reply reports if IOPub lost it.
+
+The other way round, an interrupt that reaches ipykernel as a cell ends, or while it reports an earlier
+interrupt, is caught inside the kernel, which ends the cell on IOPub but never replies.  When the grader
+interrupted a cell (its metadata holds :data:`TIMED_OUT_KEY`) and the kernel has ended it, the client waits
+``iopub_timeout`` more for the reply and then takes the time-out reply (``error_on_timeout``), instead of
+waiting for the wall-clock cap.
 """
 
 from __future__ import annotations
@@ -395,6 +401,20 @@ async def _reconnect_iopub(kc: Any, patience: float) -> bool:
     return False
 
 
+async def _reply_lost(cell: Any, output_done: Any, grace: float) -> None:
+    """Return when the grader has interrupted ``cell`` (:data:`TIMED_OUT_KEY` in its metadata), the kernel has
+    ended it on IOPub (``output_done``: its idle status) and ``grace`` seconds have passed; else wait until
+    cancelled.  An interrupt that reaches ipykernel as a cell ends, or while it reports an earlier interrupt, is
+    caught inside the kernel, which then sends no reply to the cell (17 of 240 interrupts sent as a 50 ms cell
+    ended, in a sweep)."""
+    await asyncio.wait({output_done})
+    if output_done.cancelled() or output_done.exception() is not None:
+        await asyncio.Event().wait()  # no end on IOPub: the reply's own wait decides
+    while TIMED_OUT_KEY not in (cell.get("metadata") or {}):
+        await asyncio.sleep(0.1)
+    await asyncio.sleep(grace)
+
+
 def _holds_error(outputs: list) -> bool:
     """Whether a cell's ``outputs`` already hold an error (its first error is the one the grader keeps)."""
     return any(o.get("output_type") == "error" for o in outputs)
@@ -434,12 +454,34 @@ def capped_client(limit: int) -> Any:
 
         async def _async_poll_for_reply(self, msg_id: str, cell: Any, timeout: Any, task_poll_output_msg: Any,
                                         task_poll_kernel_alive: Any) -> Any:
-            reply = await super()._async_poll_for_reply(msg_id, cell, timeout, task_poll_output_msg,
-                                                        task_poll_kernel_alive)
+            polling = asyncio.ensure_future(super()._async_poll_for_reply(msg_id, cell, timeout, task_poll_output_msg,
+                                                                          task_poll_kernel_alive))
+            if self.error_on_timeout is None:
+                reply = await polling
+            else:
+                reply = await self._reply_or_lost(polling, msg_id, cell, task_poll_output_msg, task_poll_kernel_alive)
             if task_poll_output_msg.cancelled():  # the reply came, the end on IOPub did not (iopub_timeout)
                 await _reconnect_iopub(self.kc, float(self.iopub_timeout))
                 self._keep_lost_error(cell, reply)
             return reply
+
+        async def _reply_or_lost(self, polling: Any, msg_id: str, cell: Any, output_done: Any, alive: Any) -> Any:
+            """The reply ``polling`` gets, or the time-out reply when the grader interrupted ``cell``, the kernel
+            ended it on IOPub and no reply followed within ``iopub_timeout`` (it will never come: see
+            :func:`_reply_lost`); nbclient would wait for it until the wall-clock cap."""
+            lost = asyncio.ensure_future(_reply_lost(cell, output_done, float(self.iopub_timeout)))
+            try:
+                await asyncio.wait({polling, lost}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                lost.cancel()
+                replied = polling.done()
+                if not replied:
+                    polling.cancel()
+                    alive.cancel()
+            if replied:
+                return polling.result()
+            await asyncio.wait({polling})  # let the cancelled poll finish before the next cell polls the channel
+            return {"content": {**self.error_on_timeout, "status": "error"}, "parent_header": {"msg_id": msg_id}}
 
         def _keep_lost_error(self, cell: Any, reply: Any) -> None:
             """Mark ``cell``'s output as cut and keep the error its ``reply`` reports, if IOPub lost it."""

@@ -214,6 +214,23 @@ def test_the_wall_factor_is_bounded() -> None:
     assert out.returncode == 2 and "--wall-factor" in out.stderr, out.stderr
 
 
+def _endless_on_the_timed_input(setup: str, on_interrupt: str = "") -> str:
+    """The book's sampler notebook with a correct, vectorised ``laplace_inverse_cdf`` that never ends on the timed
+    input (10^6 uniforms), after the cell code ``setup``; ``on_interrupt`` runs when the grader interrupts it."""
+    from helpers import ROOT
+
+    stub = (ROOT / "book" / "assignments" / "sampler.md").read_text(encoding="utf-8")
+    handler = "".join(f"        {line}\n" for line in on_interrupt.splitlines())
+    return stub + (
+        f"\n```{{code-cell}} ipython3\n{setup}\n\n\ndef laplace_inverse_cdf(u, mu=0.0, b=1.0):\n"
+        "    u = np.asarray(u, dtype=float)\n"
+        "    if not (np.isfinite(b) and b > 0) or not np.all((u > 0) & (u < 1)):\n"
+        "        raise ValueError('u must lie in (0, 1) and b > 0')\n    try:\n"
+        "        while u.size >= 10**6:\n            pass\n"
+        f"    except KeyboardInterrupt:\n{handler}        raise\n"
+        "    return mu - b * np.sign(u - 0.5) * np.log1p(-2 * np.abs(u - 0.5))\n```\n")
+
+
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap to run the students' kernels")
 def test_an_interrupted_timed_cell_is_a_time_out_even_without_an_error_output(tmp_path: Path) -> None:
     """An interrupt that reaches ipykernel as a cell ends, or while it reports an earlier interrupt, is caught in
@@ -221,20 +238,36 @@ def test_an_interrupted_timed_cell_is_a_time_out_even_without_an_error_output(tm
     question ungraded (0 points: the semester walk's memo_loop lost q3 so on a loaded machine).  It is a time-out:
     the speed finding fails and the question's other findings stand.  The state is made here on purpose (the
     notebook hides its tracebacks), since the race itself needs a loaded machine."""
-    from helpers import ROOT
     from dptutor.course.executor import grade_notebook
 
-    stub = (ROOT / "book" / "assignments" / "sampler.md").read_text(encoding="utf-8")
-    text = stub + (
-        "\n```{code-cell} ipython3\nget_ipython().showtraceback = lambda *args, **kwargs: None\n\n\n"
-        "def laplace_inverse_cdf(u, mu=0.0, b=1.0):\n    u = np.asarray(u, dtype=float)\n"
-        "    if not (np.isfinite(b) and b > 0) or not np.all((u > 0) & (u < 1)):\n"
-        "        raise ValueError('u must lie in (0, 1) and b > 0')\n"
-        "    while u.size >= 10**6:  # vectorised, but endless on the timed input\n        pass\n"
-        "    return mu - b * np.sign(u - 0.5) * np.log1p(-2 * np.abs(u - 0.5))\n```\n")
     path = tmp_path / "hidden.md"
-    path.write_text(text, encoding="utf-8")
+    path.write_text(_endless_on_the_timed_input("get_ipython().showtraceback = lambda *args, **kwargs: None"),
+                    encoding="utf-8")
     result = grade_notebook(path, "sampler", sandbox="bwrap", timeout=3, total_timeout=120)
-    assert result.scores["q3"] == pytest.approx(0.8), (result.checks, result.messages)
+    assert result.scores == {"q1": 2, "q2": 1, "q3": pytest.approx(0.8)}, (result.scores, result.messages)
     assert [passed for check, passed in result.checks["q3"] if check == "speed"] == [False], result.checks
-    assert result.scores["q1"] == 2 and result.scores["q2"] == 1, (result.scores, result.messages)
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap to run the students' kernels")
+def test_a_reply_the_kernel_never_sends_does_not_hold_the_grader_until_the_wall_clock_cap(tmp_path: Path) -> None:
+    """When ipykernel catches the grader's interrupt as a cell ends, it ends the cell on IOPub but never replies.
+    The grader waited for that reply until the wall-clock cap (``wall_factor`` times the limit: 120 s here) and
+    now stops waiting shortly after the cell's end.  The lost reply is made on purpose here: the notebook's
+    kernel drops the reply of the cell its function was interrupted in."""
+    import time
+
+    from dptutor.course.executor import grade_notebook
+    from dptutor.course.sandbox import Limits, find_sandbox
+
+    setup = ("_kernel = get_ipython().kernel\n_send, _drop = _kernel.session.send, []\n\n\n"
+             "def _quiet(stream, kind, *args, **kwargs):\n    if kind == 'execute_reply' and _drop:\n"
+             "        _drop.clear()\n        return {'content': {'status': 'ok'}, 'header': {}}\n"
+             "    return _send(stream, kind, *args, **kwargs)\n\n\n_kernel.session.send = _quiet")
+    path = tmp_path / "no_reply.md"
+    path.write_text(_endless_on_the_timed_input(setup, "_drop.append(1)"), encoding="utf-8")
+    sandbox = find_sandbox("bwrap", limits=Limits(wall_factor=40))
+    started = time.monotonic()
+    result = grade_notebook(path, "sampler", sandbox=sandbox, timeout=3, total_timeout=300)
+    seconds = time.monotonic() - started
+    assert result.scores == {"q1": 2, "q2": 1, "q3": pytest.approx(0.8)}, (result.scores, result.messages)
+    assert seconds < 80, seconds  # the cap alone is 3 s x 40 = 120 s
