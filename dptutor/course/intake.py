@@ -415,6 +415,25 @@ async def _reply_lost(cell: Any, output_done: Any, grace: float) -> None:
     await asyncio.sleep(grace)
 
 
+async def _reply_or_lost(client: Any, polling: Any, msg_id: str, cell: Any, output_done: Any, alive: Any) -> Any:
+    """The reply ``polling`` gets, or the time-out reply (``client.error_on_timeout``) when the grader interrupted
+    ``cell``, the kernel ended it on IOPub and no reply followed within ``client.iopub_timeout`` (it will never
+    come: see :func:`_reply_lost`); nbclient would wait for it until the wall-clock cap."""
+    lost = asyncio.ensure_future(_reply_lost(cell, output_done, float(client.iopub_timeout)))
+    try:
+        await asyncio.wait({polling, lost}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        lost.cancel()
+        replied = polling.done()
+        if not replied:
+            polling.cancel()
+            alive.cancel()
+    if replied:
+        return polling.result()
+    await asyncio.wait({polling})  # let the cancelled poll finish before the next cell polls the channel
+    return {"content": {**client.error_on_timeout, "status": "error"}, "parent_header": {"msg_id": msg_id}}
+
+
 def _holds_error(outputs: list) -> bool:
     """Whether a cell's ``outputs`` already hold an error (its first error is the one the grader keeps)."""
     return any(o.get("output_type") == "error" for o in outputs)
@@ -459,29 +478,11 @@ def capped_client(limit: int) -> Any:
             if self.error_on_timeout is None:
                 reply = await polling
             else:
-                reply = await self._reply_or_lost(polling, msg_id, cell, task_poll_output_msg, task_poll_kernel_alive)
+                reply = await _reply_or_lost(self, polling, msg_id, cell, task_poll_output_msg, task_poll_kernel_alive)
             if task_poll_output_msg.cancelled():  # the reply came, the end on IOPub did not (iopub_timeout)
                 await _reconnect_iopub(self.kc, float(self.iopub_timeout))
                 self._keep_lost_error(cell, reply)
             return reply
-
-        async def _reply_or_lost(self, polling: Any, msg_id: str, cell: Any, output_done: Any, alive: Any) -> Any:
-            """The reply ``polling`` gets, or the time-out reply when the grader interrupted ``cell``, the kernel
-            ended it on IOPub and no reply followed within ``iopub_timeout`` (it will never come: see
-            :func:`_reply_lost`); nbclient would wait for it until the wall-clock cap."""
-            lost = asyncio.ensure_future(_reply_lost(cell, output_done, float(self.iopub_timeout)))
-            try:
-                await asyncio.wait({polling, lost}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                lost.cancel()
-                replied = polling.done()
-                if not replied:
-                    polling.cancel()
-                    alive.cancel()
-            if replied:
-                return polling.result()
-            await asyncio.wait({polling})  # let the cancelled poll finish before the next cell polls the channel
-            return {"content": {**self.error_on_timeout, "status": "error"}, "parent_header": {"msg_id": msg_id}}
 
         def _keep_lost_error(self, cell: Any, reply: Any) -> None:
             """Mark ``cell``'s output as cut and keep the error its ``reply`` reports, if IOPub lost it."""
