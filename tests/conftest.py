@@ -55,12 +55,44 @@ def _build(cmd: list[str], html: Path) -> BookBuild:
     return BookBuild(proc.returncode, proc.stdout + proc.stderr, html)
 
 
+#: The solutions edition's build, started in the background as soon as the book is built (``book_build``) when
+#: a collected test needs it: it writes only its own folders and a copy of the Jupyter cache (it executes the
+#: instructor notebooks into it), so it runs beside the book's other tests and the student edition, on a core
+#: the other workers leave idle at the end of a run.
+_BACKGROUND: dict[str, tuple[subprocess.Popen, Path, Path]] = {}
+
+
+def _solutions_command(html: Path) -> tuple[list[str], Path]:
+    """The solutions edition's command (``make solutions``) beside the book built into ``html``, and its output."""
+    out = html.parent / "solutions" / "html"  # its own jupyter_execute, as `make solutions`
+    cache = html.parent / "solutions-cache"
+    return [sys.executable, str(ROOT / "book" / "_ext" / "student_edition.py"), "--edition", "solutions",
+            "--out", str(out), "--cache", str(cache)], out
+
+
 @pytest.fixture(scope="session")
-def book_build(tmp_path_factory: pytest.TempPathFactory) -> BookBuild:
+def book_build(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> BookBuild:
     """Build the whole book from a clean cache, exactly like `make book`, into a temporary folder."""
     out = tmp_path_factory.mktemp("book")
-    return _build([_jupyter_book(), "build", str(ROOT), "-W", "-n", "--keep-going", "--path-output", str(out)],
-                  out / "_build" / "html")
+    build = _build([_jupyter_book(), "build", str(ROOT), "-W", "-n", "--keep-going", "--path-output", str(out)],
+                   out / "_build" / "html")
+    wanted = any("solutions_build" in getattr(item, "fixturenames", ()) for item in request.session.items)
+    if wanted and build.returncode == 0:
+        cmd, html = _solutions_command(build.html)
+        shutil.copytree(build.html.parent / ".jupyter_cache", build.html.parent / "solutions-cache")
+        log = out / "solutions.log"  # a file, not a pipe: a full pipe would stall the build until it is read
+        with open(log, "w", encoding="utf-8") as fh:
+            proc = subprocess.Popen(cmd, cwd=ROOT, env=dict(os.environ, PYTHONWARNINGS="default"),
+                                    stdout=fh, stderr=subprocess.STDOUT)
+        _BACKGROUND["solutions"] = (proc, html, log)
+
+        def stop() -> None:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+        request.session.config.add_cleanup(stop)
+    return build
 
 
 @pytest.fixture(scope="session")
@@ -77,12 +109,14 @@ def student_build(book_build: BookBuild) -> BookBuild:
 
 @pytest.fixture(scope="session")
 def solutions_build(book_build: BookBuild) -> BookBuild:
-    """The teaching assistants' edition (``make solutions``), built from the Jupyter cache of ``book_build``
-    (only the instructor notebooks execute)."""
-    out = book_build.html.parent / "solutions" / "html"  # its own jupyter_execute, as `make solutions`
-    cache = book_build.html.parent / ".jupyter_cache"
-    return _build([sys.executable, str(ROOT / "book" / "_ext" / "student_edition.py"), "--edition", "solutions",
-                   "--out", str(out), "--cache", str(cache)], out)
+    """The teaching assistants' edition (``make solutions``), built from a copy of the Jupyter cache of
+    ``book_build`` (only the instructor notebooks execute); started by ``book_build`` in the background."""
+    if "solutions" not in _BACKGROUND:  # the book build failed: build it here, to report its own failure too
+        cmd, out = _solutions_command(book_build.html)
+        return _build(cmd[:-1] + [str(book_build.html.parent / ".jupyter_cache")], out)
+    proc, out, log = _BACKGROUND["solutions"]
+    proc.wait(timeout=900)
+    return BookBuild(proc.returncode, log.read_text(encoding="utf-8", errors="replace"), out)
 
 
 # ---------------------------------------------------------------------------------------------
