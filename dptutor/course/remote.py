@@ -54,7 +54,6 @@ from dptutor.assignments.feedback import INSTRUCTOR_NOTE, UNSCORED, Assignment, 
 from dptutor.assignments.record import GradingSession, RemoteFunction, session_scope
 from dptutor.assignments.registry import check, get_assignment, record_types
 from dptutor.course.cputime import limit_text
-from dptutor.course.intake import TIMED_OUT_KEY
 from dptutor.course.answers import RecordError, check_value, decode, expect, load_answer, raise_recorded, validate_answer
 
 __all__ = ["CALL_CELL", "NEEDS_CELL", "grade_question", "grade_in_process"]
@@ -163,10 +162,9 @@ def _cell_failure(cell: Any, limit: float) -> str | None:
     ipykernel while it finishes a cell, or while it reports an earlier interrupt (the CPU-time watchdog and the
     wall-clock cap may both interrupt one cell), is caught inside the kernel, which then publishes no error and
     sends no reply (measured: 17 of 240 interrupts sent as a 50 ms cell ended).  The cell's metadata keeps the
-    mark the watchdog or the cap set (:data:`~dptutor.course.intake.TIMED_OUT_KEY`).
+    mark the watchdog or the cap set, which :func:`~dptutor.course.cputime.limit_text` reads.
     """
-    metadata = cell.get("metadata") if isinstance(cell, Mapping) else getattr(cell, "metadata", None)
-    if isinstance(metadata, Mapping) and TIMED_OUT_KEY in metadata:
+    if limit_text(cell) is not None:
         return "timeout"
     outputs = cell.get("outputs", []) if isinstance(cell, Mapping) else getattr(cell, "outputs", [])
     err = next((o for o in outputs if o.get("output_type") == "error"), None)
