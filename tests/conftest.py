@@ -62,10 +62,10 @@ def _build(cmd: list[str], html: Path) -> BookBuild:
 _BACKGROUND: dict[str, tuple[subprocess.Popen, Path, Path]] = {}
 
 
-def _solutions_command(html: Path) -> tuple[list[str], Path]:
-    """The solutions edition's command (``make solutions``) beside the book built into ``html``, and its output."""
+def _solutions_command(html: Path, cache: Path) -> tuple[list[str], Path]:
+    """The solutions edition's command (``make solutions``) beside the book built into ``html``, reading the
+    Jupyter cache ``cache``, and its output."""
     out = html.parent / "solutions" / "html"  # its own jupyter_execute, as `make solutions`
-    cache = html.parent / "solutions-cache"
     return [sys.executable, str(ROOT / "book" / "_ext" / "student_edition.py"), "--edition", "solutions",
             "--out", str(out), "--cache", str(cache)], out
 
@@ -78,8 +78,9 @@ def book_build(tmp_path_factory: pytest.TempPathFactory, request: pytest.Fixture
                    out / "_build" / "html")
     wanted = any("solutions_build" in getattr(item, "fixturenames", ()) for item in request.session.items)
     if wanted and build.returncode == 0:
-        cmd, html = _solutions_command(build.html)
-        shutil.copytree(build.html.parent / ".jupyter_cache", build.html.parent / "solutions-cache")
+        cache = build.html.parent / "solutions-cache"
+        shutil.copytree(build.html.parent / ".jupyter_cache", cache)
+        cmd, html = _solutions_command(build.html, cache)
         log = out / "solutions.log"  # a file, not a pipe: a full pipe would stall the build until it is read
         with open(log, "w", encoding="utf-8") as fh:
             proc = subprocess.Popen(cmd, cwd=ROOT, env=dict(os.environ, PYTHONWARNINGS="default"),
@@ -112,8 +113,7 @@ def solutions_build(book_build: BookBuild) -> BookBuild:
     """The teaching assistants' edition (``make solutions``), built from a copy of the Jupyter cache of
     ``book_build`` (only the instructor notebooks execute); started by ``book_build`` in the background."""
     if "solutions" not in _BACKGROUND:  # the book build failed: build it here, to report its own failure too
-        cmd, out = _solutions_command(book_build.html)
-        return _build(cmd[:-1] + [str(book_build.html.parent / ".jupyter_cache")], out)
+        return _build(*_solutions_command(book_build.html, book_build.html.parent / ".jupyter_cache"))
     proc, out, log = _BACKGROUND["solutions"]
     proc.wait(timeout=900)
     return BookBuild(proc.returncode, log.read_text(encoding="utf-8", errors="replace"), out)
